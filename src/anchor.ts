@@ -1,0 +1,86 @@
+// Anchor requests: validation of what a client may submit (DESIGN.md §1.5) and the
+// canonical entry the sequencer builds from it.
+import { type CanonicalEntry, artifactId } from './entry.js';
+import { isHash64 } from './hash.js';
+
+export const MAX_ARTIFACT_BYTES = 1024;
+export const MAX_SCOPE_BYTES = 256;
+export const MAX_TENANT_BYTES = 256;
+
+/** A validated request to append one entry. */
+export interface AnchorRequest {
+  readonly type: string;
+  readonly result: string;
+  /** 64 lowercase hex characters. */
+  readonly digest: string;
+  readonly artifact?: string;
+  readonly scope?: string;
+  readonly tenant?: string;
+}
+
+export class ValidationError extends Error {
+  override name = 'ValidationError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+function optionalLabel(body: Record<string, unknown>, field: string, max: number): string | undefined {
+  const v = body[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new ValidationError(`invalid_${field}`, `${field} must be a string`);
+  if (utf8Length(v) > max) throw new ValidationError(`invalid_${field}`, `${field} must be at most ${max} UTF-8 bytes`);
+  if (/[\u0000-\u001f\u007f]/u.test(v)) throw new ValidationError(`invalid_${field}`, `${field} must not contain control characters`);
+  if (!v.isWellFormed()) throw new ValidationError(`invalid_${field}`, `${field} must be well-formed Unicode`);
+  return v;
+}
+
+/** Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?}. */
+export function parseAnchorBody(body: unknown, tenant?: string): AnchorRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('invalid_body', 'request body must be a JSON object');
+  }
+  const b = body as Record<string, unknown>;
+  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope'].includes(k));
+  if (unknown.length > 0) throw new ValidationError('unknown_field', `unknown field ${JSON.stringify(unknown[0])}`);
+  if (b.digest === undefined) throw new ValidationError('missing_digest', 'digest is required');
+  if (!isHash64(b.digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
+  const artifact = optionalLabel(b, 'artifact', MAX_ARTIFACT_BYTES);
+  const scope = optionalLabel(b, 'scope', MAX_SCOPE_BYTES);
+  return anchorRequest('ledger_anchor', 'Anchored', b.digest, { artifact, scope, tenant });
+}
+
+/** Builds a request of any entry type (anchors, document_verified, control-plane decisions). */
+export function anchorRequest(
+  type: string,
+  result: string,
+  digest: string,
+  labels: { artifact?: string | undefined; scope?: string | undefined; tenant?: string | undefined } = {},
+): AnchorRequest {
+  if (!isHash64(digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
+  if (labels.tenant !== undefined && utf8Length(labels.tenant) > MAX_TENANT_BYTES) {
+    throw new ValidationError('invalid_tenant', `tenant must be at most ${MAX_TENANT_BYTES} UTF-8 bytes`);
+  }
+  const req: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = { type, result, digest: digest.toLowerCase() };
+  if (labels.artifact !== undefined) req.artifact = labels.artifact;
+  if (labels.scope !== undefined) req.scope = labels.scope;
+  if (labels.tenant !== undefined) req.tenant = labels.tenant;
+  return req;
+}
+
+/** The canonical entry for a request integrated at `timestamp`; absent fields are omitted. */
+export function buildEntry(req: AnchorRequest, timestamp: string): CanonicalEntry {
+  const e: CanonicalEntry = { v: 1, type: req.type, result: req.result, digest: req.digest, timestamp };
+  if (req.artifact !== undefined) {
+    e.artifact = req.artifact;
+    e.artifactId = artifactId(req.artifact, req.scope);
+  }
+  if (req.scope !== undefined) e.scope = req.scope;
+  if (req.tenant !== undefined) e.tenant = req.tenant;
+  return e;
+}

@@ -1,0 +1,90 @@
+// tlog-checkpoint bodies (origin, size, base64 root) and the signed checkpoint the log
+// publishes; JSON view of spec §2.2 / DESIGN.md §1.4.
+import { HASH_SIZE, toBase64, toHex } from './hash.js';
+import { NoteError, type NoteSigner, type NoteVerifier, keyIdOf, openNote, signBody } from './note.js';
+
+export interface CheckpointBody {
+  readonly origin: string;
+  readonly size: number;
+  readonly root: Uint8Array;
+}
+
+export function formatCheckpointBody(c: CheckpointBody): string {
+  if (c.root.length !== HASH_SIZE) throw new RangeError('root must be 32 bytes');
+  return `${c.origin}\n${c.size}\n${toBase64(c.root)}\n`;
+}
+
+/** Parses a checkpoint body; extension lines are refused (Stele writes none). */
+export function parseCheckpointBody(body: string): CheckpointBody {
+  const lines = body.split('\n');
+  if (lines.length !== 4 || lines[3] !== '') throw new NoteError('checkpoint body must be exactly origin, size and root lines');
+  const [origin, sizeText, rootText] = lines as [string, string, string];
+  if (origin.length === 0 || /\s/u.test(origin)) throw new NoteError('checkpoint origin is empty or has spaces');
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(sizeText) || !Number.isSafeInteger(Number(sizeText))) {
+    throw new NoteError('checkpoint size is not a canonical decimal integer');
+  }
+  const root = Buffer.from(rootText, 'base64');
+  if (root.length !== HASH_SIZE || root.toString('base64') !== rootText) throw new NoteError('checkpoint root is not base64 of 32 bytes');
+  return { origin, size: Number(sizeText), root: new Uint8Array(root) };
+}
+
+/** A checkpoint whose log signature has been made or checked. */
+export interface SignedCheckpoint extends CheckpointBody {
+  /** The whole signed note, as published at `checkpoint`. */
+  readonly note: string;
+  /** The 64-byte log signature over the body. */
+  readonly signature: Uint8Array;
+}
+
+export async function signCheckpoint(c: CheckpointBody, signer: NoteSigner): Promise<SignedCheckpoint> {
+  if (c.origin !== signer.name) throw new NoteError(`signer ${signer.name} cannot sign for origin ${c.origin}`);
+  const body = formatCheckpointBody(c);
+  const { line, signature } = await signBody(body, signer);
+  return { ...c, note: `${body}\n${line}`, signature };
+}
+
+/** Opens a checkpoint note: log signature required, origin must be the key's name. */
+export function openCheckpoint(note: string, logKey: NoteVerifier, witnesses: readonly NoteVerifier[] = []) {
+  const opened = openNote(note, logKey, witnesses);
+  const body = parseCheckpointBody(opened.body);
+  if (body.origin !== logKey.name) throw new NoteError(`checkpoint origin ${body.origin} is not the pinned log ${logKey.name}`);
+  return { ...body, note, signature: opened.log.signature, cosignatures: opened.cosignatures };
+}
+
+/** JSON witness entry of spec §2.2. */
+export interface WitnessSignatureJson {
+  name: string;
+  signature: string;
+  timestamp: string;
+}
+
+/** JSON checkpoint of spec §2.2. */
+export interface CheckpointJson {
+  logId: string;
+  treeSize: number;
+  rootHash: string;
+  timestamp: string;
+  keyId: string;
+  signature: string;
+  witnesses: WitnessSignatureJson[];
+  lifetimeEntries: number;
+}
+
+export function checkpointJson(
+  c: SignedCheckpoint,
+  publicKey: Uint8Array,
+  timestamp: string,
+  lifetimeEntries: number,
+  witnesses: WitnessSignatureJson[] = [],
+): CheckpointJson {
+  return {
+    logId: c.origin,
+    treeSize: c.size,
+    rootHash: toHex(c.root),
+    timestamp,
+    keyId: keyIdOf(publicKey),
+    signature: `ed25519:${toBase64(c.signature)}`,
+    witnesses,
+    lifetimeEntries,
+  };
+}

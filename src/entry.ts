@@ -1,0 +1,93 @@
+// Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
+// entry ids and artifact ids (DESIGN.md §1.1, §1.4, §1.5).
+import canonicalizeCjs from 'canonicalize';
+import { HASH_SIZE, sha256, toHex } from './hash.js';
+
+/** The canonical entry: everything entry_hash commits to (no seq, id or proof). */
+export interface CanonicalEntry {
+  v: 1;
+  type: string;
+  result: string;
+  digest: string;
+  timestamp: string;
+  artifact?: string;
+  artifactId?: string;
+  scope?: string;
+  tenant?: string;
+  [field: string]: unknown;
+}
+
+/** The entry as the API shows it: canonical fields plus id and proof.entryHash. */
+export interface Entry extends CanonicalEntry {
+  id: string;
+  proof: { entryHash: string };
+}
+
+/** 14 ASCII bytes `stele/entry/v1` and a newline. */
+export const ENTRY_DOMAIN = new TextEncoder().encode('stele/entry/v1\n');
+export const ZERO_HASH = new Uint8Array(HASH_SIZE);
+/** Bundle framing holds at most 65,535 bytes per canonical entry. */
+export const MAX_CANONICAL_ENTRY_BYTES = 0xffff;
+
+// The package is CommonJS (module.exports = fn); its typings describe an ES default export.
+const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
+const utf8 = new TextEncoder();
+
+/** RFC 8785 canonical JSON of the entry, without `id` and `proof`, as UTF-8. */
+export function canonicalEntryBytes(entry: CanonicalEntry | Entry): Uint8Array {
+  const { id: _id, proof: _proof, ...rest } = entry as Entry;
+  const json = canonicalize(rest);
+  if (json === undefined) throw new TypeError('entry cannot be canonicalised');
+  return utf8.encode(json);
+}
+
+function seqBytes(seq: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(seq));
+  return b;
+}
+
+/** entry_hash = SHA-256(domain ‖ seq as u64 BE ‖ canonical_entry ‖ prior_entry_hash). */
+export function entryHash(seq: number, canonical: Uint8Array, prior: Uint8Array): Uint8Array {
+  if (prior.length !== HASH_SIZE) throw new RangeError('prior entry hash must be 32 bytes');
+  return sha256.create().update(ENTRY_DOMAIN).update(seqBytes(seq)).update(canonical).update(prior).digest();
+}
+
+/** led_<seq>_<first 12 hex of entry_hash>. */
+export function entryId(seq: number, hash: Uint8Array): string {
+  return `led_${seq}_${toHex(hash).slice(0, 12)}`;
+}
+
+const ENTRY_ID = /^led_(0|[1-9][0-9]{0,15})_([0-9a-f]{12})$/;
+
+/** Splits an entry id into its leaf index and hash prefix; null if malformed. */
+export function parseEntryId(id: string): { seq: number; hashPrefix: string } | null {
+  const m = ENTRY_ID.exec(id);
+  if (!m) return null;
+  const seq = Number(m[1]);
+  return Number.isSafeInteger(seq) ? { seq, hashPrefix: m[2]! } : null;
+}
+
+/** art_ + first 24 hex of SHA-256(scope ‖ 0x0A ‖ artifact label); scope is "" when absent. */
+export function artifactId(artifact: string, scope = ''): string {
+  return `art_${toHex(sha256(utf8.encode(`${scope}\n${artifact}`))).slice(0, 24)}`;
+}
+
+export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
+
+/** Parses a record (canonical entry JSON) back into an entry object. */
+export function parseCanonicalEntry(bytes: Uint8Array): CanonicalEntry {
+  const value: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('record is not a JSON object');
+  const e = value as Record<string, unknown>;
+  for (const k of ['type', 'result', 'digest', 'timestamp'] as const) {
+    if (typeof e[k] !== 'string') throw new TypeError(`record has no string "${k}"`);
+  }
+  if (e.v !== 1) throw new TypeError('record has no "v": 1');
+  return e as CanonicalEntry;
+}
+
+/** The API view of an entry at `seq`. */
+export function presentEntry(entry: CanonicalEntry, seq: number, hash: Uint8Array): Entry {
+  return { id: entryId(seq, hash), ...entry, proof: { entryHash: toHex(hash) } };
+}

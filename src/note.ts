@@ -1,0 +1,219 @@
+// C2SP signed-note: Ed25519 signatures (type 0x01), tlog-cosignature/v1 cosignatures
+// (type 0x04), key hashes, and verifier keys in vkey form (DESIGN.md §1.3).
+import * as ed from '@noble/ed25519';
+import { sha512 } from '@noble/hashes/sha2.js';
+import { bytesEqual, concatBytes, sha256, toBase64 } from './hash.js';
+
+ed.hashes.sha512 = sha512;
+
+export const SIG_ED25519 = 0x01;
+export const SIG_COSIGNATURE_V1 = 0x04;
+/** Notes larger than this are refused before parsing (signed-note suggests a small bound). */
+export const MAX_NOTE_BYTES = 1 << 20;
+
+const utf8 = new TextEncoder();
+const EM_DASH_PREFIX = '\u2014 ';
+
+export class NoteError extends Error {
+  override name = 'NoteError';
+}
+
+/** A key name: non-empty, no whitespace, no '+'. */
+export function isValidKeyName(name: string): boolean {
+  return name.length > 0 && !/[\s+]/u.test(name);
+}
+
+/** First 4 bytes of SHA-256(name ‖ 0x0A ‖ type ‖ public key). */
+export function keyHash(name: string, type: number, publicKey: Uint8Array): Uint8Array {
+  return sha256(concatBytes(utf8.encode(`${name}\n`), new Uint8Array([type]), publicKey)).subarray(0, 4);
+}
+
+/** Signs note bodies: a local key, AWS KMS, … */
+export interface NoteSigner {
+  readonly name: string;
+  readonly publicKey: Uint8Array;
+  /** Ed25519 signature over `message`. */
+  sign(message: Uint8Array): Promise<Uint8Array>;
+}
+
+/** A verifier for one key: type 0x01 (log) or 0x04 (witness cosignature). */
+export interface NoteVerifier {
+  readonly name: string;
+  readonly type: typeof SIG_ED25519 | typeof SIG_COSIGNATURE_V1;
+  readonly publicKey: Uint8Array;
+  readonly keyHash: Uint8Array;
+}
+
+export function makeVerifier(name: string, type: NoteVerifier['type'], publicKey: Uint8Array): NoteVerifier {
+  if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
+  if (publicKey.length !== 32) throw new NoteError('an Ed25519 public key is 32 bytes');
+  return { name, type, publicKey, keyHash: keyHash(name, type, publicKey) };
+}
+
+/** `<name>+<8 hex key hash>+<base64(type ‖ public key)>`. */
+export function formatVkey(v: NoteVerifier): string {
+  return `${v.name}+${Buffer.from(v.keyHash).toString('hex')}+${toBase64(concatBytes(new Uint8Array([v.type]), v.publicKey))}`;
+}
+
+export function parseVkey(vkey: string): NoteVerifier {
+  const parts = vkey.trim().split('+');
+  if (parts.length !== 3) throw new NoteError('a vkey has the form <name>+<hash>+<base64 key>');
+  const [name, hashHex, keyB64] = parts as [string, string, string];
+  if (!/^[0-9a-f]{8}$/.test(hashHex)) throw new NoteError('vkey key hash must be 8 lowercase hex characters');
+  const raw = decodeBase64Strict(keyB64);
+  if (!raw || raw.length !== 33) throw new NoteError('vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
+  const type = raw[0];
+  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw new NoteError(`unsupported vkey type 0x${type?.toString(16)}`);
+  const v = makeVerifier(name, type, raw.subarray(1));
+  if (Buffer.from(v.keyHash).toString('hex') !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
+  return v;
+}
+
+function decodeBase64Strict(s: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) return null;
+  const b = new Uint8Array(Buffer.from(s, 'base64'));
+  return toBase64(b) === s ? b : null;
+}
+
+export function cosignatureMessage(body: string, timestamp: number): Uint8Array {
+  return utf8.encode(`cosignature/v1\ntime ${timestamp}\n${body}`);
+}
+
+function u64(n: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(n));
+  return b;
+}
+
+/** One signature line: `— <name> <base64(key hash ‖ signature)>`. */
+export function signatureLine(name: string, hash: Uint8Array, sig: Uint8Array): string {
+  return `${EM_DASH_PREFIX}${name} ${toBase64(concatBytes(hash, sig))}\n`;
+}
+
+/** Signs `body` with the log key (type 0x01) and returns the note line for it. */
+export async function signBody(body: string, signer: NoteSigner): Promise<{ line: string; signature: Uint8Array }> {
+  const sig = await signer.sign(utf8.encode(body));
+  if (sig.length !== 64) throw new NoteError('signer returned a signature that is not 64 bytes');
+  return { line: signatureLine(signer.name, keyHash(signer.name, SIG_ED25519, signer.publicKey), sig), signature: sig };
+}
+
+/** A witness cosignature (type 0x04) line over `body` at `timestamp` (unix seconds). */
+export async function cosignBody(body: string, signer: NoteSigner, timestamp: number): Promise<string> {
+  const sig = await signer.sign(cosignatureMessage(body, timestamp));
+  return signatureLine(signer.name, keyHash(signer.name, SIG_COSIGNATURE_V1, signer.publicKey), concatBytes(u64(timestamp), sig));
+}
+
+/** A signature line as found in a note. */
+export interface NoteSignature {
+  readonly name: string;
+  readonly keyHash: Uint8Array;
+  /** The bytes after the key hash: 64 for type 0x01, 8 + 64 for a cosignature. */
+  readonly payload: Uint8Array;
+  readonly line: string;
+}
+
+export interface VerifiedSignature {
+  readonly verifier: NoteVerifier;
+  readonly signature: Uint8Array;
+  /** Cosignature time (unix seconds); absent for type 0x01. */
+  readonly timestamp?: number;
+}
+
+export interface ParsedNote {
+  readonly body: string;
+  readonly signatures: NoteSignature[];
+}
+
+/** Splits a note into body and signature lines, refusing anything malformed. */
+export function parseNote(text: string): ParsedNote {
+  if (utf8.encode(text).length > MAX_NOTE_BYTES) throw new NoteError('note is too large');
+  if (!text.endsWith('\n')) throw new NoteError('note does not end with a newline');
+  const split = text.lastIndexOf('\n\n');
+  if (split < 0) throw new NoteError('note has no blank line before its signatures');
+  const body = text.slice(0, split + 1);
+  if (/[\u0000-\u0009\u000b-\u001f\u007f]/u.test(text)) throw new NoteError('note contains control characters');
+  const lines = text.slice(split + 2, -1).split('\n');
+  const signatures = lines.map((line): NoteSignature => {
+    if (!line.startsWith(EM_DASH_PREFIX)) throw new NoteError('malformed signature line (no em dash)');
+    const rest = line.slice(EM_DASH_PREFIX.length);
+    const sp = rest.indexOf(' ');
+    const name = rest.slice(0, sp);
+    const raw = sp > 0 ? decodeBase64Strict(rest.slice(sp + 1)) : null;
+    if (!isValidKeyName(name) || !raw || raw.length < 5) throw new NoteError('malformed signature line');
+    return { name, keyHash: raw.subarray(0, 4), payload: raw.subarray(4), line: `${line}\n` };
+  });
+  if (signatures.length === 0) throw new NoteError('note has no signatures');
+  return { body, signatures };
+}
+
+/** Verifies one signature line against one verifier; null if it is not for that key or does not verify. */
+export function verifySignature(body: string, sig: NoteSignature, v: NoteVerifier): VerifiedSignature | null {
+  if (sig.name !== v.name || !bytesEqual(sig.keyHash, v.keyHash)) return null;
+  if (v.type === SIG_ED25519) {
+    if (sig.payload.length !== 64) return null;
+    return ed.verify(sig.payload, utf8.encode(body), v.publicKey) ? { verifier: v, signature: sig.payload } : null;
+  }
+  if (sig.payload.length !== 72) return null;
+  const t = Number(new DataView(sig.payload.buffer, sig.payload.byteOffset, 8).getBigUint64(0));
+  const s = sig.payload.subarray(8);
+  return Number.isSafeInteger(t) && ed.verify(s, cosignatureMessage(body, t), v.publicKey)
+    ? { verifier: v, signature: s, timestamp: t }
+    : null;
+}
+
+/**
+ * Opens a note: the signature by `logKey` (type 0x01) must be present and valid; each
+ * witness key's cosignature is checked if present. A line that names a known key but
+ * fails to verify is an error (never silently skipped).
+ */
+export function openNote(
+  text: string,
+  logKey: NoteVerifier,
+  witnesses: readonly NoteVerifier[] = [],
+): { body: string; log: VerifiedSignature; cosignatures: VerifiedSignature[]; unknown: NoteSignature[] } {
+  const note = parseNote(text);
+  let log: VerifiedSignature | null = null;
+  const cosignatures: VerifiedSignature[] = [];
+  const unknown: NoteSignature[] = [];
+  for (const sig of note.signatures) {
+    const candidates = [logKey, ...witnesses].filter((v) => v.name === sig.name && bytesEqual(v.keyHash, sig.keyHash));
+    if (candidates.length === 0) {
+      unknown.push(sig);
+      continue;
+    }
+    const ok = candidates.map((v) => verifySignature(note.body, sig, v)).find((r) => r !== null);
+    if (!ok) throw new NoteError(`invalid signature by ${sig.name}`);
+    if (ok.verifier === logKey) log = ok;
+    else if (!cosignatures.some((c) => c.verifier === ok.verifier)) cosignatures.push(ok);
+  }
+  if (!log) throw new NoteError(`note has no signature by the log key ${logKey.name}`);
+  return { body: note.body, log, cosignatures, unknown };
+}
+
+/** A signer over an Ed25519 private seed held in memory. */
+export class SeedSigner implements NoteSigner {
+  readonly publicKey: Uint8Array;
+
+  constructor(
+    readonly name: string,
+    private readonly seed: Uint8Array,
+  ) {
+    if (seed.length !== 32) throw new NoteError('an Ed25519 seed is 32 bytes');
+    if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
+    this.publicKey = ed.getPublicKey(seed);
+  }
+
+  async sign(message: Uint8Array): Promise<Uint8Array> {
+    return ed.sign(message, this.seed);
+  }
+
+  /** Keeps the seed out of logs and JSON dumps. */
+  toJSON(): object {
+    return { name: this.name, publicKey: toBase64(this.publicKey) };
+  }
+}
+
+/** keyId = lowercase hex SHA-256 of the raw 32-byte public key (DESIGN.md §1.4). */
+export function keyIdOf(publicKey: Uint8Array): string {
+  return Buffer.from(sha256(publicKey)).toString('hex');
+}

@@ -1,0 +1,61 @@
+// The log's signing key. Default: an Ed25519 seed in a local file created on first start
+// with mode 0600, in the C2SP/Go note private-key form. AWS KMS lives in src/aws/kms.ts.
+import { randomBytes } from 'node:crypto';
+import { constants, promises as fs } from 'node:fs';
+import { dirname } from 'node:path';
+import { concatBytes, toBase64 } from './hash.js';
+import { NoteError, SIG_ED25519, SeedSigner, isValidKeyName, keyHash } from './note.js';
+
+export class KeyFileError extends Error {
+  override name = 'KeyFileError';
+}
+
+/** `PRIVATE+KEY+<name>+<8 hex key hash>+<base64(0x01 ‖ seed)>` (Go's note.NewSigner format). */
+export function formatPrivateKey(name: string, seed: Uint8Array): string {
+  const signer = new SeedSigner(name, seed);
+  const hash = Buffer.from(keyHash(name, SIG_ED25519, signer.publicKey)).toString('hex');
+  return `PRIVATE+KEY+${name}+${hash}+${toBase64(concatBytes(new Uint8Array([SIG_ED25519]), seed))}`;
+}
+
+export function parsePrivateKey(text: string): SeedSigner {
+  const parts = text.trim().split('+');
+  if (parts.length !== 5 || parts[0] !== 'PRIVATE' || parts[1] !== 'KEY') throw new KeyFileError('not a PRIVATE+KEY string');
+  const [, , name, hash, b64] = parts as [string, string, string, string, string];
+  const raw = Buffer.from(b64, 'base64');
+  if (!isValidKeyName(name) || raw.length !== 33 || raw[0] !== SIG_ED25519) throw new KeyFileError('malformed private key');
+  const signer = new SeedSigner(name, new Uint8Array(raw.subarray(1)));
+  if (Buffer.from(keyHash(name, SIG_ED25519, signer.publicKey)).toString('hex') !== hash) {
+    throw new KeyFileError('private key hash does not match');
+  }
+  return signer;
+}
+
+/**
+ * Loads the key at `path`, creating it (mode 0600, exclusive create) if absent. Refuses a
+ * key file readable by group or others, or one made for another origin.
+ */
+export async function loadOrCreateKey(path: string, name: string): Promise<{ signer: SeedSigner; created: boolean }> {
+  if (!isValidKeyName(name)) throw new NoteError(`invalid origin ${JSON.stringify(name)}`);
+  await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    const fh = await fs.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await fh.writeFile(`${formatPrivateKey(name, new Uint8Array(randomBytes(32)))}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return { signer: await readKey(path, name), created: true };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    return { signer: await readKey(path, name), created: false };
+  }
+}
+
+async function readKey(path: string, name: string): Promise<SeedSigner> {
+  const st = await fs.stat(path);
+  if ((st.mode & 0o077) !== 0) throw new KeyFileError(`${path} is accessible by group or others; chmod 600 it`);
+  const signer = parsePrivateKey(await fs.readFile(path, 'utf8'));
+  if (signer.name !== name) throw new KeyFileError(`${path} is the key of ${signer.name}, not of ${name}`);
+  return signer;
+}

@@ -1,0 +1,191 @@
+// ObjectStore on a local directory. Immutable objects are written to a temporary file,
+// fsynced, then hard-linked into place (link fails if the name exists, so a create is
+// atomic and never exposes a half-written tile). Swaps hold a per-key mutex directory
+// whose owner pid is checked, so a crashed holder never wedges the log.
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, promises as fs } from 'node:fs';
+import { dirname, join } from 'node:path';
+import pLimit from 'p-limit';
+import { bytesEqual } from '../hash.js';
+import {
+  ImmutableConflictError,
+  type ObjectStore,
+  type StoreStats,
+  type StoredObject,
+  type VersionedObject,
+  VersionConflictError,
+  assertValidKey,
+} from './store.js';
+
+export interface FsStoreOptions {
+  /** fsync files and directories (default true; tests of throughput may turn it off). */
+  readonly fsync?: boolean;
+  /** Parallel file writes in createAll (default 16). */
+  readonly concurrency?: number;
+}
+
+const MUTEX_WAIT_MS = 10_000;
+const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class FsObjectStore implements ObjectStore {
+  readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
+  private readonly fsync: boolean;
+  private readonly limit: ReturnType<typeof pLimit>;
+  private readonly madeDirs = new Set<string>();
+
+  constructor(
+    readonly root: string,
+    options: FsStoreOptions = {},
+  ) {
+    this.fsync = options.fsync ?? true;
+    this.limit = pLimit(options.concurrency ?? 16);
+  }
+
+  private file(key: string): string {
+    assertValidKey(key);
+    return join(this.root, key);
+  }
+
+  async get(key: string): Promise<Uint8Array | null> {
+    const path = this.file(key);
+    this.stats.gets++;
+    try {
+      return new Uint8Array(await fs.readFile(path));
+    } catch (e) {
+      if (isErr(e, 'ENOENT') || isErr(e, 'ENOTDIR') || isErr(e, 'EISDIR')) return null;
+      throw e;
+    }
+  }
+
+  async getVersioned(key: string): Promise<VersionedObject | null> {
+    const data = await this.get(key);
+    return data && { data, version: contentVersion(data) };
+  }
+
+  async createAll(objects: readonly StoredObject[]): Promise<void> {
+    const dirs = new Set<string>();
+    await Promise.all(
+      objects.map((o) =>
+        this.limit(async () => {
+          const path = this.file(o.key);
+          dirs.add(dirname(path));
+          await this.createOne(o.key, path, o.data);
+        }),
+      ),
+    );
+    if (this.fsync) await Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
+  }
+
+  private async createOne(key: string, path: string, data: Uint8Array): Promise<void> {
+    await this.mkdirs(dirname(path));
+    const tmp = await this.writeTemp(path, data);
+    this.stats.puts++;
+    try {
+      await fs.link(tmp, path);
+    } catch (e) {
+      if (!isErr(e, 'EEXIST')) throw e;
+      const existing = await fs.readFile(path);
+      if (!bytesEqual(new Uint8Array(existing), data)) throw new ImmutableConflictError(key);
+    } finally {
+      await fs.unlink(tmp).catch(() => undefined);
+    }
+  }
+
+  async swap(key: string, data: Uint8Array, expected: string | null): Promise<string> {
+    const path = this.file(key);
+    await this.mkdirs(dirname(path));
+    return this.withMutex(path, async () => {
+      const current = await this.getVersioned(key);
+      if ((current?.version ?? null) !== expected) throw new VersionConflictError(key);
+      const tmp = await this.writeTemp(path, data);
+      this.stats.puts++;
+      await fs.rename(tmp, path);
+      if (this.fsync) await syncDir(dirname(path));
+      return contentVersion(data);
+    });
+  }
+
+  async delete(key: string): Promise<void> {
+    this.stats.deletes++;
+    await fs.unlink(this.file(key)).catch((e) => {
+      if (!isErr(e, 'ENOENT')) throw e;
+    });
+  }
+
+  private async mkdirs(dir: string): Promise<void> {
+    if (this.madeDirs.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.madeDirs.add(dir);
+  }
+
+  private async writeTemp(path: string, data: Uint8Array): Promise<string> {
+    const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+    const fh = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+    try {
+      await fh.writeFile(data);
+      if (this.fsync) await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return tmp;
+  }
+
+  /** Runs `fn` holding `<path>.lock`; breaks a lock whose owner process is gone. */
+  private async withMutex<T>(path: string, fn: () => Promise<T>): Promise<T> {
+    const lock = `${path}.lock`;
+    const deadline = Date.now() + MUTEX_WAIT_MS;
+    for (;;) {
+      try {
+        await fs.mkdir(lock);
+        await fs.writeFile(join(lock, 'owner'), String(process.pid));
+        break;
+      } catch (e) {
+        if (!isErr(e, 'EEXIST')) throw e;
+        if (await isStale(lock)) {
+          const grave = `${lock}.stale-${randomBytes(6).toString('hex')}`;
+          await fs.rename(lock, grave).then(() => fs.rm(grave, { recursive: true, force: true }), () => undefined);
+          continue;
+        }
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
+        await sleep(2);
+      }
+    }
+    try {
+      return await fn();
+    } finally {
+      await fs.rm(lock, { recursive: true, force: true });
+    }
+  }
+}
+
+/** A lock is stale when its owner pid is dead, or it has had no owner for 5 s. */
+async function isStale(lock: string): Promise<boolean> {
+  try {
+    const pid = Number(await fs.readFile(join(lock, 'owner'), 'utf8'));
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error('no owner');
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (e) {
+      return isErr(e, 'ESRCH');
+    }
+  } catch {
+    const st = await fs.stat(lock).catch(() => null);
+    return st !== null && Date.now() - st.mtimeMs > 5_000;
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await fs.open(dir, constants.O_RDONLY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Version token of a local object: the SHA-256 of its bytes. */
+export function contentVersion(data: Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}

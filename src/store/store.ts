@@ -1,0 +1,64 @@
+// The object-store boundary: a local directory by default, S3 in production. Tiles and
+// bundles are immutable (create-if-absent); the checkpoint and the sequencer's lock
+// record change only by compare-and-swap.
+
+export class ImmutableConflictError extends Error {
+  override name = 'ImmutableConflictError';
+  constructor(readonly key: string) {
+    super(`${key} already exists with different bytes; immutable objects are never rewritten`);
+  }
+}
+
+export class VersionConflictError extends Error {
+  override name = 'VersionConflictError';
+  constructor(readonly key: string) {
+    super(`${key} was changed by another writer (compare-and-swap failed)`);
+  }
+}
+
+export class InvalidKeyError extends Error {
+  override name = 'InvalidKeyError';
+}
+
+export interface VersionedObject {
+  readonly data: Uint8Array;
+  /** Opaque version token for swap (an ETag, a content hash, …). */
+  readonly version: string;
+}
+
+export interface StoredObject {
+  readonly key: string;
+  readonly data: Uint8Array;
+}
+
+/** Counters every store keeps, for benchmarks and the cost model. */
+export interface StoreStats {
+  gets: number;
+  puts: number;
+  deletes: number;
+}
+
+export interface ObjectStore {
+  /** The object's bytes, or null if absent. */
+  get(key: string): Promise<Uint8Array | null>;
+  getVersioned(key: string): Promise<VersionedObject | null>;
+  /**
+   * Creates immutable objects durably, with bounded parallelism. An object that already
+   * exists with identical bytes counts as created; different bytes throw ImmutableConflictError.
+   */
+  createAll(objects: readonly StoredObject[]): Promise<void>;
+  /**
+   * Replaces `key` only if its current version is `expected` (null: only if absent);
+   * returns the new version or throws VersionConflictError.
+   */
+  swap(key: string, data: Uint8Array, expected: string | null): Promise<string>;
+  delete(key: string): Promise<void>;
+  readonly stats: StoreStats;
+}
+
+/** Keys are relative slash paths of safe characters: no '..', no leading '/', no empty segments. */
+export function assertValidKey(key: string): void {
+  if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(key) || key.split('/').some((s) => s === '.' || s === '..')) {
+    throw new InvalidKeyError(`invalid object key ${JSON.stringify(key)}`);
+  }
+}

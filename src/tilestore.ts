@@ -1,0 +1,42 @@
+// Reading a published log from an ObjectStore: hash tiles (falling back from a deleted
+// partial tile to the full one), bundles, and the signed checkpoint.
+import { HASH_SIZE } from './hash.js';
+import type { ObjectStore } from './store/store.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, decodeBundle, tilePath } from './tiles.js';
+
+export class MissingObjectError extends Error {
+  override name = 'MissingObjectError';
+  constructor(readonly key: string) {
+    super(`${key} is missing from the log`);
+  }
+}
+
+/** Reads tile (kind, index) at `width`; a missing partial is cut from the full tile. */
+export async function readTileBytes(store: ObjectStore, kind: TileKind, index: number, width: number): Promise<Uint8Array> {
+  const key = tilePath({ kind, index, width });
+  const data = await store.get(key);
+  if (data) return data;
+  if (width < TILE_WIDTH) {
+    const full = await store.get(tilePath({ kind, index, width: TILE_WIDTH }));
+    if (full) return typeof kind === 'number' ? full.subarray(0, width * HASH_SIZE) : full;
+  }
+  throw new MissingObjectError(key);
+}
+
+/** A TileFetcher over a store, checking each tile's size. */
+export function storeTileFetcher(store: ObjectStore): TileFetcher {
+  return async (level, index, width) => {
+    const data = await readTileBytes(store, level, index, width);
+    const tile = new HashTile(level, index, data);
+    if (tile.width !== width) throw new MissingObjectError(`${tilePath({ kind: level, index, width })} (has ${tile.width} hashes)`);
+    return tile;
+  };
+}
+
+/** The first `width` items of bundle (kind, index). */
+export async function readBundle(store: ObjectStore, kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
+  const key = tilePath({ kind, index, width });
+  const items = decodeBundle(await readTileBytes(store, kind, index, width), key);
+  if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);
+  return items.slice(0, width);
+}
