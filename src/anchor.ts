@@ -40,19 +40,33 @@ function optionalLabel(body: Record<string, unknown>, field: string, max: number
   return v;
 }
 
-/** Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?}. */
+/** Entry types a client may append through the anchor route, with the result recorded. */
+export const CLIENT_ENTRY_TYPES: Readonly<Record<string, string>> = {
+  ledger_anchor: 'Anchored',
+  document_verified: 'Verified',
+};
+
+/**
+ * Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?, type?}.
+ * `type` defaults to ledger_anchor; `stele verify --anchor` sends document_verified.
+ */
 export function parseAnchorBody(body: unknown, tenant?: string): AnchorRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('invalid_body', 'request body must be a JSON object');
   }
   const b = body as Record<string, unknown>;
-  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope'].includes(k));
+  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope', 'type'].includes(k));
   if (unknown.length > 0) throw new ValidationError('unknown_field', `unknown field ${JSON.stringify(unknown[0])}`);
   if (b.digest === undefined) throw new ValidationError('missing_digest', 'digest is required');
   if (!isHash64(b.digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
   const artifact = optionalLabel(b, 'artifact', MAX_ARTIFACT_BYTES);
   const scope = optionalLabel(b, 'scope', MAX_SCOPE_BYTES);
-  return anchorRequest('ledger_anchor', 'Anchored', b.digest, { artifact, scope, tenant });
+  const type = b.type ?? 'ledger_anchor';
+  const result = typeof type === 'string' && Object.hasOwn(CLIENT_ENTRY_TYPES, type) ? CLIENT_ENTRY_TYPES[type] : undefined;
+  if (result === undefined) {
+    throw new ValidationError('invalid_type', `type must be one of ${Object.keys(CLIENT_ENTRY_TYPES).join(', ')}`);
+  }
+  return anchorRequest(type as string, result, b.digest, { artifact, scope, tenant });
 }
 
 /** Builds a request of any entry type (anchors, document_verified, control-plane decisions). */

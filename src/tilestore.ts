@@ -1,7 +1,7 @@
 // Reading a published log from an ObjectStore: hash tiles (falling back from a deleted
 // partial tile to the full one), bundles, and the signed checkpoint.
 import { HASH_SIZE } from './hash.js';
-import type { ObjectStore } from './store/store.js';
+import type { ObjectReader } from './store/store.js';
 import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, decodeBundle, tilePath } from './tiles.js';
 
 export class MissingObjectError extends Error {
@@ -12,7 +12,7 @@ export class MissingObjectError extends Error {
 }
 
 /** Reads tile (kind, index) at `width`; a missing partial is cut from the full tile. */
-export async function readTileBytes(store: ObjectStore, kind: TileKind, index: number, width: number): Promise<Uint8Array> {
+export async function readTileBytes(store: ObjectReader, kind: TileKind, index: number, width: number): Promise<Uint8Array> {
   const key = tilePath({ kind, index, width });
   const data = await store.get(key);
   if (data) return data;
@@ -24,7 +24,7 @@ export async function readTileBytes(store: ObjectStore, kind: TileKind, index: n
 }
 
 /** A TileFetcher over a store, checking each tile's size. */
-export function storeTileFetcher(store: ObjectStore): TileFetcher {
+export function storeTileFetcher(store: ObjectReader): TileFetcher {
   return async (level, index, width) => {
     const data = await readTileBytes(store, level, index, width);
     const tile = new HashTile(level, index, data);
@@ -34,7 +34,7 @@ export function storeTileFetcher(store: ObjectStore): TileFetcher {
 }
 
 /** The first `width` items of bundle (kind, index). */
-export async function readBundle(store: ObjectStore, kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
+export async function readBundle(store: ObjectReader, kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
   const key = tilePath({ kind, index, width });
   const items = decodeBundle(await readTileBytes(store, kind, index, width), key);
   if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);

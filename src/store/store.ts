@@ -38,9 +38,13 @@ export interface StoreStats {
   deletes: number;
 }
 
-export interface ObjectStore {
+/** Read access to a log's objects: a store, an HTTP origin or CDN, a mirror directory. */
+export interface ObjectReader {
   /** The object's bytes, or null if absent. */
   get(key: string): Promise<Uint8Array | null>;
+}
+
+export interface ObjectStore extends ObjectReader {
   getVersioned(key: string): Promise<VersionedObject | null>;
   /**
    * Creates immutable objects durably, with bounded parallelism. An object that already

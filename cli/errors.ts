@@ -1,0 +1,37 @@
+// Exit codes of the `stele` command (documented in README.md and `stele --help`).
+export const EXIT = {
+  OK: 0,
+  /** A verification failed (FAIL in a report, a bad proof or signature). */
+  VERIFY_FAILED: 1,
+  /** Usage or configuration error. */
+  USAGE: 2,
+  /** Network or I/O error. */
+  IO: 3,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** An error the CLI reports as one line on stderr with its exit code. */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    readonly exitCode: ExitCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Maps any thrown value to an exit code and a one-line message (never a stack trace). */
+export function describeError(e: unknown): { code: ExitCode; message: string } {
+  if (e instanceof CliError) return { code: e.exitCode, message: e.message };
+  const err = e as NodeJS.ErrnoException;
+  const io = ['ENOENT', 'EACCES', 'EPERM', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EISDIR', 'ENOSPC'];
+  if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
+  if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {
+    const cause = (err as { cause?: { message?: string } }).cause?.message;
+    return { code: EXIT.IO, message: `network error: ${cause ?? err.message}` };
+  }
+  const msg = err?.message ?? String(e);
+  return { code: EXIT.IO, message: msg.split('\n')[0] ?? msg };
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// `stele`: the ledger's command-line client and server launcher. Each command group lives
+// in its own module under cli/commands/ and registers itself here.
+import { Command, CommanderError } from 'commander';
+import { registerLedgerCommands } from './commands/ledger.js';
+import { registerServeCommands } from './commands/serve.js';
+import { EXIT, describeError } from './errors.js';
+
+const program = new Command('stele')
+  .description('Stele: a tiled transparency ledger (C2SP tlog-tiles) — serve it, anchor to it, verify it')
+  .version('0.1.0')
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride()
+  .addHelpText(
+    'after',
+    `
+Exit codes:
+  0  success / verified
+  1  a verification failed (a FAIL in the report, a bad proof or signature)
+  2  usage or configuration error
+  3  network or I/O error`,
+  );
+
+registerServeCommands(program);
+registerLedgerCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (e instanceof CommanderError) {
+    // Help and version requests exit 0; usage errors were already printed by commander.
+    process.exitCode = e.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  } else {
+    const { code, message } = describeError(e);
+    process.stderr.write(`stele: ${message}\n`);
+    process.exitCode = code;
+  }
+}

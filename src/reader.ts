@@ -1,0 +1,127 @@
+// LogReader: proofs and entries computed from a published log's tiles, through a cache.
+// Full tiles and bundles are immutable, so they are cached without expiry (LRU by count);
+// partial ones only for a moment, since a newer width replaces them.
+import { LRUCache } from 'lru-cache';
+import { type CanonicalEntry, parseCanonicalEntry } from './entry.js';
+import { bytesEqual, leafHash } from './hash.js';
+import { proveConsistency, proveInclusion, treeHash } from './merkle.js';
+import type { ObjectReader } from './store/store.js';
+import { HashTile, TILE_WIDTH, TileHashReader, decodeBundle, tilePath } from './tiles.js';
+import { MissingObjectError, readTileBytes } from './tilestore.js';
+import { LogIntegrityError } from './sequencer/recover.js';
+
+export interface LogReaderOptions {
+  /** Cached tiles and bundles (default 4,096 ≈ 32 MiB of hash tiles). */
+  readonly cacheEntries?: number;
+  /** How long a partial tile may be reused, in ms (default 1,000). */
+  readonly partialTtlMs?: number;
+}
+
+export interface ReaderStats {
+  /** Objects fetched from the underlying reader. */
+  fetches: number;
+  /** Lookups answered from the cache. */
+  hits: number;
+}
+
+export interface EntryAt {
+  readonly seq: number;
+  readonly entry: CanonicalEntry;
+  readonly canonical: Uint8Array;
+  readonly entryHash: Uint8Array;
+}
+
+export class LogReader {
+  readonly stats: ReaderStats = { fetches: 0, hits: 0 };
+  private readonly cache: LRUCache<string, HashTile | Uint8Array[]>;
+  private readonly inflight = new Map<string, Promise<HashTile | Uint8Array[]>>();
+  private readonly partialTtl: number;
+
+  constructor(
+    readonly source: ObjectReader,
+    options: LogReaderOptions = {},
+  ) {
+    this.cache = new LRUCache({ max: options.cacheEntries ?? 4096 });
+    this.partialTtl = options.partialTtlMs ?? 1000;
+  }
+
+  private async cached<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
+    const hit = this.cache.get(key);
+    if (hit) {
+      this.stats.hits++;
+      return hit as T;
+    }
+    let p = this.inflight.get(key) as Promise<T> | undefined;
+    if (!p) {
+      this.stats.fetches++;
+      p = load().finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+      const value = await p;
+      this.cache.set(key, value, full ? {} : { ttl: this.partialTtl });
+      return value;
+    }
+    return p;
+  }
+
+  /** Hash tile (level, index) at `width` hashes. */
+  tile(level: number, index: number, width: number): Promise<HashTile> {
+    const key = tilePath({ kind: level, index, width });
+    return this.cached(key, width === TILE_WIDTH, async () => {
+      const tile = new HashTile(level, index, await readTileBytes(this.source, level, index, width));
+      if (tile.width !== width) throw new MissingObjectError(`${key} (has ${tile.width} hashes)`);
+      return tile;
+    });
+  }
+
+  /** The first `width` items of bundle (kind, index). */
+  bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
+    const key = tilePath({ kind, index, width });
+    return this.cached(key, width === TILE_WIDTH, async () => {
+      const items = decodeBundle(await readTileBytes(this.source, kind, index, width), key);
+      if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);
+      return items.slice(0, width);
+    });
+  }
+
+  hashReader(size: number): TileHashReader {
+    return new TileHashReader(size, (level, index, width) => this.tile(level, index, width));
+  }
+
+  treeHash(size: number): Promise<Uint8Array> {
+    return treeHash(size, this.hashReader(size));
+  }
+
+  inclusionProof(index: number, size: number): Promise<Uint8Array[]> {
+    return proveInclusion(index, size, this.hashReader(size));
+  }
+
+  consistencyProof(first: number, second: number): Promise<Uint8Array[]> {
+    return proveConsistency(first, second, this.hashReader(second));
+  }
+
+  /** Leaf hash of `index` as the level-0 tile records it. */
+  async leafHash(index: number, size: number): Promise<Uint8Array> {
+    const [h] = await this.hashReader(size).readHashes([{ level: 0, index }]);
+    return h!;
+  }
+
+  /**
+   * Entry `seq` of the tree of `size` leaves: its record and entry hash from the bundles,
+   * checked against each other's leaf in the hash tile.
+   */
+  async entry(seq: number, size: number): Promise<EntryAt> {
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new RangeError(`no entry ${seq} in a tree of ${size}`);
+    const n = Math.floor(seq / TILE_WIDTH);
+    const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
+    const [entries, records, leaf] = await Promise.all([
+      this.bundle('entries', n, width),
+      this.bundle('records', n, width),
+      this.leafHash(seq, size),
+    ]);
+    const i = seq - n * TILE_WIDTH;
+    const entryHash = entries[i]!;
+    if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
+    const canonical = records[i]!;
+    return { seq, entry: parseCanonicalEntry(canonical), canonical, entryHash };
+  }
+}
