@@ -40,7 +40,7 @@ export function parseTilePath(path: string): TileId | null {
   if (groups.length > 1 && groups[0] === '000') return null; // leading zero group is not canonical
   const index = groups.reduce((acc, g) => acc * 1000 + Number(g), 0);
   const width = m[4] === undefined ? TILE_WIDTH : Number(m[4]);
-  if (width >= TILE_WIDTH || !Number.isSafeInteger(index)) return null;
+  if ((m[4] !== undefined && width >= TILE_WIDTH) || !Number.isSafeInteger(index)) return null; // .p/256 is not canonical
   const kind: TileKind = m[1] === 'entries' || m[1] === 'records' ? m[1] : Number(m[1]);
   return { kind, index, width };
 }

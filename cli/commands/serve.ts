@@ -1,6 +1,102 @@
-// `stele serve` and `stele index …` (issue 3).
+// `stele serve` (the one-command local log) and `stele index rebuild`.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
+import { pino } from 'pino';
+import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
+import { catchUpIndex } from '../../src/index/catchup.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
+import { openLocalLog } from '../../src/log/local.js';
+import { LogReader } from '../../src/reader.js';
+import { startServer } from '../../src/serve.js';
+import { KeyFileError } from '../../src/signer.js';
+import { CliError, EXIT } from '../errors.js';
+
+function logger(level: string) {
+  return pino({ level, base: undefined, redact: ['req.headers.authorization'] }, pino.destination(2));
+}
+
+function config(opts: Record<string, unknown>) {
+  try {
+    return resolveServeConfig(opts);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new CliError(EXIT.USAGE, e.message);
+    throw e;
+  }
+}
 
 export function registerServeCommands(program: Command): void {
-  program.command('serve').description('run the log: sequencer, lookup index, JSON API and tile server');
+  program
+    .command('serve')
+    .description('run the log: sequencer, lookup index, JSON API and tile server on one data directory')
+    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
+    .option('--origin <origin>', `log origin, the checkpoint's first line (env STELE_ORIGIN; default ${SERVE_DEFAULTS.origin})`)
+    .option('--host <host>', `listen address (env STELE_HOST; default ${SERVE_DEFAULTS.host})`)
+    .option('--port <port>', `listen port, 0 for any (env STELE_PORT; default ${SERVE_DEFAULTS.port})`)
+    .option('--batch-interval <ms>', `longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS; default ${SERVE_DEFAULTS.batchIntervalMs})`)
+    .option('--max-batch <n>', `largest batch (env STELE_MAX_BATCH; default ${SERVE_DEFAULTS.maxBatch})`)
+    .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
+    .option('--anchor-tokens <list>', 'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)')
+    .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
+    .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
+    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
+    .action(async (opts: Record<string, unknown>) => {
+      const { batchInterval, json, logLevel, ...rest } = opts;
+      const cfg = config({ ...rest, batchIntervalMs: batchInterval });
+      const log = logger(String(logLevel));
+      const server = await startServer(cfg, log).catch((e: unknown) => {
+        if (e instanceof KeyFileError || e instanceof ConfigError) throw new CliError(EXIT.USAGE, e.message);
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
+        throw e;
+      });
+      const info = { url: server.url, origin: server.origin, keyId: server.keyId, vkey: server.vkey, dataDir: server.dataDir };
+      if (json) process.stdout.write(`${JSON.stringify(info)}\n`);
+      else {
+        process.stdout.write(
+          [
+            `stele: serving ${server.origin} at ${server.url}`,
+            `  data dir  ${server.dataDir}${server.keyCreated ? ' (new log key created)' : ''}`,
+            `  key id    ${server.keyId}`,
+            `  vkey      ${server.vkey}`,
+            `  try       stele ledger init --endpoint ${server.url} --tenant demo --scope demo --trust-key ${server.keyId}`,
+            '',
+          ].join('\n'),
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          log.info('shutting down: finishing the batch in flight');
+          server.close().then(resolve, (e: unknown) => {
+            log.error({ err: (e as Error).message }, 'shutdown failed');
+            resolve();
+          });
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
+    });
+
+  program
+    .command('index')
+    .description('maintain the lookup index')
+    .command('rebuild')
+    .description('rebuild the lookup index from the record bundles (stop `stele serve` first)')
+    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
+    .option('--origin <origin>', 'log origin (env STELE_ORIGIN)')
+    .option('--json', 'print the result as JSON')
+    .action(async (opts: { dataDir?: string; origin?: string; json?: boolean }) => {
+      const cfg = config({ dataDir: opts.dataDir, origin: opts.origin });
+      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: logger('warn') });
+      const dir = join(cfg.dataDir, 'private', 'index');
+      rmSync(dir, { recursive: true, force: true });
+      const index = new LmdbIndex(dir);
+      const started = performance.now();
+      const size = await catchUpIndex(index, new LogReader(store), sequencer.checkpoint.size, sequencer.checkpoint);
+      await index.close();
+      await sequencer.close();
+      const seconds = (performance.now() - started) / 1000;
+      if (opts.json) process.stdout.write(`${JSON.stringify({ indexed: size, seconds })}\n`);
+      else process.stdout.write(`stele: indexed ${size} entries in ${seconds.toFixed(1)} s\n`);
+    });
 }

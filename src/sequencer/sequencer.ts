@@ -43,6 +43,8 @@ export interface IntegratedBatch {
   readonly entries: readonly CanonicalEntry[];
   readonly entryHashes: readonly Uint8Array[];
   readonly checkpoint: PublishedCheckpoint;
+  /** Time from taking the batch to its publish, in ms (absent for recovered batches). */
+  readonly integrationMs?: number;
 }
 
 export interface BatchListener {
@@ -205,6 +207,7 @@ export class Sequencer {
 
   private async integrate(batch: Pending[]): Promise<void> {
     const fromSize = this.current.size;
+    const started = performance.now();
     let prepared: Prepared | undefined;
     try {
       prepared = await this.prepare(batch);
@@ -229,7 +232,13 @@ export class Sequencer {
       }
       // The lock held our batch and recover() re-applied it from staging: acknowledge it.
     }
-    await this.notify({ fromSize, entries: prepared.entries, entryHashes: prepared.result.entryHashes, checkpoint: prepared.checkpoint });
+    await this.notify({
+      fromSize,
+      entries: prepared.entries,
+      entryHashes: prepared.result.entryHashes,
+      checkpoint: prepared.checkpoint,
+      integrationMs: performance.now() - started,
+    });
     this.acknowledge(batch, prepared);
   }
 

@@ -1,0 +1,60 @@
+// One JSON error shape for every route: {"error":{"code","message"}} with its HTTP status.
+// Unexpected errors become a 500 with a generic message; details go to the log only.
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (code: string, message: string) => new ApiError(400, code, message);
+export const notFound = (code: string, message: string) => new ApiError(404, code, message);
+
+/** Errors thrown by koa internals and middleware (body parser, router) carry a status. */
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  message?: string;
+}
+
+function classify(e: unknown): ApiError | null {
+  if (e instanceof ApiError) return e;
+  const h = e as HttpishError;
+  const status = h?.status ?? h?.statusCode;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return null;
+  if (status === 413 || h.type === 'entity.too.large') return new ApiError(413, 'body_too_large', 'request body is too large');
+  if (status === 405) return new ApiError(405, 'method_not_allowed', h.message ?? 'method not allowed');
+  if (status === 501) return new ApiError(501, 'not_implemented', 'method not implemented');
+  if (status === 415) return new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
+  if (h.type === 'entity.parse.failed' || /JSON|Unexpected token/i.test(h.message ?? '')) {
+    return new ApiError(400, 'invalid_json', 'request body is not valid JSON');
+  }
+  return new ApiError(status, 'bad_request', h.expose && h.message ? h.message : 'bad request');
+}
+
+export function errorMiddleware(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+    } catch (e) {
+      const known = classify(e);
+      const err = known ?? new ApiError(500, 'internal', 'internal error');
+      if (!known) logger.error({ err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path }, 'request failed');
+      ctx.status = err.status;
+      ctx.set(err.headers);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { error: { code: err.code, message: err.message } };
+    }
+  };
+}

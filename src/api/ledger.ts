@@ -1,0 +1,180 @@
+// The /api/ledger routes of spec §4.1, computed from the tiles (through LogReader's
+// cache) and the lookup index. No route reads more than a few tiles per tree level.
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { ValidationError, parseAnchorBody } from '../anchor.js';
+import { ARTIFACT_ID, parseEntryId, presentEntry } from '../entry.js';
+import { isHash64, toHex } from '../hash.js';
+import type { LookupIndex } from '../index/types.js';
+import { formatVkey, keyIdOf, makeVerifier, SIG_ED25519, SIG_COSIGNATURE_V1 } from '../note.js';
+import type { LogReader } from '../reader.js';
+import { type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError } from '../sequencer/sequencer.js';
+import type { AnchorRequest } from '../anchor.js';
+import { ApiError, badRequest, notFound } from './errors.js';
+import { type CheckpointView, checkpointView, entryProofView } from './views.js';
+
+export interface WitnessInfo {
+  readonly name: string;
+  readonly publicKey: Uint8Array;
+}
+
+/** What the ledger routes read and write. A read-only replica has no `submit`. */
+export interface LedgerService {
+  readonly origin: string;
+  readonly publicKey: Uint8Array;
+  readonly reader: LogReader;
+  readonly index: LookupIndex;
+  /** The latest published checkpoint. */
+  checkpoint(): PublishedCheckpoint;
+  /** Entries accepted, including those still pooled. */
+  lifetimeEntries(): number;
+  readonly witnesses: readonly WitnessInfo[];
+  readonly witnessThreshold: number;
+  submit?(request: AnchorRequest): Promise<AnchorReceipt>;
+}
+
+const LOOKUP_KEYS = ['id', 'artifact', 'hash'] as const;
+const MAX_QUERY_VALUE = 128;
+
+/** A query parameter given exactly once, or undefined. */
+function single(ctx: Context, name: string): string | undefined {
+  const v = ctx.query[name];
+  if (v === undefined) return undefined;
+  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
+  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
+  return v;
+}
+
+function treeSizeParam(ctx: Context, name: string): number {
+  const v = single(ctx, name);
+  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
+    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
+  }
+  return Number(v);
+}
+
+/** `anchorGuards` run before the anchor body is read (authentication, rate limits, parsing). */
+export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []): Router {
+  const router = new Router({ prefix: '/api/ledger' });
+  const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
+  // The signed part of a checkpoint's view is computed once per checkpoint.
+  let memo: { cp: PublishedCheckpoint; view: CheckpointView } | undefined;
+  const view = (cp: PublishedCheckpoint): CheckpointView => {
+    if (memo?.cp !== cp) memo = { cp, view: checkpointView(cp, svc.publicKey, 0, witnessKeys) };
+    return { ...memo.view, lifetimeEntries: Math.max(cp.size, svc.lifetimeEntries()) };
+  };
+  const noStore = (ctx: Context) => ctx.set('Cache-Control', 'no-store');
+
+  router.get('/checkpoint', (ctx) => {
+    noStore(ctx);
+    ctx.body = view(svc.checkpoint());
+  });
+
+  router.get('/key', (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = {
+      origin: svc.origin,
+      keyId: keyIdOf(svc.publicKey),
+      publicKey: Buffer.from(svc.publicKey).toString('base64'),
+      vkey: formatVkey(makeVerifier(svc.origin, SIG_ED25519, svc.publicKey)),
+      witnesses: svc.witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })),
+      witnessPolicy: { threshold: svc.witnessThreshold },
+    };
+  });
+
+  router.get('/entry', async (ctx) => {
+    noStore(ctx);
+    const given = LOOKUP_KEYS.filter((k) => ctx.query[k] !== undefined);
+    const extra = Object.keys(ctx.query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k));
+    if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
+    if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact or hash');
+    const cp = svc.checkpoint();
+    const key = given[0]!;
+    const value = single(ctx, key)!;
+    let seq: number | undefined;
+    let idPrefix: string | undefined;
+    if (key === 'id') {
+      const id = parseEntryId(value);
+      if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
+      seq = id.seq;
+      idPrefix = id.hashPrefix;
+    } else if (key === 'artifact') {
+      if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
+      seq = await svc.index.findByArtifact(value);
+    } else {
+      if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
+      seq = await svc.index.findByDigest(value.toLowerCase());
+    }
+    if (seq === undefined || seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    const [found, path] = await Promise.all([svc.reader.entry(seq, cp.size), svc.reader.inclusionProof(seq, cp.size)]);
+    if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
+      throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
+    }
+    ctx.body = entryProofView(seq, found.entry, found.entryHash, path, view(cp));
+  });
+
+  router.get('/consistency', async (ctx) => {
+    noStore(ctx);
+    const extra = Object.keys(ctx.query).filter((k) => k !== 'first' && k !== 'second');
+    if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
+    const first = treeSizeParam(ctx, 'first');
+    const second = treeSizeParam(ctx, 'second');
+    const cp = svc.checkpoint();
+    if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
+    if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
+    if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
+    const [firstRoot, secondRoot, proof] = await Promise.all([
+      svc.reader.treeHash(first),
+      second === cp.size ? cp.root : svc.reader.treeHash(second),
+      svc.reader.consistencyProof(first, second),
+    ]);
+    ctx.body = { first, second, firstRoot: toHex(firstRoot), secondRoot: toHex(secondRoot), proof: proof.map(toHex) };
+  });
+
+  router.post('/anchor', ...anchorGuards, async (ctx) => {
+    noStore(ctx);
+    if (!svc.submit) throw new ApiError(405, 'read_only', 'this replica does not accept anchors');
+    if (!ctx.is('application/json')) throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
+    let request: AnchorRequest;
+    try {
+      request = parseAnchorBody((ctx.request as { body?: unknown }).body, ctx.state.tenant as string | undefined);
+    } catch (e) {
+      if (e instanceof ValidationError) throw badRequest(e.code, e.message);
+      throw e;
+    }
+    let receipt: AnchorReceipt;
+    try {
+      receipt = await svc.submit(request);
+    } catch (e) {
+      if (e instanceof PoolFullError) throw new ApiError(503, 'pool_full', e.message, { 'Retry-After': '1' });
+      if (e instanceof SequencerStoppedError) throw new ApiError(503, 'sequencer_stopped', e.message);
+      throw e;
+    }
+    ctx.status = 201;
+    ctx.body = {
+      entry: presentEntry(receipt.entry, receipt.seq, receipt.entryHash),
+      leafIndex: receipt.seq,
+      inclusionProof: receipt.inclusionProof().map(toHex),
+      checkpoint: view(receipt.checkpoint),
+    };
+  });
+
+  router.get('/summary', async (ctx) => {
+    noStore(ctx);
+    const cp = svc.checkpoint();
+    ctx.body = {
+      logId: svc.origin,
+      treeSize: cp.size,
+      lifetimeEntries: svc.lifetimeEntries(),
+      pendingEntries: svc.lifetimeEntries() - cp.size,
+      entriesByType: await svc.index.countsByType(),
+      indexedEntries: await svc.index.indexedSize(),
+      lastCheckpointTime: cp.timestamp,
+      witnesses: svc.witnesses.length,
+      witnessThreshold: svc.witnessThreshold,
+    };
+  });
+
+  return router;
+}

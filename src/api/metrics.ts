@@ -1,0 +1,63 @@
+// Prometheus metrics (prom-client): HTTP traffic, tree size, batches, integration time.
+import type { Context, Next } from 'koa';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/sequencer.js';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'stele_http_requests_total', help: 'HTTP requests', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private readonly latency = new Histogram({
+    name: 'stele_http_request_duration_seconds',
+    help: 'HTTP request latency',
+    labelNames: ['route', 'method'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly treeSize = new Gauge({ name: 'stele_tree_size', help: 'Leaves in the latest published checkpoint', registers: [this.registry] });
+  readonly checkpointAge = new Gauge({ name: 'stele_checkpoint_timestamp_seconds', help: 'Publish time of the latest checkpoint', registers: [this.registry] });
+  private readonly batchSize = new Histogram({
+    name: 'stele_batch_size',
+    help: 'Entries per integrated batch',
+    buckets: [1, 10, 100, 1000, 10_000, 65_536],
+    registers: [this.registry],
+  });
+  private readonly integration = new Histogram({
+    name: 'stele_integration_seconds',
+    help: 'Time from batch start to publish',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {
+    this.treeSize.set(cp.size);
+    this.checkpointAge.set(Date.parse(cp.timestamp) / 1000);
+    if (batch) {
+      this.batchSize.observe(batch.entries.length);
+      if (batch.integrationMs !== undefined) this.integration.observe(batch.integrationMs / 1000);
+    }
+  }
+
+  middleware() {
+    return async (ctx: Context, next: Next): Promise<void> => {
+      const end = this.latency.startTimer();
+      try {
+        await next();
+      } finally {
+        const route = routeLabel(ctx.path);
+        end({ route, method: ctx.method });
+        this.requests.inc({ route, method: ctx.method, status: String(ctx.status) });
+      }
+    };
+  }
+}
+
+/** Low-cardinality route label: tile paths collapse to their kind. */
+function routeLabel(path: string): string {
+  if (path.startsWith('/tile/')) return path.startsWith('/tile/entries/') ? '/tile/entries' : path.startsWith('/tile/records/') ? '/tile/records' : '/tile';
+  if (/^\/(api\/ledger\/[a-z]+|checkpoint|healthz|metrics)$/.test(path)) return path;
+  return 'other';
+}

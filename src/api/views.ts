@@ -1,0 +1,59 @@
+// JSON views of spec §2.2–2.6 built from published data.
+import { type CheckpointJson, type WitnessSignatureJson, checkpointJson } from '../checkpoint.js';
+import { type CanonicalEntry, type Entry, presentEntry } from '../entry.js';
+import { leafHash, toBase64, toHex } from '../hash.js';
+import { SIG_COSIGNATURE_V1, keyHash, parseNote } from '../note.js';
+import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
+
+/** Checkpoint JSON plus the signed note itself, so clients can check it byte for byte. */
+export type CheckpointView = CheckpointJson & { note: string };
+
+/** The witness cosignature lines of a note (type 0x04 payloads: 8-byte time ‖ signature). */
+export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Uint8Array>): WitnessSignatureJson[] {
+  const out: WitnessSignatureJson[] = [];
+  for (const sig of parseNote(note).signatures) {
+    const pub = witnessKeys.get(sig.name);
+    if (sig.payload.length !== 72 || !pub) continue;
+    if (toHex(keyHash(sig.name, SIG_COSIGNATURE_V1, pub)) !== toHex(sig.keyHash)) continue;
+    const seconds = Number(Buffer.from(sig.payload.subarray(0, 8)).readBigUInt64BE());
+    out.push({ name: sig.name, signature: `ed25519:${toBase64(sig.payload.subarray(8))}`, timestamp: new Date(seconds * 1000).toISOString() });
+  }
+  return out;
+}
+
+export function checkpointView(
+  cp: PublishedCheckpoint,
+  publicKey: Uint8Array,
+  lifetimeEntries: number,
+  witnessKeys: ReadonlyMap<string, Uint8Array> = new Map(),
+): CheckpointView {
+  return { ...checkpointJson(cp, publicKey, cp.timestamp, lifetimeEntries, cosignaturesOf(cp.note, witnessKeys)), note: cp.note };
+}
+
+export interface EntryProofView {
+  leafIndex: number;
+  treeSize: number;
+  leafHash: string;
+  auditPath: string[];
+  rootHash: string;
+  checkpoint: CheckpointView;
+  entry: Entry;
+}
+
+export function entryProofView(
+  seq: number,
+  entry: CanonicalEntry,
+  entryHash: Uint8Array,
+  auditPath: readonly Uint8Array[],
+  checkpoint: CheckpointView,
+): EntryProofView {
+  return {
+    leafIndex: seq,
+    treeSize: checkpoint.treeSize,
+    leafHash: toHex(leafHash(entryHash)),
+    auditPath: auditPath.map(toHex),
+    rootHash: checkpoint.rootHash,
+    checkpoint,
+    entry: presentEntry(entry, seq, entryHash),
+  };
+}

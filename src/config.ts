@@ -1,0 +1,82 @@
+// Server configuration: command-line flags over environment (STELE_*) over a TOML file
+// ([server] table, snake_case keys) over the embedded defaults.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import type { ServeConfig } from './serve.js';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export const SERVE_DEFAULTS: ServeConfig = {
+  dataDir: '.stele',
+  origin: 'stele.localhost/log',
+  host: '127.0.0.1',
+  port: 8080,
+  batchIntervalMs: 1000,
+  maxBatch: 65_536,
+  mode: 'demo',
+};
+
+/** Each setting: its flag (camelCase, as commander names it), env variable and file key. */
+const SETTINGS = {
+  dataDir: { env: 'STELE_DATA_DIR', file: 'data_dir', kind: 'string' },
+  origin: { env: 'STELE_ORIGIN', file: 'origin', kind: 'string' },
+  host: { env: 'STELE_HOST', file: 'host', kind: 'string' },
+  port: { env: 'STELE_PORT', file: 'port', kind: 'int' },
+  batchIntervalMs: { env: 'STELE_BATCH_INTERVAL_MS', file: 'batch_interval_ms', kind: 'int' },
+  maxBatch: { env: 'STELE_MAX_BATCH', file: 'max_batch', kind: 'int' },
+  mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
+  anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
+  anchorRate: { env: 'STELE_ANCHOR_RATE', file: 'anchor_rate', kind: 'int' },
+} as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' }>;
+
+type Key = keyof typeof SETTINGS;
+
+function coerce(key: Key, value: unknown, where: string): string | number {
+  const kind = SETTINGS[key].kind;
+  if (kind === 'int') {
+    const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: ${key} must be a non-negative integer`);
+    return n;
+  }
+  if (typeof value !== 'string' || value === '') throw new ConfigError(`${where}: ${key} must be a non-empty string`);
+  return value;
+}
+
+function readFileSettings(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`cannot read config file ${path}: ${(e as Error).message}`);
+  }
+  try {
+    const doc = parseToml(text) as { server?: Record<string, unknown> };
+    return doc.server ?? {};
+  } catch (e) {
+    throw new ConfigError(`config file ${path} is not valid TOML: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { config?: string }, env: NodeJS.ProcessEnv = process.env): ServeConfig {
+  const file = flags.config ? readFileSettings(flags.config) : {};
+  const known = new Set(Object.values(SETTINGS).map((s) => s.file));
+  const unknown = Object.keys(file).find((k) => !known.has(k as never));
+  if (unknown) throw new ConfigError(`config file: unknown setting [server].${unknown}`);
+  const out: Record<string, unknown> = { ...SERVE_DEFAULTS };
+  for (const key of Object.keys(SETTINGS) as Key[]) {
+    const s = SETTINGS[key];
+    if (flags[key] !== undefined) out[key] = coerce(key, flags[key], `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+    else if (env[s.env] !== undefined && env[s.env] !== '') out[key] = coerce(key, env[s.env], s.env);
+    else if (file[s.file] !== undefined) out[key] = coerce(key, file[s.file], `config [server].${s.file}`);
+  }
+  const cfg = out as unknown as ServeConfig;
+  if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');
+  if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
+  if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
+  if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
+  if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
+  return { ...cfg, dataDir: resolve(cfg.dataDir) };
+}

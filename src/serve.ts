@@ -1,0 +1,118 @@
+// `stele serve`: one process with the sequencer, the lookup index, the JSON API and the
+// tile server, over a local data directory (the embedded defaults).
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { createApp } from './api/app.js';
+import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
+import type { LedgerService } from './api/ledger.js';
+import { Metrics } from './api/metrics.js';
+import { catchUpIndex, indexFeeder } from './index/catchup.js';
+import { LmdbIndex } from './index/lmdb.js';
+import { openLocalLog } from './log/local.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { LogReader } from './reader.js';
+
+export interface ServeConfig {
+  readonly dataDir: string;
+  readonly origin: string;
+  readonly host: string;
+  readonly port: number;
+  readonly batchIntervalMs: number;
+  readonly maxBatch: number;
+  readonly mode: 'demo' | 'production';
+  /** `name=token[@tenant],…`; required in production mode. */
+  readonly anchorTokens?: string;
+  /** Anchors per second per client (production default 100). */
+  readonly anchorRate?: number;
+  readonly fsync?: boolean;
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly origin: string;
+  readonly keyId: string;
+  readonly vkey: string;
+  readonly dataDir: string;
+  readonly keyCreated: boolean;
+  /** Stops accepting requests, integrates the anchors already accepted, closes storage. */
+  close(): Promise<void>;
+}
+
+export async function startServer(cfg: ServeConfig, logger: Logger): Promise<RunningServer> {
+  const guard = guardFor(cfg);
+  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'));
+  const metrics = new Metrics();
+  let reader: LogReader | undefined;
+  const { sequencer, store, signer, keyCreated } = await openLocalLog({
+    dataDir: cfg.dataDir,
+    origin: cfg.origin,
+    batchInterval: cfg.batchIntervalMs,
+    maxBatch: cfg.maxBatch,
+    fsync: cfg.fsync ?? true,
+    logger,
+    listeners: [{ onBatch: (b) => indexFeeder(index, reader!).onBatch(b) }],
+  }).catch(async (e) => {
+    await index.close();
+    throw e;
+  });
+  reader = new LogReader(store);
+  await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
+  sequencer.onPublished((cp, batch) => metrics.onPublished(cp, batch));
+  metrics.onPublished(sequencer.checkpoint, null);
+
+  const ledger: LedgerService = {
+    origin: cfg.origin,
+    publicKey: signer.publicKey,
+    reader,
+    index,
+    checkpoint: () => sequencer.checkpoint,
+    lifetimeEntries: () => sequencer.lifetimeEntries,
+    witnesses: [],
+    witnessThreshold: 0,
+    submit: (req) => sequencer.submit(req),
+  };
+  const app = createApp({
+    ledger,
+    objects: store,
+    logger,
+    metrics,
+    guard,
+    unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
+  });
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(cfg.port, cfg.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  const host = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    origin: cfg.origin,
+    keyId: keyIdOf(signer.publicKey),
+    vkey: formatVkey(makeVerifier(cfg.origin, SIG_ED25519, signer.publicKey)),
+    dataDir: cfg.dataDir,
+    keyCreated,
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((r) => server.close(() => r()));
+        await sequencer.close();
+        server.closeIdleConnections();
+        await stopped;
+        await index.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function guardFor(cfg: ServeConfig): GuardOptions {
+  if (cfg.mode === 'demo') return cfg.anchorTokens ? { authenticate: bearerTokens(parseTokenGrants(cfg.anchorTokens)) } : {};
+  if (!cfg.anchorTokens) throw new Error('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
+  return { authenticate: bearerTokens(parseTokenGrants(cfg.anchorTokens)), ratePerSecond: cfg.anchorRate ?? 100 };
+}
