@@ -56,9 +56,12 @@ export function formatVkey(v: NoteVerifier): string {
 }
 
 export function parseVkey(vkey: string): NoteVerifier {
-  const parts = vkey.trim().split('+');
-  if (parts.length !== 3) throw new NoteError('a vkey has the form <name>+<hash>+<base64 key>');
-  const [name, hashHex, keyB64] = parts as [string, string, string];
+  // Split at the first two '+' only: names have none, but standard base64 may contain '+'.
+  const text = vkey.trim();
+  const a = text.indexOf('+');
+  const b = a < 0 ? -1 : text.indexOf('+', a + 1);
+  if (b < 0) throw new NoteError('a vkey has the form <name>+<hash>+<base64 key>');
+  const [name, hashHex, keyB64] = [text.slice(0, a), text.slice(a + 1, b), text.slice(b + 1)];
   if (!/^[0-9a-f]{8}$/.test(hashHex)) throw new NoteError('vkey key hash must be 8 lowercase hex characters');
   const raw = decodeBase64Strict(keyB64);
   if (!raw || raw.length !== 33) throw new NoteError('vkey key must be base64 of a type byte and a 32-byte Ed25519 key');

@@ -18,9 +18,10 @@ export function formatPrivateKey(name: string, seed: Uint8Array): string {
 }
 
 export function parsePrivateKey(text: string): SeedSigner {
-  const parts = text.trim().split('+');
-  if (parts.length !== 5 || parts[0] !== 'PRIVATE' || parts[1] !== 'KEY') throw new KeyFileError('not a PRIVATE+KEY string');
-  const [, , name, hash, b64] = parts as [string, string, string, string, string];
+  // The base64 key may itself contain '+', so split off only the first four fields.
+  const m = /^PRIVATE\+KEY\+([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/=]+)$/.exec(text.trim());
+  if (!m) throw new KeyFileError('not a PRIVATE+KEY string');
+  const [, name, hash, b64] = m as unknown as [string, string, string, string];
   const raw = Buffer.from(b64, 'base64');
   if (!isValidKeyName(name) || raw.length !== 33 || raw[0] !== SIG_ED25519) throw new KeyFileError('malformed private key');
   const signer = new SeedSigner(name, new Uint8Array(raw.subarray(1)));

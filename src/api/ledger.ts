@@ -33,7 +33,8 @@ export interface LedgerService {
   submit?(request: AnchorRequest): Promise<AnchorReceipt>;
 }
 
-const LOOKUP_KEYS = ['id', 'artifact', 'hash'] as const;
+/** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
+const LOOKUP_KEYS = ['id', 'artifact', 'hash', 'leaf'] as const;
 const MAX_QUERY_VALUE = 128;
 
 /** A query parameter given exactly once, or undefined. */
@@ -88,7 +89,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     const given = LOOKUP_KEYS.filter((k) => ctx.query[k] !== undefined);
     const extra = Object.keys(ctx.query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k));
     if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
-    if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact or hash');
+    if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact, hash or leaf');
     const cp = svc.checkpoint();
     const key = given[0]!;
     const value = single(ctx, key)!;
@@ -99,6 +100,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
       seq = id.seq;
       idPrefix = id.hashPrefix;
+    } else if (key === 'leaf') {
+      seq = treeSizeParam(ctx, 'leaf');
     } else if (key === 'artifact') {
       if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
       seq = await svc.index.findByArtifact(value);

@@ -182,3 +182,14 @@ export async function listTileFiles(dir: string): Promise<string[]> {
   await walk('tile');
   return out.sort();
 }
+
+/**
+ * Writes `<data>/private/log.key` (mode 0600) from a fixed seed before the log is opened,
+ * so the suites run with a reproducible key. The default seed's key strings contain no '+'
+ * in their base64 part.
+ */
+export async function writeTestKey(dataDir: string, origin: string, fill = 7): Promise<void> {
+  const { formatPrivateKey } = await import('../../src/signer.js');
+  await fs.mkdir(path.join(dataDir, 'private'), { recursive: true, mode: 0o700 });
+  await fs.writeFile(path.join(dataDir, 'private', 'log.key'), `${formatPrivateKey(origin, new Uint8Array(32).fill(fill))}\n`, { mode: 0o600 });
+}

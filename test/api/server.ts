@@ -1,0 +1,42 @@
+// Starts `startServer` in-process on a loopback port over a fresh data directory.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { SERVE_DEFAULTS } from '../../src/config.js';
+import { type RunningServer, type ServeConfig, startServer } from '../../src/serve.js';
+
+export async function startTestServer(overrides: Partial<ServeConfig> = {}): Promise<RunningServer> {
+  const cfg: ServeConfig = {
+    ...SERVE_DEFAULTS,
+    dataDir: mkdtempSync(join(tmpdir(), 'stele-api-')),
+    origin: 'api.test/log',
+    port: 0,
+    batchIntervalMs: 20,
+    fsync: false,
+    ...overrides,
+  };
+  return startServer(cfg, pino({ level: 'silent' }));
+}
+
+export async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body, headers: res.headers };
+}
+
+export function postAnchor(base: string, body: unknown, headers: Record<string, string> = {}) {
+  return getJson(`${base}/api/ledger/anchor`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export const digestOf = (i: number): string => i.toString(16).padStart(64, '0');
