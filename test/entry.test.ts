@@ -50,7 +50,7 @@ describe('entry vectors', () => {
   });
 
   it('entry_hash chain, leaf hashes and ids match', () => {
-    let prior = ZERO_HASH;
+    let prior: Uint8Array = ZERO_HASH;
     for (const v of entries.chain) {
       expect(hex(prior)).toBe(v.priorEntryHash);
       const canonical = utf8.encode(v.canonicalEntry);

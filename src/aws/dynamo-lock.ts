@@ -1,0 +1,111 @@
+// SequencerLock on DynamoDB: one item per log, replaced only by a conditional PutItem on
+// its version attribute (the pattern static-CT logs use), so two sequencers can never both
+// extend the same tree size. Every read is strongly consistent.
+//
+// Single-table layout shared with DynamoIndex (partition key `pk`, sort key `sk`, both S):
+//   pk = "lock#<log>"  sk = "lock"   state (S, LockState JSON), version (S), size (N), updated (S)
+import { randomBytes } from 'node:crypto';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { type LockState, type SequencerLock, parseLockState } from '../store/lock.js';
+import { VersionConflictError } from '../store/store.js';
+
+export interface DynamoConnectionOptions {
+  readonly region?: string;
+  /** A DynamoDB-compatible endpoint (default: AWS for the region). */
+  readonly endpoint?: string;
+  readonly credentials?: DynamoDBClientConfig['credentials'];
+  /** SDK attempts per request, first included (default 6). */
+  readonly maxAttempts?: number;
+  readonly clientConfig?: DynamoDBClientConfig;
+}
+
+export function createDynamoClient(o: DynamoConnectionOptions = {}): DynamoDBClient {
+  return new DynamoDBClient({
+    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    ...(o.credentials ? { credentials: o.credentials } : {}),
+    maxAttempts: o.maxAttempts ?? 6,
+    retryMode: 'standard',
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 10_000 },
+    ...o.clientConfig,
+  });
+}
+
+export interface DynamoLockOptions extends DynamoConnectionOptions {
+  readonly table: string;
+  /** The log this lock belongs to (its origin); one table can hold several logs. */
+  readonly log: string;
+  readonly client?: DynamoDBClient;
+}
+
+export interface DynamoStats {
+  reads: number;
+  writes: number;
+  /** Conditional writes refused by DynamoDB (each is still billed as a write). */
+  conditionFailures: number;
+}
+
+export class DynamoLock implements SequencerLock {
+  readonly stats: DynamoStats = { reads: 0, writes: 0, conditionFailures: 0 };
+  readonly client: DynamoDBClient;
+  private readonly table: string;
+  private readonly key: { pk: { S: string }; sk: { S: string } };
+
+  constructor(options: DynamoLockOptions) {
+    this.client = options.client ?? createDynamoClient(options);
+    this.table = options.table;
+    this.key = { pk: { S: `lock#${options.log}` }, sk: { S: 'lock' } };
+  }
+
+  async read(): Promise<{ state: LockState; version: string } | null> {
+    this.stats.reads++;
+    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }));
+    const item = res.Item;
+    if (!item) return null;
+    const state = item.state?.S;
+    const version = item.version?.S;
+    if (state === undefined || version === undefined) throw new Error(`lock item in ${this.table} lacks state or version`);
+    return { state: parseLockState(Buffer.from(state, 'utf8')), version };
+  }
+
+  async swap(expected: string | null, next: LockState): Promise<string> {
+    // A fresh random version per write: if the SDK retries a PutItem whose first attempt
+    // landed, the condition fails, and reading the item back shows our own version.
+    const version = `${next.size}-${randomBytes(12).toString('hex')}`;
+    this.stats.writes++;
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: {
+            ...this.key,
+            state: { S: JSON.stringify(next) },
+            version: { S: version },
+            size: { N: String(next.size) },
+            updated: { S: new Date().toISOString() },
+          },
+          ...(expected === null
+            ? { ConditionExpression: 'attribute_not_exists(pk)' }
+            : {
+                ConditionExpression: '#v = :expected',
+                ExpressionAttributeNames: { '#v': 'version' },
+                ExpressionAttributeValues: { ':expected': { S: expected } },
+              }),
+        }),
+      );
+      return version;
+    } catch (e) {
+      if (!(e instanceof ConditionalCheckFailedException) && (e as Error).name !== 'ConditionalCheckFailedException') throw e;
+      this.stats.conditionFailures++;
+      const current = await this.read();
+      if (current?.version === version) return version;
+      throw new VersionConflictError(`dynamodb:${this.table}/${this.key.pk.S}`);
+    }
+  }
+}

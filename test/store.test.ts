@@ -1,0 +1,78 @@
+// The local-directory object store: atomic immutable creates, compare-and-swap, key
+// validation, and a swap mutex that survives a crashed holder.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FsObjectStore } from '../src/store/fs.js';
+import { StoreLock } from '../src/store/lock.js';
+import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../src/store/store.js';
+
+const bytes = (s: string) => new Uint8Array(Buffer.from(s));
+const fresh = () => new FsObjectStore(mkdtempSync(join(tmpdir(), 'stele-store-')));
+
+describe('FsObjectStore', () => {
+  it('creates immutable objects once: identical bytes succeed, different bytes fail', async () => {
+    const s = fresh();
+    await s.createAll([{ key: 'tile/0/000.p/1', data: bytes('a') }]);
+    await s.createAll([{ key: 'tile/0/000.p/1', data: bytes('a') }]);
+    await expect(s.createAll([{ key: 'tile/0/000.p/1', data: bytes('b') }])).rejects.toThrow(ImmutableConflictError);
+    expect(Buffer.from((await s.get('tile/0/000.p/1'))!).toString()).toBe('a');
+    // No temporary files are left behind, even after the conflict.
+    expect(readdirSync(join(s.root, 'tile/0'))).toEqual(['000.p']);
+    expect(readdirSync(join(s.root, 'tile/0/000.p'))).toEqual(['1']);
+  });
+
+  it('writes many objects in one batch', async () => {
+    const s = fresh();
+    const objects = Array.from({ length: 300 }, (_, i) => ({ key: `tile/entries/x001/${String(i).padStart(3, '0')}`, data: bytes(`e${i}`) }));
+    await s.createAll(objects.slice(0, 1000));
+    for (const o of objects) expect(Buffer.from((await s.get(o.key))!).toString()).toBe(Buffer.from(o.data).toString());
+  });
+
+  it('swaps only from the expected version', async () => {
+    const s = fresh();
+    const v1 = await s.swap('checkpoint', bytes('one'), null);
+    await expect(s.swap('checkpoint', bytes('x'), null)).rejects.toThrow(VersionConflictError);
+    const v2 = await s.swap('checkpoint', bytes('two'), v1);
+    await expect(s.swap('checkpoint', bytes('three'), v1)).rejects.toThrow(VersionConflictError);
+    expect((await s.getVersioned('checkpoint'))).toEqual({ data: bytes('two'), version: v2 });
+  });
+
+  it('lets exactly one of many concurrent swaps from the same version win', async () => {
+    const s = fresh();
+    const v = await s.swap('lock.json', bytes('0'), null);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => s.swap('lock.json', bytes(`n${i}`), v)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof VersionConflictError)).toHaveLength(19);
+  });
+
+  it('breaks a swap mutex left by a dead process', async () => {
+    const s = fresh();
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    mkdirSync(join(s.root, 'checkpoint.lock'), { recursive: true });
+    writeFileSync(join(s.root, 'checkpoint.lock', 'owner'), dead);
+    const started = Date.now();
+    await s.swap('checkpoint', bytes('after crash'), null);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(existsSync(join(s.root, 'checkpoint.lock'))).toBe(false);
+  });
+
+  it('rejects keys that could escape the store', async () => {
+    const s = fresh();
+    for (const key of ['../x', '/etc/passwd', 'a//b', 'tile/./0', 'tile/../..', '', 'a b']) {
+      await expect(s.get(key)).rejects.toThrow(InvalidKeyError);
+      await expect(s.createAll([{ key, data: bytes('x') }])).rejects.toThrow(InvalidKeyError);
+    }
+  });
+
+  it('keeps the sequencer lock record behind compare-and-swap', async () => {
+    const lock = new StoreLock(fresh());
+    expect(await lock.read()).toBeNull();
+    const state = { size: 0, root: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', timestamp: '2026-01-01T00:00:00.000Z', note: 'n' };
+    const v = await lock.swap(null, state);
+    expect(await lock.read()).toEqual({ state, version: v });
+    await expect(lock.swap(null, { ...state, size: 1 })).rejects.toThrow(VersionConflictError);
+  });
+});
