@@ -58,6 +58,7 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     throw e;
   });
   reader = new LogReader(store);
+  metrics.watchReader(reader.stats);
   await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
   sequencer.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(sequencer.checkpoint, null);

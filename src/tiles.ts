@@ -185,6 +185,10 @@ export class TileSet {
     return this.tiles.get(tileKey(level, index));
   }
 
+  all(): IterableIterator<HashTile> {
+    return this.tiles.values();
+  }
+
   /** A synchronous lookup for a tree of `size` leaves; throws if a needed tile is absent. */
   lookup(size: number): SyncHashLookup {
     return (refs) =>

@@ -32,6 +32,12 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
+  /** Exposes a LogReader's tile fetches and cache hits (tiles read per proof = fetches / proofs). */
+  watchReader(stats: { fetches: number; hits: number }): void {
+    new Gauge({ name: 'stele_tile_fetches', help: 'Tiles and bundles fetched from storage', registers: [this.registry], collect() { this.set(stats.fetches); } });
+    new Gauge({ name: 'stele_tile_cache_hits', help: 'Tile and bundle reads answered from the cache', registers: [this.registry], collect() { this.set(stats.hits); } });
+  }
+
   onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {
     this.treeSize.set(cp.size);
     this.checkpointAge.set(Date.parse(cp.timestamp) / 1000);

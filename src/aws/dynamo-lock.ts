@@ -11,6 +11,7 @@ import {
   type DynamoDBClientConfig,
   GetItemCommand,
   PutItemCommand,
+  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type LockState, type SequencerLock, parseLockState } from '../store/lock.js';
 import { VersionConflictError } from '../store/store.js';
@@ -106,6 +107,46 @@ export class DynamoLock implements SequencerLock {
       const current = await this.read();
       if (current?.version === version) return version;
       throw new VersionConflictError(`dynamodb:${this.table}/${this.key.pk.S}`);
+    }
+  }
+}
+
+/**
+ * A number in the table that only ever grows (e.g. the tree size up to which partial
+ * tiles were swept): pk = "mark#<log>#<name>", sk = "mark", value (N).
+ */
+export class DynamoMark {
+  private readonly key: { pk: { S: string }; sk: { S: string } };
+
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly table: string,
+    log: string,
+    name: string,
+  ) {
+    this.key = { pk: { S: `mark#${log}#${name}` }, sk: { S: 'mark' } };
+  }
+
+  async get(): Promise<number> {
+    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }));
+    return Number(res.Item?.value?.N ?? 0);
+  }
+
+  /** Raises the mark to `value` (no-op if it is already there or beyond). */
+  async advance(value: number): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: this.key,
+          UpdateExpression: 'SET #v = :v',
+          ConditionExpression: 'attribute_not_exists(#v) OR #v < :v',
+          ExpressionAttributeNames: { '#v': 'value' },
+          ExpressionAttributeValues: { ':v': { N: String(value) } },
+        }),
+      );
+    } catch (e) {
+      if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
     }
   }
 }

@@ -3,8 +3,11 @@
 //   1. append the batch to the in-memory right edge (tiles, bundles, root) and sign;
 //   2. stage the batch's records durably under a fresh key;
 //   3. compare-and-swap the lock record to the new size (the commit point);
-//   4. create the tiles and bundles, then swap the public checkpoint;
-//   5. update listeners (the lookup index) and only then acknowledge the anchors.
+//   4. create the tiles and bundles;
+//   5. collect witness cosignatures (if a policy is set) and swap the public checkpoint;
+//   6. update listeners (the lookup index) and only then acknowledge the anchors.
+// A committed batch whose checkpoint the witnesses have not yet cosigned waits (its tiles
+// are written, its anchors not acknowledged) and the next round publishes it.
 // On start it re-applies a staged batch the lock names and resumes from the verified edge.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -12,16 +15,17 @@ import { type AnchorRequest, buildEntry } from '../anchor.js';
 import { type SignedCheckpoint, openCheckpoint, signCheckpoint } from '../checkpoint.js';
 import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, parseCanonicalEntry } from '../entry.js';
 import { bytesEqual, hashFromHex, toHex } from '../hash.js';
-import { proveInclusionSync } from '../merkle.js';
-import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
+import { proveConsistency, proveInclusionSync } from '../merkle.js';
+import { SIG_ED25519, type NoteSigner, makeVerifier, openNote } from '../note.js';
+import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { decodeBundle, encodeBundle } from '../tiles.js';
+import { TileHashReader, TileSet, decodeBundle, encodeBundle, tileWidthAt } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { loadEdge } from './recover.js';
 
-/** A checkpoint as published: signed note plus its publish time. */
+/** A checkpoint as published: signed note (with any cosignatures) plus its time. */
 export interface PublishedCheckpoint extends SignedCheckpoint {
   /** ISO 8601 UTC with milliseconds; strictly increasing from one checkpoint to the next. */
   readonly timestamp: string;
@@ -31,9 +35,9 @@ export interface AnchorReceipt {
   readonly seq: number;
   readonly entry: CanonicalEntry;
   readonly entryHash: Uint8Array;
-  /** The first checkpoint that includes the entry. */
+  /** The first published checkpoint that includes the entry. */
   readonly checkpoint: PublishedCheckpoint;
-  /** Audit path to `checkpoint`'s root, computed on demand from the batch's tiles in memory. */
+  /** Audit path to `checkpoint`'s root, computed on demand from tiles held in memory. */
   inclusionProof(): Uint8Array[];
 }
 
@@ -51,6 +55,11 @@ export interface BatchListener {
   onBatch(batch: IntegratedBatch): Promise<void>;
 }
 
+/** Witness cosigning (src/witness/collector.ts): the note to publish, or null while the policy is unmet. */
+export interface CheckpointWitnessing {
+  cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null>;
+}
+
 export interface SequencerOptions {
   readonly origin: string;
   readonly signer: NoteSigner;
@@ -63,9 +72,10 @@ export interface SequencerOptions {
   readonly batchInterval?: number;
   /** Largest batch; a full pool starts a batch at once (default 65,536). */
   readonly maxBatch?: number;
-  /** Pool bound; beyond it submit() rejects with PoolFullError (default 1,000,000). */
+  /** Bound on accepted but unacknowledged anchors; beyond it submit() rejects with PoolFullError (default 1,000,000). */
   readonly maxPending?: number;
   readonly listeners?: readonly BatchListener[];
+  readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
   readonly now?: () => number;
 }
@@ -93,7 +103,19 @@ interface Pending {
   reject(e: Error): void;
 }
 
+/** A batch in the lock and in the tiles, not yet in a published checkpoint. */
+interface Unpublished {
+  readonly fromSize: number;
+  readonly batch: Pending[];
+  readonly entries: readonly CanonicalEntry[];
+  readonly entryHashes: readonly Uint8Array[];
+  readonly started?: number;
+}
+
 const RETRY_DELAY_MS = 500;
+const FIRST_PUBLISH_TIMEOUT_MS = 30_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError;
 
 export class Sequencer {
   private pool: Pending[] = [];
@@ -107,40 +129,56 @@ export class Sequencer {
   private readonly maxBatch: number;
   private readonly maxPending: number;
   private readonly now: () => number;
+  private readonly reader: LogReader;
 
-  private constructor(
-    private readonly opts: SequencerOptions,
-    private edge: RightEdge,
-    private current: PublishedCheckpoint,
-    private lockVersion: string,
-    private checkpointVersions: { note: string | null; json: string | null },
-  ) {
+  private edge = RightEdge.empty();
+  /** The lock's checkpoint (log signature only). */
+  private committed!: PublishedCheckpoint;
+  /** The public checkpoint; set by open() before anyone can read it. */
+  private published!: PublishedCheckpoint;
+  private unpublished: Unpublished[] = [];
+  /** Tiles of the unpublished batches: enough for their inclusion proofs at any later size. */
+  private unpublishedTiles = new TileSet();
+  private lockVersion: string | null = null;
+  private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
+
+  private constructor(private readonly opts: SequencerOptions) {
     this.interval = opts.batchInterval ?? 1000;
     this.maxBatch = opts.maxBatch ?? 65_536;
     this.maxPending = opts.maxPending ?? 1_000_000;
     this.now = opts.now ?? Date.now;
     this.listeners = [...(opts.listeners ?? [])];
+    this.reader = new LogReader(opts.store, { cacheEntries: 512 });
   }
 
   /** Opens the log in storage (creating it if empty), re-applying a staged batch if needed. */
   static async open(opts: SequencerOptions): Promise<Sequencer> {
     if (opts.signer.name !== opts.origin) throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
-    const s = new Sequencer(opts, RightEdge.empty(), undefined as never, '', { note: null, json: null });
+    const s = new Sequencer(opts);
     await s.recover(true);
-    return s;
+    // A brand-new log has no public checkpoint until its first one is cosigned.
+    const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;
+    for (;;) {
+      await s.publishCommitted();
+      if (s.published) return s;
+      if (Date.now() > deadline) throw new SequencerStoppedError('no checkpoint could be published: the witness policy was not met');
+      await sleep(RETRY_DELAY_MS);
+    }
   }
 
+  /** The latest published checkpoint. */
   get checkpoint(): PublishedCheckpoint {
-    return this.current;
+    return this.published;
   }
 
-  /** Entries accepted so far, including those still waiting in the pool. */
+  /** Entries accepted so far, including those not yet in a published checkpoint. */
   get lifetimeEntries(): number {
-    return this.current.size + this.pool.length;
+    return this.committed.size + this.pool.length;
   }
 
+  /** Accepted anchors not yet acknowledged. */
   get pending(): number {
-    return this.pool.length;
+    return this.lifetimeEntries - this.published.size;
   }
 
   /** Why the sequencer stopped, if it did. */
@@ -152,7 +190,7 @@ export class Sequencer {
     this.listeners.push(l);
   }
 
-  /** Called after every publish (and once per recovered batch). */
+  /** Called after every publish. */
   onPublished(fn: (c: PublishedCheckpoint, batch: IntegratedBatch | null) => void): void {
     this.publishedListeners.push(fn);
   }
@@ -161,34 +199,59 @@ export class Sequencer {
   submit(request: AnchorRequest): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
-    if (this.pool.length >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
+    if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     return new Promise<AnchorReceipt>((resolve, reject) => {
       this.pool.push({ request, enqueued: this.now(), resolve, reject });
       this.schedule();
     });
   }
 
-  /** Stops accepting anchors, integrates everything already accepted, and stops. */
+  /** Stops accepting anchors, integrates and publishes everything already accepted, and stops. */
   async close(): Promise<void> {
     this.closing = true;
-    while (this.pool.length > 0 && !this.stopped) {
-      this.startBatch();
-      await this.running;
-    }
-    await this.running;
     if (this.timer) clearTimeout(this.timer);
+    while (!this.stopped) {
+      await this.running;
+      if (this.pool.length > 0) {
+        this.startBatch();
+        continue;
+      }
+      if (this.unpublished.length > 0) {
+        this.running = this.publishCommitted()
+          .catch((e) => this.logError('publish failed', e))
+          .finally(() => (this.running = undefined));
+        await this.running;
+      }
+      break;
+    }
+    const left = this.unpublished.flatMap((u) => u.batch);
+    this.unpublished = [];
+    const err = new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart');
+    for (const p of left) p.reject(err);
   }
 
   private schedule(): void {
-    if (this.running || this.stopped || this.pool.length === 0) return;
-    const waited = this.now() - this.pool[0]!.enqueued;
-    if (this.pool.length >= this.maxBatch || waited >= this.interval) {
+    if (this.running || this.stopped || this.closing) return;
+    const retryPublish = this.unpublished.length > 0 || this.committed.size > this.published.size;
+    if (this.pool.length === 0 && !retryPublish) return;
+    const waited = this.pool.length > 0 ? this.now() - this.pool[0]!.enqueued : 0;
+    if (this.pool.length >= this.maxBatch || (this.pool.length > 0 && waited >= this.interval)) {
       this.startBatch();
     } else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.schedule();
-      }, this.interval - waited);
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          if (this.pool.length === 0 && !this.running && !this.stopped) {
+            this.running = this.publishCommitted()
+              .catch((e) => this.logError('publish failed', e))
+              .finally(() => {
+                this.running = undefined;
+                this.schedule();
+              });
+          } else this.schedule();
+        },
+        this.pool.length > 0 ? this.interval - waited : this.interval,
+      );
     }
   }
 
@@ -206,70 +269,35 @@ export class Sequencer {
   }
 
   private async integrate(batch: Pending[]): Promise<void> {
-    const fromSize = this.current.size;
+    const fromSize = this.committed.size;
     const started = performance.now();
     let prepared: Prepared | undefined;
     try {
       prepared = await this.prepare(batch);
       await this.commit(prepared);
     } catch (e) {
-      const err = e instanceof Error ? e : new Error(String(e));
-      if (err instanceof VersionConflictError || err instanceof ImmutableConflictError) {
-        this.fail(new SequencerStoppedError(`another writer changed the log (${err.message}); this sequencer stopped so the log cannot fork`), batch);
-        return;
-      }
-      this.opts.logger?.error({ err: err.message, size: fromSize }, 'batch failed; resynchronising from storage');
+      if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the log (${(e as Error).message}); this sequencer stopped so the log cannot fork`), batch);
+      this.logError('batch failed; resynchronising from storage', e);
       if (!(await this.resync(batch))) return;
-      if (!prepared || !bytesEqual(this.current.root, prepared.checkpoint.root)) {
-        if (this.current.size !== fromSize) {
-          this.fail(new SequencerStoppedError('the log advanced past a failed batch; another writer is active'), batch);
-          return;
+      const ours = prepared !== undefined && bytesEqual(this.committed.root, prepared.checkpoint.root) && this.committed.size === prepared.checkpoint.size;
+      if (!ours || !prepared) {
+        if (this.committed.size !== fromSize) {
+          return this.fail(new SequencerStoppedError('the log advanced past a failed batch; another writer is active'), batch);
         }
         // Nothing was committed: the requests go back to the front of the pool.
         this.pool.unshift(...batch);
-        await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+        await sleep(RETRY_DELAY_MS);
         return;
       }
-      // The lock held our batch and recover() re-applied it from staging: acknowledge it.
+      // The lock held our batch and recover() re-applied it from staging.
     }
-    await this.notify({
-      fromSize,
-      entries: prepared.entries,
-      entryHashes: prepared.result.entryHashes,
-      checkpoint: prepared.checkpoint,
-      integrationMs: performance.now() - started,
-    });
-    this.acknowledge(batch, prepared);
-  }
-
-  private acknowledge(batch: Pending[], { result, checkpoint, entries }: Prepared): void {
-    const fromSize = checkpoint.size - batch.length;
-    const size = checkpoint.size;
-    batch.forEach((p, i) =>
-      p.resolve({
-        seq: fromSize + i,
-        entry: entries[i]!,
-        entryHash: result.entryHashes[i]!,
-        checkpoint,
-        inclusionProof: () => proveInclusionSync(fromSize + i, size, result.tiles.lookup(size)),
-      }),
-    );
-  }
-
-  /** After an ambiguous failure, reloads state from storage (retrying); false if stopped. */
-  private async resync(batch: Pending[]): Promise<boolean> {
-    for (;;) {
-      try {
-        await this.recover(false);
-        return true;
-      } catch (e) {
-        if (e instanceof VersionConflictError || e instanceof ImmutableConflictError) {
-          this.fail(new SequencerStoppedError(`another writer changed the log: ${(e as Error).message}`), batch);
-          return false;
-        }
-        this.opts.logger?.error({ err: (e as Error).message }, 'recovery failed; retrying');
-        await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
-      }
+    this.unpublished.push({ fromSize, batch, entries: prepared.entries, entryHashes: prepared.result.entryHashes, started });
+    for (const t of prepared.result.tiles.all()) this.unpublishedTiles.add(t);
+    try {
+      await this.publishCommitted();
+    } catch (e) {
+      if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the public checkpoint (${(e as Error).message})`), []);
+      this.logError('publishing the checkpoint failed; retrying next round', e);
     }
   }
 
@@ -287,28 +315,102 @@ export class Sequencer {
     return { result, checkpoint: { ...signed, timestamp }, entries, canonicals };
   }
 
-  /** Stages, commits in the lock, and applies a prepared batch. */
+  /** Stages, commits in the lock, and writes the tiles of a prepared batch. */
   private async commit({ result, checkpoint, canonicals }: Prepared): Promise<void> {
-    const stagedKey = `staging/${this.current.size}-${randomBytes(8).toString('hex')}`;
+    const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
     await this.opts.staging.createAll([{ key: stagedKey, data: encodeBundle(canonicals) }]);
     const state: LockState = {
       size: checkpoint.size,
       root: toHex(checkpoint.root),
       timestamp: checkpoint.timestamp,
       note: checkpoint.note,
-      staged: { key: stagedKey, fromSize: this.current.size, fromRoot: toHex(this.current.root) },
+      staged: { key: stagedKey, fromSize: this.committed.size, fromRoot: toHex(this.committed.root) },
     };
     this.lockVersion = await this.opts.lock.swap(this.lockVersion, state);
     await this.apply(result, checkpoint, stagedKey);
   }
 
-  /** Writes a committed batch's objects and checkpoint, then drops its staging object. */
+  /** Writes a committed batch's objects, then drops its staging object. */
   private async apply(result: BatchResult, checkpoint: PublishedCheckpoint, stagedKey: string): Promise<void> {
     await this.opts.store.createAll(result.objects);
-    await this.writePublicCheckpoint(checkpoint);
     this.edge = result.edge;
-    this.current = checkpoint;
+    this.committed = checkpoint;
     await this.opts.staging.delete(stagedKey);
+  }
+
+  /**
+   * Publishes the committed checkpoint once the witness policy (if any) is met, then
+   * tells listeners and acknowledges every batch it covers.
+   */
+  private async publishCommitted(): Promise<void> {
+    const cp = this.committed;
+    if (this.published && cp.size === this.published.size && this.unpublished.length === 0) return;
+    let note = cp.note;
+    if (this.opts.witnessing) {
+      const cosigned = await this.opts.witnessing.cosign(cp, (old) => this.consistencyProof(old, cp.size));
+      if (cosigned === null) {
+        this.opts.logger?.warn({ size: cp.size }, 'witness policy not met; the checkpoint waits for the next round');
+        return;
+      }
+      note = cosigned;
+    }
+    const published: PublishedCheckpoint = { ...cp, note };
+    await this.writePublicCheckpoint(published);
+    this.published = published;
+    const done = this.unpublished;
+    const tiles = this.unpublishedTiles;
+    this.unpublished = [];
+    this.unpublishedTiles = new TileSet();
+    for (const u of done) {
+      await this.notify({
+        fromSize: u.fromSize,
+        entries: u.entries,
+        entryHashes: u.entryHashes,
+        checkpoint: published,
+        ...(u.started !== undefined ? { integrationMs: performance.now() - u.started } : {}),
+      });
+      this.acknowledge(u, published, tiles);
+    }
+    if (done.length === 0) for (const fn of this.publishedListeners) fn(published, null);
+  }
+
+  private acknowledge(u: Unpublished, checkpoint: PublishedCheckpoint, tiles: TileSet): void {
+    const size = checkpoint.size;
+    u.batch.forEach((p, i) =>
+      p.resolve({
+        seq: u.fromSize + i,
+        entry: u.entries[i]!,
+        entryHash: u.entryHashes[i]!,
+        checkpoint,
+        inclusionProof: () => proveInclusionSync(u.fromSize + i, size, tiles.lookup(size)),
+      }),
+    );
+  }
+
+  /** Consistency proof to the committed size: unpublished tiles first, then storage. */
+  private consistencyProof(oldSize: number, size: number): Promise<Uint8Array[]> {
+    const reader = new TileHashReader(size, async (level, index, width) => {
+      const t = this.unpublishedTiles.get(level, index);
+      return t && t.width >= width && width === tileWidthAt(level, index, size) ? t : this.reader.tile(level, index, width);
+    });
+    return proveConsistency(oldSize, size, reader);
+  }
+
+  /** After an ambiguous failure, reloads state from storage (retrying); false if stopped. */
+  private async resync(batch: Pending[]): Promise<boolean> {
+    for (;;) {
+      try {
+        await this.recover(false);
+        return true;
+      } catch (e) {
+        if (isConflict(e)) {
+          this.fail(new SequencerStoppedError(`another writer changed the log: ${(e as Error).message}`), batch);
+          return false;
+        }
+        this.logError('recovery failed; retrying', e);
+        await sleep(RETRY_DELAY_MS);
+      }
+    }
   }
 
   private async writePublicCheckpoint(c: PublishedCheckpoint): Promise<void> {
@@ -323,69 +425,82 @@ export class Sequencer {
         await l.onBatch(batch);
       } catch (e) {
         // Listeners hold derived data (rebuildable from the records); the entries are durable.
-        this.opts.logger?.error({ err: (e as Error).message }, 'batch listener failed');
+        this.logError('batch listener failed', e);
       }
     }
     for (const fn of this.publishedListeners) fn(batch.checkpoint, batch);
   }
 
   private nextTimestamp(): string {
-    const last = this.current ? Date.parse(this.current.timestamp) : 0;
+    const last = this.committed ? Date.parse(this.committed.timestamp) : 0;
     return new Date(Math.max(this.now(), last + 1)).toISOString();
+  }
+
+  private logError(msg: string, e: unknown): void {
+    this.opts.logger?.error({ err: e instanceof Error ? e.message : String(e) }, msg);
   }
 
   private fail(err: Error, batch: Pending[]): void {
     this.stopped = err;
     this.opts.logger?.fatal({ err: err.message }, 'sequencer stopped');
-    for (const p of [...batch, ...this.pool.splice(0)]) p.reject(err);
+    const waiting = this.unpublished.flatMap((u) => u.batch);
+    this.unpublished = [];
+    for (const p of [...batch, ...waiting, ...this.pool.splice(0)]) p.reject(err);
     if (this.timer) clearTimeout(this.timer);
   }
 
   /** Reads the lock, re-applies a staged batch, loads and verifies the right edge. */
-  private async recover(notifyStaged = true): Promise<void> {
+  private async recover(notifyStaged: boolean): Promise<void> {
     const { store, staging, lock, signer, origin } = this.opts;
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
-    this.checkpointVersions = {
-      note: (await store.getVersioned(CHECKPOINT_KEY))?.version ?? null,
-      json: (await store.getVersioned(CHECKPOINT_JSON_KEY))?.version ?? null,
-    };
+    const [noteObj, jsonObj] = await Promise.all([store.getVersioned(CHECKPOINT_KEY), store.getVersioned(CHECKPOINT_JSON_KEY)]);
+    this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
     let held = await lock.read();
     if (!held) {
       const timestamp = new Date(this.now()).toISOString();
       const signed = await signCheckpoint({ origin, size: 0, root: RightEdge.empty().root() }, signer);
-      const state: LockState = { size: 0, root: toHex(signed.root), timestamp, note: signed.note };
-      await lock.swap(null, state);
+      await lock.swap(null, { size: 0, root: toHex(signed.root), timestamp, note: signed.note });
       held = await lock.read();
       if (!held) throw new Error('lock record vanished after creation');
     }
     const { state, version } = held;
     const opened = openCheckpoint(state.note, verifier);
     if (opened.size !== state.size || toHex(opened.root) !== state.root) throw new Error('lock record note does not match its size and root');
-    const checkpoint: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
+    const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
     this.lockVersion = version;
+    this.published = this.readPublished(jsonObj?.data, verifier) ?? this.published;
 
     const stagedData = state.staged ? await staging.get(state.staged.key) : null;
     if (state.staged && stagedData) {
       const records = decodeBundle(stagedData, state.staged.key, Number.MAX_SAFE_INTEGER);
       const base = await loadEdge(store, state.staged.fromSize, hashFromHex(state.staged.fromRoot));
       const result = base.append(records);
-      if (!bytesEqual(result.root, checkpoint.root) || result.edge.size !== checkpoint.size) {
+      if (!bytesEqual(result.root, committed.root) || result.edge.size !== committed.size) {
         throw new Error(`staged batch ${state.staged.key} does not reproduce the committed root`);
       }
-      this.current = checkpoint;
-      await this.apply(result, checkpoint, state.staged.key);
-      this.opts.logger?.info({ size: checkpoint.size }, 're-applied a staged batch');
-      if (notifyStaged) await this.notify({
-        fromSize: state.staged.fromSize,
-        entries: records.map((r) => parseCanonicalEntry(r)),
-        entryHashes: result.entryHashes,
-        checkpoint,
-      });
+      await this.apply(result, committed, state.staged.key);
+      this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
+      if (notifyStaged) {
+        this.unpublished.push({ fromSize: state.staged.fromSize, batch: [], entries: records.map((r) => parseCanonicalEntry(r)), entryHashes: result.entryHashes });
+        for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
+      }
       return;
     }
-    this.edge = await loadEdge(store, checkpoint.size, checkpoint.root);
-    this.current = checkpoint;
-    const published = await store.get(CHECKPOINT_KEY);
-    if (!published || Buffer.from(published).toString('utf8') !== checkpoint.note) await this.writePublicCheckpoint(checkpoint);
+    this.edge = await loadEdge(store, committed.size, committed.root);
+    this.committed = committed;
+  }
+
+  /** The public checkpoint as stored, if it verifies under the log key. */
+  private readPublished(json: Uint8Array | undefined, verifier: ReturnType<typeof makeVerifier>): PublishedCheckpoint | null {
+    if (!json) return null;
+    try {
+      const { note, timestamp } = JSON.parse(Buffer.from(json).toString('utf8')) as { note: string; timestamp: string };
+      const cp = openCheckpoint(note, verifier);
+      openNote(note, verifier);
+      return { ...cp, timestamp };
+    } catch (e) {
+      this.logError('the public checkpoint does not verify; it will be replaced', e);
+      return null;
+    }
   }
 }

@@ -131,49 +131,95 @@ export class FsObjectStore implements ObjectStore {
     return tmp;
   }
 
-  /** Runs `fn` holding `<path>.lock`; breaks a lock whose owner process is gone. */
+  /**
+   * Runs `fn` holding `<path>.lock`; breaks a lock whose owner process is gone. The lock
+   * directory appears with its owner file already inside (prepared aside, then renamed into
+   * place), so a holder killed at any moment leaves either no lock or one naming its pid;
+   * never an ownerless lock that would stall every later writer until it ages out.
+   */
   private async withMutex<T>(path: string, fn: () => Promise<T>): Promise<T> {
     const lock = `${path}.lock`;
+    const owner = `${process.pid} ${randomBytes(8).toString('hex')}`;
     const deadline = Date.now() + MUTEX_WAIT_MS;
     for (;;) {
-      try {
-        await fs.mkdir(lock);
-        await fs.writeFile(join(lock, 'owner'), String(process.pid));
-        break;
-      } catch (e) {
-        if (!isErr(e, 'EEXIST')) throw e;
-        if (await isStale(lock)) {
-          const grave = `${lock}.stale-${randomBytes(6).toString('hex')}`;
-          await fs.rename(lock, grave).then(() => fs.rm(grave, { recursive: true, force: true }), () => undefined);
-          continue;
-        }
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
-        await sleep(2);
+      if (await tryLock(lock, owner)) break;
+      const held = await readOwner(lock);
+      if (held === undefined) continue; // released meanwhile
+      if (await isStale(lock, held)) {
+        await breakLock(lock, held);
+        continue;
       }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
+      await sleep(2);
     }
     try {
       return await fn();
     } finally {
-      await fs.rm(lock, { recursive: true, force: true });
+      await breakLock(lock, owner);
     }
   }
 }
 
-/** A lock is stale when its owner pid is dead, or it has had no owner for 5 s. */
-async function isStale(lock: string): Promise<boolean> {
+/** Creates `lock` with `owner` inside, atomically; false if it is already held. */
+async function tryLock(lock: string, owner: string): Promise<boolean> {
+  const fresh = `${lock}.new-${randomBytes(6).toString('hex')}`;
+  await fs.mkdir(fresh);
   try {
-    const pid = Number(await fs.readFile(join(lock, 'owner'), 'utf8'));
-    if (!Number.isInteger(pid) || pid <= 0) throw new Error('no owner');
+    await fs.writeFile(join(fresh, 'owner'), owner);
+    await fs.rename(fresh, lock); // fails if `lock` exists and is not empty
+    return true;
+  } catch (e) {
+    if (isErr(e, 'ENOTEMPTY') || isErr(e, 'EEXIST')) return false;
+    throw e;
+  } finally {
+    await fs.rm(fresh, { recursive: true, force: true });
+  }
+}
+
+/** The owner line of a held lock; null if it has none; undefined if the lock is gone. */
+async function readOwner(lock: string): Promise<string | null | undefined> {
+  try {
+    return await fs.readFile(join(lock, 'owner'), 'utf8');
+  } catch (e) {
+    if (!isErr(e, 'ENOENT')) throw e;
+    return (await fs.stat(lock).catch(() => null)) ? null : undefined;
+  }
+}
+
+/**
+ * Removes `lock` if it is still held by `owner`. It is moved aside first and its owner
+ * re-read there: if another writer took the lock in between, it is put back, so a holder
+ * never loses its lock to someone breaking an older, stale one.
+ */
+async function breakLock(lock: string, owner: string | null): Promise<void> {
+  const grave = `${lock}.stale-${randomBytes(6).toString('hex')}`;
+  try {
+    await fs.rename(lock, grave);
+  } catch (e) {
+    if (isErr(e, 'ENOENT')) return;
+    throw e;
+  }
+  const moved = await fs.readFile(join(grave, 'owner'), 'utf8').catch(() => null);
+  if (moved !== owner) {
+    await fs.rename(grave, lock).catch(() => undefined);
+    return;
+  }
+  await fs.rm(grave, { recursive: true, force: true });
+}
+
+/** A lock is stale when its owner pid is dead, or it has had no owner for 5 s (an older writer's lock). */
+async function isStale(lock: string, owner: string | null): Promise<boolean> {
+  const pid = owner === null ? NaN : Number(owner.split(' ')[0]);
+  if (Number.isInteger(pid) && pid > 0) {
     try {
       process.kill(pid, 0);
       return false;
     } catch (e) {
       return isErr(e, 'ESRCH');
     }
-  } catch {
-    const st = await fs.stat(lock).catch(() => null);
-    return st !== null && Date.now() - st.mtimeMs > 5_000;
   }
+  const st = await fs.stat(lock).catch(() => null);
+  return st !== null && Date.now() - st.mtimeMs > 5_000;
 }
 
 async function syncDir(dir: string): Promise<void> {

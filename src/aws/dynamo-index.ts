@@ -1,0 +1,182 @@
+// LookupIndex on DynamoDB, shared by every API replica; written by the sequencer as a
+// BatchListener (fed through indexFeeder, which fills gaps from the record bundles).
+//
+// Items (single table, pk/sk as DynamoLock):
+//   pk = "idx#<log>#d#<digest>"    sk = "leaf"  leaf (N): earliest leaf with that digest
+//   pk = "idx#<log>#a#<artifactId>" sk = "leaf" leaf (N): latest leaf with that artifact
+//   pk = "idx#<log>#meta"          sk = "meta"  size (N): leaves 0..size-1 indexed;
+//                                               "count:<type>" (N): entries by type
+// Every write is idempotent or conditional, so replays, retries and two indexers racing
+// (a catch-up beside the live feed) converge on the same items:
+//   - digest items change only to a smaller leaf, artifact items only to a larger one;
+//   - counts and the indexed size move together in one conditional UpdateItem
+//     (ADD counts, SET size = end, if size = start), so each leaf is counted exactly once,
+//     and only after its digest and artifact items are written.
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import pLimit from 'p-limit';
+import type { LookupIndex } from '../index/types.js';
+import type { IntegratedBatch } from '../sequencer/sequencer.js';
+import { type DynamoConnectionOptions, type DynamoStats, createDynamoClient } from './dynamo-lock.js';
+
+export class IndexGapError extends Error {
+  override name = 'IndexGapError';
+}
+
+export interface DynamoIndexOptions extends DynamoConnectionOptions {
+  readonly table: string;
+  /** The log (its origin); one table can hold several logs. */
+  readonly log: string;
+  readonly client?: DynamoDBClient;
+  /** Parallel item writes per batch (default 32). */
+  readonly concurrency?: number;
+}
+
+const isConditionFailure = (e: unknown) =>
+  e instanceof ConditionalCheckFailedException || (e as Error)?.name === 'ConditionalCheckFailedException';
+
+const COUNT_PREFIX = 'count:';
+
+export class DynamoIndex implements LookupIndex {
+  readonly stats: DynamoStats = { reads: 0, writes: 0, conditionFailures: 0 };
+  readonly client: DynamoDBClient;
+  private readonly ownsClient: boolean;
+  private readonly table: string;
+  private readonly ns: string;
+  private readonly limit: ReturnType<typeof pLimit>;
+
+  constructor(options: DynamoIndexOptions) {
+    this.ownsClient = !options.client;
+    this.client = options.client ?? createDynamoClient(options);
+    this.table = options.table;
+    this.ns = `idx#${options.log}`;
+    this.limit = pLimit(options.concurrency ?? 32);
+  }
+
+  private metaKey() {
+    return { pk: { S: `${this.ns}#meta` }, sk: { S: 'meta' } };
+  }
+
+  async onBatch(batch: IntegratedBatch): Promise<void> {
+    const end = batch.fromSize + batch.entries.length;
+    let indexed = await this.indexedSize();
+    if (end <= indexed) return;
+    if (batch.fromSize > indexed) throw new IndexGapError(`index holds ${indexed} leaves; batch starts at ${batch.fromSize}`);
+
+    const start = indexed;
+    const digests = new Map<string, number>();
+    const artifacts = new Map<string, number>();
+    for (let seq = start; seq < end; seq++) {
+      const e = batch.entries[seq - batch.fromSize]!;
+      if (!digests.has(e.digest)) digests.set(e.digest, seq);
+      if (e.artifactId) artifacts.set(e.artifactId, seq);
+    }
+    await Promise.all([
+      ...[...digests].map(([d, seq]) => this.limit(() => this.setLeaf(`d#${d}`, seq, '>'))),
+      ...[...artifacts].map(([a, seq]) => this.limit(() => this.setLeaf(`a#${a}`, seq, '<'))),
+    ]);
+
+    for (;;) {
+      const counts = new Map<string, number>();
+      for (let seq = indexed; seq < end; seq++) {
+        const type = batch.entries[seq - batch.fromSize]!.type;
+        counts.set(type, (counts.get(type) ?? 0) + 1);
+      }
+      const names: Record<string, string> = { '#size': 'size' };
+      const values: Record<string, { N: string }> = { ':end': { N: String(end) } };
+      const adds: string[] = [];
+      [...counts].forEach(([type, n], i) => {
+        names[`#c${i}`] = `${COUNT_PREFIX}${type}`;
+        values[`:c${i}`] = { N: String(n) };
+        adds.push(`#c${i} :c${i}`);
+      });
+      if (indexed > 0) values[':indexed'] = { N: String(indexed) };
+      this.stats.writes++;
+      try {
+        await this.client.send(
+          new UpdateItemCommand({
+            TableName: this.table,
+            Key: this.metaKey(),
+            UpdateExpression: `SET #size = :end ADD ${adds.join(', ')}`,
+            ConditionExpression: indexed === 0 ? 'attribute_not_exists(#size)' : '#size = :indexed',
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          }),
+        );
+        return;
+      } catch (e) {
+        if (!isConditionFailure(e)) throw e;
+        this.stats.conditionFailures++;
+        // Another indexer moved the high-water mark: count only what it did not.
+        const now = await this.indexedSize();
+        if (now >= end) return;
+        if (now < start) throw new Error(`index size went back from ${indexed} to ${now}`);
+        indexed = now;
+      }
+    }
+  }
+
+  /** Sets the leaf of item `id` unless it already holds one `op` than `leaf` allows. */
+  private async setLeaf(id: string, leaf: number, op: '>' | '<'): Promise<void> {
+    this.stats.writes++;
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } },
+          UpdateExpression: 'SET #l = :l',
+          ConditionExpression: `attribute_not_exists(#l) OR #l ${op} :l`,
+          ExpressionAttributeNames: { '#l': 'leaf' },
+          ExpressionAttributeValues: { ':l': { N: String(leaf) } },
+        }),
+      );
+    } catch (e) {
+      if (!isConditionFailure(e)) throw e;
+      this.stats.conditionFailures++; // already earlier (digest) or later (artifact)
+    }
+  }
+
+  private async getLeaf(id: string): Promise<number | undefined> {
+    this.stats.reads++;
+    const res = await this.client.send(
+      // Strongly consistent: an acknowledged anchor is findable at once on every replica.
+      new GetItemCommand({ TableName: this.table, Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } }, ConsistentRead: true }),
+    );
+    const n = res.Item?.leaf?.N;
+    return n === undefined ? undefined : Number(n);
+  }
+
+  findByDigest(digest: string): Promise<number | undefined> {
+    return this.getLeaf(`d#${digest}`);
+  }
+
+  findByArtifact(artifactId: string): Promise<number | undefined> {
+    return this.getLeaf(`a#${artifactId}`);
+  }
+
+  private async meta() {
+    this.stats.reads++;
+    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.metaKey(), ConsistentRead: true }));
+    return res.Item ?? {};
+  }
+
+  async indexedSize(): Promise<number> {
+    return Number((await this.meta()).size?.N ?? 0);
+  }
+
+  async countsByType(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const [name, value] of Object.entries(await this.meta())) {
+      if (name.startsWith(COUNT_PREFIX) && value.N !== undefined) out[name.slice(COUNT_PREFIX.length)] = Number(value.N);
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsClient) this.client.destroy();
+  }
+}

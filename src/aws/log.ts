@@ -1,0 +1,334 @@
+// The AWS log: the same Sequencer as the local log, composed from production backends.
+//   public objects   S3, under `publicPrefix` (default "log/"): tiles, bundles, checkpoint —
+//                    what CloudFront serves (its origin path is that prefix)
+//   staging          S3, under `stagingPrefix` (default "private/"): staged batches, never served
+//   lock             DynamoDB conditional writes (DynamoLock): the one commit point
+//   lookup index     DynamoDB (DynamoIndex), shared with every API replica
+//   signer           AWS KMS Ed25519 (KmsSigner), or a local key file / any NoteSigner
+// Besides the sequencer it runs two background chores: the partial-tile sweeper (its
+// progress kept in the table) and a heartbeat log line that the CDK stack turns into the
+// stalled-checkpoint alarm.
+import type { Logger } from 'pino';
+import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import type { NoteSigner } from '../note.js';
+import { LogReader } from '../reader.js';
+import { type BatchListener, Sequencer } from '../sequencer/sequencer.js';
+import { loadOrCreateKey } from '../signer.js';
+import { TILE_WIDTH } from '../tiles.js';
+import { DynamoIndex } from './dynamo-index.js';
+import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
+import { KmsSigner } from './kms.js';
+import { S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
+
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+export type AwsSignerConfig =
+  /** AWS KMS key of spec ECC_NIST_EDWARDS25519 (id, ARN or alias). */
+  | { readonly kind: 'kms'; readonly keyId: string; readonly endpoint?: string; readonly timeoutMs?: number; readonly expectKeyId?: string }
+  /** A local Ed25519 key file (created 0600 if absent), as the local log uses. */
+  | { readonly kind: 'key-file'; readonly path: string }
+  | { readonly kind: 'signer'; readonly signer: NoteSigner };
+
+export interface AwsLogConfig {
+  /** Log origin: the checkpoint's first line and the signing key's name. */
+  readonly origin: string;
+  readonly region?: string;
+  /** Static credentials (tests, S3-compatible stores); default: the SDK's provider chain (task role). */
+  readonly credentials?: AwsCredentials;
+  readonly s3: {
+    readonly bucket: string;
+    /** Prefix of the public objects (default "log/"); '' puts them at the bucket root. */
+    readonly publicPrefix?: string;
+    /** Prefix of staged batches (default "private/"); must not overlap the public prefix. */
+    readonly stagingPrefix?: string;
+    /** An S3-compatible endpoint (--s3-endpoint). */
+    readonly endpoint?: string;
+    /** Path-style addressing, for most S3-compatible servers. */
+    readonly forcePathStyle?: boolean;
+    /** Parallel PUTs per batch (default 32). */
+    readonly concurrency?: number;
+    /**
+     * Refuse to start unless the endpoint enforces If-None-Match / If-Match on PUT
+     * (default true). Only a test server that lacks them should turn this off; the lock
+     * alone still prevents forks, but tiles are then not protected against overwrites.
+     */
+    readonly requireConditionalWrites?: boolean;
+    /** Delete partial tiles once their full tile is published (default true). */
+    readonly sweepPartials?: boolean;
+    readonly clientConfig?: S3StoreOptions['clientConfig'];
+  };
+  readonly dynamo: { readonly table: string; readonly endpoint?: string };
+  readonly signer: AwsSignerConfig;
+  /** Maintain the DynamoDB lookup index as batches publish (default true). */
+  readonly index?: boolean;
+  readonly batchInterval?: number;
+  readonly maxBatch?: number;
+  readonly maxPending?: number;
+  readonly listeners?: readonly BatchListener[];
+  readonly logger?: Logger;
+  /** Heartbeat log period in ms (default 10,000; 0 turns it off). */
+  readonly heartbeatMs?: number;
+}
+
+export interface AwsLog {
+  readonly sequencer: Sequencer;
+  readonly store: S3ObjectStore;
+  readonly staging: S3ObjectStore;
+  readonly lock: DynamoLock;
+  readonly index: DynamoIndex | undefined;
+  readonly signer: NoteSigner;
+  readonly reader: LogReader;
+  /** Settles when the index has caught up with the log as it was at open. */
+  readonly indexReady: Promise<void>;
+  /** Settles when the sweeper is idle (tests, shutdown). */
+  sweepIdle(): Promise<void>;
+  /** Integrates accepted anchors, stops the chores, closes the clients. */
+  close(): Promise<void>;
+}
+
+function checkPrefixes(publicPrefix: string, stagingPrefix: string): void {
+  if (publicPrefix.startsWith(stagingPrefix) || stagingPrefix.startsWith(publicPrefix)) {
+    throw new Error(`S3 prefixes overlap (public ${JSON.stringify(publicPrefix)}, staging ${JSON.stringify(stagingPrefix)}): staged batches must never be served`);
+  }
+}
+
+async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
+  const s = config.signer;
+  if (s.kind === 'signer') return s.signer;
+  if (s.kind === 'key-file') return (await loadOrCreateKey(s.path, config.origin)).signer;
+  return KmsSigner.create({
+    keyId: s.keyId,
+    name: config.origin,
+    expectKeyId: s.expectKeyId,
+    region: config.region,
+    endpoint: s.endpoint,
+    credentials: config.credentials,
+    timeoutMs: s.timeoutMs,
+  });
+}
+
+/** The S3 stores and DynamoDB client of a config (shared by the sequencer and API replicas). */
+export function awsBackends(config: AwsLogConfig) {
+  const publicPrefix = config.s3.publicPrefix ?? 'log/';
+  const stagingPrefix = config.s3.stagingPrefix ?? 'private/';
+  checkPrefixes(publicPrefix, stagingPrefix);
+  const s3 = createS3Client({
+    region: config.region,
+    endpoint: config.s3.endpoint,
+    forcePathStyle: config.s3.forcePathStyle,
+    credentials: config.credentials,
+    clientConfig: config.s3.clientConfig,
+  });
+  const common = { client: s3, bucket: config.s3.bucket, concurrency: config.s3.concurrency };
+  const store = new S3ObjectStore({ ...common, prefix: publicPrefix });
+  const staging = new S3ObjectStore({ ...common, prefix: stagingPrefix });
+  const ddb = createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials });
+  return { s3, store, staging, ddb };
+}
+
+/** Opens (or creates) the log on S3 + DynamoDB + KMS and starts its sequencer. */
+export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
+  const log = config.logger;
+  const { s3, store, staging, ddb } = awsBackends(config);
+  const table = config.dynamo.table;
+  const destroy = () => {
+    s3.destroy();
+    ddb.destroy();
+  };
+  try {
+    if (config.s3.requireConditionalWrites !== false) {
+      const support = await staging.probeConditionalWrites();
+      if (!support.ifNoneMatch || !support.ifMatch) {
+        throw new Error(
+          `the S3 endpoint ignores conditional writes (If-None-Match honoured: ${support.ifNoneMatch}, If-Match: ${support.ifMatch}); ` +
+            'Stele needs them to keep tiles immutable (set requireConditionalWrites: false only for a test server)',
+        );
+      }
+    } else {
+      log?.warn('conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks');
+    }
+
+    const signer = await openSigner(config);
+    const lock = new DynamoLock({ client: ddb, table, log: config.origin });
+    const index = config.index === false ? undefined : new DynamoIndex({ client: ddb, table, log: config.origin });
+    const reader = new LogReader(store);
+    const sequencer = await Sequencer.open({
+      origin: config.origin,
+      signer,
+      store,
+      staging,
+      lock,
+      batchInterval: config.batchInterval,
+      maxBatch: config.maxBatch,
+      maxPending: config.maxPending,
+      listeners: [...(index ? [indexFeeder(index, reader)] : []), ...(config.listeners ?? [])],
+      logger: log,
+    });
+
+    const opened = sequencer.checkpoint;
+    const indexReady = index
+      ? catchUpIndex(index, reader, opened.size, opened).then(
+          () => undefined,
+          (e: unknown) => log?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
+        )
+      : Promise.resolve();
+
+    // Partial-tile sweeper: runs after a publish completes a tile, one sweep at a time.
+    const sweepMark = new DynamoMark(ddb, table, config.origin, 'swept');
+    let swept = config.s3.sweepPartials === false ? Infinity : await sweepMark.get();
+    let wanted = 0;
+    let sweeping: Promise<void> | undefined;
+    const tileOf = (n: number) => Math.floor(n / TILE_WIDTH);
+    const maybeSweep = (size: number) => {
+      wanted = Math.max(wanted, size);
+      if (sweeping || tileOf(wanted) <= tileOf(swept)) return;
+      sweeping = (async () => {
+        while (tileOf(wanted) > tileOf(swept)) {
+          const target = wanted;
+          const r = await store.sweepPartials(target, swept);
+          await sweepMark.advance(target);
+          swept = target;
+          log?.debug({ upTo: target, deleted: r.deleted, missingFull: r.missingFull }, 'swept partial tiles');
+        }
+      })()
+        .catch((e: unknown) => log?.error({ err: (e as Error).message }, 'partial-tile sweep failed; retried after the next publish'))
+        .finally(() => {
+          sweeping = undefined;
+        });
+    };
+
+    // Heartbeat: stallSeconds grows only while anchors wait and no checkpoint is published.
+    let lastProgress = Date.now();
+    let stopReported = false;
+    sequencer.onPublished((c) => {
+      lastProgress = Date.now();
+      maybeSweep(c.size);
+    });
+    maybeSweep(opened.size);
+    const heartbeatMs = config.heartbeatMs ?? 10_000;
+    const heartbeat =
+      heartbeatMs > 0
+        ? setInterval(() => {
+            const now = Date.now();
+            if (sequencer.pending === 0) lastProgress = now;
+            const c = sequencer.checkpoint;
+            log?.info(
+              {
+                heartbeat: 1,
+                size: c.size,
+                pending: sequencer.pending,
+                stallSeconds: Math.round((now - lastProgress) / 1000),
+                checkpointAgeSeconds: Math.round((now - Date.parse(c.timestamp)) / 1000),
+              },
+              'sequencer heartbeat',
+            );
+            if (sequencer.failure && !stopReported) {
+              stopReported = true;
+              log?.fatal({ err: sequencer.failure.message }, 'sequencer is stopped; restart it to resume from storage');
+            }
+          }, heartbeatMs)
+        : undefined;
+    heartbeat?.unref();
+
+    return {
+      sequencer,
+      store,
+      staging,
+      lock,
+      index,
+      signer,
+      reader,
+      indexReady,
+      sweepIdle: async () => {
+        while (sweeping) await sweeping;
+      },
+      async close() {
+        if (heartbeat) clearInterval(heartbeat);
+        await sequencer.close();
+        await indexReady;
+        while (sweeping) await sweeping;
+        if (signer instanceof KmsSigner) signer.close();
+        destroy();
+      },
+    };
+  } catch (e) {
+    destroy();
+    throw e;
+  }
+}
+
+/** What an API replica needs: the public objects, the shared index and the log's public key. */
+export async function openAwsReader(config: AwsLogConfig) {
+  const { s3, store, ddb } = awsBackends(config);
+  const signer = await openSigner(config);
+  const index = new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin });
+  return {
+    store,
+    index,
+    publicKey: signer.publicKey,
+    reader: new LogReader(store),
+    async close() {
+      if (signer instanceof KmsSigner) signer.close();
+      s3.destroy();
+      ddb.destroy();
+    },
+  };
+}
+
+export class AwsConfigError extends Error {
+  override name = 'AwsConfigError';
+}
+
+/**
+ * The AWS configuration from the environment, as the CDK stack sets it on both services:
+ *   STELE_ORIGIN, AWS_REGION, STELE_S3_BUCKET, STELE_S3_PREFIX (default log/),
+ *   STELE_S3_STAGING_PREFIX (default private/), STELE_S3_ENDPOINT, STELE_S3_FORCE_PATH_STYLE,
+ *   STELE_DYNAMO_TABLE, STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
+ *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH.
+ */
+export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLogConfig {
+  const need = (name: string): string => {
+    const v = env[name];
+    if (!v) throw new AwsConfigError(`${name} is required for the AWS backend`);
+    return v;
+  };
+  const int = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (!/^[0-9]+$/.test(v)) throw new AwsConfigError(`${name} must be a non-negative integer`);
+    return Number(v);
+  };
+  const flag = (name: string): boolean | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (!/^(1|0|true|false)$/i.test(v)) throw new AwsConfigError(`${name} must be true or false`);
+    return /^(1|true)$/i.test(v);
+  };
+  let signer: AwsSignerConfig;
+  if (env.STELE_KMS_KEY_ID) {
+    signer = { kind: 'kms', keyId: env.STELE_KMS_KEY_ID, endpoint: env.STELE_KMS_ENDPOINT || undefined, expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined };
+  } else if (env.STELE_KEY_FILE) {
+    signer = { kind: 'key-file', path: env.STELE_KEY_FILE };
+  } else {
+    throw new AwsConfigError('STELE_KMS_KEY_ID (or STELE_KEY_FILE) is required for the AWS backend');
+  }
+  return {
+    origin: need('STELE_ORIGIN'),
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
+    s3: {
+      bucket: need('STELE_S3_BUCKET'),
+      publicPrefix: env.STELE_S3_PREFIX ?? undefined,
+      stagingPrefix: env.STELE_S3_STAGING_PREFIX || undefined,
+      endpoint: env.STELE_S3_ENDPOINT || undefined,
+      forcePathStyle: flag('STELE_S3_FORCE_PATH_STYLE'),
+    },
+    dynamo: { table: need('STELE_DYNAMO_TABLE'), endpoint: env.STELE_DYNAMO_ENDPOINT || undefined },
+    signer,
+    batchInterval: int('STELE_BATCH_INTERVAL_MS'),
+    maxBatch: int('STELE_MAX_BATCH'),
+  };
+}

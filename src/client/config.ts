@@ -1,0 +1,257 @@
+// The client's trust configuration: ~/.config/stele/ledger.toml (spec §4.3), honouring
+// XDG_CONFIG_HOME and --config, with STELE_LEDGER_ENDPOINT / STELE_LEDGER_TENANT
+// overriding the file. It pins the log key (by key id, with the vkey it was checked
+// against), a checkpoint (size and root), and the witness keys and threshold.
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
+import { EMPTY_ROOT, toHex } from '../hash.js';
+import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, keyIdOf, parseVkey } from '../note.js';
+import { ConfigError } from './errors.js';
+
+export interface WitnessPin {
+  name: string;
+  vkey: string;
+}
+
+export interface TrustPin {
+  /** Lowercase hex SHA-256 of the log's raw Ed25519 public key. */
+  keyId: string;
+  /** The log's origin and note verifier key; learnt at init and checked against keyId. */
+  origin?: string;
+  vkey?: string;
+  /** The pinned checkpoint. */
+  treeSize: number;
+  rootHash: string;
+  /** Valid cosignatures required from the pinned witnesses. */
+  witnessThreshold: number;
+  witnesses: WitnessPin[];
+}
+
+export interface LedgerConfig {
+  endpoint?: string;
+  tenant?: string;
+  scope?: string;
+  /** Where to read tiles from when not the endpoint (a CDN URL or a directory). */
+  tiles?: string;
+  trust: TrustPin;
+}
+
+export interface LoadedConfig {
+  readonly path: string;
+  /** The file's contents. */
+  readonly file: LedgerConfig;
+  /** The effective settings (environment overrides applied). */
+  readonly effective: LedgerConfig;
+  readonly overridden: { endpoint: boolean; tenant: boolean };
+}
+
+type Env = NodeJS.ProcessEnv;
+
+function xdgDir(env: Env, variable: string, fallback: string[]): string {
+  const v = env[variable];
+  if (v && isAbsolute(v)) return v;
+  return join(homedir(), ...fallback);
+}
+
+/** --config, else $XDG_CONFIG_HOME/stele/ledger.toml, else ~/.config/stele/ledger.toml. */
+export function configPath(explicit?: string, env: Env = process.env): string {
+  if (explicit) return resolve(explicit);
+  return join(xdgDir(env, 'XDG_CONFIG_HOME', ['.config']), 'stele', 'ledger.toml');
+}
+
+/** $XDG_DATA_HOME/stele/proofs, else ~/.local/share/stele/proofs. */
+export function proofsDir(env: Env = process.env): string {
+  return join(xdgDir(env, 'XDG_DATA_HOME', ['.local', 'share']), 'stele', 'proofs');
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** Validates a key id as given by a user (`--trust-key`); returns it lowercase. */
+export function parseKeyId(s: string): string | null {
+  const k = s.trim().toLowerCase();
+  return HEX64.test(k) ? k : null;
+}
+
+function table(v: unknown, path: string, where: string): Record<string, unknown> {
+  if (v === undefined) return {};
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`${where}: [${path}] is not a table`);
+  return v as Record<string, unknown>;
+}
+
+function optString(t: Record<string, unknown>, key: string, path: string, where: string): string | undefined {
+  const v = t[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new ConfigError(`${where}: ${path}.${key} must be a string`);
+  return v;
+}
+
+function toInt(v: unknown, path: string, where: string): number {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: ${path} must be a non-negative integer`);
+  return n;
+}
+
+/** The log verifier a pin implies, checked against its key id. */
+export function pinnedLogVerifier(trust: TrustPin, where = 'configuration'): NoteVerifier | null {
+  if (!trust.vkey) return null;
+  let v: NoteVerifier;
+  try {
+    v = parseVkey(trust.vkey);
+  } catch (e) {
+    throw new ConfigError(`${where}: ledger.trust.vkey is malformed: ${(e as Error).message}`);
+  }
+  if (v.type !== SIG_ED25519) throw new ConfigError(`${where}: ledger.trust.vkey is not an Ed25519 (type 0x01) log key`);
+  if (keyIdOf(v.publicKey) !== trust.keyId) throw new ConfigError(`${where}: ledger.trust.vkey does not hash to the pinned key_id`);
+  if (trust.origin !== undefined && trust.origin !== v.name) throw new ConfigError(`${where}: ledger.trust.origin does not match the vkey's name`);
+  return v;
+}
+
+/** Parses a witness vkey (type 0x04 cosignature key). */
+export function parseWitnessVkey(vkey: string): NoteVerifier {
+  const v = parseVkey(vkey);
+  if (v.type !== SIG_COSIGNATURE_V1) throw new Error('a witness key must be a cosignature/v1 (type 0x04) vkey');
+  return v;
+}
+
+export function witnessVerifiers(trust: TrustPin): NoteVerifier[] {
+  return trust.witnesses.map((w) => parseWitnessVkey(w.vkey));
+}
+
+/** Validates the parsed TOML document. */
+export function configFromToml(doc: Record<string, unknown>, where: string): LedgerConfig {
+  const ledger = table(doc.ledger, 'ledger', where);
+  if (doc.ledger === undefined) throw new ConfigError(`${where}: no [ledger] table`);
+  const t = table(ledger.trust, 'ledger.trust', where);
+  if (ledger.trust === undefined) throw new ConfigError(`${where}: no [ledger.trust] table (run \`stele ledger init\`)`);
+  const keyId = optString(t, 'key_id', 'ledger.trust', where);
+  if (!keyId || !HEX64.test(keyId)) throw new ConfigError(`${where}: ledger.trust.key_id must be 64 lowercase hex characters`);
+  const rootHash = optString(t, 'root_hash', 'ledger.trust', where) ?? toHex(EMPTY_ROOT);
+  if (!HEX64.test(rootHash)) throw new ConfigError(`${where}: ledger.trust.root_hash must be 64 lowercase hex characters`);
+  const treeSize = t.tree_size === undefined ? 0 : toInt(t.tree_size, 'ledger.trust.tree_size', where);
+  const rawWitnesses = t.witnesses === undefined ? [] : t.witnesses;
+  if (!Array.isArray(rawWitnesses)) throw new ConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
+  const witnesses = rawWitnesses.map((w, i) => {
+    const wt = table(w, `ledger.trust.witnesses[${i}]`, where);
+    const vkey = optString(wt, 'vkey', `ledger.trust.witnesses[${i}]`, where);
+    if (!vkey) throw new ConfigError(`${where}: ledger.trust.witnesses[${i}] has no vkey`);
+    let v: NoteVerifier;
+    try {
+      v = parseWitnessVkey(vkey);
+    } catch (e) {
+      throw new ConfigError(`${where}: ledger.trust.witnesses[${i}].vkey: ${(e as Error).message}`);
+    }
+    return { name: v.name, vkey };
+  });
+  const witnessThreshold = t.witness_threshold === undefined ? 0 : toInt(t.witness_threshold, 'ledger.trust.witness_threshold', where);
+  if (witnessThreshold > witnesses.length) {
+    throw new ConfigError(`${where}: witness_threshold ${witnessThreshold} exceeds the ${witnesses.length} pinned witnesses`);
+  }
+  const trust: TrustPin = { keyId, treeSize, rootHash, witnessThreshold, witnesses };
+  const origin = optString(t, 'origin', 'ledger.trust', where);
+  const vkey = optString(t, 'vkey', 'ledger.trust', where);
+  if (origin !== undefined) trust.origin = origin;
+  if (vkey !== undefined) trust.vkey = vkey;
+  pinnedLogVerifier(trust, where);
+  const cfg: LedgerConfig = { trust };
+  for (const k of ['endpoint', 'tenant', 'scope', 'tiles'] as const) {
+    const v = optString(ledger, k, 'ledger', where);
+    if (v !== undefined) cfg[k] = v;
+  }
+  return cfg;
+}
+
+export function configToToml(c: LedgerConfig): string {
+  const ledger: Record<string, unknown> = {};
+  for (const k of ['endpoint', 'tenant', 'scope', 'tiles'] as const) if (c[k] !== undefined) ledger[k] = c[k];
+  const trust: Record<string, unknown> = { key_id: c.trust.keyId, tree_size: c.trust.treeSize, root_hash: c.trust.rootHash };
+  if (c.trust.origin !== undefined) trust.origin = c.trust.origin;
+  if (c.trust.vkey !== undefined) trust.vkey = c.trust.vkey;
+  trust.witness_threshold = c.trust.witnessThreshold;
+  if (c.trust.witnesses.length > 0) trust.witnesses = c.trust.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
+  ledger.trust = trust;
+  return (
+    '# Stele ledger client configuration, written by `stele ledger init`.\n' +
+    '# [ledger.trust] pins the log key and a checkpoint; change it with `stele ledger trust-config`.\n' +
+    `${stringifyToml({ ledger })}\n`
+  );
+}
+
+function readError(path: string, e: unknown): ConfigError {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return new ConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
+  if (code === 'EACCES' || code === 'EPERM') return new ConfigError(`cannot read configuration ${path}: permission denied`);
+  if (code === 'EISDIR') return new ConfigError(`cannot read configuration ${path}: it is a directory`);
+  return new ConfigError(`cannot read configuration ${path}: ${code ?? (e as Error).message}`);
+}
+
+/** Reads and validates the file (no environment overrides). */
+export async function readConfigFile(path: string): Promise<LedgerConfig> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (e) {
+    throw readError(path, e);
+  }
+  let doc: Record<string, unknown>;
+  try {
+    doc = parseToml(text) as Record<string, unknown>;
+  } catch (e) {
+    const msg = e instanceof TomlError ? `line ${e.line}: ${e.message.split('\n')[0]}` : (e as Error).message;
+    throw new ConfigError(`${path} is not valid TOML (${msg})`);
+  }
+  return configFromToml(doc, path);
+}
+
+/** Loads the configuration and applies STELE_LEDGER_ENDPOINT / STELE_LEDGER_TENANT. */
+export async function loadConfig(explicitPath?: string, env: Env = process.env): Promise<LoadedConfig> {
+  const path = configPath(explicitPath, env);
+  const file = await readConfigFile(path);
+  const effective: LedgerConfig = { ...file, trust: { ...file.trust, witnesses: [...file.trust.witnesses] } };
+  const overridden = { endpoint: false, tenant: false };
+  if (env.STELE_LEDGER_ENDPOINT) {
+    effective.endpoint = env.STELE_LEDGER_ENDPOINT;
+    overridden.endpoint = true;
+  }
+  if (env.STELE_LEDGER_TENANT) {
+    effective.tenant = env.STELE_LEDGER_TENANT;
+    overridden.tenant = true;
+  }
+  return { path, file, effective, overridden };
+}
+
+/** Writes the file atomically (temporary file, then rename). */
+export async function saveConfig(path: string, c: LedgerConfig): Promise<void> {
+  const text = configToToml(c);
+  try {
+    await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await fs.writeFile(tmp, text, { mode: 0o644 });
+    await fs.rename(tmp, path);
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ConfigError(`cannot write configuration ${path}: ${code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message)}`);
+  }
+}
+
+/**
+ * Moves the pinned checkpoint forward from `from` to `to` (a consistency proof between
+ * them must already have been verified). Re-reads the file first and leaves it alone if
+ * another process has changed the pin meanwhile. Returns true if the pin moved.
+ */
+export async function advancePin(
+  path: string,
+  from: { treeSize: number; rootHash: string },
+  to: { treeSize: number; rootHash: string },
+): Promise<boolean> {
+  if (to.treeSize <= from.treeSize) return false;
+  const current = await readConfigFile(path);
+  if (current.trust.treeSize !== from.treeSize || current.trust.rootHash !== from.rootHash) return false;
+  current.trust.treeSize = to.treeSize;
+  current.trust.rootHash = to.rootHash;
+  await saveConfig(path, current);
+  return true;
+}

@@ -1,0 +1,111 @@
+// Local proof bundles: one JSON file per entry id under $XDG_DATA_HOME/stele/proofs
+// (default ~/.local/share/stele/proofs). A bundle holds everything needed to re-verify an
+// entry offline: the entry, its audit path, and the signed checkpoint it was proved against.
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { parseEntryId } from '../entry.js';
+import { type CheckpointView, type EntryView, parseCheckpointView, parseEntryView } from './api.js';
+import { ClientError, UsageError } from './errors.js';
+
+export const PROOF_FORMAT = 'stele-proof/v1';
+
+export interface ProofBundle {
+  format: typeof PROOF_FORMAT;
+  savedAt: string;
+  origin: string;
+  keyId: string;
+  entry: EntryView;
+  leafIndex: number;
+  treeSize: number;
+  leafHash: string;
+  auditPath: string[];
+  rootHash: string;
+  checkpoint: CheckpointView;
+  /** The file whose digest was anchored or verified, as named on the command line. */
+  file?: string;
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+
+/** Checks the shape of a bundle read from disk (its content is re-verified by the caller). */
+export function parseBundle(value: unknown, where: string): ProofBundle {
+  const o = value as Record<string, unknown>;
+  const bad = (what: string): never => {
+    throw new ClientError('io', `${where}: not a Stele proof bundle (${what})`);
+  };
+  if (typeof o !== 'object' || o === null) bad('not an object');
+  if (o.format !== PROOF_FORMAT) bad(`format is not ${PROOF_FORMAT}`);
+  for (const k of ['leafIndex', 'treeSize'] as const) if (!Number.isSafeInteger(o[k]) || (o[k] as number) < 0) bad(`${k}`);
+  for (const k of ['leafHash', 'rootHash', 'keyId'] as const) if (typeof o[k] !== 'string' || !HASH.test(o[k] as string)) bad(k);
+  if (!Array.isArray(o.auditPath) || !o.auditPath.every((h) => typeof h === 'string' && HASH.test(h))) bad('auditPath');
+  if (typeof o.origin !== 'string') bad('origin');
+  try {
+    parseEntryView(o.entry, `${where} entry`);
+    parseCheckpointView(o.checkpoint, `${where} checkpoint`);
+  } catch (e) {
+    bad((e as Error).message);
+  }
+  return o as unknown as ProofBundle;
+}
+
+export class ProofStore {
+  constructor(readonly dir: string) {}
+
+  pathOf(id: string): string {
+    if (!parseEntryId(id)) throw new UsageError(`malformed entry id ${JSON.stringify(id)} (expected led_<leaf index>_<12 hex>)`);
+    return join(this.dir, `${id}.json`);
+  }
+
+  async save(bundle: ProofBundle): Promise<string> {
+    const path = this.pathOf(bundle.entry.id);
+    try {
+      await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+      await fs.writeFile(tmp, `${JSON.stringify(bundle, null, 2)}\n`);
+      await fs.rename(tmp, path);
+    } catch (e) {
+      throw new ClientError('io', `cannot store proof bundle in ${this.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    return path;
+  }
+
+  async load(id: string): Promise<ProofBundle | null> {
+    const path = this.pathOf(id);
+    let text: string;
+    try {
+      text = await fs.readFile(path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new ClientError('io', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ClientError('io', `${path} is not valid JSON`);
+    }
+    const b = parseBundle(value, path);
+    if (b.entry.id !== id) throw new ClientError('io', `${path} holds entry ${b.entry.id}, not ${id}`);
+    return b;
+  }
+
+  /** Stored bundles whose entry has this digest, earliest leaf first. */
+  async findByDigest(digest: string, origin?: string): Promise<ProofBundle[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw new ClientError('io', `cannot list ${this.dir}: ${(e as NodeJS.ErrnoException).code}`);
+    }
+    const out: ProofBundle[] = [];
+    for (const name of names) {
+      const m = /^(led_\d+_[0-9a-f]{12})\.json$/.exec(name);
+      if (!m) continue;
+      const b = await this.load(m[1]!).catch(() => null);
+      if (b && b.entry.digest === digest && (origin === undefined || b.origin === origin)) out.push(b);
+    }
+    return out.sort((a, b) => a.leafIndex - b.leafIndex);
+  }
+}
