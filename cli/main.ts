@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerServeCommands } from './commands/serve.js';
+import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
 
 const program = new Command('stele')
@@ -23,6 +24,7 @@ Exit codes:
 
 registerServeCommands(program);
 registerLedgerCommands(program);
+registerWitnessCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -30,6 +30,9 @@ const SETTINGS = {
   mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
   anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
   anchorRate: { env: 'STELE_ANCHOR_RATE', file: 'anchor_rate', kind: 'int' },
+  demoWitnesses: { env: 'STELE_DEMO_WITNESSES', file: 'demo_witnesses', kind: 'int' },
+  witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
+  witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
 } as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' }>;
 
 type Key = keyof typeof SETTINGS;
@@ -77,6 +80,7 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
   if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
+  if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
   return { ...cfg, dataDir: resolve(cfg.dataDir) };
 }

@@ -10,8 +10,11 @@ import type { LedgerService } from './api/ledger.js';
 import { Metrics } from './api/metrics.js';
 import { catchUpIndex, indexFeeder } from './index/catchup.js';
 import { LmdbIndex } from './index/lmdb.js';
-import { openLocalLog } from './log/local.js';
-import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { localPaths, openLocalLog } from './log/local.js';
+import { type NoteVerifier, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { loadOrCreateKey } from './signer.js';
+import { type WitnessEndpoint, WitnessCollector } from './witness/collector.js';
+import { type RunningWitness, parseWitnessSpec, startWitness } from './witness/host.js';
 import { LogReader } from './reader.js';
 
 export interface ServeConfig {
@@ -27,6 +30,12 @@ export interface ServeConfig {
   /** Anchors per second per client (production default 100). */
   readonly anchorRate?: number;
   readonly fsync?: boolean;
+  /** Local demo witnesses started in this process (each with its own key and state). */
+  readonly demoWitnesses?: number;
+  /** External witnesses, `<vkey>=<url>` each, comma-separated. */
+  readonly witnesses?: string;
+  /** Cosignatures required to publish (default: all configured witnesses). */
+  readonly witnessThreshold?: number;
 }
 
 export interface RunningServer {
@@ -36,12 +45,22 @@ export interface RunningServer {
   readonly vkey: string;
   readonly dataDir: string;
   readonly keyCreated: boolean;
+  /** vkeys of the witnesses whose cosignatures the log collects. */
+  readonly witnesses: readonly string[];
   /** Stops accepting requests, integrates the anchors already accepted, closes storage. */
   close(): Promise<void>;
 }
 
 export async function startServer(cfg: ServeConfig, logger: Logger): Promise<RunningServer> {
   const guard = guardFor(cfg);
+  const { signer: logKey } = await loadOrCreateKey(localPaths(cfg.dataDir).keyFile, cfg.origin);
+  const demo = await startDemoWitnesses(cfg, makeVerifier(cfg.origin, SIG_ED25519, logKey.publicKey), logger);
+  const endpoints: WitnessEndpoint[] = [
+    ...(cfg.witnesses ?? '').split(',').filter(Boolean).map((w) => parseWitnessSpec(w.trim())),
+    ...demo.map((d) => ({ verifier: d.verifier, url: d.url })),
+  ];
+  const threshold = cfg.witnessThreshold ?? endpoints.length;
+  const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, threshold }) : undefined;
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'));
   const metrics = new Metrics();
   let reader: LogReader | undefined;
@@ -53,8 +72,10 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     fsync: cfg.fsync ?? true,
     logger,
     listeners: [{ onBatch: (b) => indexFeeder(index, reader!).onBatch(b) }],
+    witnessing: collector,
   }).catch(async (e) => {
     await index.close();
+    await Promise.all(demo.map((d) => d.close()));
     throw e;
   });
   reader = new LogReader(store);
@@ -70,8 +91,8 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     index,
     checkpoint: () => sequencer.checkpoint,
     lifetimeEntries: () => sequencer.lifetimeEntries,
-    witnesses: [],
-    witnessThreshold: 0,
+    witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
+    witnessThreshold: collector ? threshold : 0,
     submit: (req) => sequencer.submit(req),
   };
   const app = createApp({
@@ -99,6 +120,7 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     vkey: formatVkey(makeVerifier(cfg.origin, SIG_ED25519, signer.publicKey)),
     dataDir: cfg.dataDir,
     keyCreated,
+    witnesses: endpoints.map((e) => formatVkey(e.verifier)),
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((r) => server.close(() => r()));
@@ -106,10 +128,27 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
         server.closeIdleConnections();
         await stopped;
         await index.close();
+        await Promise.all(demo.map((d) => d.close()));
       })();
       return closing;
     },
   };
+}
+
+/** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
+function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
+  return Promise.all(
+    Array.from({ length: cfg.demoWitnesses ?? 0 }, (_, i) =>
+      startWitness({
+        dataDir: join(cfg.dataDir, 'witnesses', `w${i + 1}`),
+        name: `witness${i + 1}.demo.stele`,
+        logs: [log],
+        host: '127.0.0.1',
+        port: 0,
+        logger,
+      }),
+    ),
+  );
 }
 
 function guardFor(cfg: ServeConfig): GuardOptions {

@@ -38,12 +38,15 @@ export function registerServeCommands(program: Command): void {
     .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
     .option('--anchor-tokens <list>', 'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)')
     .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
+    .option('--demo-witnesses <n>', 'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)')
+    .option('--witness <vkey=url>', 'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--witness-threshold <m>', 'cosignatures required before a checkpoint is published (default: all witnesses)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, json, logLevel, ...rest } = opts;
-      const cfg = config({ ...rest, batchIntervalMs: batchInterval });
+      const { batchInterval, json, logLevel, witness, ...rest } = opts;
+      const cfg = config({ ...rest, batchIntervalMs: batchInterval, witnesses: (witness as string[] | undefined)?.join(',') });
       const log = logger(String(logLevel));
       const server = await startServer(cfg, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError) throw new CliError(EXIT.USAGE, e.message);
@@ -59,6 +62,7 @@ export function registerServeCommands(program: Command): void {
             `  data dir  ${server.dataDir}${server.keyCreated ? ' (new log key created)' : ''}`,
             `  key id    ${server.keyId}`,
             `  vkey      ${server.vkey}`,
+            ...server.witnesses.map((w) => `  witness   ${w}`),
             `  try       stele ledger init --endpoint ${server.url} --tenant demo --scope demo --trust-key ${server.keyId}`,
             '',
           ].join('\n'),

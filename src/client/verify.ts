@@ -40,12 +40,18 @@ export class Report {
   readonly checks: Check[] = [];
 
   add(key: RuleKey, outcome: Outcome | { status: Status; detail: string }): Check {
+    return this.addCheck(RULES[key].rule, RULES[key].name, outcome);
+  }
+
+  /** A check outside the six rules (numbered 7 and up), e.g. a requested consistency proof. */
+  addCheck(rule: number, name: string, outcome: Outcome | { status: Status; detail: string }): Check {
     const status: Status = 'status' in outcome ? outcome.status : outcome.ok ? 'PASS' : 'FAIL';
-    const c: Check = { ...RULES[key], status, detail: outcome.detail };
+    const c: Check = { rule, name, status, detail: outcome.detail };
     const at = this.checks.findIndex((x) => x.rule === c.rule);
     if (at >= 0) this.checks[at] = c;
     else this.checks.push(c);
-    this.checks.sort((a, b) => a.rule - b.rule);
+    const order = (r: number) => (r === RULES.overall.rule ? Number.MAX_SAFE_INTEGER : r);
+    this.checks.sort((a, b) => order(a.rule) - order(b.rule));
     return c;
   }
 

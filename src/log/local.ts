@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { loadOrCreateKey } from '../signer.js';
-import { type BatchListener, Sequencer } from '../sequencer/sequencer.js';
+import { type BatchListener, type CheckpointWitnessing, Sequencer } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
 
@@ -16,6 +16,7 @@ export interface LocalLogOptions {
   readonly maxPending?: number;
   readonly fsync?: boolean;
   readonly listeners?: readonly BatchListener[];
+  readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
 }
 
@@ -42,6 +43,7 @@ export async function openLocalLog(o: LocalLogOptions) {
     maxBatch: o.maxBatch,
     maxPending: o.maxPending,
     listeners: o.listeners,
+    witnessing: o.witnessing,
     logger: o.logger,
   });
   return { sequencer, store, signer, keyCreated: created, paths };

@@ -1,0 +1,47 @@
+// `stele witness serve`: a tlog-witness cosigner for Stele or any other tlog-tiles log.
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { SIG_ED25519, parseVkey } from '../../src/note.js';
+import { startWitness } from '../../src/witness/host.js';
+import { KeyFileError } from '../../src/signer.js';
+import { CliError, EXIT } from '../errors.js';
+
+export function registerWitnessCommands(program: Command): void {
+  program
+    .command('witness')
+    .description('run a witness that cosigns checkpoints of the logs it follows (C2SP tlog-witness)')
+    .command('serve')
+    .description('serve POST /add-checkpoint; the key is created on first start (mode 0600) and its vkey printed')
+    .requiredOption('--data-dir <dir>', 'witness key and per-log state')
+    .requiredOption('--name <name>', 'witness name (its key name, e.g. witness.example.com)')
+    .requiredOption('--log <vkey>', 'vkey of a log to follow, repeatable', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--host <host>', 'listen address', '127.0.0.1')
+    .option('--port <port>', 'listen port, 0 for any', '8081')
+    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .option('--json', 'print one JSON line {url, name, vkey} when ready')
+    .action(async (o: { dataDir: string; name: string; log: string[]; host: string; port: string; logLevel: string; json?: boolean }) => {
+      const logs = o.log.map((v) => {
+        try {
+          const key = parseVkey(v);
+          if (key.type !== SIG_ED25519) throw new Error('log vkeys are Ed25519 (type 0x01)');
+          return key;
+        } catch (e) {
+          throw new CliError(EXIT.USAGE, `--log ${v}: ${(e as Error).message}`);
+        }
+      });
+      const port = Number(o.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(EXIT.USAGE, '--port must be 0..65535');
+      const logger = pino({ level: o.logLevel, base: undefined }, pino.destination(2));
+      const w = await startWitness({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger }).catch((e: unknown) => {
+        if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
+        throw e;
+      });
+      if (o.json) process.stdout.write(`${JSON.stringify({ url: w.url, name: w.name, vkey: w.vkey })}\n`);
+      else process.stdout.write(`stele: witness ${w.name} at ${w.url}\n  vkey  ${w.vkey}\n  follows ${logs.map((l) => l.name).join(', ')}\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => void w.close().then(resolve);
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
+    });
+}

@@ -1,0 +1,515 @@
+// The client's operations (spec §4.3), independent of the command line: each returns a
+// result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
+// it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
+import { basename } from 'node:path';
+import { formatCheckpointBody } from '../checkpoint.js';
+import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../entry.js';
+import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseVkey, signatureLine } from '../note.js';
+import { LogReader } from '../reader.js';
+import type { ObjectReader } from '../store/store.js';
+import { TILE_WIDTH } from '../tiles.js';
+import {
+  type AnchorBody,
+  type CheckpointView,
+  type EntryView,
+  type KeyView,
+  LedgerApi,
+} from './api.js';
+import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, witnessVerifiers } from './config.js';
+import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
+import { type FileDigest, sha256File } from './hashfile.js';
+import { type ProofBundle, PROOF_FORMAT, ProofStore } from './proofs.js';
+import {
+  type CheckedCheckpoint,
+  type CheckpointInput,
+  type Outcome,
+  type ProveConsistency,
+  Report,
+  type Trust,
+  checkCheckpoint,
+  checkConsistency,
+  checkInclusion,
+  checkLeaf,
+  hashes,
+} from './verify.js';
+
+// ---- trust ----------------------------------------------------------------------------
+
+/** Checks a /api/ledger/key answer against the key id the user trusts; returns the log verifier. */
+export function verifyKeyView(k: KeyView, trustedKeyId: string): NoteVerifier {
+  const pub = Buffer.from(k.publicKey, 'base64');
+  if (pub.length !== 32 || pub.toString('base64') !== k.publicKey) throw new VerificationError('the log key is not base64 of a 32-byte Ed25519 public key');
+  const actual = keyIdOf(new Uint8Array(pub));
+  if (actual !== trustedKeyId) {
+    throw new VerificationError(`the log's public key hashes to key id ${actual}, not the trusted ${trustedKeyId}: refusing to pin it`);
+  }
+  if (k.keyId !== trustedKeyId) throw new VerificationError(`the log reports key id ${k.keyId} for a key whose id is ${actual}`);
+  let v: NoteVerifier;
+  try {
+    v = parseVkey(k.vkey);
+  } catch (e) {
+    throw new VerificationError(`the log's vkey is malformed: ${(e as Error).message}`);
+  }
+  if (v.type !== SIG_ED25519 || !bytesEqual(v.publicKey, new Uint8Array(pub))) throw new VerificationError('the log vkey is not the same Ed25519 key as its publicKey');
+  if (v.name !== k.origin) throw new VerificationError(`the log vkey is named ${v.name}, not the origin ${k.origin}`);
+  return v;
+}
+
+/** The pinned trust of a configuration; fetches the key (checked against key_id) if the file lacks its vkey. */
+export async function trustOf(cfg: LedgerConfig, api?: LedgerApi): Promise<Trust> {
+  let log = pinnedLogVerifier(cfg.trust);
+  if (!log) {
+    if (!api) throw new ConfigError('the configuration pins only a key id; run a command online once (or `stele ledger trust-config --refresh-key`) to fetch the key');
+    log = verifyKeyView(await api.key(), cfg.trust.keyId);
+  }
+  return {
+    origin: log.name,
+    keyId: cfg.trust.keyId,
+    log,
+    witnesses: witnessVerifiers(cfg.trust),
+    threshold: cfg.trust.witnessThreshold,
+    pin: { size: cfg.trust.treeSize, root: hashFromHex(cfg.trust.rootHash) },
+  };
+}
+
+// ---- views of the log ----------------------------------------------------------------
+
+export interface LogView {
+  readonly kind: 'api' | 'tiles';
+  /** URL or directory, for messages. */
+  readonly name: string;
+  checkpoint(): Promise<CheckpointInput>;
+  prove: ProveConsistency;
+}
+
+export class ApiView implements LogView {
+  readonly kind = 'api';
+  constructor(readonly api: LedgerApi) {}
+  get name(): string {
+    return this.api.endpoint;
+  }
+  async checkpoint(): Promise<CheckpointInput> {
+    return { json: await this.api.checkpoint() };
+  }
+  prove: ProveConsistency = async (first, second) => {
+    const c = await this.api.consistency(first, second);
+    return { proof: hashes(c.proof), firstRoot: hashFromHex(c.firstRoot), secondRoot: hashFromHex(c.secondRoot) };
+  };
+}
+
+export class TilesView implements LogView {
+  readonly kind = 'tiles';
+  readonly reader: LogReader;
+  constructor(
+    readonly source: ObjectReader,
+    readonly name: string,
+  ) {
+    this.reader = new LogReader(source, { cacheEntries: 512 });
+  }
+  async checkpoint(): Promise<CheckpointInput> {
+    const note = await this.source.get('checkpoint');
+    if (!note) throw new VerificationError(`${this.name} has no checkpoint`);
+    return { note: Buffer.from(note).toString('utf8') };
+  }
+  prove: ProveConsistency = async (first, second) => ({ proof: await this.reader.consistencyProof(first, second) });
+}
+
+// ---- shared pieces -------------------------------------------------------------------
+
+export interface Session {
+  readonly config: LoadedConfig;
+  readonly trust: Trust;
+  readonly proofs: ProofStore;
+  /** Leave the pinned checkpoint where it is even after verifying a newer one. */
+  readonly keepPin?: boolean;
+}
+
+export interface PinMove {
+  from: number;
+  to: number;
+}
+
+/** Rules 1, 2 and 5 for a checkpoint; moves the pin forward when all three pass. */
+async function checkpointRules(
+  s: Session,
+  report: Report,
+  input: CheckpointInput,
+  prove: ProveConsistency | null,
+): Promise<{ cc: CheckedCheckpoint; consistency: Outcome; pinMoved: PinMove | null }> {
+  const cc = checkCheckpoint(input, s.trust);
+  report.add('signature', cc.signature);
+  const consistency = await checkConsistency(s.trust.pin, { size: cc.size, root: cc.root }, prove);
+  report.add('consistency', consistency);
+  report.add('witnesses', cc.witnesses);
+  let pinMoved: PinMove | null = null;
+  if (!s.keepPin && cc.signature.ok && consistency.ok && cc.witnesses.ok && cc.size > s.trust.pin.size) {
+    const from = { treeSize: s.trust.pin.size, rootHash: toHex(s.trust.pin.root) };
+    if (await advancePin(s.config.path, from, { treeSize: cc.size, rootHash: toHex(cc.root) })) pinMoved = { from: s.trust.pin.size, to: cc.size };
+  }
+  return { cc, consistency, pinMoved };
+}
+
+function checkpointSummary(cc: CheckedCheckpoint) {
+  return { origin: cc.origin, treeSize: cc.size, rootHash: toHex(cc.root), ...(cc.timestamp ? { timestamp: cc.timestamp } : {}) };
+}
+
+function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: CheckpointView, s: Session, file?: string): ProofBundle {
+  const b: ProofBundle = {
+    format: PROOF_FORMAT,
+    savedAt: new Date().toISOString(),
+    origin: s.trust.origin,
+    keyId: s.trust.keyId,
+    entry,
+    leafIndex,
+    treeSize: cp.treeSize,
+    leafHash: toHex(leafHash(hashFromHex(entry.proof.entryHash))),
+    auditPath,
+    rootHash: cp.rootHash,
+    checkpoint: cp,
+  };
+  if (file !== undefined) b.file = file;
+  return b;
+}
+
+// ---- verify <file> -------------------------------------------------------------------
+
+export interface VerifyResult {
+  readonly file: string;
+  readonly digest: string;
+  readonly bytes: number;
+  readonly mode: 'api' | 'tiles';
+  readonly source: string;
+  readonly report: Report;
+  readonly entry?: EntryView;
+  readonly leafIndex?: number;
+  readonly treeSize?: number;
+  readonly checkpoint?: ReturnType<typeof checkpointSummary>;
+  readonly pinMoved: PinMove | null;
+  readonly savedProof?: string;
+}
+
+export interface VerifyOptions {
+  /** For --tiles: the leaf to check (else taken from a stored proof bundle). */
+  readonly leafIndex?: number;
+  readonly digest?: FileDigest;
+  readonly onHashProgress?: (bytes: number, total: number) => void;
+}
+
+export async function verifyFile(s: Session, view: LogView, file: string, opts: VerifyOptions = {}): Promise<VerifyResult> {
+  const { digest, bytes } = opts.digest ?? (await sha256File(file, opts.onHashProgress));
+  return view instanceof ApiView ? verifyFileApi(s, view, file, digest, bytes) : verifyFileTiles(s, view as TilesView, file, digest, bytes, opts.leafIndex);
+}
+
+async function verifyFileApi(s: Session, view: ApiView, file: string, digest: string, bytes: number): Promise<VerifyResult> {
+  const report = new Report();
+  const base = { file, digest, bytes, mode: 'api' as const, source: view.name, report };
+  let found;
+  try {
+    found = await view.api.entry({ hash: digest });
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) throw e;
+    // Not anchored: still show whether the log itself checks out.
+    const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
+    report.add('leaf', { ok: false, detail: `no entry in the log has the file's digest ${digest}: it is not anchored` });
+    report.add('inclusion', { status: 'SKIP', detail: 'no entry to prove' });
+    report.finish();
+    return { ...base, checkpoint: checkpointSummary(cc), pinMoved };
+  }
+  const { cc, pinMoved } = await checkpointRules(s, report, { json: found.checkpoint }, view.prove);
+  const leaf = checkLeaf(found.entry, found.leafIndex, found.leafHash, digest);
+  report.add('leaf', leaf);
+  const recomputedLeaf = leafHash(hashFromHex(found.entry.proof.entryHash));
+  let inclusion = checkInclusion(found.leafIndex, found.treeSize, recomputedLeaf, hashes(found.auditPath), cc);
+  if (inclusion.ok && found.rootHash !== toHex(cc.root)) inclusion = { ok: false, detail: `the response's rootHash is not the checkpoint root` };
+  report.add('inclusion', inclusion);
+  let savedProof: string | undefined;
+  if (report.finish()) {
+    savedProof = await s.proofs.save(bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s, file));
+  }
+  return {
+    ...base,
+    entry: found.entry,
+    leafIndex: found.leafIndex,
+    treeSize: found.treeSize,
+    checkpoint: checkpointSummary(cc),
+    pinMoved,
+    ...(savedProof ? { savedProof } : {}),
+  };
+}
+
+async function verifyFileTiles(s: Session, view: TilesView, file: string, digest: string, bytes: number, leafIndex?: number): Promise<VerifyResult> {
+  const report = new Report();
+  let seq = leafIndex;
+  if (seq === undefined) {
+    const stored = await s.proofs.findByDigest(digest, s.trust.origin);
+    if (stored.length === 0) {
+      throw new UsageError(`no stored proof for ${basename(file)} (sha256 ${digest.slice(0, 16)}…): pass --leaf-index <n>, or verify or anchor it online once`);
+    }
+    seq = stored[0]!.leafIndex;
+  }
+  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
+  const size = cc.size;
+  const base = { file, digest, bytes, mode: 'tiles' as const, source: view.name, report, leafIndex: seq, treeSize: size, checkpoint: checkpointSummary(cc), pinMoved };
+  if (seq >= size) {
+    report.add('leaf', { ok: false, detail: `leaf index ${seq} is not in the tree of size ${size}` });
+    report.add('inclusion', { status: 'SKIP', detail: 'no leaf to prove' });
+    report.finish();
+    return base;
+  }
+  let entry: EntryView | undefined;
+  let eh: Uint8Array | undefined;
+  try {
+    const at = await view.reader.entry(seq, size);
+    eh = at.entryHash;
+    const n = Math.floor((seq - 1) / TILE_WIDTH);
+    const prior = seq === 0 ? ZERO_HASH : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[(seq - 1) % TILE_WIDTH]!;
+    entry = presentEntry(at.entry, seq, eh) as EntryView;
+    const problems: string[] = [];
+    if (at.entry.digest !== digest) problems.push(`entry ${seq} records digest ${at.entry.digest.slice(0, 16)}…, not the file's ${digest.slice(0, 16)}…`);
+    if (!bytesEqual(computeEntryHash(seq, at.canonical, prior), eh)) problems.push(`record ${seq} does not hash (with entry ${seq - 1}'s hash) to its entry hash in the entry bundle`);
+    report.add(
+      'leaf',
+      problems.length
+        ? { ok: false, detail: problems.join('; ') }
+        : { ok: true, detail: `entry ${entry.id} records the file's digest; its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)` },
+    );
+  } catch (e) {
+    if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
+    report.add('leaf', { ok: false, detail: `entry ${seq}: ${(e as Error).message}` });
+  }
+  if (eh) {
+    try {
+      const path = await view.reader.inclusionProof(seq, size);
+      report.add('inclusion', checkInclusion(seq, size, leafHash(eh), path, cc));
+    } catch (e) {
+      if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
+      report.add('inclusion', { ok: false, detail: `cannot compute the audit path from the tiles: ${(e as Error).message}` });
+    }
+  } else {
+    report.add('inclusion', { status: 'SKIP', detail: 'no verified entry hash to prove' });
+  }
+  report.finish();
+  return { ...base, ...(entry ? { entry } : {}) };
+}
+
+// ---- anchor --------------------------------------------------------------------------
+
+export interface AnchorResult {
+  readonly file: string;
+  readonly digest: string;
+  readonly bytes: number;
+  readonly report: Report;
+  readonly entry: EntryView;
+  readonly leafIndex: number;
+  readonly treeSize: number;
+  readonly checkpoint: ReturnType<typeof checkpointSummary>;
+  readonly pinMoved: PinMove | null;
+  readonly savedProof?: string;
+}
+
+export interface AnchorOptions {
+  readonly artifact?: string;
+  readonly scope?: string;
+  readonly type?: AnchorBody['type'];
+  readonly digest?: FileDigest;
+  readonly onHashProgress?: (bytes: number, total: number) => void;
+}
+
+export async function anchorFile(s: Session, api: LedgerApi, file: string, opts: AnchorOptions = {}): Promise<AnchorResult> {
+  const { digest, bytes } = opts.digest ?? (await sha256File(file, opts.onHashProgress));
+  const body: AnchorBody = { digest };
+  if (opts.artifact !== undefined) body.artifact = opts.artifact;
+  if (opts.scope !== undefined) body.scope = opts.scope;
+  if (opts.type !== undefined && opts.type !== 'ledger_anchor') body.type = opts.type;
+  const res = await api.anchor(body);
+  const report = new Report();
+  const view = new ApiView(api);
+  const { cc, pinMoved } = await checkpointRules(s, report, { json: res.checkpoint }, view.prove);
+  const expectedType = opts.type ?? 'ledger_anchor';
+  const eh = hashFromHex(res.entry.proof.entryHash);
+  let leaf = checkLeaf(res.entry, res.leafIndex, toHex(leafHash(eh)), digest);
+  const echo: string[] = [];
+  if (res.entry.type !== expectedType) echo.push(`entry type is ${res.entry.type}, not ${expectedType}`);
+  if (opts.artifact !== undefined && res.entry.artifact !== opts.artifact) echo.push('entry does not carry the artifact sent');
+  if (opts.scope !== undefined && res.entry.scope !== opts.scope) echo.push('entry does not carry the scope sent');
+  if (echo.length) leaf = { ok: false, detail: [leaf.ok ? '' : leaf.detail, ...echo].filter(Boolean).join('; ') };
+  report.add('leaf', leaf);
+  report.add('inclusion', checkInclusion(res.leafIndex, cc.size, leafHash(eh), hashes(res.inclusionProof), cc));
+  let savedProof: string | undefined;
+  if (report.finish()) savedProof = await s.proofs.save(bundleOf(res.entry, res.leafIndex, res.inclusionProof, res.checkpoint, s, file));
+  return {
+    file,
+    digest,
+    bytes,
+    report,
+    entry: res.entry,
+    leafIndex: res.leafIndex,
+    treeSize: res.checkpoint.treeSize,
+    checkpoint: checkpointSummary(cc),
+    pinMoved,
+    ...(savedProof ? { savedProof } : {}),
+  };
+}
+
+// ---- proof <entry_id> ------------------------------------------------------------------
+
+export interface ProofResult {
+  readonly bundle: ProofBundle;
+  readonly stored: boolean;
+  readonly report: Report;
+  readonly pinMoved: PinMove | null;
+  readonly savedProof?: string;
+}
+
+export async function proveEntry(s: Session, id: string, api: LedgerApi | null): Promise<ProofResult> {
+  let bundle = await s.proofs.load(id);
+  const stored = bundle !== null;
+  if (!bundle) {
+    if (!api) throw new UsageError(`no stored proof for ${id}, and no endpoint to fetch it from`);
+    let found;
+    try {
+      found = await api.entry({ id });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) throw new VerificationError(`entry ${id} is not in the log (${e.message})`);
+      throw e;
+    }
+    bundle = bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s);
+    bundle.leafHash = found.leafHash;
+    bundle.rootHash = found.rootHash;
+    bundle.treeSize = found.treeSize;
+  }
+  const report = new Report();
+  const cc = checkCheckpoint({ json: bundle.checkpoint }, s.trust);
+  report.add('signature', cc.signature);
+  const prove = api ? new ApiView(api).prove : null;
+  const pin = s.trust.pin;
+  let consistency: Outcome;
+  if (cc.size >= pin.size || !prove) {
+    consistency = !prove && cc.size !== pin.size
+      ? { status: 'SKIP', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` } as unknown as Outcome
+      : await checkConsistency(pin, { size: cc.size, root: cc.root }, prove);
+  } else {
+    const older = await checkConsistency({ size: cc.size, root: cc.root }, pin, prove, "proof's");
+    consistency = older.ok ? { ok: true, detail: `the proof's checkpoint (size ${cc.size}) is a prefix of the pinned one (size ${pin.size}): ${older.detail}` } : older;
+  }
+  report.add('consistency', consistency);
+  report.add('witnesses', cc.witnesses);
+  if (bundle.entry.id !== id) report.add('leaf', { ok: false, detail: `the log answered with entry ${bundle.entry.id}, not ${id}` });
+  else report.add('leaf', checkLeaf(bundle.entry, bundle.leafIndex, bundle.leafHash));
+  let inclusion = checkInclusion(bundle.leafIndex, bundle.treeSize, leafHash(hashFromHex(bundle.entry.proof.entryHash)), hashes(bundle.auditPath), cc);
+  if (inclusion.ok && bundle.rootHash !== toHex(cc.root)) inclusion = { ok: false, detail: 'the proof rootHash is not the checkpoint root' };
+  report.add('inclusion', inclusion);
+  const ok = report.finish();
+  let savedProof: string | undefined;
+  if (ok && !stored) savedProof = await s.proofs.save(bundle);
+  let pinMoved: PinMove | null = null;
+  if (ok && !s.keepPin && cc.size > pin.size && 'ok' in consistency && consistency.ok) {
+    if (await advancePin(s.config.path, { treeSize: pin.size, rootHash: toHex(pin.root) }, { treeSize: cc.size, rootHash: toHex(cc.root) })) {
+      pinMoved = { from: pin.size, to: cc.size };
+    }
+  }
+  return { bundle, stored, report, pinMoved, ...(savedProof ? { savedProof } : {}) };
+}
+
+// ---- checkpoint ----------------------------------------------------------------------
+
+export interface CheckpointResult {
+  readonly report: Report;
+  readonly checkpoint: ReturnType<typeof checkpointSummary> & { keyId: string; lifetimeEntries?: number };
+  readonly witnesses: string[];
+  /** The signed note (as served, or rebuilt from the JSON signature fields). */
+  readonly note: string;
+  readonly pinMoved: PinMove | null;
+  readonly pinnedBefore: number;
+}
+
+/** The note for a JSON checkpoint without one: the body plus the log's (and witnesses') lines. */
+export function noteFromJson(cp: CheckpointView, trust: Trust): string {
+  const body = formatCheckpointBody({ origin: cp.logId, size: cp.treeSize, root: hashFromHex(cp.rootHash) });
+  const sig = Buffer.from(cp.signature.replace(/^ed25519:/, ''), 'base64');
+  let lines = signatureLine(cp.logId, trust.log.keyHash, sig);
+  for (const w of cp.witnesses) {
+    const v = trust.witnesses.find((x) => x.name === w.name);
+    const t = typeof w.timestamp === 'number' ? w.timestamp : Date.parse(String(w.timestamp)) / 1000;
+    if (!v || !Number.isSafeInteger(t)) continue;
+    const ts = Buffer.alloc(8);
+    ts.writeBigUInt64BE(BigInt(t));
+    lines += signatureLine(w.name, v.keyHash, Buffer.concat([ts, Buffer.from(w.signature.replace(/^ed25519:/, ''), 'base64')]));
+  }
+  return `${body}\n${lines}`;
+}
+
+export async function verifyCheckpoint(s: Session, view: LogView): Promise<CheckpointResult> {
+  const report = new Report();
+  const input = await view.checkpoint();
+  const { cc, pinMoved } = await checkpointRules(s, report, input, view.prove);
+  report.finish();
+  const note = input.note ?? input.json?.note ?? noteFromJson(input.json!, s.trust);
+  return {
+    report,
+    checkpoint: {
+      ...checkpointSummary(cc),
+      keyId: input.json?.keyId ?? s.trust.keyId,
+      ...(input.json?.lifetimeEntries !== undefined ? { lifetimeEntries: input.json.lifetimeEntries } : {}),
+    },
+    witnesses: cc.witnesses.names,
+    note,
+    pinMoved,
+    pinnedBefore: s.trust.pin.size,
+  };
+}
+
+// ---- consistency --from --to -----------------------------------------------------------
+
+export interface ConsistencyResult {
+  readonly report: Report;
+  readonly from: number;
+  readonly to: number;
+  readonly firstRoot?: string;
+  readonly secondRoot?: string;
+  readonly proof?: string[];
+  readonly checkpoint: ReturnType<typeof checkpointSummary>;
+  readonly pinMoved: PinMove | null;
+}
+
+export async function proveConsistency(s: Session, view: LogView, from: number | undefined, to: number | undefined): Promise<ConsistencyResult> {
+  const report = new Report();
+  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
+  const a = from ?? s.trust.pin.size;
+  const b = to ?? cc.size;
+  if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b) throw new UsageError(`need 1 ≤ --from ≤ --to (got ${a} → ${b})`);
+  if (b > cc.size) throw new UsageError(`--to ${b} exceeds the current tree size ${cc.size}`);
+  const base = { from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
+
+  let firstRoot: Uint8Array;
+  let secondRoot: Uint8Array;
+  let proof: Uint8Array[];
+  try {
+    if (view instanceof ApiView) {
+      const c = await view.api.consistency(a, b);
+      [firstRoot, secondRoot, proof] = [hashFromHex(c.firstRoot), hashFromHex(c.secondRoot), hashes(c.proof)];
+    } else {
+      const r = (view as TilesView).reader;
+      [firstRoot, secondRoot, proof] = await Promise.all([r.treeHash(a), r.treeHash(b), r.consistencyProof(a, b)]);
+    }
+  } catch (e) {
+    if (!(e instanceof ApiError) && (e as { kind?: string }).kind !== undefined) throw e;
+    report.addCheck(7, `Consistency ${a} → ${b}`, { ok: false, detail: `no proof: ${(e as Error).message}` });
+    report.finish();
+    return base;
+  }
+  const roots = a === b ? (proof.length === 0 ? { first: firstRoot, second: firstRoot } : null) : (await import('../merkle.js')).rootsFromConsistencyProof(a, b, proof, firstRoot);
+  const requested: Outcome =
+    roots && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot)
+      ? { ok: true, detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof` }
+      : { ok: false, detail: `the ${proof.length}-hash proof does not rebuild the claimed roots of sizes ${a} and ${b}: the log is not append-only between them` };
+  report.addCheck(7, `Consistency ${a} → ${b}`, requested);
+  const anchored = await checkConsistency({ size: b, root: secondRoot }, { size: cc.size, root: cc.root }, view.prove, `size-${b}`);
+  report.addCheck(8, 'Anchored to the verified checkpoint', anchored.ok ? { ok: true, detail: b === cc.size ? `size ${b} is the checkpoint itself` : anchored.detail } : anchored);
+  if (a === s.trust.pin.size && !bytesEqual(firstRoot, s.trust.pin.root)) {
+    report.addCheck(7, `Consistency ${a} → ${b}`, { ok: false, detail: `the claimed root of size ${a} differs from the pinned root` });
+  }
+  report.finish();
+  return { ...base, firstRoot: toHex(firstRoot), secondRoot: toHex(secondRoot), proof: proof.map(toHex) };
+}

@@ -1,0 +1,67 @@
+// Running a witness: its key (created on first start, mode 0600), its durable per-log
+// state, and the HTTP server. Used by `stele witness serve` and by demo mode.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey } from '../note.js';
+import { loadOrCreateKey } from '../signer.js';
+import { FsObjectStore } from '../store/fs.js';
+import { witnessApp } from './server.js';
+import { Witness } from './witness.js';
+
+export interface WitnessHostOptions {
+  readonly dataDir: string;
+  readonly name: string;
+  readonly logs: readonly NoteVerifier[];
+  readonly host: string;
+  readonly port: number;
+  readonly logger: Logger;
+}
+
+export interface RunningWitness {
+  readonly url: string;
+  readonly name: string;
+  /** Verifier key of the witness's cosignatures (type 0x04). */
+  readonly verifier: NoteVerifier;
+  readonly vkey: string;
+  readonly witness: Witness;
+  close(): Promise<void>;
+}
+
+export async function startWitness(o: WitnessHostOptions): Promise<RunningWitness> {
+  const { signer } = await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name);
+  const witness = new Witness({ signer, logs: o.logs, state: new FsObjectStore(join(o.dataDir, 'state')) });
+  const app = witnessApp(witness, o.logger);
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(o.port, o.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const verifier = makeVerifier(o.name, SIG_COSIGNATURE_V1, signer.publicKey);
+  return {
+    url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
+    name: o.name,
+    verifier,
+    vkey: formatVkey(verifier),
+    witness,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Parses `<vkey>=<url>` witness settings (vkeys of type 0x04). */
+export function parseWitnessSpec(spec: string): { verifier: NoteVerifier; url: string } {
+  const at = spec.lastIndexOf('=http');
+  if (at < 0) throw new Error(`witness must be <vkey>=<url>, got ${JSON.stringify(spec)}`);
+  return { verifier: parseVkeyOfType(spec.slice(0, at), SIG_COSIGNATURE_V1), url: spec.slice(at + 1) };
+}
+
+function parseVkeyOfType(vkey: string, type: number): NoteVerifier {
+  const v = parseVkey(vkey);
+  if (v.type !== type) throw new Error(`${v.name}: expected a key of type 0x0${type}`);
+  return v;
+}

@@ -1,0 +1,236 @@
+// End to end on the AWS backends as they run here: openAwsLog() with the S3 store on
+// s3rver, the DynamoDB lock and index on dynalite, and the signer on the KMS stand-in.
+// Anchors go in; the log is then verified from the bucket alone — with LogReader and with
+// the independent audit of test/helpers/audit.ts over a mirror of the public prefix —
+// against the public key obtained from KMS's GetPublicKey.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, promises as fs, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/anchor.js';
+import { DynamoLock } from '../../src/aws/dynamo-lock.js';
+import { KmsSigner } from '../../src/aws/kms.js';
+import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog } from '../../src/aws/log.js';
+import { openCheckpoint } from '../../src/checkpoint.js';
+import { artifactId } from '../../src/entry.js';
+import { leafHash, toHex } from '../../src/hash.js';
+import { verifyInclusion } from '../../src/merkle.js';
+import { SIG_ED25519, makeVerifier } from '../../src/note.js';
+import { LogReader } from '../../src/reader.js';
+import type { AnchorReceipt } from '../../src/sequencer/sequencer.js';
+import { CHECKPOINT_KEY } from '../../src/store/layout.js';
+import { auditLogDir } from '../helpers/audit.js';
+import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
+import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';
+import { type S3Server, plainClient, startS3Server } from '../helpers/s3-server.js';
+
+const ORIGIN = 'ledger.example.com/aws';
+let s3: S3Server;
+let ddb: DynamoServer;
+let kms: KmsStandIn;
+let plain: S3Client;
+
+beforeAll(async () => {
+  [s3, ddb, kms] = await Promise.all([startS3Server(), startDynamoServer(), startKmsStandIn()]);
+  plain = plainClient(s3);
+});
+afterAll(async () => {
+  plain?.destroy();
+  await Promise.all([s3?.close(), ddb?.close(), kms?.close()]);
+});
+
+const uniq = () => randomBytes(4).toString('hex');
+const digest = (i: number) => toHex(new Uint8Array(randomBytes(28))) + i.toString(16).padStart(8, '0');
+
+async function config(over: Partial<AwsLogConfig> = {}, kmsTimeoutMs = 2_000): Promise<AwsLogConfig> {
+  const table = `t${uniq()}`;
+  await ddb.createTable(table);
+  const p = `e2e-${uniq()}/`;
+  return {
+    origin: ORIGIN,
+    region: 'us-east-1',
+    credentials: s3.credentials, // s3rver checks SigV4 with these; dynalite and the KMS stand-in do not
+    s3: { bucket: s3.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: s3.endpoint, forcePathStyle: true, requireConditionalWrites: false },
+    dynamo: { table, endpoint: ddb.endpoint },
+    signer: { kind: 'kms', keyId: kms.keyId, endpoint: kms.endpoint, timeoutMs: kmsTimeoutMs },
+    batchInterval: 10,
+    heartbeatMs: 0,
+    ...over,
+  };
+}
+
+async function listAll(prefix: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let token: string | undefined;
+  do {
+    const res = await plain.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of res.Contents ?? []) out.set(o.Key!, o.ETag!);
+    token = res.IsTruncated ? res.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
+
+/** Copies a prefix of the bucket to a directory, as `aws s3 sync` would. */
+async function mirror(prefix: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'stele-mirror-'));
+  for (const key of (await listAll(prefix)).keys()) {
+    const res = await plain.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+    const file = join(dir, key.slice(prefix.length));
+    await fs.mkdir(dirname(file), { recursive: true });
+    await fs.writeFile(file, await res.Body!.transformToByteArray());
+  }
+  return dir;
+}
+
+async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The log's public key as a verifier would get it: from KMS GetPublicKey, not from the sequencer. */
+async function kmsVerifier() {
+  const k = await KmsSigner.create({ keyId: kms.keyId, name: ORIGIN, endpoint: kms.endpoint, credentials: s3.credentials });
+  k.close();
+  return makeVerifier(ORIGIN, SIG_ED25519, k.publicKey);
+}
+
+describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () => {
+  it('refuses an S3 endpoint that ignores conditional writes unless told it is a test server', async () => {
+    const cfg = await config();
+    await expect(openAwsLog({ ...cfg, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(/ignores conditional writes/);
+  });
+
+  it('anchors entries, and the log verifies from the bucket alone against the KMS public key; partials are swept; a restart resumes', async () => {
+    const cfg = await config();
+    const log = await openAwsLog(cfg);
+    const receipts: AnchorReceipt[] = [];
+    const submit = (from: number, n: number) =>
+      Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(from + i), (from + i) % 10 === 0 ? { artifact: `build-${(from + i) % 30}` } : {})),
+        ),
+      );
+    receipts.push(...(await submit(0, 1)));
+    receipts.push(...(await submit(1, 300)));
+    receipts.push(...(await submit(301, 299)));
+    await log.indexReady;
+    await log.sweepIdle();
+    const size = log.sequencer.checkpoint.size;
+    expect(size).toBe(600);
+
+    // The checkpoint in the bucket is a signed note that verifies with the KMS key.
+    const verifier = await kmsVerifier();
+    const note = Buffer.from((await log.store.get(CHECKPOINT_KEY))!).toString('utf8');
+    const cp = openCheckpoint(note, verifier);
+    expect(cp.size).toBe(size);
+
+    // LogReader over a fresh S3 store: root, inclusion of every receipt at its own checkpoint and at the final one.
+    const reader = new LogReader(log.store);
+    expect(toHex(await reader.treeHash(size))).toBe(toHex(cp.root));
+    for (const r of receipts) {
+      expect(verifyInclusion(r.seq, r.checkpoint.size, leafHash(r.entryHash), r.inclusionProof(), r.checkpoint.root)).toBe(true);
+      if (r.seq % 37 === 0) {
+        expect(verifyInclusion(r.seq, size, leafHash(r.entryHash), await reader.inclusionProof(r.seq, size), cp.root)).toBe(true);
+        expect((await reader.entry(r.seq, size)).entry.digest).toBe(r.entry.digest);
+      }
+    }
+
+    // Independent audit (node:crypto, naive RFC 6962) of a mirror of the public prefix.
+    const dir = await mirror(cfg.s3.publicPrefix!);
+    try {
+      const audit = await auditLogDir(dir, ORIGIN, verifier.publicKey);
+      expect(audit.checkpoint.size).toBe(size);
+      expect(audit.entryHashes.map((h) => toHex(h))).toEqual(receipts.map((r) => toHex(r.entryHash)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    // Tiles carry immutable caching; partials of the two full tiles are gone; the right edge's are kept.
+    const keys = await listAll(cfg.s3.publicPrefix!);
+    const head = await plain.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: `${cfg.s3.publicPrefix}tile/0/001` }));
+    expect(head.CacheControl).toBe('public, max-age=31536000, immutable');
+    expect([...keys.keys()].filter((k) => /tile\/(0|entries|records)\/00[01]\.p\//.test(k))).toEqual([]);
+    expect(keys.has(`${cfg.s3.publicPrefix}tile/0/002.p/88`)).toBe(true);
+    expect(log.store.stats.lists).toBeGreaterThan(0);
+    // Staged batches are cleaned up after they are applied.
+    expect([...(await listAll(cfg.s3.stagingPrefix!)).keys()]).toEqual([]);
+
+    // The DynamoDB index answers the lookups.
+    const idx = log.index!;
+    expect(await idx.indexedSize()).toBe(size);
+    expect(await idx.findByDigest(receipts[123]!.entry.digest)).toBe(123);
+    expect(await idx.findByArtifact(artifactId('build-0'))).toBe(570);
+    expect(await idx.countsByType()).toEqual({ ledger_anchor: 600 });
+    await log.close();
+
+    // A second start resumes from the lock at the same size and keeps going.
+    const again = await openAwsLog(cfg);
+    expect(again.sequencer.checkpoint.size).toBe(size);
+    const [next] = await Promise.all([again.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(600)))]);
+    expect(next.seq).toBe(600);
+    expect(await again.index!.findByDigest(next.entry.digest)).toBe(600);
+    await again.close();
+  });
+
+  it('a failing or hanging KMS fails the batch before anything is written; the anchors are retried and land once KMS recovers', async () => {
+    const cfg = await config({}, 300);
+    const log = await openAwsLog(cfg);
+    await Promise.all([0, 1, 2].map((i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i)))));
+    const root = cfg.s3.publicPrefix!.split('/')[0]!;
+    const before = await listAll(`${root}/`);
+    const lock = new DynamoLock({ table: cfg.dynamo.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const lockBefore = await lock.read();
+
+    let settled = 0;
+    const signsBefore = kms.calls.Sign ?? 0;
+    kms.fault = 'error';
+    const pending = [3, 4, 5, 6, 7].map((i) =>
+      log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i))).finally(() => settled++),
+    );
+    await waitFor(() => (kms.calls.Sign ?? 0) >= signsBefore + 6, 5_000, 'two failed batch attempts (3 SDK attempts each)');
+    kms.fault = 'hang';
+    const hangsFrom = kms.calls.Sign ?? 0;
+    await waitFor(() => (kms.calls.Sign ?? 0) >= hangsFrom + 1, 5_000, 'a hanging attempt');
+    await new Promise((r) => setTimeout(r, 400)); // past the 300 ms KMS timeout
+
+    // Nothing was acknowledged, staged or published for the failed attempts; the lock did not move.
+    expect(settled).toBe(0);
+    expect(await listAll(`${root}/`)).toEqual(before);
+    expect(await lock.read()).toEqual(lockBefore);
+    expect(log.sequencer.failure).toBeUndefined();
+
+    kms.fault = 'none';
+    const receipts = await Promise.all(pending);
+    expect(receipts.map((r) => r.seq)).toEqual([3, 4, 5, 6, 7]);
+    const verifier = await kmsVerifier();
+    const cp = openCheckpoint(Buffer.from((await log.store.get(CHECKPOINT_KEY))!).toString('utf8'), verifier);
+    expect(cp.size).toBe(8);
+    const dir = await mirror(cfg.s3.publicPrefix!);
+    try {
+      expect((await auditLogDir(dir, ORIGIN, verifier.publicKey)).checkpoint.size).toBe(8);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await log.close();
+  });
+
+  it('reads its configuration from the environment the CDK stack sets', () => {
+    const cfg = awsLogConfigFromEnv({
+      STELE_ORIGIN: ORIGIN,
+      AWS_REGION: 'eu-west-1',
+      STELE_S3_BUCKET: 'b',
+      STELE_DYNAMO_TABLE: 't',
+      STELE_KMS_KEY_ID: 'arn:aws:kms:eu-west-1:111122223333:key/k',
+      STELE_BATCH_INTERVAL_MS: '500',
+      STELE_S3_FORCE_PATH_STYLE: 'true',
+    });
+    expect(cfg).toMatchObject({ origin: ORIGIN, region: 'eu-west-1', s3: { bucket: 'b', forcePathStyle: true }, dynamo: { table: 't' }, batchInterval: 500 });
+    expect(cfg.signer).toMatchObject({ kind: 'kms', keyId: 'arn:aws:kms:eu-west-1:111122223333:key/k' });
+    expect(() => awsLogConfigFromEnv({ STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_DYNAMO_TABLE: 't' })).toThrow(/STELE_KMS_KEY_ID/);
+  });
+});
