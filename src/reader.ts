@@ -87,16 +87,19 @@ export class LogReader {
     return new TileHashReader(size, (level, index, width) => this.tile(level, index, width));
   }
 
-  treeHash(size: number): Promise<Uint8Array> {
-    return treeHash(size, this.hashReader(size));
+  // `published` is the size of a tree whose tiles exist (a checkpoint's): tile widths come
+  // from it, so hashes of any smaller tree are read from the tiles that are actually there.
+
+  treeHash(size: number, published = size): Promise<Uint8Array> {
+    return treeHash(size, this.hashReader(Math.max(size, published)));
   }
 
-  inclusionProof(index: number, size: number): Promise<Uint8Array[]> {
-    return proveInclusion(index, size, this.hashReader(size));
+  inclusionProof(index: number, size: number, published = size): Promise<Uint8Array[]> {
+    return proveInclusion(index, size, this.hashReader(Math.max(size, published)));
   }
 
-  consistencyProof(first: number, second: number): Promise<Uint8Array[]> {
-    return proveConsistency(first, second, this.hashReader(second));
+  consistencyProof(first: number, second: number, published = second): Promise<Uint8Array[]> {
+    return proveConsistency(first, second, this.hashReader(Math.max(second, published)));
   }
 
   /** Leaf hash of `index` as the level-0 tile records it. */

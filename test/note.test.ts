@@ -121,7 +121,13 @@ describe('vkeys', () => {
   });
 
   it('parseVkey rejects malformed and inconsistent vkeys', () => {
-    const [name, h, k] = V.vkey.split('+') as [string, string, string];
+    // split at the first two '+' only: the base64 key itself contains '+'
+    const name = V.vkey.slice(0, V.vkey.indexOf('+'));
+    const h = V.vkey.slice(name.length + 1, name.length + 9);
+    const k = V.vkey.slice(name.length + 10);
+    expect(`${name}+${h}+${k}`).toBe(V.vkey);
+    expect(k).toContain('+');
+    expect(formatVkey(parseVkey(`${name}+${h}+${k}`))).toBe(V.vkey);
     const key = (type: number, pub: Uint8Array): string => b64(Uint8Array.of(type, ...pub));
     const pub = signer.publicKey;
     const hashFor = (n: string, type: number, p: Uint8Array): string => hex(sha256(utf8.encode(`${n}\n`), Uint8Array.of(type), p).subarray(0, 4));
@@ -243,6 +249,27 @@ describe('opening the checkpoint', () => {
     ];
     for (const n of cases) expect(() => openCheckpoint(n, logV), JSON.stringify(n)).toThrow(NoteError);
     expect(() => parseNote(V.signedNote.slice(0, -1))).toThrow(NoteError);
+  });
+
+  it('rejects non-canonical base64 in a signature line', () => {
+    const block = sigBlock(V.signedNote);
+    const m = /([A-Za-z0-9+/])=\n$/u.exec(block)!;
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    // 68 bytes: the last character before '=' carries 2 unused bits; set them
+    const last = alphabet[alphabet.indexOf(m[1]!) | 0x03]!;
+    expect(last).not.toBe(m[1]);
+    const note = V.signedNote.replace(/[A-Za-z0-9+/]=\n$/u, `${last}=\n`);
+    expect(Buffer.from(lineRaw(sigBlock(note)).raw).equals(Buffer.from(lineRaw(block).raw))).toBe(true);
+    expect(() => openCheckpoint(note, logV)).toThrow(NoteError);
+  });
+
+  it('rejects control characters even in a correctly signed note', async () => {
+    for (const body of ['a\tb\n', 'a\rb\n', 'a\u0000b\n', 'a\u007fb\n']) {
+      const { line } = await signBody(body, signer);
+      expect(() => openNote(`${body}\n${line}`, logV), JSON.stringify(body)).toThrow(NoteError);
+    }
+    const { line } = await signBody('plain\n', signer);
+    expect(openNote(`plain\n\n${line}`, logV).body).toBe('plain\n');
   });
 
   it('keeps signatures by unknown keys aside without failing', async () => {

@@ -128,9 +128,9 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
     const [firstRoot, secondRoot, proof] = await Promise.all([
-      svc.reader.treeHash(first),
-      second === cp.size ? cp.root : svc.reader.treeHash(second),
-      svc.reader.consistencyProof(first, second),
+      svc.reader.treeHash(first, cp.size),
+      second === cp.size ? cp.root : svc.reader.treeHash(second, cp.size),
+      svc.reader.consistencyProof(first, second, cp.size),
     ]);
     ctx.body = { first, second, firstRoot: toHex(firstRoot), secondRoot: toHex(secondRoot), proof: proof.map(toHex) };
   });

@@ -6,6 +6,7 @@ import { formatCheckpointBody } from '../checkpoint.js';
 import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
 import { type NoteVerifier, SIG_ED25519, keyIdOf, parseVkey, signatureLine } from '../note.js';
+import { rootsFromConsistencyProof } from '../merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH } from '../tiles.js';
@@ -26,6 +27,7 @@ import {
   type Outcome,
   type ProveConsistency,
   Report,
+  type Status,
   type Trust,
   checkCheckpoint,
   checkConsistency,
@@ -384,10 +386,10 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
   report.add('signature', cc.signature);
   const prove = api ? new ApiView(api).prove : null;
   const pin = s.trust.pin;
-  let consistency: Outcome;
+  let consistency: Outcome | { status: Status; detail: string };
   if (cc.size >= pin.size || !prove) {
     consistency = !prove && cc.size !== pin.size
-      ? { status: 'SKIP', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` } as unknown as Outcome
+      ? { status: 'SKIP', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` }
       : await checkConsistency(pin, { size: cc.size, root: cc.root }, prove);
   } else {
     const older = await checkConsistency({ size: cc.size, root: cc.root }, pin, prove, "proof's");
@@ -480,7 +482,7 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
   const b = to ?? cc.size;
   if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b) throw new UsageError(`need 1 ≤ --from ≤ --to (got ${a} → ${b})`);
   if (b > cc.size) throw new UsageError(`--to ${b} exceeds the current tree size ${cc.size}`);
-  const base = { from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
+  const base = { report, from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
 
   let firstRoot: Uint8Array;
   let secondRoot: Uint8Array;
@@ -499,7 +501,7 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
     report.finish();
     return base;
   }
-  const roots = a === b ? (proof.length === 0 ? { first: firstRoot, second: firstRoot } : null) : (await import('../merkle.js')).rootsFromConsistencyProof(a, b, proof, firstRoot);
+  const roots = a === b ? (proof.length === 0 ? { first: firstRoot, second: firstRoot } : null) : rootsFromConsistencyProof(a, b, proof, firstRoot);
   const requested: Outcome =
     roots && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot)
       ? { ok: true, detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof` }

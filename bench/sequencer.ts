@@ -1,0 +1,176 @@
+// Sequencer figures (issue 2), on the local filesystem store:
+//   (a) integration throughput with fsync on and 1 s batches, anchors submitted as fast as
+//       possible (bounded in-flight window), over 2,000,000 anchors (figures at 1,000,000 and
+//       2,000,000), against the raw rate of 3 SHA-256 calls per entry on this machine;
+//   (b) acknowledgement latency at 10,000 anchors/s offered for 10 s: p50, p99, max;
+//   (c) peak RSS after 100,000 and after 2,000,000 anchors (sampled during run (a)).
+// `--quick` / BENCH_QUICK=1: 200,000 anchors, RSS at 20,000 and 200,000, 3 s of latency.
+// `--no-fsync`: run (a) and (c) with fsync off (reported in the output).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
+import { sha256 } from '../src/hash.js';
+import { openLocalLog } from '../src/log/local.js';
+import { MiB, QUICK, RssSampler, figure, note, now, percentile, ratePerSecond, sleep } from './util.js';
+
+const ORIGIN = 'bench.stele/sequencer';
+const INTERVAL_MS = 1000;
+
+/** A realistic request: 64-hex digest, an artifact label and a scope (~270-byte canonical entry). */
+function request(i: number): AnchorRequest {
+  const digest = (i * 2654435761).toString(16).padStart(16, '0').repeat(4).slice(0, 64);
+  return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`, scope: 'acme/ci' });
+}
+
+async function withLog<T>(fsync: boolean, fn: (log: Awaited<ReturnType<typeof openLocalLog>>) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-seq-'));
+  try {
+    const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync, batchInterval: INTERVAL_MS, maxPending: 1_000_000 });
+    try {
+      return await fn(log);
+    } finally {
+      await log.sequencer.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** (a) + (c): submit `total` anchors as fast as the bounded window allows. */
+async function throughput(total: number, marks: { at: number; label: string }[], fsync: boolean): Promise<void> {
+  const rss = new RssSampler(25).start();
+  await withLog(fsync, async ({ sequencer, store }) => {
+    let batches = 0;
+    let largest = 0;
+    sequencer.onPublished((_c, b) => {
+      batches++;
+      if (b) largest = Math.max(largest, b.entries.length);
+    });
+    const CHUNK = 8192;
+    const WINDOW = 4 * 65_536; // in flight: enough for back-to-back full batches, bounded memory
+    const inflight: Promise<void>[] = [];
+    let acked = 0;
+    const start = now();
+    const at = new Map<number, { ms: number; peak: number }>();
+    const onAcked = (n: number) => {
+      acked += n;
+      rss.sample();
+      for (const m of marks) if (acked >= m.at && !at.has(m.at)) at.set(m.at, { ms: now() - start, peak: rss.peakMiB });
+    };
+    for (let from = 0; from < total; from += CHUNK) {
+      const n = Math.min(CHUNK, total - from);
+      const ps: Promise<unknown>[] = new Array(n);
+      for (let i = 0; i < n; i++) ps[i] = sequencer.submit(request(from + i));
+      inflight.push(Promise.all(ps).then(() => onAcked(n)));
+      while (inflight.length * CHUNK > WINDOW) await inflight.shift();
+    }
+    await Promise.all(inflight);
+    const ms = now() - start;
+    rss.stop();
+
+    note(`throughput run: ${total} anchors, fsync ${fsync ? 'on' : 'off'}, batch interval ${INTERVAL_MS} ms, max batch 65,536, ${WINDOW} in flight`);
+    for (const m of marks) {
+      const r = at.get(m.at)!;
+      if (m.label.startsWith('throughput')) figure(`sequencer_${m.label}`, Math.round(m.at / (r.ms / 1000)), 'anchors/s');
+    }
+    figure('sequencer_throughput', Math.round(total / (ms / 1000)), 'anchors/s');
+    figure('sequencer_batches', batches, 'batches');
+    figure('sequencer_mean_batch', Math.round(total / batches), 'anchors');
+    figure('sequencer_largest_batch', largest, 'anchors');
+    figure('sequencer_store_puts_per_anchor', Number((store.stats.puts / total).toFixed(4)), 'objects');
+    for (const m of marks) {
+      if (m.label.startsWith('rss')) figure(`sequencer_peak_${m.label}`, Math.round(at.get(m.at)!.peak), `MiB${fsync ? '' : ' (fsync off)'}`);
+    }
+  });
+  const rate = sha3Rate();
+  figure('sha256_x3_rate', Math.round(rate), 'entries/s');
+  return lastThroughput(total, rate);
+}
+
+let measuredThroughput = 0;
+function lastThroughput(_total: number, shaRate: number): void {
+  if (measuredThroughput > 0) figure('sequencer_vs_sha256_x3', Number((measuredThroughput / shaRate).toFixed(3)), 'ratio');
+}
+
+/**
+ * Raw hashing: per entry the sequencer needs at least entry_hash (domain ‖ seq ‖ ~270-byte
+ * canonical entry ‖ prior), the leaf hash (0x00 ‖ 32) and on average one node hash (0x01 ‖ 64).
+ */
+function sha3Rate(): number {
+  const entryInput = new Uint8Array(15 + 8 + 270 + 32).fill(0x61);
+  const leafInput = new Uint8Array(1 + 32).fill(0x62);
+  const nodeInput = new Uint8Array(1 + 64).fill(0x63);
+  let sink = 0;
+  const rate = ratePerSecond(() => {
+    sink ^= sha256(entryInput)[0]! ^ sha256(leafInput)[0]! ^ sha256(nodeInput)[0]!;
+  }, 2000);
+  if (sink === 0x1ff) console.log(''); // keep the results alive
+  return rate;
+}
+
+/** (b): offer `rate` anchors/s for `seconds`; latency from submit to receipt. */
+async function latency(rate: number, seconds: number): Promise<void> {
+  await withLog(true, async ({ sequencer }) => {
+    const lat: number[] = [];
+    const pending: Promise<void>[] = [];
+    const start = now();
+    let sent = 0;
+    for (let t = 0; t < seconds * 1000; t = now() - start) {
+      const due = Math.floor((t / 1000) * rate);
+      for (; sent < due; sent++) {
+        const t0 = now();
+        pending.push(
+          sequencer.submit(request(10_000_000 + sent)).then(() => {
+            lat.push(now() - t0);
+          }),
+        );
+      }
+      await sleep(2);
+    }
+    await Promise.all(pending);
+    note(`latency run: ${sent} anchors offered at ${rate}/s for ${seconds} s, fsync on, batch interval ${INTERVAL_MS} ms`);
+    figure('ack_latency_p50', Math.round(percentile(lat, 50)), 'ms');
+    figure('ack_latency_p99', Math.round(percentile(lat, 99)), 'ms');
+    figure('ack_latency_max', Math.round(Math.max(...lat)), 'ms');
+    figure('ack_latency_target_p99', INTERVAL_MS + 250, 'ms');
+  });
+}
+
+export default async function main(args: string[] = []): Promise<void> {
+  const fsync = !args.includes('--no-fsync') && !process.argv.includes('--no-fsync');
+  const total = QUICK ? 200_000 : 2_000_000;
+  const marks = QUICK
+    ? [
+        { at: 20_000, label: 'rss_after_20k' },
+        { at: 100_000, label: 'throughput_100k' },
+        { at: 200_000, label: 'rss_after_200k' },
+      ]
+    : [
+        { at: 100_000, label: 'rss_after_100k' },
+        { at: 1_000_000, label: 'throughput_1m' },
+        { at: 2_000_000, label: 'rss_after_2m' },
+      ];
+  note(`node ${process.version}, ${QUICK ? 'quick mode' : 'full run'}`);
+  // Throughput and RSS first, in a fresh process, so the RSS peaks are the sequencer's.
+  const rssBase = process.memoryUsage.rss() / MiB;
+  figure('rss_at_start', Math.round(rssBase), 'MiB');
+  await throughputAndRatio(total, marks, fsync);
+  await latency(10_000, QUICK ? 3 : 10);
+}
+
+async function throughputAndRatio(total: number, marks: { at: number; label: string }[], fsync: boolean): Promise<void> {
+  const print = console.log;
+  // Capture the throughput figure for the ratio without parsing our own output.
+  console.log = (...a: unknown[]) => {
+    const line = String(a[0]);
+    const m = /^sequencer_throughput: (\d+)/.exec(line);
+    if (m) measuredThroughput = Number(m[1]);
+    print(...a);
+  };
+  try {
+    await throughput(total, marks, fsync);
+  } finally {
+    console.log = print;
+  }
+}

@@ -1,0 +1,86 @@
+// Shared helpers for the benchmarks: figure lines, percentiles, RSS sampling, quick mode.
+//
+// Every result is printed as one line `<figure>: <value> <unit>` so that issue notes and
+// scripts can pick figures out with a grep; anything else a benchmark prints starts with '#'.
+
+/** True when the run should shrink its sizes: `--quick` or BENCH_QUICK=1. */
+export const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
+
+/** Prints `<name>: <value> <unit>`. */
+export function figure(name: string, value: number | string, unit = ''): void {
+  const v = typeof value === 'number' && !Number.isInteger(value) ? Number(value.toPrecision(4)) : value;
+  console.log(`${name}: ${v}${unit ? ` ${unit}` : ''}`);
+}
+
+/** Prints a comment line (context for the figures, never parsed). */
+export function note(text: string): void {
+  console.log(`# ${text}`);
+}
+
+/** The p-th percentile (0–100) of `values`, nearest-rank; sorts a copy. NaN when empty. */
+export function percentile(values: ArrayLike<number>, p: number): number {
+  const sorted = Float64Array.from(values as ArrayLike<number>).sort();
+  return percentileSorted(sorted, p);
+}
+
+/** As `percentile`, for values already sorted ascending. */
+export function percentileSorted(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+export const MiB = 1024 * 1024;
+
+/** Samples process RSS on an interval and on demand, keeping the peak. */
+export class RssSampler {
+  private peakBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly intervalMs = 50) {}
+
+  start(): this {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), this.intervalMs);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.sample();
+  }
+
+  /** Takes a sample now; returns the current RSS in bytes. */
+  sample(): number {
+    const rss = process.memoryUsage.rss();
+    if (rss > this.peakBytes) this.peakBytes = rss;
+    return rss;
+  }
+
+  /** Peak RSS seen so far, in MiB. */
+  get peakMiB(): number {
+    return this.peakBytes / MiB;
+  }
+}
+
+/** Milliseconds since an arbitrary origin, sub-millisecond precision. */
+export const now = (): number => performance.now();
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn` repeatedly for about `ms` milliseconds; returns iterations per second. */
+export function ratePerSecond(fn: () => void, ms = 1000, chunk = 1000): number {
+  // Warm up so the JIT has compiled the loop body.
+  for (let i = 0; i < chunk; i++) fn();
+  let iterations = 0;
+  const start = now();
+  let elapsed = 0;
+  while (elapsed < ms) {
+    for (let i = 0; i < chunk; i++) fn();
+    iterations += chunk;
+    elapsed = now() - start;
+  }
+  return (iterations / elapsed) * 1000;
+}
