@@ -1,4 +1,6 @@
 // Exit codes of the `stele` command (documented in README.md and `stele --help`).
+import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
+
 export const EXIT = {
   OK: 0,
   /** A verification failed (FAIL in a report, a bad proof or signature). */
@@ -25,6 +27,7 @@ export class CliError extends Error {
 /** Maps any thrown value to an exit code and a one-line message (never a stack trace). */
 export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
+  if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   const io = ['ENOENT', 'EACCES', 'EPERM', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EISDIR', 'ENOSPC'];
   if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
@@ -34,4 +37,17 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   }
   const msg = err?.message ?? String(e);
   return { code: EXIT.IO, message: msg.split('\n')[0] ?? msg };
+}
+
+/** Exit code of each kind of ledger-client error (src/client/errors.ts). */
+const CLIENT_EXIT: Record<ClientErrorKind, ExitCode> = {
+  verify: EXIT.VERIFY_FAILED,
+  usage: EXIT.USAGE,
+  config: EXIT.USAGE,
+  network: EXIT.IO,
+  io: EXIT.IO,
+};
+
+function oneLine(s: string): string {
+  return s.split('\n')[0] ?? s;
 }

@@ -40,8 +40,8 @@ export function witnessApp(witness: Witness, logger: Logger): Koa {
       }
       ctx.status = e.status;
       if (e.status === 409 && e.knownSize !== undefined) {
-        ctx.type = SIZE_CONTENT_TYPE;
         ctx.body = `${e.knownSize}\n`;
+        ctx.set('Content-Type', SIZE_CONTENT_TYPE);
       } else {
         ctx.type = 'text/plain; charset=utf-8';
         ctx.body = `${e.message}\n`;

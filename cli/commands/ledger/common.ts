@@ -1,0 +1,177 @@
+// Shared plumbing of the ledger commands: configuration and trust loading, output (human
+// or --json), the PASS/FAIL report renderer, progress bars (only on a terminal), options.
+import cliProgress from 'cli-progress';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
+import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
+import { ConfigError, UsageError } from '../../../src/client/errors.js';
+import { type Session, trustOf } from '../../../src/client/ledger.js';
+import { type LogObjectSource, openObjectSource } from '../../../src/client/objects.js';
+import { ProofStore } from '../../../src/client/proofs.js';
+import type { Report } from '../../../src/client/verify.js';
+import { EXIT } from '../../errors.js';
+
+export interface CommonOptions {
+  config?: string;
+  json?: boolean;
+}
+
+export const EXIT_CODES_HELP = `
+Exit codes:
+  0  verified / success
+  1  a verification failed (FAIL in the report, bad proof or signature)
+  2  usage or configuration error
+  3  network or I/O error`;
+
+const ENV_HELP = `
+Configuration: --config <path>, else $XDG_CONFIG_HOME/stele/ledger.toml, else
+~/.config/stele/ledger.toml. STELE_LEDGER_ENDPOINT and STELE_LEDGER_TENANT override the
+file's endpoint and tenant. Proof bundles: $XDG_DATA_HOME/stele/proofs (default
+~/.local/share/stele/proofs).`;
+
+/** Adds --config and --json and the help epilogue. */
+export function common(cmd: Command, { config = true } = {}): Command {
+  if (config) cmd.option('--config <path>', 'configuration file (default ~/.config/stele/ledger.toml)');
+  return cmd.option('--json', 'print one JSON document on stdout instead of text').addHelpText('after', `${config ? ENV_HELP : ''}${EXIT_CODES_HELP}`);
+}
+
+export function intArg(name: string, min = 0) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
+    return Number(v);
+  };
+}
+
+export const tilesOption = () =>
+  new Option('--tiles [url|dir]', 'verify from the tiles (a URL or a local mirror) instead of the JSON API; without a value, the configured tiles location or the endpoint');
+
+// ---- session ----------------------------------------------------------------------------
+
+export interface Opened {
+  readonly loaded: LoadedConfig;
+  readonly session: Session;
+  readonly api: LedgerApi | null;
+}
+
+/** Loads the configuration and pinned trust; `online` requires an endpoint. */
+export async function openSession(opts: CommonOptions, { online = true, requireOnline = online } = {}): Promise<Opened> {
+  const loaded = await loadConfig(opts.config);
+  let api: LedgerApi | null = null;
+  const endpoint = loaded.effective.endpoint;
+  if (online && endpoint) {
+    try {
+      api = new LedgerApi(endpoint);
+    } catch (e) {
+      throw new ConfigError(`${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`);
+    }
+  } else if (requireOnline) {
+    throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
+  }
+  const trust = await trustOf(loaded.effective, api ?? undefined);
+  return { loaded, api, session: { config: loaded, trust, proofs: new ProofStore(proofsDir()) } };
+}
+
+/** The source for --tiles: the given value, else [ledger] tiles, else the endpoint. */
+export async function tilesSource(value: string | true, loaded: LoadedConfig): Promise<LogObjectSource> {
+  const where = value === true ? (loaded.effective.tiles ?? loaded.effective.endpoint) : value;
+  if (!where) throw new UsageError('--tiles needs a URL or directory (none configured)');
+  return openObjectSource(where === loaded.effective.endpoint ? normalizeEndpoint(where) : where);
+}
+
+// ---- output -----------------------------------------------------------------------------
+
+const color = (): boolean => Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+const paint = (code: number, s: string) => (color() ? `\u001b[${code}m${s}\u001b[0m` : s);
+export const green = (s: string) => paint(32, s);
+export const red = (s: string) => paint(31, s);
+export const dim = (s: string) => paint(2, s);
+export const bold = (s: string) => paint(1, s);
+
+export function out(text = ''): void {
+  process.stdout.write(`${text}\n`);
+}
+
+export function emitJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function reportJson(r: Report) {
+  return { result: r.result, checks: r.checks };
+}
+
+export function renderReport(r: Report): string {
+  const badge = (s: string) => (s === 'PASS' ? green('PASS') : s === 'FAIL' ? red('FAIL') : dim('SKIP'));
+  const lines = r.checks.map((c) => `  ${badge(c.status)}  ${c.rule}. ${c.name}: ${c.detail}`);
+  lines.push(r.result === 'PASS' ? `Result: ${green('PASS')} — verified` : `Result: ${red('FAIL')} — not verified; do not trust it`);
+  return lines.join('\n');
+}
+
+/** Sets the exit code from a report (1 on FAIL). */
+export function exitFor(r: Report): void {
+  if (r.failed) process.exitCode = EXIT.VERIFY_FAILED;
+}
+
+export const short = (h: string | undefined, n = 16) => (h ? `${h.slice(0, n)}…` : '');
+
+export function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(1)} ${units[u]}`;
+}
+
+// ---- progress -----------------------------------------------------------------------------
+
+export interface Progress {
+  update(done: number, total: number): void;
+  stop(): void;
+}
+
+const NO_PROGRESS: Progress = { update() {}, stop() {} };
+
+/** A progress bar on stderr, shown only when stderr is a terminal and output is not JSON. */
+export function progress(label: string, json: boolean | undefined, unit = ''): Progress {
+  if (json || !process.stderr.isTTY || process.env.STELE_NO_PROGRESS) return NO_PROGRESS;
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: `${label} [{bar}] {percentage}% | {value}/{total}${unit ? ` ${unit}` : ''} | {duration_formatted}`,
+      hideCursor: true,
+      clearOnComplete: true,
+      etaBuffer: 50,
+      fps: 10,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update(done, total) {
+      if (!started) {
+        bar.start(total, done);
+        started = true;
+      } else {
+        bar.setTotal(total);
+        bar.update(done);
+      }
+    },
+    stop() {
+      if (started) bar.stop();
+    },
+  };
+}
+
+/** Progress of hashing a file, in MiB. */
+export function hashProgress(file: string, json: boolean | undefined) {
+  const p = progress(`hashing ${file}`, json, 'MiB');
+  return {
+    onHashProgress: (bytes: number, total: number) => {
+      if (total >= 64 << 20) p.update(Math.floor(bytes / 2 ** 20), Math.ceil(total / 2 ** 20));
+    },
+    stop: () => p.stop(),
+  };
+}
