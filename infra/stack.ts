@@ -260,15 +260,22 @@ export class SteleStack extends Stack {
     });
 
     // ---- CloudFront -------------------------------------------------------------------
-    const tilesOrigin = origins.S3BucketOrigin.withOriginAccessControl(this.bucket, { originPath: `/${PUBLIC_PREFIX.slice(0, -1)}` });
+    // OAC grants the distribution (only it: AWS:SourceArn) GetObject and ListBucket. With
+    // ListBucket S3 answers 404, not 403, for a missing tile, so tlog clients fall back from
+    // a swept partial to the full tile. The origin path keeps requests inside the public prefix.
+    const tilesOrigin = origins.S3BucketOrigin.withOriginAccessControl(this.bucket, {
+      originPath: `/${PUBLIC_PREFIX.slice(0, -1)}`,
+      originAccessLevels: [cloudfront.AccessLevel.READ, cloudfront.AccessLevel.LIST],
+    });
     const apiOrigin = new origins.LoadBalancerV2Origin(alb, {
       protocolPolicy: cloudfront.OriginProtocolPolicy.HTTP_ONLY,
       customHeaders: { [ORIGIN_VERIFY_HEADER]: originSecret },
       readTimeout: Duration.seconds(60),
     });
     const checkpointCache = new cloudfront.CachePolicy(this, 'CheckpointCache', {
+      // 1-2 s at the edge even though the object says no-cache: absorbs polling storms.
       comment: 'Stele checkpoint: at most 2 s at the edge',
-      minTtl: Duration.seconds(0),
+      minTtl: Duration.seconds(1),
       defaultTtl: Duration.seconds(1),
       maxTtl: Duration.seconds(2),
       enableAcceptEncodingGzip: true,
@@ -307,29 +314,18 @@ export class SteleStack extends Stack {
         },
       },
       // Never remember a miss or an API error at the edge (default: 10 s).
-      errorResponses: [403, 404, 429, 500, 502, 503, 504].map((httpStatus) => ({ httpStatus, ttl: Duration.seconds(0) })),
+      errorResponses: [403, 404, 500, 502, 503, 504].map((httpStatus) => ({ httpStatus, ttl: Duration.seconds(0) })),
     });
     // Optional custom domain, chosen at deploy time.
     const cfn = this.distribution.node.defaultChild as cloudfront.CfnDistribution;
     cfn.addPropertyOverride('DistributionConfig.Aliases', Fn.conditionIf(hasDomain.logicalId, [domainName.valueAsString], Aws.NO_VALUE));
-    cfn.addPropertyOverride(
-      'DistributionConfig.ViewerCertificate',
-      Fn.conditionIf(
-        hasDomain.logicalId,
-        { AcmCertificateArn: certificateArn.valueAsString, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' },
-        { CloudFrontDefaultCertificate: true },
-      ),
-    );
-    // With ListBucket, S3 answers 404 for a missing tile (tlog clients then fall back from a
-    // partial to the full tile) instead of 403. Scoped to this distribution.
-    this.bucket.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [new iam.ServicePrincipal('cloudfront.amazonaws.com')],
-        actions: ['s3:ListBucket'],
-        resources: [this.bucket.bucketArn],
-        conditions: { StringEquals: { 'AWS:SourceArn': this.distribution.distributionArn } },
-      }),
-    );
+    const ifDomain = (yes: unknown, no: unknown) => Fn.conditionIf(hasDomain.logicalId, yes, no);
+    cfn.addPropertyOverride('DistributionConfig.ViewerCertificate', {
+      AcmCertificateArn: ifDomain(certificateArn.valueAsString, Aws.NO_VALUE),
+      SslSupportMethod: ifDomain('sni-only', Aws.NO_VALUE),
+      MinimumProtocolVersion: ifDomain('TLSv1.2_2021', Aws.NO_VALUE),
+      CloudFrontDefaultCertificate: ifDomain(Aws.NO_VALUE, true),
+    });
 
     // ---- alarms ---------------------------------------------------------------------
     const topic = new sns.Topic(this, 'Alarms', { displayName: 'Stele alarms' });

@@ -33,12 +33,19 @@ const SETTINGS = {
   demoWitnesses: { env: 'STELE_DEMO_WITNESSES', file: 'demo_witnesses', kind: 'int' },
   witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
   witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
-} as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' }>;
+  enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
+} as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' | 'bool' }>;
 
 type Key = keyof typeof SETTINGS;
 
-function coerce(key: Key, value: unknown, where: string): string | number {
+function coerce(key: Key, value: unknown, where: string): string | number | boolean {
   const kind = SETTINGS[key].kind;
+  if (kind === 'bool') {
+    if (typeof value === 'boolean') return value;
+    if (value === 'true' || value === '1') return true;
+    if (value === 'false' || value === '0') return false;
+    throw new ConfigError(`${where}: ${key} must be true or false`);
+  }
   if (kind === 'int') {
     const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : NaN;
     if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: ${key} must be a non-negative integer`);

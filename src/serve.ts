@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
+import { mountControlPlane } from './control/mount.js';
 import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
 import type { LedgerService } from './api/ledger.js';
 import { Metrics } from './api/metrics.js';
@@ -36,6 +37,8 @@ export interface ServeConfig {
   readonly witnesses?: string;
   /** Cosignatures required to publish (default: all configured witnesses). */
   readonly witnessThreshold?: number;
+  /** Mount the enterprise control plane (/v1) on this server, recording into this log. */
+  readonly enterprise?: boolean;
 }
 
 export interface RunningServer {
@@ -104,6 +107,17 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
   });
 
+  const control = cfg.enterprise
+    ? await mountControlPlane(app, {
+        submit: (req) => sequencer.submit(req),
+        reader,
+        checkpoint: () => sequencer.checkpoint,
+        dataDir: join(cfg.dataDir, 'control'),
+        logger,
+        env: process.env,
+      })
+    : undefined;
+
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(cfg.port, cfg.host, () => resolve(s));
     s.once('error', reject);
@@ -124,6 +138,7 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((r) => server.close(() => r()));
+        await control?.close();
         await sequencer.close();
         server.closeIdleConnections();
         await stopped;

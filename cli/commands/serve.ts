@@ -41,6 +41,7 @@ export function registerServeCommands(program: Command): void {
     .option('--demo-witnesses <n>', 'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)')
     .option('--witness <vkey=url>', 'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
     .option('--witness-threshold <m>', 'cosignatures required before a checkpoint is published (default: all witnesses)')
+    .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')

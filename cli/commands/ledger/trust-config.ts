@@ -5,9 +5,9 @@ import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
 import { type LedgerConfig, parseKeyId, parseWitnessVkey, readConfigFile, saveConfig } from '../../../src/client/config.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
-import { ApiView, type LogView, TilesView, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
+import { ApiView, type LogView, TilesView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
-import { hashFromHex, toHex } from '../../../src/hash.js';
+import { toHex } from '../../../src/hash.js';
 import {
   type CommonOptions,
   common,
@@ -112,7 +112,7 @@ export function registerTrustConfig(ledger: Command): void {
     let advanced: { from: number; to: number } | null = null;
     if (opts.advance) {
       const view: LogView = opts.tiles ? new TilesView(await tilesSource(opts.tiles, loaded), String(opts.tiles === true ? 'tiles' : opts.tiles)) : new ApiView(api!);
-      const fresh = { ...session, trust: { ...session.trust, pin: { size: file.trust.treeSize, root: hashFromHex(file.trust.rootHash) } } };
+      const fresh = { ...session, trust: await trustOf(file, api ?? undefined) };
       const r = await verifyCheckpoint(fresh, view);
       exitReport = reportJson(r.report);
       if (r.report.failed) {

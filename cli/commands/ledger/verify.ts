@@ -1,0 +1,88 @@
+// `stele ledger verify <file>`: the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
+// API or (--tiles) straight from the tiles with every proof computed client-side.
+import type { Command } from 'commander';
+import { ApiView, type LogView, TilesView, type VerifyResult, verifyFile } from '../../../src/client/ledger.js';
+import {
+  type CommonOptions,
+  type Opened,
+  common,
+  emitJson,
+  exitFor,
+  hashProgress,
+  intArg,
+  openSession,
+  out,
+  renderReport,
+  reportJson,
+  short,
+  tilesOption,
+  tilesSource,
+} from './common.js';
+
+export interface VerifyCliOptions extends CommonOptions {
+  tiles?: string | true;
+  leafIndex?: number;
+}
+
+export function verifyJson(r: VerifyResult) {
+  return {
+    ...reportJson(r.report),
+    file: r.file,
+    digest: r.digest,
+    bytes: r.bytes,
+    mode: r.mode,
+    source: r.source,
+    entryId: r.entry?.id ?? null,
+    entry: r.entry ?? null,
+    leafIndex: r.leafIndex ?? null,
+    treeSize: r.treeSize ?? null,
+    checkpoint: r.checkpoint ?? null,
+    pinMoved: r.pinMoved,
+    proofFile: r.savedProof ?? null,
+  };
+}
+
+export function printVerify(r: VerifyResult): void {
+  out(`Verifying ${r.file}`);
+  out(`  digest      ${r.digest}`);
+  out(`  log         ${r.checkpoint?.origin ?? '?'} via ${r.source} (${r.mode === 'api' ? 'JSON API' : 'tiles, proofs computed locally'})`);
+  if (r.entry) out(`  entry       ${r.entry.id} (${r.entry.type}, ${r.entry.timestamp})`);
+  if (r.leafIndex !== undefined && r.treeSize !== undefined) out(`  leaf        ${r.leafIndex} of tree size ${r.treeSize}, root ${short(r.checkpoint?.rootHash)}`);
+  if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
+  out(renderReport(r.report));
+}
+
+/** Runs the verification for `ledger verify` and top-level `verify`. */
+export async function runVerify(file: string, opts: VerifyCliOptions, opened?: Opened): Promise<VerifyResult> {
+  const o = opened ?? (await openSession(opts, { online: !opts.tiles }));
+  const view: LogView = opts.tiles
+    ? new TilesView(await tilesSource(opts.tiles, o.loaded), opts.tiles === true ? (o.loaded.effective.tiles ?? o.loaded.effective.endpoint ?? '') : opts.tiles)
+    : new ApiView(o.api!);
+  const hp = hashProgress(file, opts.json);
+  return verifyFile(o.session, view, file, {
+    ...(opts.leafIndex !== undefined ? { leafIndex: opts.leafIndex } : {}),
+    onHashProgress: hp.onHashProgress,
+  }).finally(() => hp.stop());
+}
+
+export function verifyOptions(cmd: Command): Command {
+  return cmd
+    .addOption(tilesOption())
+    .option('--leaf-index <n>', 'with --tiles: the leaf to check (default: from the stored proof bundle)', intArg('--leaf-index'));
+}
+
+export function registerLedgerVerify(ledger: Command): void {
+  common(
+    verifyOptions(
+      ledger
+        .command('verify')
+        .description('verify a file against the current checkpoint: PASS/FAIL for each rule of the report')
+        .argument('<package_file>', 'the file to verify'),
+    ),
+  ).action(async (file: string, opts: VerifyCliOptions) => {
+    const r = await runVerify(file, opts);
+    if (opts.json) emitJson(verifyJson(r));
+    else printVerify(r);
+    exitFor(r.report);
+  });
+}
