@@ -13,9 +13,8 @@ import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
 import { entryId } from '../src/entry.js';
-import { figure } from './util.js';
+import { QUICK, figure } from './util.js';
 
-const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
 const ORIGIN = 'bench.stele/api';
@@ -66,6 +65,7 @@ async function load(url: string, connections: number, paths: () => string, init:
     url,
     connections,
     duration: DURATION,
+    timeout: 30,
     requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
     ...init,
   });
@@ -136,9 +136,17 @@ export default async function main(): Promise<void> {
       let n = LOG_SIZE * 4;
       t = performance.now();
       const anchorRun = await load(srv.url, 256, () => '/api/ledger/anchor', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ digest: digestOf(n++) }) }) }],
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              method: 'POST',
+              path: '/api/ledger/anchor',
+              headers: { ...req.headers, 'content-type': 'application/json' },
+              body: JSON.stringify({ digest: digestOf(n++) }),
+            }),
+          },
+        ],
       });
       figure('anchor_throughput', Math.round(anchorRun.rps), 'anchors/s');
       figure('anchor_p50', anchorRun.p50, 'ms');

@@ -29,6 +29,8 @@ export interface EntryAt {
   readonly entry: CanonicalEntry;
   readonly canonical: Uint8Array;
   readonly entryHash: Uint8Array;
+  /** The leaf hash as the level-0 tile records it (checked against entryHash). */
+  readonly leafHash: Uint8Array;
 }
 
 export class LogReader {
@@ -125,6 +127,6 @@ export class LogReader {
     const entryHash = entries[i]!;
     if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
     const canonical = records[i]!;
-    return { seq, entry: parseCanonicalEntry(canonical), canonical, entryHash };
+    return { seq, entry: parseCanonicalEntry(canonical), canonical, entryHash, leafHash: leaf };
   }
 }

@@ -114,7 +114,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
-    ctx.body = entryProofView(seq, found.entry, found.entryHash, path, view(cp));
+    ctx.body = entryProofView(seq, found.entry, found.entryHash, path, view(cp), found.leafHash);
   });
 
   router.get('/consistency', async (ctx) => {

@@ -46,11 +46,12 @@ export function entryProofView(
   entryHash: Uint8Array,
   auditPath: readonly Uint8Array[],
   checkpoint: CheckpointView,
+  leaf: Uint8Array = leafHash(entryHash),
 ): EntryProofView {
   return {
     leafIndex: seq,
     treeSize: checkpoint.treeSize,
-    leafHash: toHex(leafHash(entryHash)),
+    leafHash: toHex(leaf),
     auditPath: auditPath.map(toHex),
     rootHash: checkpoint.rootHash,
     checkpoint,

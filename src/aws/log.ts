@@ -14,11 +14,10 @@ import type { NoteSigner } from '../note.js';
 import { LogReader } from '../reader.js';
 import { type BatchListener, Sequencer } from '../sequencer/sequencer.js';
 import { loadOrCreateKey } from '../signer.js';
-import { TILE_WIDTH } from '../tiles.js';
 import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
-import { S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
 
 export interface AwsCredentials {
   readonly accessKeyId: string;
@@ -84,6 +83,7 @@ export interface AwsLog {
   readonly reader: LogReader;
   /** Settles when the index has caught up with the log as it was at open. */
   readonly indexReady: Promise<void>;
+  readonly sweeper: PartialSweeper | undefined;
   /** Settles when the sweeper is idle (tests, shutdown). */
   sweepIdle(): Promise<void>;
   /** Integrates accepted anchors, stops the chores, closes the clients. */
@@ -177,38 +177,22 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
         )
       : Promise.resolve();
 
-    // Partial-tile sweeper: runs after a publish completes a tile, one sweep at a time.
-    const sweepMark = new DynamoMark(ddb, table, config.origin, 'swept');
-    let swept = config.s3.sweepPartials === false ? Infinity : await sweepMark.get();
-    let wanted = 0;
-    let sweeping: Promise<void> | undefined;
-    const tileOf = (n: number) => Math.floor(n / TILE_WIDTH);
-    const maybeSweep = (size: number) => {
-      wanted = Math.max(wanted, size);
-      if (sweeping || tileOf(wanted) <= tileOf(swept)) return;
-      sweeping = (async () => {
-        while (tileOf(wanted) > tileOf(swept)) {
-          const target = wanted;
-          const r = await store.sweepPartials(target, swept);
-          await sweepMark.advance(target);
-          swept = target;
-          log?.debug({ upTo: target, deleted: r.deleted, missingFull: r.missingFull }, 'swept partial tiles');
-        }
-      })()
-        .catch((e: unknown) => log?.error({ err: (e as Error).message }, 'partial-tile sweep failed; retried after the next publish'))
-        .finally(() => {
-          sweeping = undefined;
-        });
-    };
+    // Partial-tile sweeper: deletes a partial as soon as its full tile is published.
+    const sweeper =
+      config.s3.sweepPartials === false
+        ? undefined
+        : await PartialSweeper.start(store, new DynamoMark(ddb, table, config.origin, 'swept'), opened.size, (e) =>
+            log?.error({ err: e.message }, 'partial-tile sweep failed; retried after the next publish'),
+          );
 
     // Heartbeat: stallSeconds grows only while anchors wait and no checkpoint is published.
     let lastProgress = Date.now();
     let stopReported = false;
     sequencer.onPublished((c) => {
       lastProgress = Date.now();
-      maybeSweep(c.size);
+      sweeper?.published(c.size);
     });
-    maybeSweep(opened.size);
+    sweeper?.published(opened.size);
     const heartbeatMs = config.heartbeatMs ?? 10_000;
     const heartbeat =
       heartbeatMs > 0
@@ -243,14 +227,13 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       signer,
       reader,
       indexReady,
-      sweepIdle: async () => {
-        while (sweeping) await sweeping;
-      },
+      sweeper,
+      sweepIdle: async () => sweeper?.idle(),
       async close() {
         if (heartbeat) clearInterval(heartbeat);
         await sequencer.close();
         await indexReady;
-        while (sweeping) await sweeping;
+        await sweeper?.idle();
         if (signer instanceof KmsSigner) signer.close();
         destroy();
       },

@@ -13,7 +13,8 @@
 // Conditional writes need an endpoint that honours them (AWS S3 since 2024, MinIO, R2, …);
 // probeConditionalWrites() tells, and openAwsLog() refuses an endpoint that ignores them
 // unless told otherwise. Partial tiles replaced by a full tile are removed by
-// sweepPartials(): a lifecycle rule cannot express "a `.p/` key whose full tile exists".
+// PartialSweeper (below), not by a lifecycle rule: a rule cannot express "a `.p/` key whose
+// full tile exists", and an age-based rule would delete the right edge of a quiet log.
 import { randomBytes } from 'node:crypto';
 import {
   DeleteObjectCommand,
@@ -230,6 +231,18 @@ export class S3ObjectStore implements ObjectStore {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
   }
 
+  /** Deletes keys with DeleteObjects, 1,000 per request (DELETE requests are not billed by S3). */
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const chunk = keys.slice(i, i + 1000).map((k) => this.s3Key(k));
+      this.stats.deletes++;
+      const res = await this.client.send(
+        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }),
+      );
+      if (res.Errors?.length) throw new Error(`deleting ${res.Errors[0]?.Key} failed: ${res.Errors[0]?.Code}`);
+    }
+  }
+
   private async put(key: string, data: Uint8Array, condition: { IfNoneMatch?: string; IfMatch?: string }): Promise<string> {
     const m = this.meta(key);
     this.stats.puts++;
@@ -339,6 +352,100 @@ export class S3ObjectStore implements ObjectStore {
       return { ifNoneMatch, ifMatch };
     } finally {
       await this.delete(key);
+    }
+  }
+}
+
+/** The partial tiles and bundles that exist at tree size `size` (one per level with a partial tile). */
+export function partialTilesAt(size: number): { kind: TileKind; index: number; width: number; level: number }[] {
+  const out: { kind: TileKind; index: number; width: number; level: number }[] = [];
+  const w0 = size % TILE_WIDTH;
+  if (w0 > 0) {
+    const index = Math.floor(size / TILE_WIDTH);
+    for (const kind of ['entries', 'records'] as const) out.push({ kind, index, width: w0, level: 0 });
+  }
+  for (let level = 0; levelHashCount(level, size) > 0; level++) {
+    const count = levelHashCount(level, size);
+    if (count % TILE_WIDTH > 0) out.push({ kind: level, index: Math.floor(count / TILE_WIDTH), width: count % TILE_WIDTH, level });
+  }
+  return out;
+}
+
+/** A number kept durably that only grows (DynamoMark): how far partial tiles are swept. */
+export interface SweepMark {
+  get(): Promise<number>;
+  advance(size: number): Promise<void>;
+}
+
+/**
+ * Removes partial tiles once their full tile is published, at almost no request cost:
+ *   - every published size names exactly the partial tiles it wrote (partialTilesAt), so
+ *     the sweeper remembers them and deletes them by key with DeleteObjects (not billed)
+ *     as soon as their full tile is published — no LIST needed;
+ *   - partials written before this process started (up to the tile that was partial at
+ *     start) are found once with sweepPartials() (one LIST per tile and kind), from the
+ *     durable mark onwards, when that tile completes; the mark then follows the log.
+ * Level ≥ 1 partials a previous process wrote at its last sizes are not revisited (a few
+ * small objects per restart); `sweepPartials(size, 0)` cleans everything if ever needed.
+ * Sweeping never blocks publishing; a failed sweep is retried after the next publish.
+ */
+export class PartialSweeper {
+  private readonly known = new Map<string, { level: number; index: number }>();
+  private wanted = 0;
+  private running: Promise<void> | undefined;
+  private catchUp: { from: number; until: number } | undefined;
+  readonly stats = { deleted: 0, listSweeps: 0 };
+
+  private constructor(
+    private readonly store: S3ObjectStore,
+    private readonly mark: SweepMark,
+    startSize: number,
+    markSize: number,
+    private readonly onError: (e: Error) => void,
+  ) {
+    // Tiles from the mark up to the one partial at start may hold partials of earlier processes.
+    const until = (Math.floor(startSize / TILE_WIDTH) + 1) * TILE_WIDTH;
+    if (startSize > 0 && Math.floor(markSize / TILE_WIDTH) < Math.floor(until / TILE_WIDTH)) this.catchUp = { from: markSize, until };
+  }
+
+  static async start(store: S3ObjectStore, mark: SweepMark, startSize: number, onError: (e: Error) => void): Promise<PartialSweeper> {
+    return new PartialSweeper(store, mark, startSize, await mark.get(), onError);
+  }
+
+  /** Call after every publish (and for a batch re-applied on recovery). */
+  published(size: number): void {
+    for (const t of partialTilesAt(size)) this.known.set(tilePath(t), { level: t.level, index: t.index });
+    this.wanted = Math.max(this.wanted, size);
+    if (!this.running) {
+      this.running = this.sweep()
+        .catch((e: unknown) => this.onError(e as Error))
+        .finally(() => {
+          this.running = undefined;
+        });
+    }
+  }
+
+  /** Settles when no sweep is running. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async sweep(): Promise<void> {
+    for (let done = -1; done !== this.wanted; ) {
+      const size = (done = this.wanted);
+      const ready = [...this.known].filter(([, t]) => t.index < Math.floor(levelHashCount(t.level, size) / TILE_WIDTH)).map(([k]) => k);
+      if (ready.length > 0) {
+        await this.store.deleteMany(ready);
+        for (const k of ready) this.known.delete(k);
+        this.stats.deleted += ready.length;
+      }
+      if (this.catchUp && size >= this.catchUp.until) {
+        const r = await this.store.sweepPartials(this.catchUp.until, this.catchUp.from);
+        this.stats.listSweeps++;
+        this.stats.deleted += r.deleted;
+        this.catchUp = undefined;
+      }
+      if (!this.catchUp && ready.length > 0) await this.mark.advance(Math.floor(size / TILE_WIDTH) * TILE_WIDTH);
     }
   }
 }

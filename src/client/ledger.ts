@@ -2,10 +2,10 @@
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
 import { basename } from 'node:path';
-import { formatCheckpointBody } from '../checkpoint.js';
+import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint.js';
 import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
-import { type NoteVerifier, SIG_ED25519, keyIdOf, parseVkey, signatureLine } from '../note.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../note.js';
 import { rootsFromConsistencyProof } from '../merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
@@ -103,6 +103,8 @@ export class ApiView implements LogView {
 export class TilesView implements LogView {
   readonly kind = 'tiles';
   readonly reader: LogReader;
+  /** Size of the checkpoint read: the tiles that exist are those of this tree. */
+  published = 0;
   constructor(
     readonly source: ObjectReader,
     readonly name: string,
@@ -110,11 +112,17 @@ export class TilesView implements LogView {
     this.reader = new LogReader(source, { cacheEntries: 512 });
   }
   async checkpoint(): Promise<CheckpointInput> {
-    const note = await this.source.get('checkpoint');
-    if (!note) throw new VerificationError(`${this.name} has no checkpoint`);
-    return { note: Buffer.from(note).toString('utf8') };
+    const bytes = await this.source.get('checkpoint');
+    if (!bytes) throw new VerificationError(`${this.name} has no checkpoint`);
+    const note = Buffer.from(bytes).toString('utf8');
+    try {
+      this.published = parseCheckpointBody(parseNote(note).body).size;
+    } catch {
+      // malformed: checkCheckpoint reports it
+    }
+    return { note };
   }
-  prove: ProveConsistency = async (first, second) => ({ proof: await this.reader.consistencyProof(first, second) });
+  prove: ProveConsistency = async (first, second) => ({ proof: await this.reader.consistencyProof(first, second, this.published) });
 }
 
 // ---- shared pieces -------------------------------------------------------------------
@@ -493,7 +501,8 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
       [firstRoot, secondRoot, proof] = [hashFromHex(c.firstRoot), hashFromHex(c.secondRoot), hashes(c.proof)];
     } else {
       const r = (view as TilesView).reader;
-      [firstRoot, secondRoot, proof] = await Promise.all([r.treeHash(a), r.treeHash(b), r.consistencyProof(a, b)]);
+      const p = cc.size;
+      [firstRoot, secondRoot, proof] = await Promise.all([r.treeHash(a, p), r.treeHash(b, p), r.consistencyProof(a, b, p)]);
     }
   } catch (e) {
     if (!(e instanceof ApiError) && (e as { kind?: string }).kind !== undefined) throw e;

@@ -54,7 +54,9 @@ export interface Opened {
 }
 
 /** Loads the configuration and pinned trust; `online` requires an endpoint. */
-export async function openSession(opts: CommonOptions, { online = true, requireOnline = online } = {}): Promise<Opened> {
+export async function openSession(opts: CommonOptions, mode: { online?: boolean; requireOnline?: boolean } = {}): Promise<Opened> {
+  const online = mode.online ?? true;
+  const requireOnline = mode.requireOnline ?? online;
   const loaded = await loadConfig(opts.config);
   let api: LedgerApi | null = null;
   const endpoint = loaded.effective.endpoint;

@@ -1,0 +1,151 @@
+// CDK assertions on the synthesized template of infra/stack.ts (synthesized in process,
+// offline): the bucket is private, CloudFront caches the checkpoint ≤ 2 s and tiles as
+// immutable and never caches the API, the key is Ed25519 for signing, the API role can
+// neither write tiles nor sign, and exactly one sequencer task runs.
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SteleStack } from '../infra/stack.js';
+
+type Json = Record<string, any>;
+
+let template: Template;
+let resources: Record<string, Json>;
+
+beforeAll(() => {
+  const app = new App();
+  template = Template.fromStack(new SteleStack(app, 'Test'));
+  resources = template.toJSON().Resources as Record<string, Json>;
+}, 60_000);
+
+const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+const refId = (v: Json | string): string => (typeof v === 'string' ? v : (v.Ref ?? v['Fn::GetAtt']?.[0]));
+
+/** Every IAM statement attached to the role a task definition runs as. */
+function taskRoleStatements(taskLogicalIdPrefix: string): Json[] {
+  const [, task] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith(taskLogicalIdPrefix))!;
+  const role = refId(task.Properties.TaskRoleArn);
+  const statements: Json[] = [];
+  for (const [, p] of ofType('AWS::IAM::Policy')) {
+    if (p.Properties.Roles.some((r: Json) => refId(r) === role)) statements.push(...p.Properties.PolicyDocument.Statement);
+  }
+  for (const [, r] of ofType('AWS::IAM::Role').filter(([id]) => id === role)) {
+    for (const p of r.Properties.Policies ?? []) statements.push(...p.PolicyDocument.Statement);
+    expect(r.Properties.ManagedPolicyArns ?? []).toEqual([]);
+  }
+  return statements;
+}
+
+const actionsOf = (statements: Json[]) => statements.filter((s) => s.Effect === 'Allow').flatMap((s) => [s.Action].flat() as string[]);
+/** Whether an IAM action pattern (with * wildcards) grants `action`. */
+const grants = (pattern: string, action: string) =>
+  new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 'i').test(action);
+
+describe('infra/stack.ts (CDK assertions)', () => {
+  it('the bucket is private, versioned and TLS-only; only the distribution may read it', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      VersioningConfiguration: { Status: 'Enabled' },
+    });
+    const [[, policy]] = ofType('AWS::S3::BucketPolicy') as [[string, Json]];
+    const statements: Json[] = policy.Properties.PolicyDocument.Statement;
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+    for (const s of statements.filter((s) => s.Effect === 'Allow')) {
+      expect(s.Principal).toEqual({ Service: 'cloudfront.amazonaws.com' });
+      expect(s.Condition.StringEquals['AWS:SourceArn']).toBeDefined();
+      expect(actionsOf([s]).every((a) => a === 's3:GetObject' || a === 's3:ListBucket')).toBe(true);
+    }
+    template.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+  });
+
+  it('CloudFront: /checkpoint ≤ 2 s, /tile/* a year, /api/ledger/* to the load balancer uncached with all methods', () => {
+    const [[, dist]] = ofType('AWS::CloudFront::Distribution') as [[string, Json]];
+    const config = dist.Properties.DistributionConfig;
+    const origins: Json[] = config.Origins;
+    const byPath = Object.fromEntries((config.CacheBehaviors as Json[]).map((b) => [b.PathPattern, b]));
+    const policy = (b: Json) => resources[refId(b.CachePolicyId)]?.Properties.CachePolicyConfig;
+
+    for (const path of ['/checkpoint', '/checkpoint.json']) {
+      const p = policy(byPath[path]);
+      expect(p.MaxTTL).toBeLessThanOrEqual(2);
+      expect(p.DefaultTTL).toBeLessThanOrEqual(2);
+    }
+    const tile = policy(byPath['/tile/*']);
+    expect(tile.DefaultTTL).toBe(365 * 86400);
+    expect(tile.MinTTL).toBeGreaterThanOrEqual(86400);
+
+    const apiBehavior = byPath['/api/ledger/*'];
+    expect(apiBehavior.CachePolicyId).toBe('4135ea2d-6df8-44a3-9df3-4b5a84be39ad'); // managed CachingDisabled
+    expect(apiBehavior.AllowedMethods).toEqual(expect.arrayContaining(['GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'POST', 'DELETE']));
+    const apiOrigin = origins.find((o) => o.Id === apiBehavior.TargetOriginId)!;
+    expect(resources[refId(apiOrigin.DomainName)]?.Type).toBe('AWS::ElasticLoadBalancingV2::LoadBalancer');
+    expect(apiOrigin.OriginCustomHeaders[0].HeaderName).toBe('X-Stele-Origin-Verify');
+
+    const s3Origin = origins.find((o) => o.Id === byPath['/tile/*'].TargetOriginId)!;
+    expect(s3Origin.OriginPath).toBe('/log');
+    expect(s3Origin.OriginAccessControlId).toBeDefined();
+  });
+
+  it('the log key is ECC_NIST_EDWARDS25519 for SIGN_VERIFY; the table is on demand with point-in-time recovery', () => {
+    template.hasResourceProperties('AWS::KMS::Key', { KeySpec: 'ECC_NIST_EDWARDS25519', KeyUsage: 'SIGN_VERIFY' });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+    });
+  });
+
+  it('IAM least privilege: the API role cannot write objects, write the table or sign; the sequencer signs with that key only', () => {
+    const api = taskRoleStatements('ApiTask');
+    const apiActions = actionsOf(api);
+    for (const forbidden of ['s3:PutObject', 's3:DeleteObject', 'kms:Sign', 'dynamodb:PutItem', 'dynamodb:UpdateItem']) {
+      expect(apiActions.filter((a) => grants(a, forbidden)), forbidden).toEqual([]);
+    }
+    expect(apiActions).toEqual(expect.arrayContaining(['s3:GetObject', 'dynamodb:GetItem']));
+
+    const seq = taskRoleStatements('SequencerTask');
+    const [keyId] = ofType('AWS::KMS::Key')[0]!;
+    const sign = seq.filter((s) => actionsOf([s]).some((a) => grants(a, 'kms:Sign')));
+    expect(sign).toHaveLength(1);
+    expect(sign[0]!.Resource).toEqual({ 'Fn::GetAtt': [keyId, 'Arn'] });
+    expect(actionsOf(seq)).toEqual(expect.arrayContaining(['s3:PutObject', 'dynamodb:UpdateItem', 'kms:GetPublicKey']));
+    // No statement of either role is a wildcard action or resource.
+    for (const s of [...api, ...seq]) {
+      expect(actionsOf([s]).some((a) => a.includes('*'))).toBe(false);
+      expect(s.Resource).not.toBe('*');
+    }
+  });
+
+  it('exactly one sequencer task, never two during a deployment; the API service autoscales', () => {
+    const services = ofType('AWS::ECS::Service');
+    const sequencers = services.filter(([, s]) => s.Properties.DesiredCount === 1);
+    expect(sequencers).toHaveLength(1);
+    expect(sequencers[0]![0]).toMatch(/^SequencerService/);
+    expect(sequencers[0]![1].Properties.DeploymentConfiguration).toMatchObject({ MinimumHealthyPercent: 0, MaximumPercent: 100 });
+    template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
+      ScalableDimension: 'ecs:service:DesiredCount',
+      ResourceId: Match.anyValue(),
+    });
+    const [, seqTask] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('SequencerTask'))!;
+    const env = Object.fromEntries((seqTask.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]));
+    expect(env).toMatchObject({ STELE_BACKEND: 'aws', STELE_ROLE: 'sequencer', STELE_S3_PREFIX: 'log/', STELE_S3_STAGING_PREFIX: 'private/' });
+    expect(env.STELE_BATCH_INTERVAL_MS).toEqual({ Ref: 'BatchIntervalMs' });
+  });
+
+  it('alarms on sequencer errors and stalled checkpoints; origin, domain and batch interval are parameters', () => {
+    template.hasResourceProperties('AWS::Logs::MetricFilter', { FilterPattern: '{ $.level >= 50 }' });
+    template.hasResourceProperties('AWS::Logs::MetricFilter', {
+      FilterPattern: '{ $.msg = "sequencer heartbeat" }',
+      MetricTransformations: [Match.objectLike({ MetricValue: '$.stallSeconds', MetricName: 'CheckpointStallSeconds' })],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'CheckpointStallSeconds', TreatMissingData: 'breaching' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'SequencerErrors' });
+    const params = template.toJSON().Parameters as Json;
+    expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs']));
+  });
+});
