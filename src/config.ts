@@ -84,6 +84,9 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   }
   const cfg = out as unknown as ServeConfig;
   if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');
+  if (cfg.mode === 'production' && !cfg.anchorTokens) {
+    throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
+  }
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
   if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');

@@ -18,6 +18,9 @@ import { type WitnessEndpoint, WitnessCollector } from './witness/collector.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from './witness/host.js';
 import { LogReader } from './reader.js';
 
+/** Longest a shutdown waits for clients to read their last answers. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
 export interface ServeConfig {
   readonly dataDir: string;
   readonly origin: string;
@@ -118,6 +121,12 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
       })
     : undefined;
 
+  let shuttingDown = false;
+  app.middleware.unshift(async (ctx, next) => {
+    if (shuttingDown) ctx.set('Connection', 'close');
+    await next();
+  });
+
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(cfg.port, cfg.host, () => resolve(s));
     s.once('error', reject);
@@ -137,11 +146,17 @@ export async function startServer(cfg: ServeConfig, logger: Logger): Promise<Run
     witnesses: endpoints.map((e) => formatVkey(e.verifier)),
     close() {
       closing ??= (async () => {
+        // Stop accepting connections; answers still owed are sent with Connection: close.
+        shuttingDown = true;
         const stopped = new Promise<void>((r) => server.close(() => r()));
+        server.closeIdleConnections();
         await control?.close();
         await sequencer.close();
-        server.closeIdleConnections();
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        const hardStop = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         await stopped;
+        clearInterval(sweep);
+        clearTimeout(hardStop);
         await index.close();
         await Promise.all(demo.map((d) => d.close()));
       })();

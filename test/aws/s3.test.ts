@@ -4,9 +4,9 @@
 // as AWS S3 does, and compare-and-swap of the log is proven through the DynamoDB lock in
 // dynamo.test.ts.
 import { randomBytes } from 'node:crypto';
-import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { S3ObjectStore, type S3StoreOptions } from '../../src/aws/s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions, partialTilesAt } from '../../src/aws/s3.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
 import { tilePath } from '../../src/tiles.js';
 import { readTileBytes } from '../../src/tilestore.js';
@@ -180,5 +180,49 @@ describe('sweepPartials', () => {
     // A later sweep from the previous mark looks only at tiles completed since.
     expect((await store.sweepPartials(600, 300)).tiles).toBe(3);
     expect(store.stats.lists).toBe(6);
+  });
+});
+
+describe('PartialSweeper', () => {
+  it('deletes the partials of published sizes by key, finds earlier processes\' partials with one LIST sweep, and advances the mark', async () => {
+    const store = makeStore();
+    let mark = 0;
+    const sweepMark = { get: async () => mark, advance: async (n: number) => void (mark = Math.max(mark, n)) };
+    const write = (size: number) =>
+      store.createAll(
+        partialTilesAt(size).map((t) => ({ key: tilePath(t), data: bytes(typeof t.kind === 'number' ? t.width * 32 : 4, size & 0xff) })),
+      );
+    const full = (kind: number | 'entries' | 'records', index: number) => ({ key: tilePath({ kind, index, width: 256 }), data: bytes(32, 0) });
+    const listPartials = async () => {
+      const res = await plain.send(new ListObjectsV2Command({ Bucket: server.bucket, Prefix: `${store.prefix}tile/` }));
+      return (res.Contents ?? []).map((o) => o.Key!.slice(store.prefix.length)).filter((k) => k.includes('.p/')).sort();
+    };
+
+    // A previous process published sizes 1, 5 and 100, then stopped.
+    for (const size of [1, 5, 100]) await write(size);
+    const sweeper = await PartialSweeper.start(store, sweepMark, 100, (e) => {
+      throw e;
+    });
+    sweeper.published(100);
+    // This process publishes 256 (tile 0 full) and 300.
+    await store.createAll([full(0, 0), full('entries', 0), full('records', 0)]);
+    await write(256);
+    sweeper.published(256);
+    await write(300);
+    sweeper.published(300);
+    await sweeper.idle();
+    expect(store.stats.lists).toBe(3); // one catch-up LIST per kind for tile 0, once
+    expect(mark).toBe(256);
+    expect(await listPartials()).toEqual(['tile/0/001.p/44', 'tile/1/000.p/1', 'tile/entries/001.p/44', 'tile/records/001.p/44']);
+
+    // Tile 1 completes at 520: its partials go by key, the level-1 partial stays (its tile is far from full).
+    await store.createAll([full(0, 1), full('entries', 1), full('records', 1)]);
+    await write(520);
+    sweeper.published(520);
+    await sweeper.idle();
+    expect(store.stats.lists).toBe(3);
+    expect(mark).toBe(512);
+    expect(await listPartials()).toEqual(['tile/0/002.p/8', 'tile/1/000.p/1', 'tile/1/000.p/2', 'tile/entries/002.p/8', 'tile/records/002.p/8']);
+    expect(sweeper.stats).toEqual({ deleted: 12, listSweeps: 1 });
   });
 });

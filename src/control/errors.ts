@@ -1,0 +1,43 @@
+// Control-plane errors: the ledger's JSON shape {"error":{"code","message"}} (src/api/errors.ts),
+// with optional extra fields inside `error` (a decision id, a reason) where they help the caller.
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { ApiError } from '../api/errors.js';
+import { PoolFullError, SequencerStoppedError } from '../sequencer/sequencer.js';
+
+export class ControlError extends ApiError {
+  override name = 'ControlError';
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) {
+    super(status, code, message, headers);
+  }
+}
+
+export const invalid = (code: string, message: string, extra: Record<string, unknown> = {}) => new ControlError(400, code, message, extra);
+
+/** Renders any error thrown below the /v1 router into the JSON error shape. */
+export function renderControlError(ctx: Context, e: unknown, logger: Logger): void {
+  let err: ApiError;
+  if (e instanceof ApiError) err = e;
+  else if (e instanceof PoolFullError) err = new ApiError(503, 'ledger_busy', 'the ledger is busy; retry later', { 'Retry-After': '1' });
+  else if (e instanceof SequencerStoppedError) err = new ApiError(503, 'ledger_unavailable', 'the ledger is not accepting entries');
+  else {
+    const h = e as { status?: number; type?: string; message?: string };
+    if (h?.status === 413 || h?.type === 'entity.too.large') err = new ApiError(413, 'body_too_large', 'request body is too large');
+    else if (h?.status === 400 && h?.type === 'request.aborted') err = new ApiError(400, 'request_aborted', 'request body was not received in full');
+    else {
+      logger.error({ err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e), path: ctx.path }, 'control-plane request failed');
+      err = new ApiError(500, 'internal', 'internal error');
+    }
+  }
+  ctx.status = err.status;
+  ctx.set(err.headers);
+  ctx.set('Cache-Control', 'no-store');
+  const extra = err instanceof ControlError ? err.extra : {};
+  ctx.body = { error: { code: err.code, message: err.message, ...extra } };
+}

@@ -1,0 +1,81 @@
+// The control plane's own Ed25519 key: it signs key-epoch records and audit events (never
+// checkpoints: the log key stays the log's). The key file is the same mode-0600
+// PRIVATE+KEY form as the log's (src/signer.ts); signing goes through node:crypto, which
+// is several times faster than the pure-JS signer and matters at one signature per request.
+//
+// A signed object is JSON: its signature is `ed25519:<base64>` over
+//   <domain> ‖ 0x0A ‖ RFC 8785 canonical JSON of the object without `signature`
+// and the object names the key by `key_id` (hex SHA-256 of the raw public key, as for the log).
+import { type KeyObject, createHash, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import canonicalizeCjs from 'canonicalize';
+import { keyIdOf } from '../note.js';
+import { loadOrCreateKey } from '../signer.js';
+
+const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
+
+export const EPOCH_DOMAIN = 'stele/control/key-epoch/v1';
+export const AUDIT_DOMAIN = 'stele/control/audit-event/v1';
+
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/** RFC 8785 JSON of `value`. */
+export function canonicalJson(value: unknown): string {
+  const s = canonicalize(value);
+  if (s === undefined) throw new TypeError('value cannot be canonicalised');
+  return s;
+}
+
+/** Hex SHA-256 of the canonical JSON of `value`: the digest anchored for a record. */
+export function recordDigest(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
+  const { signature: _s, ...rest } = obj;
+  return Buffer.from(`${domain}\n${canonicalJson(rest)}`, 'utf8');
+}
+
+export class ControlSigner {
+  readonly keyId: string;
+  readonly publicKeyB64: string;
+
+  private constructor(
+    readonly name: string,
+    readonly publicKey: Uint8Array,
+    private readonly key: KeyObject,
+  ) {
+    this.keyId = keyIdOf(publicKey);
+    this.publicKeyB64 = Buffer.from(publicKey).toString('base64');
+  }
+
+  /** Loads (or creates, mode 0600) the control plane's key file. */
+  static async open(path: string, name: string): Promise<ControlSigner> {
+    const { signer } = await loadOrCreateKey(path, name);
+    // SeedSigner keeps its seed private; node:crypto needs it as PKCS#8.
+    const seed = (signer as unknown as { seed: Uint8Array }).seed;
+    const key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
+    return new ControlSigner(name, signer.publicKey, key);
+  }
+
+  /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
+  sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
+    const sig = sign(null, signedMessage(domain, obj), this.key);
+    return { ...obj, signature: `ed25519:${sig.toString('base64')}` };
+  }
+
+  /** The public identity clients pin: name, key id, base64 public key. */
+  describe(): { name: string; key_id: string; public_key: string; algorithm: 'Ed25519' } {
+    return { name: this.name, key_id: this.keyId, public_key: this.publicKeyB64, algorithm: 'Ed25519' };
+  }
+}
+
+/** Verifies `obj.signature` against a raw 32-byte Ed25519 public key. */
+export function verifySigned(domain: string, obj: Record<string, unknown>, publicKey: Uint8Array): boolean {
+  const sig = obj.signature;
+  if (typeof sig !== 'string' || !sig.startsWith('ed25519:')) return false;
+  const raw = Buffer.from(sig.slice('ed25519:'.length), 'base64');
+  if (raw.length !== 64) return false;
+  const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(publicKey)]), format: 'der', type: 'spki' });
+  return verify(null, signedMessage(domain, obj), key, raw);
+}

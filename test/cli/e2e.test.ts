@@ -1,0 +1,219 @@
+// The `stele` CLI end to end, as a subprocess against a real `stele serve` (with two demo
+// witnesses): the README flow init → anchor → proof → verify → consistency → checkpoint,
+// verify --anchor, the pinned witnesses (rule 5), then mirror, and verification from the
+// mirror with the server stopped.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
+import { type TamperProxy, dropCosignatures, startTamperProxy } from '../helpers/fake-log-server.js';
+
+const ORIGIN = 'e2e.test/log';
+
+type Json = Record<string, any>;
+const rule = (out: Json, n: number) => (out.checks as Json[]).find((c) => c.rule === n)!;
+
+describe('stele ledger, end to end against stele serve', () => {
+  let sb: Sandbox;
+  let serve: RunningServe;
+  let witnesses: { name: string; vkey: string }[] = [];
+  const ids: string[] = [];
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    sb = new Sandbox('stele-e2e-');
+    serve = await startServe({ dataDir: join(sb.root, 'data'), origin: ORIGIN, args: ['--demo-witnesses', '2'] });
+    sb.file('release.tar.gz', 'the canonical package bytes of release 1.0\n');
+    sb.file('notes.txt', 'release notes\n');
+    sb.file('never-anchored.bin', 'nobody anchored this\n');
+  }, 120_000);
+
+  afterAll(async () => {
+    await serve?.stop();
+    sb?.cleanup();
+  });
+
+  it('init pins the key and the checkpoint, and writes the spec §4.3 tables', async () => {
+    const r = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'acme', '--scope', 'releases', '--trust-key', serve.keyId]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Pinned ${ORIGIN}`);
+    expect(r.stdout).toContain('lists 2 witnesses');
+    const toml = parseToml(readFileSync(sb.configFile, 'utf8')) as Json;
+    expect(toml.ledger.endpoint).toBe(serve.url);
+    expect(toml.ledger.tenant).toBe('acme');
+    expect(toml.ledger.scope).toBe('releases');
+    expect(toml.ledger.trust.key_id).toBe(serve.keyId);
+    expect(toml.ledger.trust.tree_size).toBe(0);
+    expect(toml.ledger.trust.root_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(toml.ledger.trust.vkey).toBe(serve.vkey);
+
+    // A second init does not silently re-pin.
+    const again = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already exists; pass --force/);
+
+    const key = (await (await fetch(`${serve.url}/api/ledger/key`)).json()) as Json;
+    witnesses = key.witnesses;
+    expect(witnesses).toHaveLength(2);
+    const pin = await sb.json(['ledger', 'trust-config', ...witnesses.flatMap((w) => ['--add-witness', w.vkey]), '--witness-threshold', '2']);
+    expect(pin.code).toBe(0);
+    expect(pin.out.trust.witnesses.map((w: Json) => w.name).sort()).toEqual(witnesses.map((w) => w.name).sort());
+    expect(pin.out.trust.witnessThreshold).toBe(2);
+  });
+
+  it('anchor streams the digest, verifies the answer, stores the proof and prints the entry id', async () => {
+    const r = await sb.run(['ledger', 'anchor', 'release.tar.gz']);
+    expect(r.code).toBe(0);
+    const id = /entry id\s+(led_\d+_[0-9a-f]{12})/.exec(r.stdout)?.[1];
+    expect(id).toBeDefined();
+    ids.push(id!);
+    expect(r.stdout).toContain('Result: PASS');
+    expect(existsSync(join(sb.proofsDir, `${id}.json`))).toBe(true);
+
+    const j = await sb.json(['ledger', 'anchor', 'notes.txt', '--artifact', 'notes', '--scope', 'docs']);
+    expect(j.code).toBe(0);
+    expect(j.out.result).toBe('PASS');
+    expect(j.out.entry).toMatchObject({ type: 'ledger_anchor', result: 'Anchored', artifact: 'notes', scope: 'docs' });
+    expect(j.out.entryId).toBe(j.out.entry.id);
+    expect(rule(j.out, 5).detail).toMatch(/^2 valid cosignatures/);
+    ids.push(j.out.entryId);
+    // the pin moved forward with the verified checkpoints
+    const toml = parseToml(readFileSync(sb.configFile, 'utf8')) as Json;
+    expect(toml.ledger.trust.tree_size).toBe(j.out.checkpoint.treeSize);
+  });
+
+  it('proof shows the stored proof and re-verifies it', async () => {
+    const r = await sb.run(['ledger', 'proof', ids[0]!]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Inclusion proof of ${ids[0]} (stored:`);
+    expect(r.stdout).toMatch(/audit path\s+\d+ hash/);
+    expect(r.stdout).toContain('Result: PASS');
+    const j = await sb.json(['ledger', 'proof', ids[1]!]);
+    expect(j.out.result).toBe('PASS');
+    expect(j.out.proof.entry.id).toBe(ids[1]);
+    expect(j.out.proof.auditPath.length).toBeGreaterThan(0);
+  });
+
+  it('verify reports PASS for each rule of spec §4.3', async () => {
+    const r = await sb.run(['ledger', 'verify', 'release.tar.gz']);
+    expect(r.code).toBe(0);
+    for (const n of [1, 2, 3, 4, 5, 6]) expect(r.stdout).toMatch(new RegExp(`PASS  ${n}\\. `));
+    expect(r.stdout).toMatch(/4\. Inclusion: leaf index 0, tree size \d+/);
+    expect(r.stdout).toMatch(/5\. Witness cosignatures: 2 valid cosignatures/);
+    const j = await sb.json(['ledger', 'verify', 'release.tar.gz']);
+    expect(j.out.result).toBe('PASS');
+    expect((j.out.checks as Json[]).map((c) => [c.rule, c.status])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, 'PASS']));
+    expect(j.out.entryId).toBe(ids[0]);
+    expect(j.out.leafIndex).toBe(0);
+  });
+
+  it('verify of a file that was never anchored is a FAIL (exit 1)', async () => {
+    const j = await sb.json(['ledger', 'verify', 'never-anchored.bin']);
+    expect(j.code).toBe(1);
+    expect(j.out.result).toBe('FAIL');
+    expect(rule(j.out, 3).status).toBe('FAIL');
+    expect(rule(j.out, 3).detail).toMatch(/not anchored/);
+    expect(rule(j.out, 1).status).toBe('PASS');
+  });
+
+  it('consistency and checkpoint', async () => {
+    const c = await sb.run(['ledger', 'consistency', '--from', '1', '--to', '2']);
+    expect(c.code).toBe(0);
+    expect(c.stdout).toMatch(/Consistency 1 → 2: sizes 1 → 2: both roots/);
+    const cj = await sb.json(['ledger', 'consistency', '--from', '1']);
+    expect(cj.code).toBe(0);
+    expect(cj.out.to).toBe(cj.out.checkpoint.treeSize);
+
+    const k = await sb.run(['ledger', 'checkpoint']);
+    expect(k.code).toBe(0);
+    expect(k.stdout).toMatch(/tree size\s+2/);
+    const note = await sb.run(['ledger', 'checkpoint', '--note']);
+    expect(note.code).toBe(0);
+    const [body, sigs] = note.stdout.split('\n\n');
+    expect(body!.split('\n')).toEqual([ORIGIN, '2', expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/)]);
+    expect(sigs!.trim().split('\n')).toHaveLength(3); // the log and two witnesses
+  });
+
+  it('verify --anchor verifies the file and records a document_verified entry', async () => {
+    const j = await sb.json(['verify', 'release.tar.gz', '--anchor']);
+    expect(j.code).toBe(0);
+    expect(j.out.result).toBe('PASS');
+    expect(j.out.entryId).toBe(ids[0]);
+    expect(j.out.recorded.entry).toMatchObject({ type: 'document_verified', digest: j.out.digest });
+    expect(j.out.recorded.result).toBe('PASS');
+    const miss = await sb.json(['verify', 'never-anchored.bin', '--anchor']);
+    expect(miss.code).toBe(1);
+    expect(miss.out.recorded).toBeNull();
+  });
+
+  it('rule 5 FAILs when the view lacks the pinned witnesses cosignatures', async () => {
+    const proxy: TamperProxy = await startTamperProxy(serve.url, {
+      json: (_route, b) => {
+        const cp = b.checkpoint ?? b;
+        if (cp.note) cp.note = dropCosignatures(cp.note, ORIGIN);
+        cp.witnesses = [];
+        return b;
+      },
+    });
+    try {
+      const before = readFileSync(sb.configFile, 'utf8');
+      const j = await sb.json(['ledger', 'verify', 'release.tar.gz'], { STELE_LEDGER_ENDPOINT: proxy.url });
+      expect(j.code).toBe(1);
+      expect(rule(j.out, 5)).toMatchObject({ status: 'FAIL' });
+      expect(rule(j.out, 5).detail).toMatch(/0 valid cosignatures .*2 required/);
+      expect(rule(j.out, 1).status).toBe('PASS');
+      expect(readFileSync(sb.configFile, 'utf8')).toBe(before);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('environment variables override the endpoint and tenant', async () => {
+    const j = await sb.json(['ledger', 'trust-config'], { STELE_LEDGER_TENANT: 'other-tenant' });
+    expect(j.out).toMatchObject({ tenant: 'other-tenant', tenantFromEnv: true, endpoint: serve.url, endpointFromEnv: false });
+    const r = await sb.run(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: 'http://127.0.0.1:9' });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/^stele: cannot reach http:\/\/127\.0\.0\.1:9.*\n$/);
+  });
+
+  it('mirror, then verify --tiles and audit with the server stopped', async () => {
+    const mirror = join(sb.root, 'mirror');
+    const m1 = await sb.json(['ledger', 'mirror', mirror]);
+    expect(m1.code).toBe(0);
+    expect(m1.out).toMatchObject({ result: 'PASS', status: 'updated', previousSize: null });
+    // more entries, then an incremental mirror
+    sb.file('later.bin', 'a later release\n');
+    expect((await sb.run(['ledger', 'anchor', 'later.bin'])).code).toBe(0);
+    const m2 = await sb.json(['ledger', 'mirror', mirror]);
+    expect(m2.code).toBe(0);
+    expect(m2.out.previousSize).toBe(m1.out.treeSize);
+    expect(m2.out.treeSize).toBe(m1.out.treeSize + 1);
+
+    await serve.stop();
+
+    const v = await sb.json(['ledger', 'verify', 'release.tar.gz', '--tiles', mirror]);
+    expect(v.code).toBe(0);
+    expect(v.out).toMatchObject({ result: 'PASS', mode: 'tiles', leafIndex: 0 });
+    expect(rule(v.out, 5).detail).toMatch(/^2 valid cosignatures/);
+    const v2 = await sb.json(['ledger', 'verify', 'later.bin', '--tiles', mirror]);
+    expect(v2.code).toBe(0);
+    expect(v2.out.leafIndex).toBe(m2.out.treeSize - 1);
+
+    const a = await sb.run(['ledger', 'audit', mirror]);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toContain('Result: PASS');
+    const aj = await sb.json(['ledger', 'audit', mirror]);
+    expect(aj.out).toMatchObject({ ok: true, treeSize: m2.out.treeSize, entriesChecked: m2.out.treeSize });
+
+    expect((await sb.run(['ledger', 'checkpoint', '--tiles', mirror])).code).toBe(0);
+    expect((await sb.run(['ledger', 'consistency', '--tiles', mirror, '--from', '1'])).code).toBe(0);
+    expect((await sb.run(['ledger', 'proof', ids[0]!, '--offline'])).code).toBe(0);
+
+    const down = await sb.run(['ledger', 'verify', 'release.tar.gz']);
+    expect(down.code).toBe(3);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toMatch(/connection refused/);
+  });
+});
