@@ -7,6 +7,7 @@
 //   <domain> ‖ 0x0A ‖ RFC 8785 canonical JSON of the object without `signature`
 // and the object names the key by `key_id` (hex SHA-256 of the raw public key, as for the log).
 import { type KeyObject, createHash, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import canonicalizeCjs from 'canonicalize';
 import { keyIdOf } from '../note.js';
 import { loadOrCreateKey } from '../signer.js';
@@ -51,11 +52,17 @@ export class ControlSigner {
 
   /** Loads (or creates, mode 0600) the control plane's key file. */
   static async open(path: string, name: string): Promise<ControlSigner> {
+    // loadOrCreateKey checks the file's mode, form, key hash and name; node:crypto then
+    // needs the seed itself, as PKCS#8.
     const { signer } = await loadOrCreateKey(path, name);
-    // SeedSigner keeps its seed private; node:crypto needs it as PKCS#8.
-    const seed = (signer as unknown as { seed: Uint8Array }).seed;
+    const m = /^PRIVATE\+KEY\+[^+\s]+\+[0-9a-f]{8}\+([A-Za-z0-9+/=]+)$/.exec((await readFile(path, 'utf8')).trim());
+    const raw = m ? Buffer.from(m[1]!, 'base64') : Buffer.alloc(0);
+    if (raw.length !== 33) throw new Error(`${path} is not an Ed25519 private key`);
+    const seed = raw.subarray(1);
     const key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
-    return new ControlSigner(name, signer.publicKey, key);
+    const publicKey = new Uint8Array(createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519_PREFIX.length));
+    if (Buffer.compare(Buffer.from(publicKey), Buffer.from(signer.publicKey)) !== 0) throw new Error(`${path}: key does not match its public half`);
+    return new ControlSigner(name, publicKey, key);
   }
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
