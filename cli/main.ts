@@ -2,6 +2,7 @@
 // `stele`: the ledger's command-line client and server launcher. Each command group lives
 // in its own module under cli/commands/ and registers itself here.
 import { Command, CommanderError } from 'commander';
+import { registerControlCommands } from './commands/control.js';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
@@ -25,6 +26,7 @@ Exit codes:
 registerServeCommands(program);
 registerLedgerCommands(program);
 registerWitnessCommands(program);
+registerControlCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -21,6 +21,7 @@ import {
   Duration,
   Fn,
   RemovalPolicy,
+  SecretValue,
   Stack,
   type StackProps,
 } from 'aws-cdk-lib';
@@ -37,6 +38,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 
@@ -103,6 +105,12 @@ export class SteleStack extends Stack {
       minValue: 5,
       description: 'Alarm when anchors have waited this long with no checkpoint published',
     });
+    const anchorTokens = new CfnParameter(this, 'AnchorTokens', {
+      type: 'String',
+      noEcho: true,
+      minLength: 1,
+      description: 'Bearer tokens of the anchor route, name=token[@tenant],… (kept in Secrets Manager, given to the sequencer only)',
+    });
     const hasDomain = new CfnCondition(this, 'HasDomain', { expression: Fn.conditionNot(Fn.conditionEquals(domainName.valueAsString, '')) });
 
     // ---- storage, key, table --------------------------------------------------------
@@ -114,7 +122,11 @@ export class SteleStack extends Stack {
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy: RemovalPolicy.RETAIN,
       lifecycleRules: [
-        // Replaced checkpoints and swept partial tiles stay recoverable for 30 days.
+        // Full tiles are never overwritten or deleted, so the only noncurrent versions under
+        // tile/ are swept partials, and under private/ applied staged batches: gone after a day.
+        { id: 'swept-partials', prefix: `${PUBLIC_PREFIX}tile/`, noncurrentVersionExpiration: Duration.days(1) },
+        { id: 'applied-staging', prefix: STAGING_PREFIX, noncurrentVersionExpiration: Duration.days(1) },
+        // Replaced checkpoints stay recoverable for 30 days.
         { id: 'noncurrent', noncurrentVersionExpiration: Duration.days(30), abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'delete-markers', expiredObjectDeleteMarker: true },
       ],
@@ -149,6 +161,11 @@ export class SteleStack extends Stack {
       ? ecs.ContainerImage.fromAsset(path.resolve(props.imageAsset), { exclude: ['node_modules', 'cdk.out', '.git', 'dist', '.stele'] })
       : ecs.ContainerImage.fromEcrRepository(ecr.Repository.fromRepositoryName(this, 'Repository', imageRepository.valueAsString), imageTag.valueAsString);
 
+    const tokens = new secretsmanager.Secret(this, 'AnchorTokensSecret', {
+      description: 'Stele anchor-route bearer tokens (STELE_ANCHOR_TOKENS)',
+      secretStringValue: SecretValue.cfnParameter(anchorTokens),
+    });
+
     const environment = (role: 'sequencer' | 'api'): Record<string, string> => ({
       STELE_BACKEND: 'aws',
       STELE_ROLE: role,
@@ -164,6 +181,9 @@ export class SteleStack extends Stack {
       STELE_MODE: 'production',
       AWS_REGION: Aws.REGION,
     });
+    // The anchor route is served by the sequencer only (the ALB routes it there).
+    const secrets = (role: 'sequencer' | 'api'): Record<string, ecs.Secret> =>
+      role === 'sequencer' ? { STELE_ANCHOR_TOKENS: ecs.Secret.fromSecretsManager(tokens) } : {};
 
     const service = (name: 'Sequencer' | 'Api', role: 'sequencer' | 'api', cpu: number, memoryLimitMiB: number) => {
       const logGroup = new logs.LogGroup(this, `${name}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
@@ -175,6 +195,7 @@ export class SteleStack extends Stack {
         image,
         command: ['node', 'dist/cli/main.js', 'serve'],
         environment: environment(role),
+        secrets: secrets(role),
         logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: role }),
         portMappings: [{ containerPort: PORT }],
         stopTimeout: Duration.seconds(30), // time to integrate the anchors already accepted

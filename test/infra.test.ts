@@ -135,6 +135,10 @@ describe('infra/stack.ts (CDK assertions)', () => {
     const env = Object.fromEntries((seqTask.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]));
     expect(env).toMatchObject({ STELE_BACKEND: 'aws', STELE_ROLE: 'sequencer', STELE_S3_PREFIX: 'log/', STELE_S3_STAGING_PREFIX: 'private/' });
     expect(env.STELE_BATCH_INTERVAL_MS).toEqual({ Ref: 'BatchIntervalMs' });
+    // Anchor tokens reach the sequencer (which serves the anchor route) from Secrets Manager, never the API.
+    expect(seqTask.Properties.ContainerDefinitions[0].Secrets.map((x: Json) => x.Name)).toEqual(['STELE_ANCHOR_TOKENS']);
+    const [, apiTask] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('ApiTask'))!;
+    expect(apiTask.Properties.ContainerDefinitions[0].Secrets).toBeUndefined();
   });
 
   it('alarms on sequencer errors and stalled checkpoints; origin, domain and batch interval are parameters', () => {
@@ -146,6 +150,7 @@ describe('infra/stack.ts (CDK assertions)', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'CheckpointStallSeconds', TreatMissingData: 'breaching' });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'SequencerErrors' });
     const params = template.toJSON().Parameters as Json;
-    expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs']));
+    expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs', 'AnchorTokens']));
+    expect(params.AnchorTokens.NoEcho).toBe(true);
   });
 });

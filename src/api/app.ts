@@ -9,6 +9,7 @@ import { type GuardOptions, anchorGuard } from './guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
 import type { Metrics } from './metrics.js';
 import { objectMiddleware } from './objects.js';
+import { explorerMiddleware } from './explorer.js';
 
 export interface AppOptions {
   readonly ledger: LedgerService;
@@ -53,6 +54,8 @@ export function createApp(o: AppOptions): Koa {
     }
     await next();
   });
+
+  app.use(explorerMiddleware({ ledger: o.ledger }));
 
   const parseJson = bodyParser({
     enableTypes: ['json'],

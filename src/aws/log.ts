@@ -8,12 +8,16 @@
 // Besides the sequencer it runs two background chores: the partial-tile sweeper (its
 // progress kept in the table) and a heartbeat log line that the CDK stack turns into the
 // stalled-checkpoint alarm.
+import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import { openCheckpoint } from '../checkpoint.js';
+import { bytesEqual } from '../hash.js';
 import { catchUpIndex, indexFeeder } from '../index/catchup.js';
-import type { NoteSigner } from '../note.js';
+import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
-import { type BatchListener, Sequencer } from '../sequencer/sequencer.js';
-import { loadOrCreateKey } from '../signer.js';
+import { type BatchListener, type PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
+import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
+import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
 import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
@@ -135,7 +139,9 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   const log = config.logger;
   const { s3, store, staging, ddb } = awsBackends(config);
   const table = config.dynamo.table;
+  let signer: NoteSigner | undefined;
   const destroy = () => {
+    if (signer instanceof KmsSigner) signer.close();
     s3.destroy();
     ddb.destroy();
   };
@@ -152,7 +158,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       log?.warn('conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks');
     }
 
-    const signer = await openSigner(config);
+    signer = await openSigner(config);
     const lock = new DynamoLock({ client: ddb, table, log: config.origin });
     const index = config.index === false ? undefined : new DynamoIndex({ client: ddb, table, log: config.origin });
     const reader = new LogReader(store);
@@ -234,7 +240,6 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
         await sequencer.close();
         await indexReady;
         await sweeper?.idle();
-        if (signer instanceof KmsSigner) signer.close();
         destroy();
       },
     };
@@ -244,16 +249,42 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   }
 }
 
-/** What an API replica needs: the public objects, the shared index and the log's public key. */
+/**
+ * What an API replica needs: the public objects, the shared index, the log's public key,
+ * and the latest published checkpoint, read from `checkpoint.json` and verified against
+ * that key (refresh() on an interval; a checkpoint never goes back to a smaller size or a
+ * different root at the same size).
+ */
 export async function openAwsReader(config: AwsLogConfig) {
   const { s3, store, ddb } = awsBackends(config);
-  const signer = await openSigner(config);
+  // A replica only needs the public key; it never creates or holds a signing key of its own.
+  const s = config.signer;
+  const signer =
+    s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : await openSigner(config);
+  if (signer.name !== config.origin) throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
+  const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
   const index = new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin });
+  let latest: PublishedCheckpoint | undefined;
+  const refresh = async (): Promise<PublishedCheckpoint | undefined> => {
+    const bytes = await store.get(CHECKPOINT_JSON_KEY);
+    if (!bytes) return latest;
+    const { note, timestamp } = JSON.parse(Buffer.from(bytes).toString('utf8')) as { note: string; timestamp: string };
+    const cp: PublishedCheckpoint = { ...openCheckpoint(note, verifier), timestamp };
+    if (latest && (cp.size < latest.size || (cp.size === latest.size && !bytesEqual(cp.root, latest.root)))) {
+      throw new Error(`published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`);
+    }
+    latest = cp;
+    return cp;
+  };
   return {
     store,
     index,
     publicKey: signer.publicKey,
     reader: new LogReader(store),
+    /** Fetches and verifies the published checkpoint; returns the latest one known. */
+    refreshCheckpoint: refresh,
+    /** The latest verified checkpoint (after a refresh). */
+    checkpoint: () => latest,
     async close() {
       if (signer instanceof KmsSigner) signer.close();
       s3.destroy();

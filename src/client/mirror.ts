@@ -336,32 +336,49 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
     async (n, { w, tile, entries, records }) => {
       const ePath = tilePath({ kind: 'entries', index: n, width: w });
       const rPath = tilePath({ kind: 'records', index: n, width: w });
-      const decode = (data: Uint8Array, path: string) => {
-        let items: Uint8Array[];
-        try {
-          items = decodeBundle(data, path);
-        } catch (e) {
-          throw new VerificationError(`${path} from ${sourceName}: ${(e as Error).message}`);
+      const check = (eData: Uint8Array, rData: Uint8Array, from: string): { eItems: Uint8Array[]; rItems: Uint8Array[]; last: Uint8Array } => {
+        const decode = (data: Uint8Array, path: string) => {
+          let items: Uint8Array[];
+          try {
+            items = decodeBundle(data, path);
+          } catch (e) {
+            throw new VerificationError(`${path} from ${from}: ${(e as Error).message}`);
+          }
+          if (items.length < w) throw new VerificationError(`${path} from ${from} has ${items.length} items, not ${w}`);
+          return items.slice(0, w);
+        };
+        const eItems = decode(eData, ePath);
+        const rItems = decode(rData, rPath);
+        let p = prior;
+        for (let i = 0; i < w; i++) {
+          const seq = n * TILE_WIDTH + i;
+          if (!bytesEqual(leafHashFast(eItems[i]!), tile.tile.hashAt(0, i))) {
+            throw new VerificationError(`${ePath} item ${i} (entry ${seq}) from ${from} is not the preimage of leaf ${seq} in ${tile.tile.path}: tampered bundle`);
+          }
+          if (!bytesEqual(entryHashFast(seq, rItems[i]!, p), eItems[i]!)) {
+            throw new VerificationError(`record ${seq} (${rPath} item ${i}) from ${from} does not hash to its entry hash: tampered record`);
+          }
+          p = eItems[i]!;
         }
-        if (items.length < w) throw new VerificationError(`${path} from ${sourceName} has ${items.length} items, not ${w}`);
-        return items.slice(0, w);
+        return { eItems, rItems, last: p };
       };
-      const eItems = decode(entries.data, ePath);
-      const rItems = decode(records.data, rPath);
-      for (let i = 0; i < w; i++) {
-        const seq = n * TILE_WIDTH + i;
-        if (!bytesEqual(leafHashFast(eItems[i]!), tile.tile.hashAt(0, i))) {
-          throw new VerificationError(`${ePath} item ${i} (entry ${seq}) from ${sourceName} is not the preimage of leaf ${seq} in ${tile.tile.path}: tampered bundle`);
-        }
-        if (!bytesEqual(entryHashFast(seq, rItems[i]!, prior), eItems[i]!)) {
-          throw new VerificationError(`record ${seq} (${rPath} item ${i}) from ${sourceName} does not hash to its entry hash: tampered record`);
-        }
-        prior = eItems[i]!;
+      let checked: ReturnType<typeof check>;
+      try {
+        checked = check(entries.data, records.data, entries.local || records.local ? opts.dest : sourceName);
+      } catch (e) {
+        if (!(e instanceof VerificationError) || !(entries.local || records.local)) throw e;
+        // A local copy that no longer verifies (altered on disk, or left by another log): fetch it again.
+        entries.data = await readSourceObject(source, sourceName, 'entries', n, w);
+        records.data = await readSourceObject(source, sourceName, 'records', n, w);
+        entries.local = records.local = false;
+        bundleFetches += 2;
+        checked = check(entries.data, records.data, sourceName);
       }
+      prior = checked.last;
       await Promise.all([
         tile.local ? undefined : dest.write(tile.tile.path, tile.tile.data),
-        entries.local ? undefined : dest.write(ePath, encodeBundle(eItems)),
-        records.local ? undefined : dest.write(rPath, encodeBundle(rItems)),
+        entries.local ? undefined : dest.write(ePath, encodeBundle(checked.eItems)),
+        records.local ? undefined : dest.write(rPath, encodeBundle(checked.rItems)),
       ]);
       progress(3);
     },

@@ -1,9 +1,28 @@
-// The enterprise control plane (/v1) mounted beside the ledger (issue 7).
+// The enterprise control plane (/v1) mounted beside the ledger (issue 7). Its state lives
+// under ControlDeps.dataDir:
+//   control.toml        configuration ([control] table; or STELE_CONTROL_CONFIG)
+//   control.key         the control plane's Ed25519 key (mode 0600; signs epochs and events)
+//   policy/             Cedar policies, entities.json, optional schema.cedarschema
+//   keks/               the demo KEKs (local provider), one mode-0600 file per epoch
+//   state/key-epochs.json  the signed epoch chain (compare-and-swap)
+//   audit/              the audit event segments
+import { join } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { AnchorRequest } from '../anchor.js';
+import { createKmsClient } from '../aws/kms.js';
 import type { LogReader } from '../reader.js';
 import type { AnchorReceipt, PublishedCheckpoint } from '../sequencer/sequencer.js';
+import { FsObjectStore } from '../store/fs.js';
+import { controlMiddleware } from './app.js';
+import { AuditLog } from './audit.js';
+import { OidcAuthenticator, RoleTable } from './auth.js';
+import { type ControlConfig, resolveControlConfig } from './config.js';
+import { KeyEpochs } from './epochs.js';
+import { AwsKmsKekProvider, type KekProvider, LocalKekProvider } from './kek.js';
+import { PolicyEngine } from './policy.js';
+import { Recorder } from './recorder.js';
+import { ControlSigner } from './signing.js';
 
 /** What the control plane needs from the ledger it records its decisions in. */
 export interface ControlDeps {
@@ -21,7 +40,67 @@ export interface MountedControlPlane {
   close(): Promise<void>;
 }
 
+/** The control plane's parts, opened over a data directory (also used by `stele control unwrap`). */
+export interface ControlState {
+  readonly config: ControlConfig;
+  readonly signer: ControlSigner;
+  readonly kek: KekProvider;
+  readonly epochStore: FsObjectStore;
+}
+
+export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv): Promise<ControlState> {
+  const config = resolveControlConfig(dataDir, env);
+  const signer = await ControlSigner.open(join(dataDir, 'control.key'), config.signerName);
+  const kek: KekProvider =
+    config.kek.provider === 'local'
+      ? new LocalKekProvider(join(dataDir, 'keks'))
+      : new AwsKmsKekProvider({
+          client: createKmsClient({ region: config.kek.region, endpoint: config.kek.endpoint, timeoutMs: config.kek.timeoutMs }),
+          initialKeyId: config.kek.initialKeyId,
+          timeoutMs: config.kek.timeoutMs,
+        });
+  return { config, signer, kek, epochStore: new FsObjectStore(join(dataDir, 'state')) };
+}
+
 /** Mounts /v1 routes on `app`. */
-export async function mountControlPlane(_app: Koa, _deps: ControlDeps): Promise<MountedControlPlane> {
-  throw new Error('the enterprise control plane is not available in this build');
+export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<MountedControlPlane> {
+  const logger = deps.logger.child({ component: 'control' });
+  const { config, signer, kek, epochStore } = await openControlState(deps.dataDir, deps.env);
+  const audit = await AuditLog.open(join(deps.dataDir, 'audit'), signer, { fsync: config.auditFsync, logger });
+  const recorder = new Recorder(deps.submit, audit, config.ledgerScope);
+  let policy: PolicyEngine | undefined;
+  const streams = new Set<() => void>();
+  try {
+    policy = await PolicyEngine.open(config.policyDir, logger, config.policyPollMs);
+    const epochs = await KeyEpochs.open(
+      epochStore,
+      signer,
+      kek,
+      async (record, hash) => {
+        const r = await recorder.record('key_epoch', record.epoch === 1 ? 'Created' : 'Rotated', record as unknown as Record<string, unknown>, { artifact: `key-epoch-${record.epoch}` });
+        if (r.digest !== hash) throw new Error('key epoch digest mismatch');
+        return r.ledgerEntryId;
+      },
+      logger,
+    );
+    const auth = new OidcAuthenticator(config.oidc);
+    const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
+    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams }));
+    logger.info(
+      { issuer: config.oidc.issuer, audience: config.oidc.audience, policy: policy.version, epoch: epochs.current().epoch, kek: kek.kind, signer: signer.keyId },
+      'control plane mounted at /v1',
+    );
+  } catch (e) {
+    policy?.close();
+    await audit.close();
+    throw e;
+  }
+  const p = policy;
+  return {
+    async close() {
+      for (const end of [...streams]) end();
+      p.close();
+      await audit.close();
+    },
+  };
 }

@@ -115,7 +115,15 @@ export class FsObjectStore implements ObjectStore {
 
   private async mkdirs(dir: string): Promise<void> {
     if (this.madeDirs.has(dir)) return;
-    await fs.mkdir(dir, { recursive: true });
+    const first = await fs.mkdir(dir, { recursive: true });
+    if (first !== undefined && this.fsync) {
+      // A new directory survives a power loss only once its entry in its parent is synced:
+      // sync the parent of every directory just created, from `dir` up to `first`.
+      for (let d = dir; ; d = dirname(d)) {
+        await syncDir(dirname(d));
+        if (d === first || dirname(d) === d) break;
+      }
+    }
     this.madeDirs.add(dir);
   }
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/anchor.js';
 import { DynamoLock } from '../../src/aws/dynamo-lock.js';
 import { KmsSigner } from '../../src/aws/kms.js';
-import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog } from '../../src/aws/log.js';
+import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/aws/log.js';
 import { openCheckpoint } from '../../src/checkpoint.js';
 import { artifactId } from '../../src/entry.js';
 import { leafHash, toHex } from '../../src/hash.js';
@@ -177,6 +177,15 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     expect(next.seq).toBe(600);
     expect(await again.index!.findByDigest(next.entry.digest)).toBe(600);
     await again.close();
+
+    // What an API replica opens: the public objects, the shared index and the KMS public key, no signing.
+    const replica = await openAwsReader(cfg);
+    expect(replica.publicKey).toEqual(verifier.publicKey);
+    expect(await replica.index.findByDigest(receipts[123]!.entry.digest)).toBe(123);
+    const published = await replica.refreshCheckpoint();
+    expect(published).toMatchObject({ size: 601, timestamp: again.sequencer.checkpoint.timestamp });
+    expect(toHex(await replica.reader.treeHash(601))).toBe(toHex(published!.root));
+    await replica.close();
   });
 
   it('a failing or hanging KMS fails the batch before anything is written; the anchors are retried and land once KMS recovers', async () => {

@@ -119,7 +119,8 @@ export class Sandbox {
   }
 
   /** Runs with --json and parses stdout. */
-  async json<T = Record<string, unknown>>(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<CliRun & { out: T }> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async json<T = Record<string, any>>(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<CliRun & { out: T }> {
     const r = await this.run([...args, '--json'], extraEnv);
     let out: T;
     try {

@@ -12,7 +12,16 @@ import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type JWK, exportJWK, generateKeyPair } from 'jose';
-import Provider from 'oidc-provider';
+// @ts-expect-error oidc-provider 9 ships no type declarations (and @types/oidc-provider is not installed).
+import ProviderUntyped from 'oidc-provider';
+
+/** The part of oidc-provider's Provider class used here. */
+interface ProviderInstance {
+  proxy: boolean;
+  callback(): (req: IncomingMessage, res: ServerResponse) => void;
+  on(event: string, fn: (...args: unknown[]) => void): void;
+}
+const Provider = ProviderUntyped as new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance;
 
 export interface OidcClientSpec {
   /** Claims merged into every access token this client obtains. */
@@ -45,6 +54,35 @@ export interface OidcProviderOptions {
   readonly alg?: 'ES256' | 'RS256' | 'EdDSA' | 'PS256';
   /** Reuse these private JWKs instead of generating new ones. */
   readonly keys?: JWK[];
+}
+
+/** oidc-provider's storage interface, in memory (client-credentials tokens are JWTs, so little is stored). */
+class MemoryAdapter {
+  private static readonly data = new Map<string, unknown>();
+  constructor(private readonly model: string) {}
+  private key(id: string) {
+    return `${this.model}:${id}`;
+  }
+  async upsert(id: string, payload: unknown) {
+    MemoryAdapter.data.set(this.key(id), payload);
+  }
+  async find(id: string) {
+    return MemoryAdapter.data.get(this.key(id));
+  }
+  async findByUserCode() {
+    return undefined;
+  }
+  async findByUid() {
+    return undefined;
+  }
+  async consume(id: string) {
+    const v = MemoryAdapter.data.get(this.key(id)) as Record<string, unknown> | undefined;
+    if (v) v.consumed = Math.floor(Date.now() / 1000);
+  }
+  async destroy(id: string) {
+    MemoryAdapter.data.delete(this.key(id));
+  }
+  async revokeByGrantId() {}
 }
 
 async function newKeys(alg: string): Promise<JWK[]> {
@@ -95,6 +133,8 @@ export async function startOidcProvider(o: OidcProviderOptions): Promise<TestOid
           }),
         },
       },
+      adapter: MemoryAdapter,
+      ttl: { ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300 },
       extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({ ...(o.clients[token.clientId ?? '']?.claims ?? {}) }),
       clientDefaults: { id_token_signed_response_alg: alg } as never,
       enabledJWA: { clientAuthSigningAlgValues: [], idTokenSigningAlgValues: [alg] } as never,

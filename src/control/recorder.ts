@@ -1,0 +1,38 @@
+// Every decision the control plane makes is recorded twice: its record's digest is anchored
+// in the ledger (through the same sequencer as every other entry, resolving once a published
+// checkpoint includes it), and the record itself goes into the signed audit stream together
+// with the ledger entry id. Records never contain secrets: no tokens, no DEKs, no KEKs.
+import { anchorRequest } from '../anchor.js';
+import { entryId } from '../entry.js';
+import type { AnchorReceipt } from '../sequencer/sequencer.js';
+import type { AuditEvent, AuditLog } from './audit.js';
+import type { ControlDeps } from './mount.js';
+import { recordDigest } from './signing.js';
+
+/** Ledger entry types (and audit event types) of the control plane. */
+export const CONTROL_ENTRY_TYPES = ['policy_evaluation', 'access_decision', 'key_epoch', 'authentication_failure'] as const;
+export type ControlEntryType = (typeof CONTROL_ENTRY_TYPES)[number];
+
+export interface Recorded {
+  readonly digest: string;
+  readonly ledgerEntryId: string;
+  readonly receipt: AnchorReceipt;
+  readonly event: AuditEvent;
+}
+
+export class Recorder {
+  constructor(
+    private readonly submit: ControlDeps['submit'],
+    private readonly audit: AuditLog,
+    private readonly scope: string,
+  ) {}
+
+  /** Anchors `record` as a `type` entry with `result`, then appends its audit event. */
+  async record(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+    const digest = recordDigest(record);
+    const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }));
+    const ledgerEntryId = entryId(receipt.seq, receipt.entryHash);
+    const event = await this.audit.append(type, record, digest, ledgerEntryId);
+    return { digest, ledgerEntryId, receipt, event };
+  }
+}

@@ -1,0 +1,126 @@
+// Lookups: what a query means, the JSON API's index when the site has one (only its leaf
+// index is used; the entry is then read and verified from the tiles), and a bounded scan of
+// the record bundles with progress when there is no API (a static mirror).
+import { TILE_WIDTH } from '../tiles.js';
+import { type LogClient, bundleWidth } from './log.js';
+import { type EntryFields, artifactIdOf, parseRecord } from './verify.js';
+
+export type Query =
+  | { readonly kind: 'id'; readonly seq: number; readonly prefix: string; readonly text: string }
+  | { readonly kind: 'leaf'; readonly seq: number; readonly text: string }
+  | { readonly kind: 'digest'; readonly digest: string; readonly text: string }
+  | { readonly kind: 'artifact'; readonly artifactId: string; readonly label?: string; readonly scope?: string; readonly text: string }
+  | { readonly kind: 'invalid'; readonly reason: string; readonly text: string };
+
+/** Interprets a search: entry id, leaf index, digest (hex, optional sha256: prefix), artifact id, else an artifact label. */
+export function classify(input: string, scope = ''): Query {
+  const text = input.trim();
+  if (text === '') return { kind: 'invalid', reason: 'type an entry id, a digest, an artifact id or label, or a leaf index', text };
+  let m = /^led_(0|[1-9][0-9]{0,15})_([0-9a-f]{12})$/i.exec(text);
+  if (m) return { kind: 'id', seq: Number(m[1]), prefix: m[2]!.toLowerCase(), text };
+  if (/^(0|[1-9][0-9]{0,15})$/.test(text) && Number.isSafeInteger(Number(text))) return { kind: 'leaf', seq: Number(text), text };
+  m = /^(?:sha256:)?([0-9a-fA-F]{64})$/.exec(text);
+  if (m) return { kind: 'digest', digest: m[1]!.toLowerCase(), text };
+  if (/^art_[0-9a-f]{24}$/i.test(text)) return { kind: 'artifact', artifactId: text.toLowerCase(), text };
+  if (/^led_/i.test(text)) return { kind: 'invalid', reason: 'an entry id looks like led_<leaf index>_<12 hex>', text };
+  return { kind: 'artifact', artifactId: artifactIdOf(text, scope), label: text, scope, text };
+}
+
+export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };
+
+/** Asks the site's /api/ledger/entry for a leaf index; `unavailable` when there is no API. */
+export async function apiLookup(base: URL, key: 'hash' | 'artifact', value: string, fetchFn: typeof fetch = (...a) => fetch(...a)): Promise<ApiAnswer> {
+  let res: Response;
+  try {
+    res = await fetchFn(new URL(`api/ledger/entry?${key}=${encodeURIComponent(value)}`, base), { cache: 'no-store', headers: { accept: 'application/json' } });
+  } catch (e) {
+    return { unavailable: `the lookup API cannot be reached (${(e as Error).message})` };
+  }
+  const isJson = (res.headers.get('content-type') ?? '').includes('json');
+  const body: unknown = isJson ? await res.json().catch(() => null) : null;
+  if (res.ok && body && typeof body === 'object' && Number.isSafeInteger((body as { leafIndex?: unknown }).leafIndex)) {
+    return { found: (body as { leafIndex: number }).leafIndex };
+  }
+  const code = (body as { error?: { code?: unknown } } | null)?.error?.code;
+  if (res.status === 404 && code === 'entry_not_found') return { notFound: 'the log’s lookup index has no published entry for it' };
+  return { unavailable: `this site has no lookup API (HTTP ${res.status})` };
+}
+
+export interface ScanOptions {
+  /** Entries to scan at most, from the newest down (default 16,384 = 64 bundles). */
+  readonly maxEntries?: number;
+  /** Stop at the first (newest) match. */
+  readonly stopAtFirst?: boolean;
+  readonly onProgress?: (scanned: number, total: number) => void;
+  readonly signal?: AbortSignal;
+  readonly concurrency?: number;
+}
+
+export interface ScanResult {
+  /** Matching leaf indexes, ascending. */
+  readonly matches: number[];
+  readonly scanned: number;
+  /** The oldest leaf index scanned; 0 when the whole log was scanned. */
+  readonly from: number;
+}
+
+export const DEFAULT_SCAN_ENTRIES = 64 * TILE_WIDTH;
+
+/** Scans record bundles newest first. Records are matched unverified; callers verify the match. */
+export async function scanRecords(client: LogClient, size: number, match: (e: EntryFields, seq: number) => boolean, o: ScanOptions = {}): Promise<ScanResult> {
+  const max = Math.max(1, o.maxEntries ?? DEFAULT_SCAN_ENTRIES);
+  const lastTile = Math.ceil(size / TILE_WIDTH) - 1;
+  const tiles: number[] = [];
+  let planned = 0;
+  for (let t = lastTile; t >= 0 && planned < max; t--) {
+    tiles.push(t);
+    planned += bundleWidth(t, size);
+  }
+  const total = Math.min(size, planned);
+  const matches: number[] = [];
+  let scanned = 0;
+  let from = size;
+  let stop = false;
+  const conc = o.concurrency ?? 4;
+  for (let at = 0; at < tiles.length && !stop; at += conc) {
+    if (o.signal?.aborted) throw new DOMException('scan cancelled', 'AbortError');
+    const group = tiles.slice(at, at + conc);
+    const bundles = await Promise.all(group.map((t) => client.bundle('records', t, bundleWidth(t, size))));
+    for (let g = 0; g < group.length && !stop; g++) {
+      const first = group[g]! * TILE_WIDTH;
+      const recs = bundles[g]!;
+      for (let i = recs.length - 1; i >= 0; i--) {
+        let fields: EntryFields;
+        try {
+          fields = parseRecord(recs[i]!);
+        } catch {
+          continue;
+        }
+        if (match(fields, first + i)) {
+          matches.push(first + i);
+          if (o.stopAtFirst) {
+            stop = true;
+            break;
+          }
+        }
+      }
+      scanned += recs.length;
+      from = first;
+      o.onProgress?.(scanned, total);
+    }
+  }
+  return { matches: matches.sort((a, b) => a - b), scanned, from };
+}
+
+/** The record predicate a query implies for a scan. */
+export function recordMatcher(q: Query): ((e: EntryFields, seq: number) => boolean) | null {
+  switch (q.kind) {
+    case 'digest':
+      return (e) => e.digest === q.digest;
+    case 'artifact':
+      return (e) =>
+        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactIdOf(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
+    default:
+      return null;
+  }
+}

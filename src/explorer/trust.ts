@@ -1,0 +1,174 @@
+// Where the keys the page verifies against come from, in order of precedence:
+//   1. the visitor's pin (local storage), set on the Trust page;
+//   2. a link that carries them (?vkey=…&witness=…&threshold=…);
+//   3. the site's explorer.json (written next to the page by the deployment, or by
+//      `stele serve` from its own key), else the site's /api/ledger/key.
+// A pin always wins; when the site then presents a different key the page says so loudly.
+// Also keeps the last checkpoint this browser verified, per log origin.
+import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, type Verifier, parseVkey } from './note.js';
+import type { SeenCheckpoint, Trust } from './verify.js';
+
+export interface TrustConfig {
+  readonly vkey: string;
+  readonly witnesses: readonly string[];
+  readonly threshold: number;
+}
+
+export type TrustSource = 'pin' | 'link' | 'site-config' | 'site-api';
+
+export const SOURCE_LABEL: Record<TrustSource, string> = {
+  pin: 'pinned in this browser',
+  link: 'given in the page link',
+  'site-config': 'configured by this site (explorer.json)',
+  'site-api': 'announced by this site’s API (/api/ledger/key)',
+};
+
+export interface ResolvedTrust {
+  readonly trust: Trust | null;
+  readonly config: TrustConfig | null;
+  readonly source: TrustSource | null;
+  /** What the site (or link) configures, when a pin overrides it. */
+  readonly offered: { readonly config: TrustConfig; readonly source: TrustSource } | null;
+  /** Set when the pinned key differs from the one the site presents. */
+  readonly mismatch: string | null;
+  readonly problems: string[];
+}
+
+type KV = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
+
+const PINS = 'stele:pins';
+const seenKey = (origin: string) => `stele:seen:${origin}`;
+
+function safeGet(store: KV | null, key: string): string | null {
+  try {
+    return store?.getItem(key) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function safeSet(store: KV | null, key: string, value: string | null): void {
+  try {
+    if (value === null) store?.removeItem(key);
+    else store?.setItem(key, value);
+  } catch {
+    /* storage disabled: the page still verifies, it just cannot remember */
+  }
+}
+
+/** Builds a Trust from vkeys; throws NoteError on a malformed or wrong-type key. */
+export function toTrust(c: TrustConfig): Trust {
+  const log = parseVkey(c.vkey);
+  if (log.type !== SIG_ED25519) throw new NoteError('the log key must be an Ed25519 (type 0x01) vkey');
+  const witnesses: Verifier[] = c.witnesses.map((w) => {
+    const v = parseVkey(w);
+    if (v.type !== SIG_COSIGNATURE_V1) throw new NoteError(`witness key ${v.name} must be a cosignature/v1 (type 0x04) vkey`);
+    return v;
+  });
+  const threshold = Number.isSafeInteger(c.threshold) && c.threshold >= 0 ? Math.min(c.threshold, witnesses.length) : witnesses.length;
+  return { log, witnesses, threshold };
+}
+
+export function readPins(store: KV | null): Record<string, TrustConfig & { pinnedAt: string }> {
+  try {
+    const v: unknown = JSON.parse(safeGet(store, PINS) ?? '{}');
+    return v && typeof v === 'object' ? (v as Record<string, TrustConfig & { pinnedAt: string }>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function pin(store: KV | null, c: TrustConfig): void {
+  const origin = parseVkey(c.vkey).name;
+  safeSet(store, PINS, JSON.stringify({ ...readPins(store), [origin]: { ...c, pinnedAt: new Date().toISOString() } }));
+}
+
+export function unpin(store: KV | null, origin: string): void {
+  const pins = readPins(store);
+  delete pins[origin];
+  safeSet(store, PINS, JSON.stringify(pins));
+}
+
+export function readSeen(store: KV | null, origin: string): SeenCheckpoint | null {
+  try {
+    const v = JSON.parse(safeGet(store, seenKey(origin)) ?? 'null') as SeenCheckpoint | null;
+    return v && Number.isSafeInteger(v.size) && /^[0-9a-f]{64}$/.test(v.rootHex) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+export function writeSeen(store: KV | null, origin: string, seen: SeenCheckpoint | null): void {
+  safeSet(store, seenKey(origin), seen ? JSON.stringify(seen) : null);
+}
+
+/** Parses {vkey, witnesses, threshold} from explorer.json, /api/ledger/key or a link. */
+export function parseConfig(v: unknown): TrustConfig | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  if (typeof o.vkey !== 'string') return null;
+  const ws = Array.isArray(o.witnesses) ? o.witnesses : [];
+  const witnesses = ws
+    .map((w: unknown) => (typeof w === 'string' ? w : w && typeof w === 'object' && typeof (w as { vkey?: unknown }).vkey === 'string' ? (w as { vkey: string }).vkey : null))
+    .filter((w): w is string => w !== null);
+  const t = o.witnessThreshold ?? (o.witnessPolicy as { threshold?: unknown } | undefined)?.threshold ?? o.threshold;
+  const threshold = typeof t === 'number' ? t : typeof t === 'string' && /^\d+$/.test(t) ? Number(t) : witnesses.length;
+  return { vkey: o.vkey, witnesses, threshold };
+}
+
+export function configFromLink(params: URLSearchParams): TrustConfig | null {
+  const vkey = params.get('vkey');
+  if (!vkey) return null;
+  return parseConfig({ vkey, witnesses: params.getAll('witness'), threshold: params.get('threshold') ?? undefined });
+}
+
+async function fetchJson(url: URL, fetchFn: typeof fetch): Promise<unknown> {
+  try {
+    const res = await fetchFn(url, { cache: 'no-cache', headers: { accept: 'application/json' } });
+    if (!res.ok || !(res.headers.get('content-type') ?? '').includes('json')) return null;
+    return await res.json();
+  } catch {
+    return null;
+  }
+}
+
+/** What the site (or the link) offers, first found wins. */
+export async function offeredConfig(base: URL, params: URLSearchParams, fetchFn: typeof fetch = (...a) => fetch(...a)): Promise<{ config: TrustConfig; source: TrustSource } | null> {
+  const link = configFromLink(params);
+  if (link) return { config: link, source: 'link' };
+  const [site, api] = await Promise.all([fetchJson(new URL('explorer.json', base), fetchFn), fetchJson(new URL('api/ledger/key', base), fetchFn)]);
+  const fromSite = parseConfig(site);
+  if (fromSite) return { config: fromSite, source: 'site-config' };
+  const fromApi = parseConfig(api);
+  if (fromApi) return { config: fromApi, source: 'site-api' };
+  return null;
+}
+
+const sameKeys = (a: TrustConfig, b: TrustConfig): boolean => a.vkey.trim() === b.vkey.trim();
+
+export function resolveTrust(offered: { config: TrustConfig; source: TrustSource } | null, store: KV | null): ResolvedTrust {
+  const problems: string[] = [];
+  const pins = readPins(store);
+  let origin: string | null = null;
+  if (offered) {
+    try {
+      origin = parseVkey(offered.config.vkey).name;
+    } catch (e) {
+      problems.push(`the key ${SOURCE_LABEL[offered.source]} is malformed: ${(e as Error).message}`);
+    }
+  }
+  const pinned = origin !== null ? pins[origin] : Object.values(pins)[0];
+  const chosen = pinned ? { config: pinned, source: 'pin' as const } : origin !== null ? offered : null;
+  if (!chosen) return { trust: null, config: null, source: null, offered, mismatch: null, problems };
+  let trust: Trust | null = null;
+  try {
+    trust = toTrust(chosen.config);
+  } catch (e) {
+    problems.push(`the key ${SOURCE_LABEL[chosen.source]} is unusable: ${(e as Error).message}`);
+  }
+  const mismatch =
+    pinned && offered && !sameKeys(pinned, offered.config)
+      ? `This site presents the log key ${offered.config.vkey}, but you pinned ${pinned.vkey}. Everything here is verified against your pin.`
+      : null;
+  return { trust, config: chosen.config, source: chosen.source, offered: pinned ? offered : null, mismatch, problems };
+}
