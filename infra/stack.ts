@@ -158,7 +158,10 @@ export class SteleStack extends Stack {
     });
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc });
     const image = props.imageAsset
-      ? ecs.ContainerImage.fromAsset(path.resolve(props.imageAsset), { exclude: ['node_modules', 'cdk.out', '.git', 'dist', '.stele'] })
+      ? ecs.ContainerImage.fromAsset(path.resolve(props.imageAsset), {
+          file: 'infra/Dockerfile',
+          exclude: ['node_modules', 'cdk.out', '.git', 'dist', '.stele', '.scratch'],
+        })
       : ecs.ContainerImage.fromEcrRepository(ecr.Repository.fromRepositoryName(this, 'Repository', imageRepository.valueAsString), imageTag.valueAsString);
 
     const tokens = new secretsmanager.Secret(this, 'AnchorTokensSecret', {

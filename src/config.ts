@@ -3,7 +3,33 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import type { ServeConfig } from './serve.js';
+
+export interface ServeConfig {
+  readonly dataDir: string;
+  readonly origin: string;
+  readonly host: string;
+  readonly port: number;
+  readonly batchIntervalMs: number;
+  readonly maxBatch: number;
+  readonly mode: 'demo' | 'production';
+  /** `name=token[@tenant],…`; required in production mode. */
+  readonly anchorTokens?: string;
+  /** Anchors per second per client (production default 100). */
+  readonly anchorRate?: number;
+  readonly fsync?: boolean;
+  /** Local demo witnesses started in this process (each with its own key and state). */
+  readonly demoWitnesses?: number;
+  /** External witnesses, `<vkey>=<url>` each, comma-separated. */
+  readonly witnesses?: string;
+  /** Cosignatures required to publish (default: all configured witnesses). */
+  readonly witnessThreshold?: number;
+  /** Mount the enterprise control plane (/v1) on this server, recording into this log. */
+  readonly enterprise?: boolean;
+  /** local: the data directory; aws: S3, DynamoDB and KMS from STELE_* variables (src/aws/log.ts). */
+  readonly backend?: 'local' | 'aws';
+  /** With the AWS backend: the single sequencer, or a read-only API replica. */
+  readonly role?: 'sequencer' | 'api';
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -34,6 +60,8 @@ const SETTINGS = {
   witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
   witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
   enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
+  backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
+  role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
 } as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' | 'bool' }>;
 
 type Key = keyof typeof SETTINGS;
@@ -84,7 +112,9 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   }
   const cfg = out as unknown as ServeConfig;
   if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');
-  if (cfg.mode === 'production' && !cfg.anchorTokens) {
+  if (cfg.backend !== undefined && cfg.backend !== 'local' && cfg.backend !== 'aws') throw new ConfigError('backend must be local or aws');
+  if (cfg.role !== undefined && cfg.role !== 'sequencer' && cfg.role !== 'api') throw new ConfigError('role must be sequencer or api');
+  if (cfg.mode === 'production' && !cfg.anchorTokens && cfg.role !== 'api') {
     throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
   }
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');

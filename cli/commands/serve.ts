@@ -10,6 +10,7 @@ import { openLocalLog } from '../../src/log/local.js';
 import { LogReader } from '../../src/reader.js';
 import { startServer } from '../../src/serve.js';
 import { KeyFileError } from '../../src/signer.js';
+import { AwsConfigError } from '../../src/aws/log.js';
 import { CliError, EXIT } from '../errors.js';
 
 function logger(level: string) {
@@ -50,7 +51,7 @@ export function registerServeCommands(program: Command): void {
       const cfg = config({ ...rest, batchIntervalMs: batchInterval, witnesses: (witness as string[] | undefined)?.join(',') });
       const log = logger(String(logLevel));
       const server = await startServer(cfg, log).catch((e: unknown) => {
-        if (e instanceof KeyFileError || e instanceof ConfigError) throw new CliError(EXIT.USAGE, e.message);
+        if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof AwsConfigError) throw new CliError(EXIT.USAGE, e.message);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         throw e;
       });

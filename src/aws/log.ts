@@ -339,10 +339,13 @@ export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLo
       stagingPrefix: env.STELE_S3_STAGING_PREFIX || undefined,
       endpoint: env.STELE_S3_ENDPOINT || undefined,
       forcePathStyle: flag('STELE_S3_FORCE_PATH_STYLE'),
+      // Only for a test server that ignores conditional PUTs (the lock still prevents forks).
+      requireConditionalWrites: flag('STELE_S3_REQUIRE_CONDITIONAL_WRITES'),
     },
     dynamo: { table: need('STELE_DYNAMO_TABLE'), endpoint: env.STELE_DYNAMO_ENDPOINT || undefined },
     signer,
     batchInterval: int('STELE_BATCH_INTERVAL_MS'),
     maxBatch: int('STELE_MAX_BATCH'),
+    heartbeatMs: int('STELE_HEARTBEAT_MS'),
   };
 }

@@ -516,7 +516,7 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
       ? { ok: true, detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof` }
       : { ok: false, detail: `the ${proof.length}-hash proof does not rebuild the claimed roots of sizes ${a} and ${b}: the log is not append-only between them` };
   report.addCheck(7, `Consistency ${a} → ${b}`, requested);
-  const anchored = await checkConsistency({ size: b, root: secondRoot }, { size: cc.size, root: cc.root }, view.prove, `size-${b}`);
+  const anchored = await checkConsistency({ size: b, root: secondRoot }, { size: cc.size, root: cc.root }, view.prove, 'requested');
   report.addCheck(8, 'Anchored to the verified checkpoint', anchored.ok ? { ok: true, detail: b === cc.size ? `size ${b} is the checkpoint itself` : anchored.detail } : anchored);
   if (a === s.trust.pin.size && !bytesEqual(firstRoot, s.trust.pin.root)) {
     report.addCheck(7, `Consistency ${a} → ${b}`, { ok: false, detail: `the claimed root of size ${a} differs from the pinned root` });

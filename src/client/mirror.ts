@@ -113,7 +113,7 @@ class Dest {
 
 /** Hash tiles of the new tree, each verified against the checkpoint before it is handed out. */
 class VerifiedTiles {
-  private readonly cache = new LRUCache<string, { tile: HashTile; local: boolean }>({ max: 2048 });
+  private readonly cache = new LRUCache<string, { tile: HashTile; local: boolean }>({ max: 512 });
   private readonly inflight = new Map<string, Promise<{ tile: HashTile; local: boolean }>>();
   fetched = 0;
   reused = 0;
@@ -163,7 +163,8 @@ class VerifiedTiles {
       this.fetched++;
       result = { tile: new HashTile(level, index, data), local: false };
     }
-    this.cache.set(`${level}/${index}`, result);
+    // Level-0 tiles are read once (with their bundles); only parents are worth keeping.
+    if (level > 0) this.cache.set(`${level}/${index}`, result);
     return result;
   }
 

@@ -50,7 +50,7 @@ interface Loaded {
 declare global {
   interface Window {
     /** Timings for tests and the benchmark. */
-    __stele?: { checkpointMs?: number; fetch?: LogClient['stats'] };
+    __stele?: { checkpointMs?: number; checkpointRenderedMs?: number; fetch?: LogClient['stats'] };
   }
 }
 
@@ -267,6 +267,8 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
     l.previous ? h('p', { class: 'muted' }, `Previously seen by this browser: size ${fmtInt(l.previous.size)}, root ${short(l.previous.rootHex)}, on ${fmtTime(l.previous.at)}.`) : '',
   );
   document.documentElement.dataset.checkpoint = 'ready';
+  // Since navigation start: the first render of the verified checkpoint view.
+  window.__stele = { ...(window.__stele ?? {}), checkpointRenderedMs: performance.now() };
   const latest = h('section', { 'aria-labelledby': 'latest-h' }, h('h2', { id: 'latest-h' }, 'Latest entries'));
   main.append(latest);
   if (cp.size === 0 || !cp.root) {
@@ -292,12 +294,25 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
   }
 }
 
+const failedEntries = new Map<number, string>();
+
+/** One banner line for all entries that failed, however many pages reported them. */
 function reportEntryFailures(rows: EntryResult[]): void {
-  const bad = rows.filter((r) => !r.ok);
-  for (const r of bad) {
+  for (const r of rows) {
+    if (r.ok) continue;
     const c = r.leaf.status === 'FAIL' ? r.leaf : r.inclusion;
-    setFailure(`entry-${r.seq}`, `Entry ${r.seq}: ${c.name}: ${c.detail}`);
+    failedEntries.set(r.seq, `${c.name}: ${c.detail}`);
   }
+  if (failedEntries.size === 0) return;
+  const seqs = [...failedEntries.keys()].sort((a, b) => a - b);
+  const first = seqs[0]!;
+  const list = seqs.length > 6 ? `${seqs.slice(0, 6).join(', ')}, …` : seqs.join(', ');
+  setFailure(
+    'entries',
+    seqs.length === 1
+      ? `Entry ${first} does not verify: ${failedEntries.get(first)}`
+      : `${fmtInt(seqs.length)} entries do not verify (leaves ${list}). Entry ${first}: ${failedEntries.get(first)}`,
+  );
 }
 
 function entriesTable(rows: EntryResult[]): HTMLElement {
@@ -425,7 +440,7 @@ async function locate(
     }
     if ('notFound' in api) return { found: null, why: api.notFound, scannedAll: false, scanned: 0 };
   }
-  const progress = h('progress', { max: Math.min(size, maxEntries), value: 0 });
+  const progress = h('progress', { max: Math.min(size, maxEntries), value: 0, 'aria-label': 'Scan progress' });
   const label = h('span', null, 'Scanning the record bundles…');
   const box = h('p', { class: 'scan', 'data-testid': 'scan-progress', role: 'status' }, label, ' ', progress);
   out.append(box);
@@ -548,7 +563,7 @@ async function viewVerify(main: HTMLElement): Promise<void> {
     h('h1', { tabindex: '-1' }, 'Verify a file'),
     h('p', null, 'The file is hashed here, in your browser, a chunk at a time; it is never uploaded. Only its SHA-256 digest is looked up.'),
   );
-  const input = h('input', { type: 'file', id: 'file-input', class: 'visually-hidden', 'data-testid': 'file-input' });
+  const input = h('input', { type: 'file', id: 'file-input', class: 'visually-hidden', tabindex: '-1', 'data-testid': 'file-input' });
   const zone = h(
     'div',
     { class: 'dropzone', 'data-testid': 'dropzone' },
@@ -587,7 +602,7 @@ let verifyRun = 0;
 async function verifyFile(file: File, out: HTMLElement): Promise<void> {
   const run = ++verifyRun;
   clear(out);
-  const progress = h('progress', { max: Math.max(1, file.size), value: 0 });
+  const progress = h('progress', { max: Math.max(1, file.size), value: 0, 'aria-label': 'Hashing progress' });
   const status = h('span', null, `Hashing ${file.name} (${fmtBytes(file.size)})…`);
   out.append(h('p', { role: 'status' }, status, ' ', progress));
   const digest = await hashBlob(file, (p) => {

@@ -34,7 +34,12 @@ export interface ResolvedTrust {
   readonly problems: string[];
 }
 
-type KV = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;
+/** The part of window.localStorage used here (an interface, so Node tests can pass a map). */
+export interface KV {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
 
 const PINS = 'stele:pins';
 const seenKey = (origin: string) => `stele:seen:${origin}`;

@@ -129,7 +129,7 @@ async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Pr
     const h = size === 0 ? EMPTY_ROOT : await treeHash(size, client.reader(size));
     return bytesEqual(h, root)
       ? pass(name, `the tree hash recomputed from the right-edge tiles equals the signed root (size ${size})`)
-      : fail(name, `the tiles hash to ${short(toHex(h))}, not the signed root ${short(toHex(root))}: the server altered a tile`);
+      : fail(name, `the tiles hash to ${short(toHex(h))}, not the signed root ${short(toHex(root))}: a tile (or the checkpoint) was altered`);
   } catch (e) {
     return fail(name, `cannot read the tiles: ${(e as Error).message}`);
   }

@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
+import { createHash } from 'node:crypto';
+import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { type TamperProxy, dropCosignatures, startTamperProxy } from '../helpers/fake-log-server.js';
 
 const ORIGIN = 'e2e.test/log';
@@ -24,7 +25,7 @@ describe('stele ledger, end to end against stele serve', () => {
     await ensureBuilt();
     sb = new Sandbox('stele-e2e-');
     serve = await startServe({ dataDir: join(sb.root, 'data'), origin: ORIGIN, args: ['--demo-witnesses', '2'] });
-    sb.file('release.tar.gz', 'the canonical package bytes of release 1.0\n');
+    sb.file('release-1.2.3.tgz', 'the canonical package bytes of release 1.0\n');
     sb.file('notes.txt', 'release notes\n');
     sb.file('never-anchored.bin', 'nobody anchored this\n');
   }, 120_000);
@@ -64,7 +65,7 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('anchor streams the digest, verifies the answer, stores the proof and prints the entry id', async () => {
-    const r = await sb.run(['ledger', 'anchor', 'release.tar.gz']);
+    const r = await sb.run(['ledger', 'anchor', 'release-1.2.3.tgz']);
     expect(r.code).toBe(0);
     const id = /entry id\s+(led_\d+_[0-9a-f]{12})/.exec(r.stdout)?.[1];
     expect(id).toBeDefined();
@@ -97,12 +98,12 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('verify reports PASS for each rule of spec §4.3', async () => {
-    const r = await sb.run(['ledger', 'verify', 'release.tar.gz']);
+    const r = await sb.run(['ledger', 'verify', 'release-1.2.3.tgz']);
     expect(r.code).toBe(0);
     for (const n of [1, 2, 3, 4, 5, 6]) expect(r.stdout).toMatch(new RegExp(`PASS  ${n}\\. `));
     expect(r.stdout).toMatch(/4\. Inclusion: leaf index 0, tree size \d+/);
     expect(r.stdout).toMatch(/5\. Witness cosignatures: 2 valid cosignatures/);
-    const j = await sb.json(['ledger', 'verify', 'release.tar.gz']);
+    const j = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz']);
     expect(j.out.result).toBe('PASS');
     expect((j.out.checks as Json[]).map((c) => [c.rule, c.status])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, 'PASS']));
     expect(j.out.entryId).toBe(ids[0]);
@@ -136,8 +137,32 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(sigs!.trim().split('\n')).toHaveLength(3); // the log and two witnesses
   });
 
+  it('proof fetches, verifies and stores a proof it did not have', async () => {
+    const anchored = (await postAnchor(serve.url, createHash('sha256').update('anchored by someone else').digest('hex'))) as Json;
+    const id = anchored.entry.id as string;
+    expect(existsSync(join(sb.proofsDir, `${id}.json`))).toBe(false);
+    const r = await sb.run(['ledger', 'proof', id]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Inclusion proof of ${id} (fetched from the log)`);
+    expect(existsSync(join(sb.proofsDir, `${id}.json`))).toBe(true);
+    const missing = await sb.run(['ledger', 'proof', `led_999_${'0'.repeat(12)}`]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^stele: entry led_999_0+ is not in the log/);
+  });
+
+  it('trust-config --advance moves the pin after proving consistency', async () => {
+    await postAnchor(serve.url, createHash('sha256').update('one more').digest('hex'));
+    const before = (parseToml(readFileSync(sb.configFile, 'utf8')) as Json).ledger.trust.tree_size as number;
+    const j = await sb.json(['ledger', 'trust-config', '--advance']);
+    expect(j.code).toBe(0);
+    expect(j.out.advanced).toEqual({ from: before, to: before + 1 });
+    expect(j.out.trust.treeSize).toBe(before + 1);
+    const again = await sb.json(['ledger', 'trust-config', '--advance']);
+    expect(again.out.changes).toEqual([`pinned checkpoint already current (size ${before + 1})`]);
+  });
+
   it('verify --anchor verifies the file and records a document_verified entry', async () => {
-    const j = await sb.json(['verify', 'release.tar.gz', '--anchor']);
+    const j = await sb.json(['verify', 'release-1.2.3.tgz', '--anchor']);
     expect(j.code).toBe(0);
     expect(j.out.result).toBe('PASS');
     expect(j.out.entryId).toBe(ids[0]);
@@ -159,7 +184,7 @@ describe('stele ledger, end to end against stele serve', () => {
     });
     try {
       const before = readFileSync(sb.configFile, 'utf8');
-      const j = await sb.json(['ledger', 'verify', 'release.tar.gz'], { STELE_LEDGER_ENDPOINT: proxy.url });
+      const j = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz'], { STELE_LEDGER_ENDPOINT: proxy.url });
       expect(j.code).toBe(1);
       expect(rule(j.out, 5)).toMatchObject({ status: 'FAIL' });
       expect(rule(j.out, 5).detail).toMatch(/0 valid cosignatures .*2 required/);
@@ -179,7 +204,7 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('mirror, then verify --tiles and audit with the server stopped', async () => {
-    const mirror = join(sb.root, 'mirror');
+    const mirror = './mirror'; // the README's commands, run in the work directory
     const m1 = await sb.json(['ledger', 'mirror', mirror]);
     expect(m1.code).toBe(0);
     expect(m1.out).toMatchObject({ result: 'PASS', status: 'updated', previousSize: null });
@@ -193,7 +218,7 @@ describe('stele ledger, end to end against stele serve', () => {
 
     await serve.stop();
 
-    const v = await sb.json(['ledger', 'verify', 'release.tar.gz', '--tiles', mirror]);
+    const v = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz', '--tiles', mirror]);
     expect(v.code).toBe(0);
     expect(v.out).toMatchObject({ result: 'PASS', mode: 'tiles', leafIndex: 0 });
     expect(rule(v.out, 5).detail).toMatch(/^2 valid cosignatures/);
@@ -211,9 +236,18 @@ describe('stele ledger, end to end against stele serve', () => {
     expect((await sb.run(['ledger', 'consistency', '--tiles', mirror, '--from', '1'])).code).toBe(0);
     expect((await sb.run(['ledger', 'proof', ids[0]!, '--offline'])).code).toBe(0);
 
-    const down = await sb.run(['ledger', 'verify', 'release.tar.gz']);
+    const down = await sb.run(['ledger', 'verify', 'release-1.2.3.tgz']);
     expect(down.code).toBe(3);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/connection refused/);
+  });
+
+  it('trust-config removes witnesses and keeps the threshold within them', async () => {
+    const j = await sb.json(['ledger', 'trust-config', '--remove-witness', witnesses[0]!.name, '--witness-threshold', '1']);
+    expect(j.code).toBe(0);
+    expect(j.out.trust.witnesses.map((w: Json) => w.name)).toEqual([witnesses[1]!.name]);
+    const r = await sb.run(['ledger', 'trust-config', '--witness-threshold', '2']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/witness threshold 2 exceeds the 1 pinned witness/);
   });
 });

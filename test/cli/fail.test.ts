@@ -166,6 +166,33 @@ describe('FAIL cases', () => {
     expect(a.out.tree.ok).toBe(true);
   });
 
+  it('trust-config: --advance refuses a fork; --replace-key needs the key id and a consistent or reset checkpoint', async () => {
+    const fork = extra[1]!; // the forked log of the previous test
+    const other = extra[0]!; // the log with another key
+    const before = pinnedConfig();
+    const adv = await sb.json(['ledger', 'trust-config', '--advance'], { STELE_LEDGER_ENDPOINT: fork.url });
+    expect(adv.code).toBe(1);
+    expect(adv.out.advance.result).toBe('FAIL');
+    expect(pinnedConfig()).toBe(before);
+
+    const scratch = new Sandbox('stele-fail-rekey-');
+    try {
+      expect((await scratch.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId])).code).toBe(0);
+      const wrongId = await scratch.run(['ledger', 'trust-config', '--replace-key', serve.keyId], { STELE_LEDGER_ENDPOINT: other.url });
+      expect(wrongId.code).toBe(1);
+      expect(wrongId.stderr).toMatch(/not the trusted/);
+      const inconsistent = await scratch.run(['ledger', 'trust-config', '--replace-key', other.keyId], { STELE_LEDGER_ENDPOINT: other.url });
+      expect(inconsistent.code).toBe(1);
+      expect(inconsistent.stderr).toMatch(/pass --reset-checkpoint/);
+      const reset = await scratch.json(['ledger', 'trust-config', '--replace-key', other.keyId, '--reset-checkpoint'], { STELE_LEDGER_ENDPOINT: other.url });
+      expect(reset.code).toBe(0);
+      expect(reset.out.trust.keyId).toBe(other.keyId);
+      expect(reset.out.changes[0]).toMatch(/RESET/);
+    } finally {
+      scratch.cleanup();
+    }
+  });
+
   it('rule 4: a wrong audit path', async () => {
     proxy.tamper = {
       json: (route, b) => {

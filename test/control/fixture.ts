@@ -47,7 +47,8 @@ export const ENTITIES = [
 ];
 
 export interface ControlFixture {
-  readonly srv: RunningServer;
+  /** The running server (replace it to restart on the same data directory). */
+  srv: RunningServer;
   readonly idp: TestOidcProvider;
   readonly dataDir: string;
   readonly controlDir: string;
@@ -93,7 +94,7 @@ auth_failure_rate = 1000
   );
   const srv = await startTestServer({ dataDir, enterprise: true, batchIntervalMs: o.batchIntervalMs ?? 5 });
   const tokens = new Map<string, string>();
-  return {
+  const fx: ControlFixture = {
     srv,
     idp,
     dataDir,
@@ -112,7 +113,7 @@ auth_failure_rate = 1000
         body = typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
         headers['content-type'] ??= 'application/json';
       }
-      return getJson(`${srv.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+      return getJson(`${fx.srv.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
     },
     writePolicy(name, text) {
       const tmp = join(policyDir, `.${name}.tmp`);
@@ -120,8 +121,9 @@ auth_failure_rate = 1000
       renameSync(tmp, join(policyDir, name));
     },
     async close() {
-      await srv.close();
+      await fx.srv.close();
       await idp.close();
     },
   };
+  return fx;
 }

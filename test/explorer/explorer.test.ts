@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The explorer in a real browser (Debian's Chromium via playwright-core) against
 // `stele serve` started from the built dist on loopback, and against static servers that
 // serve the same log directory as a mirror would: faithfully, with a tile byte flipped,
@@ -12,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCheckpointBody, parseCheckpointBody, signCheckpoint } from '../../src/checkpoint.js';
 import { SeedSigner, parseNote } from '../../src/note.js';
 import { loadOrCreateKey } from '../../src/signer.js';
-import { type TestBrowser, hasChromium, launchBrowser, screenshot } from '../helpers/browser.js';
+import { type TestBrowser, hasChromium, launchBrowser, screenshot, timings } from '../helpers/browser.js';
 import {
   EXPLORER_DIST,
   type SteleChild,
@@ -119,7 +120,7 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     expect(await page.locator('[data-testid=cp-size]').innerText()).toBe(String(ENTRIES));
     await page.waitForSelector('[data-testid=cp-time]');
     expect(await page.locator('[data-testid=banner]').isHidden()).toBe(true);
-    const ms = await page.evaluate(() => window.__stele?.checkpointMs ?? Infinity);
+    const ms = (await timings(page)).checkpointMs ?? Infinity;
     expect(ms).toBeLessThan(1000);
     expect(wall).toBeLessThan(5000);
     await screenshot(page, 'checkpoint');
@@ -187,6 +188,15 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     // The file itself never leaves the page: only its digest is looked up.
     expect(requests.some((u) => u.includes(`hash=${FILE_DIGEST}`))).toBe(true);
 
+    // A real drop event (DataTransfer with a File) on the drop zone.
+    await page.evaluate((text) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], 'dropped-release.tgz'));
+      document.querySelector('[data-testid=dropzone]')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, FILE_TEXT);
+    await page.waitForFunction(() => document.querySelector('[data-testid=verify-output]')?.textContent?.includes('dropped-release.tgz'));
+    expect(await statusOf(page, '[data-testid=verify-result]')).toBe('PASS');
+
     await page.locator('[data-testid=file-input]').setInputFiles(unknownFile);
     expect(await statusOf(page, '[data-testid=verify-result]')).toBe('NOTFOUND');
     expect(await page.locator('[data-testid=verify-result]').innerText()).toMatch(/not found/i);
@@ -200,6 +210,9 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.waitForSelector('[data-testid=time-chart] svg > rect');
     expect(await page.locator('[data-testid=type-chart]').innerText()).toContain('document_verified');
     await screenshot(page, 'charts');
+    await page.goto(`${stele.url}/#/trust`);
+    expect(await page.locator('[data-testid=trust-vkey]').innerText()).toBe(stele.vkey);
+    await screenshot(page, 'trust');
 
     await page.setViewportSize({ width: 375, height: 800 });
     await page.goto(`${stele.url}/#/`);

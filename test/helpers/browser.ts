@@ -66,6 +66,19 @@ export async function launchBrowser(): Promise<TestBrowser> {
   };
 }
 
+/** What the explorer exposes for tests and the benchmark (see src/explorer/main.ts). */
+export interface SteleTimings {
+  /** Checkpoint fetched and verified, from the start of loading. */
+  checkpointMs?: number;
+  /** Verified checkpoint view drawn, since navigation start. */
+  checkpointRenderedMs?: number;
+}
+
+/** The page's timings (typed without the DOM library). */
+export function timings(page: Page): Promise<SteleTimings> {
+  return page.evaluate(() => (globalThis as unknown as { __stele?: SteleTimings }).__stele ?? {});
+}
+
 /** Saves a full-page screenshot as test-artifacts/explorer/<name>.png and returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });

@@ -1,0 +1,128 @@
+// Issue 7 figures: POST /v1/policy/evaluate at 64 connections with a warm JWKS cache, every
+// decision anchored in the ledger (fsync on) and appended to the signed audit stream before
+// it is answered. The server is `stele control serve` in a child process (one core), the
+// OpenID Provider and autocannon run in this process (the other core). Runs:
+//   1. default settings (verified-token cache on): the figure for the issue;
+//   2. verified-token cache off: every request verifies the JWT signature with jose.
+// After each run the ledger and the audit stream are checked to hold one entry / event per
+// answered decision.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+// @ts-expect-error autocannon ships no type declarations (and @types/autocannon is not installed).
+import autocannonUntyped from 'autocannon';
+import { startOidcProvider } from '../test/helpers/oidc.js';
+import { QUICK, figure, note } from './util.js';
+
+interface CannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; max: number };
+  errors: number;
+  non2xx: number;
+  '2xx': number;
+}
+const autocannon = autocannonUntyped as (o: Record<string, unknown>) => Promise<CannonResult>;
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const AUDIENCE = 'https://control.bench.stele/v1';
+const CONNECTIONS = 64;
+const DURATION_S = QUICK ? 5 : 15;
+const BATCH_INTERVAL_MS = 10;
+
+const POLICIES = `
+@id("staff-read-eng") permit (principal in Group::"staff", action == Action::"read", resource) when { resource.dept == "eng" };
+@id("deny-contractors") forbid (principal in Group::"contractors", action, resource);
+`;
+const ENTITIES = [
+  { uid: { type: 'Group', id: 'staff' }, attrs: {}, parents: [] },
+  { uid: { type: 'Group', id: 'contractors' }, attrs: {}, parents: [] },
+  { uid: { type: 'User', id: 'alice' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }] },
+  { uid: { type: 'User', id: 'bob' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }, { type: 'Group', id: 'contractors' }] },
+  { uid: { type: 'Document', id: 'q3-report' }, attrs: { dept: 'eng' }, parents: [] },
+];
+
+async function startControlServer(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'cli', 'main.ts'), 'control', 'serve', '--data-dir', dataDir, '--port', '0', '--batch-interval', String(BATCH_INTERVAL_MS), '--origin', 'bench.stele/control', '--log-level', 'warn', '--json'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_NO_WARNINGS: '1' } },
+  );
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { url: JSON.parse(line.toString().split('\n')[0]!).url as string, child };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  await once(child, 'exit');
+}
+
+async function json(url: string, token?: string): Promise<any> {
+  const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return res.json();
+}
+
+/** Audit events of type policy_evaluation after `after`, counted from the stream. */
+async function countEvaluations(url: string, token: string, after: number): Promise<{ count: number; last: number }> {
+  const res = await fetch(`${url}/v1/audit/events?follow=false&type=policy_evaluation`, { headers: { authorization: `Bearer ${token}`, 'last-event-id': String(after) } });
+  const text = await res.text();
+  const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  return { count: ids.length, last: ids.at(-1) ?? after };
+}
+
+async function run(label: string, tokenCache: boolean, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-control-'));
+  const controlDir = join(dataDir, 'control');
+  mkdirSync(join(controlDir, 'policy'), { recursive: true });
+  writeFileSync(join(controlDir, 'policy', 'policies.cedar'), POLICIES);
+  writeFileSync(join(controlDir, 'policy', 'entities.json'), JSON.stringify(ENTITIES));
+  writeFileSync(
+    join(controlDir, 'control.toml'),
+    `[control.oidc]\nissuer = "${issuer}"\naudience = "${AUDIENCE}"\ntoken_cache_size = ${tokenCache ? 10_000 : 0}\n`,
+  );
+  const { url, child } = await startControlServer(dataDir);
+  try {
+    const body = JSON.stringify({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"', context: { ip: '10.1.2.3' } });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens.svc}` };
+    // Warm up: discovery, JWKS fetch and cache, Cedar, JIT.
+    await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: 8, duration: 2 });
+    const ledgerBefore = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
+    const auditBefore = await countEvaluations(url, tokens.analyst, 0);
+
+    const r = await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: CONNECTIONS, duration: DURATION_S });
+    await new Promise((res) => setTimeout(res, 500));
+    const ledgerAfter = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
+    const auditAfter = await countEvaluations(url, tokens.analyst, auditBefore.last);
+
+    figure(`control_evaluate_rps${label}`, r.requests.average, 'req/s');
+    figure(`control_evaluate_p50${label}`, r.latency.p50, 'ms');
+    figure(`control_evaluate_p99${label}`, r.latency.p99, 'ms');
+    figure(`control_evaluate_errors${label}`, r.errors + r.non2xx, 'requests');
+    figure(`control_evaluate_answered${label}`, r['2xx'], 'decisions');
+    // autocannon stops at the deadline with requests in flight; those are anchored too.
+    figure(`control_evaluate_anchored${label}`, ledgerAfter - ledgerBefore, 'ledger entries');
+    figure(`control_evaluate_audited${label}`, auditAfter.count, 'audit events');
+  } finally {
+    await stop(child);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export default async function main(): Promise<void> {
+  const idp = await startOidcProvider({
+    clients: { svc: { claims: { roles: ['service'] }, ttl: 3600 }, analyst: { claims: { roles: ['analyst'], amr: ['hwk'] }, ttl: 3600 } },
+    defaultResource: AUDIENCE,
+    alg: 'ES256',
+  });
+  try {
+    const tokens = { svc: await idp.token('svc'), analyst: await idp.token('analyst') };
+    note(`POST /v1/policy/evaluate, ${CONNECTIONS} connections, ${DURATION_S} s, ES256 access tokens from oidc-provider, ledger fsync on, batch interval ${BATCH_INTERVAL_MS} ms`);
+    note('every answered decision is a ledger entry (policy_evaluation) in a published checkpoint and a signed audit event');
+    await run('', true, idp.issuer, tokens);
+    note('the same with the verified-token cache off (each request verifies the JWT with jose)');
+    await run('_no_token_cache', false, idp.issuer, tokens);
+  } finally {
+    await idp.close();
+  }
+}

@@ -1,0 +1,169 @@
+// Where `stele serve` gets its log: the embedded local directory (sequencer, LMDB index,
+// demo witnesses), or AWS (STELE_BACKEND=aws) as the sequencer or a read-only API replica.
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { LedgerService } from '../api/ledger.js';
+import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../aws/log.js';
+import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import { LmdbIndex } from '../index/lmdb.js';
+import { localPaths, openLocalLog } from '../log/local.js';
+import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
+import { LogReader } from '../reader.js';
+import type { IntegratedBatch, PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
+import { loadOrCreateKey } from '../signer.js';
+import type { ObjectReader } from '../store/store.js';
+import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
+import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
+import type { ServeConfig } from '../config.js';
+
+/** A log as the HTTP layer sees it. */
+export interface Backend {
+  readonly ledger: LedgerService;
+  /** The published objects, served at /checkpoint and /tile/…. */
+  readonly objects: ObjectReader;
+  readonly sequencer?: Sequencer;
+  readonly keyCreated: boolean;
+  readonly witnessEndpoints: readonly WitnessEndpoint[];
+  onPublished(fn: (cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void): void;
+  unhealthy(): string | null;
+  /** Integrates what was accepted, then releases storage. */
+  close(): Promise<void>;
+}
+
+export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
+  if (cfg.backend === 'aws') {
+    const aws = { ...awsLogConfigFromEnv(env), logger };
+    return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws);
+  }
+  return localBackend(cfg, logger);
+}
+
+function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], threshold: number): LedgerService {
+  return {
+    origin,
+    publicKey,
+    reader,
+    index,
+    checkpoint: () => sequencer.checkpoint,
+    lifetimeEntries: () => sequencer.lifetimeEntries,
+    witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
+    witnessThreshold: endpoints.length > 0 ? threshold : 0,
+    submit: (req) => sequencer.submit(req),
+  };
+}
+
+async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> {
+  const { signer: logKey } = await loadOrCreateKey(localPaths(cfg.dataDir).keyFile, cfg.origin);
+  const demo = await startDemoWitnesses(cfg, makeVerifier(cfg.origin, SIG_ED25519, logKey.publicKey), logger);
+  const endpoints: WitnessEndpoint[] = [
+    ...(cfg.witnesses ?? '').split(',').filter(Boolean).map((w) => parseWitnessSpec(w.trim())),
+    ...demo.map((d) => ({ verifier: d.verifier, url: d.url })),
+  ];
+  const threshold = cfg.witnessThreshold ?? endpoints.length;
+  const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, threshold }) : undefined;
+  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'));
+  let reader: LogReader | undefined;
+  const opened = await openLocalLog({
+    dataDir: cfg.dataDir,
+    origin: cfg.origin,
+    batchInterval: cfg.batchIntervalMs,
+    maxBatch: cfg.maxBatch,
+    fsync: cfg.fsync ?? true,
+    logger,
+    listeners: [{ onBatch: (b) => indexFeeder(index, reader!).onBatch(b) }],
+    witnessing: collector,
+  }).catch(async (e: unknown) => {
+    await index.close();
+    await Promise.all(demo.map((d) => d.close()));
+    throw e;
+  });
+  const { sequencer, store, signer, keyCreated } = opened;
+  reader = new LogReader(store);
+  await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
+  return {
+    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold),
+    objects: store,
+    sequencer,
+    keyCreated,
+    witnessEndpoints: endpoints,
+    onPublished: (fn) => sequencer.onPublished(fn),
+    unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
+    async close() {
+      await sequencer.close();
+      await index.close();
+      await Promise.all(demo.map((d) => d.close()));
+    },
+  };
+}
+
+/** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
+function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
+  return Promise.all(
+    Array.from({ length: cfg.demoWitnesses ?? 0 }, (_, i) =>
+      startWitness({ dataDir: join(cfg.dataDir, 'witnesses', `w${i + 1}`), name: `witness${i + 1}.demo.stele`, logs: [log], host: '127.0.0.1', port: 0, logger }),
+    ),
+  );
+}
+
+async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
+  const log = await openAwsLog(config);
+  if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
+  await log.indexReady;
+  const { sequencer } = log;
+  return {
+    ledger: sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0),
+    objects: log.store,
+    sequencer,
+    keyCreated: false,
+    witnessEndpoints: [],
+    onPublished: (fn) => sequencer.onPublished(fn),
+    unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
+    close: () => log.close(),
+  };
+}
+
+/** A read-only API replica: follows the published checkpoint in S3 once a second. */
+async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend> {
+  const r = await openAwsReader(config);
+  const first = await r.refreshCheckpoint();
+  if (!first) {
+    await r.close();
+    throw new Error('the log has no published checkpoint yet; start the sequencer first');
+  }
+  const listeners: ((cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void)[] = [];
+  let failure: string | null = null;
+  const timer = setInterval(() => {
+    const before = r.checkpoint();
+    r.refreshCheckpoint().then(
+      (cp) => {
+        failure = null;
+        if (cp && cp !== before) for (const fn of listeners) fn(cp, null);
+      },
+      (e: unknown) => {
+        failure = (e as Error).message;
+        logger.error({ err: failure }, 'checkpoint refresh failed');
+      },
+    );
+  }, 1000);
+  return {
+    ledger: {
+      origin: config.origin,
+      publicKey: r.publicKey,
+      reader: r.reader,
+      index: r.index,
+      checkpoint: () => r.checkpoint() ?? first,
+      lifetimeEntries: () => (r.checkpoint() ?? first).size,
+      witnesses: [],
+      witnessThreshold: 0,
+    },
+    objects: r.store,
+    keyCreated: false,
+    witnessEndpoints: [],
+    onPublished: (fn) => listeners.push(fn),
+    unhealthy: () => failure,
+    async close() {
+      clearInterval(timer);
+      await r.close();
+    },
+  };
+}

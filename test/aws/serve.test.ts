@@ -1,0 +1,102 @@
+// `stele serve` with STELE_BACKEND=aws, as the CDK stack runs it: the sequencer role and a
+// read-only API replica, both real processes, over s3rver (S3), dynalite (DynamoDB) and the
+// KMS stand-in (AWS KMS itself cannot run here).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashFromHex, leafHash } from '../../src/hash.js';
+import { verifyInclusion } from '../../src/merkle.js';
+import { digestOf, getJson, postAnchor } from '../api/server.js';
+import { ensureBuilt } from '../helpers/cli.js';
+import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
+import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';
+import { type S3Server, startS3Server } from '../helpers/s3-server.js';
+import { repoRoot } from '../helpers/tlogcheck.js';
+
+let s3: S3Server;
+let ddb: DynamoServer;
+let kms: KmsStandIn;
+const children: ChildProcess[] = [];
+
+function awsEnv(role: 'sequencer' | 'api'): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    STELE_BACKEND: 'aws',
+    STELE_ROLE: role,
+    STELE_MODE: 'production',
+    ...(role === 'sequencer' ? { STELE_ANCHOR_TOKENS: 'ci=tok_0123456789abcdef0123' } : {}),
+    STELE_ORIGIN: 'aws.serve.test/log',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+    STELE_S3_BUCKET: s3.bucket,
+    STELE_S3_ENDPOINT: s3.endpoint,
+    STELE_S3_FORCE_PATH_STYLE: 'true',
+    STELE_S3_PREFIX: 'serve/log/',
+    STELE_S3_STAGING_PREFIX: 'serve/private/',
+    STELE_S3_REQUIRE_CONDITIONAL_WRITES: 'false',
+    STELE_DYNAMO_TABLE: ddb.table,
+    STELE_DYNAMO_ENDPOINT: ddb.endpoint,
+    STELE_KMS_KEY_ID: kms.keyId,
+    STELE_KMS_ENDPOINT: kms.endpoint,
+    STELE_BATCH_INTERVAL_MS: '20',
+    STELE_HEARTBEAT_MS: '0',
+  };
+}
+
+async function serve(role: 'sequencer' | 'api'): Promise<{ url: string; keyId: string }> {
+  const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'error'], {
+    cwd: repoRoot,
+    env: awsEnv(role),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  const [line] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit').then(() => [Buffer.from('')])])) as [Buffer];
+  if (!line.length) throw new Error(`serve (${role}) exited: ${err}`);
+  return JSON.parse(line.toString()) as { url: string; keyId: string };
+}
+
+beforeAll(async () => {
+  [s3, ddb, kms] = await Promise.all([startS3Server(), startDynamoServer(), startKmsStandIn(), ensureBuilt()]);
+});
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null) {
+      c.kill('SIGTERM');
+      await once(c, 'exit');
+    }
+  }
+  await Promise.all([s3?.close(), ddb?.close(), kms?.close()]);
+});
+
+describe('stele serve on the AWS backend', () => {
+  it('runs the sequencer and a read-only replica that answer the same proofs', async () => {
+    const seq = await serve('sequencer');
+    const auth = { authorization: 'Bearer tok_0123456789abcdef0123' };
+    expect((await postAnchor(seq.url, { digest: digestOf(1) })).status).toBe(401);
+    const anchored = await Promise.all(Array.from({ length: 40 }, (_, i) => postAnchor(seq.url, { digest: digestOf(i), artifact: `a${i}` }, auth)));
+    expect(anchored.every((r) => r.status === 201)).toBe(true);
+    const key = (await getJson(`${seq.url}/api/ledger/key`)).body;
+    expect(Buffer.from(key.publicKey, 'base64')).toEqual(Buffer.from(kms.publicKey));
+
+    const replica = await serve('api');
+    expect(replica.keyId).toBe(seq.keyId);
+    const viaReplica = await getJson(`${replica.url}/api/ledger/entry?hash=${digestOf(17)}`);
+    expect(viaReplica.status).toBe(200);
+    const e = viaReplica.body;
+    expect(verifyInclusion(e.leafIndex, e.treeSize, leafHash(hashFromHex(e.entry.proof.entryHash)), e.auditPath.map(hashFromHex), hashFromHex(e.rootHash))).toBe(true);
+    const viaSequencer = await getJson(`${seq.url}/api/ledger/entry?hash=${digestOf(17)}`);
+    expect(viaReplica.body.auditPath).toEqual(viaSequencer.body.auditPath);
+    expect((await postAnchor(replica.url, { digest: digestOf(99) })).body.error.code).toBe('read_only');
+
+    // The replica follows new checkpoints.
+    const next = await postAnchor(seq.url, { digest: digestOf(1000) }, auth);
+    await new Promise((r) => setTimeout(r, 1500));
+    const cp = (await getJson(`${replica.url}/api/ledger/checkpoint`)).body;
+    expect(cp.treeSize).toBe(next.body.checkpoint.treeSize);
+    expect((await fetch(`${replica.url}/checkpoint`)).status).toBe(200);
+  });
+});
