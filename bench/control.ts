@@ -29,7 +29,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const AUDIENCE = 'https://control.bench.stele/v1';
 const CONNECTIONS = 64;
 const DURATION_S = QUICK ? 5 : 15;
-const BATCH_INTERVAL_MS = 10;
+const BATCH_INTERVAL_MS = Number(process.env.BENCH_BATCH_MS ?? 2);
 
 const POLICIES = `
 @id("staff-read-eng") permit (principal in Group::"staff", action == Action::"read", resource) when { resource.dept == "eng" };
@@ -43,12 +43,23 @@ const ENTITIES = [
   { uid: { type: 'Document', id: 'q3-report' }, attrs: { dept: 'eng' }, parents: [] },
 ];
 
-async function startControlServer(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'cli', 'main.ts'), 'control', 'serve', '--data-dir', dataDir, '--port', '0', '--batch-interval', String(BATCH_INTERVAL_MS), '--origin', 'bench.stele/control', '--log-level', 'warn', '--json'],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_NO_WARNINGS: '1' } },
-  );
+/** The ledger with /v1 mounted, in a child process (`stele control serve`, or with fsync off for the CPU-bound run). */
+const CHILD = `
+import { pino } from 'pino';
+import { SERVE_DEFAULTS } from '${new URL('../src/config.ts', import.meta.url).href}';
+import { startServer } from '${new URL('../src/serve.ts', import.meta.url).href}';
+const e = process.env;
+const srv = await startServer({ ...SERVE_DEFAULTS, dataDir: e.BENCH_DATA_DIR, origin: 'bench.stele/control', port: 0, batchIntervalMs: Number(e.BENCH_BATCH_MS), fsync: e.BENCH_FSYNC === '1', enterprise: true }, pino({ level: 'warn' }, pino.destination(2)));
+console.log(JSON.stringify({ url: srv.url }));
+process.on('SIGTERM', () => srv.close().then(() => process.exit(0)));
+`;
+
+async function startControlServer(dataDir: string, fsync: boolean): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), '--import', 'tsx', '--input-type=module', '-e', CHILD], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1', BENCH_DATA_DIR: dataDir, BENCH_BATCH_MS: String(BATCH_INTERVAL_MS), BENCH_FSYNC: fsync ? '1' : '0' },
+  });
   const [line] = (await once(child.stdout!, 'data')) as [Buffer];
   return { url: JSON.parse(line.toString().split('\n')[0]!).url as string, child };
 }
@@ -71,7 +82,17 @@ async function countEvaluations(url: string, token: string, after: number): Prom
   return { count: ids.length, last: ids.at(-1) ?? after };
 }
 
-async function run(label: string, tokenCache: boolean, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
+interface RunOptions {
+  readonly label: string;
+  readonly tokenCache: boolean;
+  readonly fsync: boolean;
+  readonly connections: number;
+  /** Also measure the ledger's own anchor route on the same server. */
+  readonly ledgerBaseline?: boolean;
+}
+
+async function run(o: RunOptions, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
+  const { label } = o;
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-control-'));
   const controlDir = join(dataDir, 'control');
   mkdirSync(join(controlDir, 'policy'), { recursive: true });
@@ -79,9 +100,9 @@ async function run(label: string, tokenCache: boolean, issuer: string, tokens: {
   writeFileSync(join(controlDir, 'policy', 'entities.json'), JSON.stringify(ENTITIES));
   writeFileSync(
     join(controlDir, 'control.toml'),
-    `[control.oidc]\nissuer = "${issuer}"\naudience = "${AUDIENCE}"\ntoken_cache_size = ${tokenCache ? 10_000 : 0}\n`,
+    `[control.oidc]\nissuer = "${issuer}"\naudience = "${AUDIENCE}"\ntoken_cache_size = ${o.tokenCache ? 10_000 : 0}\n\n[control.audit]\nfsync = ${o.fsync}\n`,
   );
-  const { url, child } = await startControlServer(dataDir);
+  const { url, child } = await startControlServer(dataDir, o.fsync);
   try {
     const body = JSON.stringify({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"', context: { ip: '10.1.2.3' } });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens.svc}` };
@@ -90,7 +111,7 @@ async function run(label: string, tokenCache: boolean, issuer: string, tokens: {
     const ledgerBefore = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
     const auditBefore = await countEvaluations(url, tokens.analyst, 0);
 
-    const r = await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: CONNECTIONS, duration: DURATION_S });
+    const r = await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: o.connections, duration: DURATION_S });
     await new Promise((res) => setTimeout(res, 500));
     const ledgerAfter = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
     const auditAfter = await countEvaluations(url, tokens.analyst, auditBefore.last);
@@ -103,6 +124,20 @@ async function run(label: string, tokenCache: boolean, issuer: string, tokens: {
     // autocannon stops at the deadline with requests in flight; those are anchored too.
     figure(`control_evaluate_anchored${label}`, ledgerAfter - ledgerBefore, 'ledger entries');
     figure(`control_evaluate_audited${label}`, auditAfter.count, 'audit events');
+    if (o.ledgerBaseline) {
+      let i = 0;
+      const a = await autocannon({
+        url: `${url}/api/ledger/anchor`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        connections: o.connections,
+        duration: DURATION_S,
+        requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ digest: (i++).toString(16).padStart(64, '0') }) }) }],
+      });
+      figure(`ledger_anchor_rps${label}`, a.requests.average, 'req/s');
+      figure(`ledger_anchor_p50${label}`, a.latency.p50, 'ms');
+      figure(`ledger_anchor_p99${label}`, a.latency.p99, 'ms');
+    }
   } finally {
     await stop(child);
     rmSync(dataDir, { recursive: true, force: true });
@@ -117,11 +152,16 @@ export default async function main(): Promise<void> {
   });
   try {
     const tokens = { svc: await idp.token('svc'), analyst: await idp.token('analyst') };
-    note(`POST /v1/policy/evaluate, ${CONNECTIONS} connections, ${DURATION_S} s, ES256 access tokens from oidc-provider, ledger fsync on, batch interval ${BATCH_INTERVAL_MS} ms`);
+    note(`POST /v1/policy/evaluate, ${DURATION_S} s per run, ES256 access tokens from oidc-provider (JWKS fetched once, then cached), batch interval ${BATCH_INTERVAL_MS} ms`);
     note('every answered decision is a ledger entry (policy_evaluation) in a published checkpoint and a signed audit event');
-    await run('', true, idp.issuer, tokens);
-    note('the same with the verified-token cache off (each request verifies the JWT with jose)');
-    await run('_no_token_cache', false, idp.issuer, tokens);
+    note(`1. durable (ledger and audit fsync on), ${CONNECTIONS} connections; then the ledger's own POST /api/ledger/anchor on the same server for comparison`);
+    await run({ label: '', tokenCache: true, fsync: true, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+    note('2. durable, verified-token cache off (each request verifies the JWT signature with jose)');
+    await run({ label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
+    note('3. durable, 256 connections (more decisions per ledger batch)');
+    await run({ label: '_256c', tokenCache: true, fsync: true, connections: 256 }, idp.issuer, tokens);
+    note(`4. fsync off (ledger I/O out of the way: the control plane's own cost), ${CONNECTIONS} connections`);
+    await run({ label: '_nofsync', tokenCache: true, fsync: false, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
   } finally {
     await idp.close();
   }

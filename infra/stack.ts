@@ -38,6 +38,9 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
@@ -48,6 +51,8 @@ export interface SteleStackProps extends StackProps {
    * deploy time, not at synth). Default: the ImageRepository/ImageTag parameters (ECR).
    */
   readonly imageAsset?: string;
+  /** Built explorer to publish beside the tiles (default dist/explorer, if built). */
+  readonly explorerDir?: string;
 }
 
 /** Object prefixes in the bucket; must match the services' STELE_S3_PREFIX / STELE_S3_STAGING_PREFIX. */
@@ -325,6 +330,8 @@ export class SteleStack extends Stack {
       priceClass: cloudfront.PriceClass.PRICE_CLASS_100,
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       defaultBehavior: checkpointBehavior,
+      // The explorer (dist/explorer) is published beside the tiles; / serves its page.
+      defaultRootObject: 'index.html',
       additionalBehaviors: {
         '/checkpoint': checkpointBehavior,
         '/checkpoint.json': checkpointBehavior,
@@ -340,6 +347,17 @@ export class SteleStack extends Stack {
       // Never remember a miss or an API error at the edge (default: 10 s).
       errorResponses: [403, 404, 500, 502, 503, 504].map((httpStatus) => ({ httpStatus, ttl: Duration.seconds(0) })),
     });
+    // The explorer's static files, next to the tiles (never pruning: the prefix holds the log).
+    const explorerDir = props.explorerDir ?? fileURLToPath(new URL('../dist/explorer', import.meta.url));
+    if (existsSync(path.join(explorerDir, 'index.html'))) {
+      new s3deploy.BucketDeployment(this, 'Explorer', {
+        sources: [s3deploy.Source.asset(explorerDir)],
+        destinationBucket: this.bucket,
+        destinationKeyPrefix: PUBLIC_PREFIX,
+        prune: false,
+        cacheControl: [s3deploy.CacheControl.fromString('no-cache')],
+      });
+    }
     // Optional custom domain, chosen at deploy time.
     const cfn = this.distribution.node.defaultChild as cloudfront.CfnDistribution;
     cfn.addPropertyOverride('DistributionConfig.Aliases', Fn.conditionIf(hasDomain.logicalId, [domainName.valueAsString], Aws.NO_VALUE));

@@ -35,11 +35,16 @@ interface Run {
   readonly lines: string[];
 }
 
+/** Children still running, killed when the suite ends however it ends. */
+const live = new Set<ChildProcess>();
+
 function startChild(dataDir: string, onLine: (line: string) => void, args: string[] = []): Run {
   const child = spawn(process.execPath, ['--import', 'tsx', childScript, dataDir, ...args], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.on('exit', () => live.delete(child));
   let err = '';
   let buf = '';
   const lines: string[] = [];
@@ -90,6 +95,7 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 describe('crash safety under SIGKILL', () => {
   let dataDir: string;
   afterAll(async () => {
+    for (const child of live) child.kill('SIGKILL');
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -2,6 +2,9 @@
 // offline): the bucket is private, CloudFront caches the checkpoint ≤ 2 s and tiles as
 // immutable and never caches the API, the key is Ed25519 for signing, the API role can
 // neither write tiles nor sign, and exactly one sequencer task runs.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -153,4 +156,14 @@ describe('infra/stack.ts (CDK assertions)', () => {
     expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs', 'AnchorTokens']));
     expect(params.AnchorTokens.NoEcho).toBe(true);
   });
+});
+
+describe('infra/stack.ts: the explorer', () => {
+  it('is published beside the tiles (never pruning the log) and served at /', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stele-explorer-'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>x</title>');
+    const t = Template.fromStack(new SteleStack(new App(), 'WithExplorer', { explorerDir: dir }));
+    t.hasResourceProperties('Custom::CDKBucketDeployment', { DestinationBucketKeyPrefix: 'log/', Prune: false });
+    t.hasResourceProperties('AWS::CloudFront::Distribution', { DistributionConfig: Match.objectLike({ DefaultRootObject: 'index.html' }) });
+  }, 60_000);
 });

@@ -73,7 +73,7 @@ export function explorerMiddleware(o: ExplorerOptions = {}): Middleware {
       return;
     }
     const page = ctx.path === '/' || ctx.path === '/index.html';
-    if (!page && !/^\/assets\/[A-Za-z0-9._-]+$/.test(ctx.path)) return next();
+    if (!page && !/^\/assets\/[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(ctx.path)) return next();
     if (!files) {
       if (!page) return next();
       ctx.status = 404;

@@ -270,7 +270,8 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   }
 
   let pin: Outcome;
-  if (trust.pin.size > size) pin = { ok: false, detail: `the audited tree (size ${size}) is smaller than the pinned size ${trust.pin.size}: rolled back or stale` };
+  if (trust.pin.size === 0) pin = { ok: true, detail: 'no pinned checkpoint to compare (empty pin)' };
+  else if (trust.pin.size > size) pin = { ok: false, detail: `the audited tree (size ${size}) is smaller than the pinned size ${trust.pin.size}: rolled back or stale` };
   else if (pinRoot === null) pin = { ok: false, detail: `not checked: the audit stopped before size ${trust.pin.size}` };
   else if (!bytesEqual(pinRoot, trust.pin.root)) {
     pin = { ok: false, detail: `the recomputed root at the pinned size ${trust.pin.size} differs from the pinned root: the log forked` };

@@ -10,6 +10,7 @@ import { rootsFromConsistencyProof } from '../merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH } from '../tiles.js';
+import { readBundle } from '../tilestore.js';
 import {
   type AnchorBody,
   type CheckpointView,
@@ -31,6 +32,7 @@ import {
   type Trust,
   checkCheckpoint,
   checkConsistency,
+  checkEntryBinding,
   checkInclusion,
   checkLeaf,
   hashes,
@@ -133,6 +135,44 @@ export interface Session {
   readonly proofs: ProofStore;
   /** Leave the pinned checkpoint where it is even after verifying a newer one. */
   readonly keepPin?: boolean;
+  /**
+   * Where the log's tiles are (the CDN, the endpoint itself, a mirror): API answers are
+   * bound to the log by reading the previous entry hash from the entry bundles.
+   */
+  readonly tiles?: ObjectReader;
+}
+
+/** The entry hash of leaf seq − 1 (zeros for seq 0), read from the entry bundle of the tree of `size`. */
+export async function priorEntryHash(source: ObjectReader, seq: number, size: number): Promise<Uint8Array> {
+  if (seq === 0) return ZERO_HASH;
+  const n = Math.floor((seq - 1) / TILE_WIDTH);
+  const items = await readBundle(source, 'entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH));
+  return items[(seq - 1) % TILE_WIDTH]!;
+}
+
+/** Rule 3 for an API answer: the leaf/id/digest checks plus the binding of the entry's fields to its hash. */
+async function leafRule(
+  s: Session,
+  entry: EntryView,
+  seq: number,
+  size: number,
+  leafHashHex: string,
+  fileDigest: string | undefined,
+  knownPrior?: string,
+): Promise<Outcome & { prior?: string }> {
+  const leaf = checkLeaf(entry, seq, leafHashHex, fileDigest);
+  if (!leaf.ok) return leaf;
+  let prior: Uint8Array;
+  try {
+    if (knownPrior !== undefined) prior = hashFromHex(knownPrior);
+    else if (seq === 0) prior = ZERO_HASH;
+    else if (s.tiles) prior = await priorEntryHash(s.tiles, seq, size);
+    else return { ok: false, detail: `${leaf.detail}; but no tiles to read entry ${seq - 1}'s hash from, so the entry's fields are unproven` };
+  } catch (e) {
+    return { ok: false, detail: `${leaf.detail}; but entry ${seq - 1}'s hash could not be read to bind the entry's fields: ${(e as Error).message}` };
+  }
+  const binding = checkEntryBinding(entry, seq, prior);
+  return binding.ok ? { ok: true, detail: `${leaf.detail}; ${binding.detail}`, prior: toHex(prior) } : binding;
 }
 
 export interface PinMove {
@@ -164,7 +204,7 @@ function checkpointSummary(cc: CheckedCheckpoint) {
   return { origin: cc.origin, treeSize: cc.size, rootHash: toHex(cc.root), ...(cc.timestamp ? { timestamp: cc.timestamp } : {}) };
 }
 
-function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: CheckpointView, s: Session, file?: string): ProofBundle {
+function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: CheckpointView, s: Session, file?: string, prior?: string): ProofBundle {
   const b: ProofBundle = {
     format: PROOF_FORMAT,
     savedAt: new Date().toISOString(),
@@ -179,6 +219,7 @@ function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: 
     checkpoint: cp,
   };
   if (file !== undefined) b.file = file;
+  if (prior !== undefined) b.priorEntryHash = prior;
   return b;
 }
 
@@ -227,7 +268,7 @@ async function verifyFileApi(s: Session, view: ApiView, file: string, digest: st
     return { ...base, checkpoint: checkpointSummary(cc), pinMoved };
   }
   const { cc, pinMoved } = await checkpointRules(s, report, { json: found.checkpoint }, view.prove);
-  const leaf = checkLeaf(found.entry, found.leafIndex, found.leafHash, digest);
+  const leaf = await leafRule(s, found.entry, found.leafIndex, found.treeSize, found.leafHash, digest);
   report.add('leaf', leaf);
   const recomputedLeaf = leafHash(hashFromHex(found.entry.proof.entryHash));
   let inclusion = checkInclusion(found.leafIndex, found.treeSize, recomputedLeaf, hashes(found.auditPath), cc);
@@ -235,7 +276,7 @@ async function verifyFileApi(s: Session, view: ApiView, file: string, digest: st
   report.add('inclusion', inclusion);
   let savedProof: string | undefined;
   if (report.finish()) {
-    savedProof = await s.proofs.save(bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s, file));
+    savedProof = await s.proofs.save(bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s, file, leaf.prior));
   }
   return {
     ...base,
@@ -338,7 +379,7 @@ export async function anchorFile(s: Session, api: LedgerApi, file: string, opts:
   const { cc, pinMoved } = await checkpointRules(s, report, { json: res.checkpoint }, view.prove);
   const expectedType = opts.type ?? 'ledger_anchor';
   const eh = hashFromHex(res.entry.proof.entryHash);
-  let leaf = checkLeaf(res.entry, res.leafIndex, toHex(leafHash(eh)), digest);
+  let leaf: Outcome & { prior?: string } = await leafRule(s, res.entry, res.leafIndex, res.checkpoint.treeSize, toHex(leafHash(eh)), digest);
   const echo: string[] = [];
   if (res.entry.type !== expectedType) echo.push(`entry type is ${res.entry.type}, not ${expectedType}`);
   if (opts.artifact !== undefined && res.entry.artifact !== opts.artifact) echo.push('entry does not carry the artifact sent');
@@ -347,7 +388,7 @@ export async function anchorFile(s: Session, api: LedgerApi, file: string, opts:
   report.add('leaf', leaf);
   report.add('inclusion', checkInclusion(res.leafIndex, cc.size, leafHash(eh), hashes(res.inclusionProof), cc));
   let savedProof: string | undefined;
-  if (report.finish()) savedProof = await s.proofs.save(bundleOf(res.entry, res.leafIndex, res.inclusionProof, res.checkpoint, s, file));
+  if (report.finish()) savedProof = await s.proofs.save(bundleOf(res.entry, res.leafIndex, res.inclusionProof, res.checkpoint, s, file, leaf.prior));
   return {
     file,
     digest,
@@ -406,7 +447,11 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
   report.add('consistency', consistency);
   report.add('witnesses', cc.witnesses);
   if (bundle.entry.id !== id) report.add('leaf', { ok: false, detail: `the log answered with entry ${bundle.entry.id}, not ${id}` });
-  else report.add('leaf', checkLeaf(bundle.entry, bundle.leafIndex, bundle.leafHash));
+  else {
+    const leaf = await leafRule(api ? s : { ...s, tiles: undefined }, bundle.entry, bundle.leafIndex, bundle.treeSize, bundle.leafHash, undefined, bundle.priorEntryHash);
+    if (leaf.ok && leaf.prior) bundle.priorEntryHash = leaf.prior;
+    report.add('leaf', leaf);
+  }
   let inclusion = checkInclusion(bundle.leafIndex, bundle.treeSize, leafHash(hashFromHex(bundle.entry.proof.entryHash)), hashes(bundle.auditPath), cc);
   if (inclusion.ok && bundle.rootHash !== toHex(cc.root)) inclusion = { ok: false, detail: 'the proof rootHash is not the checkpoint root' };
   report.add('inclusion', inclusion);

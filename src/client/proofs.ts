@@ -24,6 +24,8 @@ export interface ProofBundle {
   checkpoint: CheckpointView;
   /** The file whose digest was anchored or verified, as named on the command line. */
   file?: string;
+  /** Entry hash of leaf − 1, which binds the entry's fields to its entry hash offline. */
+  priorEntryHash?: string;
 }
 
 const HASH = /^[0-9a-f]{64}$/;
@@ -40,6 +42,7 @@ export function parseBundle(value: unknown, where: string): ProofBundle {
   for (const k of ['leafHash', 'rootHash', 'keyId'] as const) if (typeof o[k] !== 'string' || !HASH.test(o[k] as string)) bad(k);
   if (!Array.isArray(o.auditPath) || !o.auditPath.every((h) => typeof h === 'string' && HASH.test(h))) bad('auditPath');
   if (typeof o.origin !== 'string') bad('origin');
+  if (o.priorEntryHash !== undefined && (typeof o.priorEntryHash !== 'string' || !HASH.test(o.priorEntryHash))) bad('priorEntryHash');
   try {
     parseEntryView(o.entry, `${where} entry`);
     parseCheckpointView(o.checkpoint, `${where} checkpoint`);

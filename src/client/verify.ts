@@ -3,7 +3,7 @@
 // checkpoint, the leaf's commitment to the entry, and inclusion by recomputing the root.
 // Every check yields PASS or FAIL with a one-line reason; a Report collects them.
 import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint.js';
-import { entryId } from '../entry.js';
+import { canonicalEntryBytes, entryHash as computeEntryHash, entryId } from '../entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
 import { rootFromInclusionProof, rootsFromConsistencyProof } from '../merkle.js';
 import { type NoteSignature, type NoteVerifier, parseNote, verifySignature } from '../note.js';
@@ -323,3 +323,21 @@ export function checkLeaf(entry: EntryView, leafIndex: number, leafHashHex: stri
 }
 
 export const hashes = (hex: readonly string[]): Uint8Array[] => hex.map(hashFromHex);
+
+/**
+ * Rule 3, second half: the entry's fields must hash, with the previous entry's hash, to its
+ * entry hash (DESIGN.md §1.1). The previous hash needs no authentication of its own: the
+ * entry hash is fixed by the leaf, so no other (fields, prior) pair can produce it.
+ */
+export function checkEntryBinding(entry: EntryView, seq: number, prior: Uint8Array): Outcome {
+  let canonical: Uint8Array;
+  try {
+    canonical = canonicalEntryBytes(entry as never);
+  } catch (e) {
+    return { ok: false, detail: `entry ${entry.id} cannot be canonicalised: ${(e as Error).message}` };
+  }
+  const eh = computeEntryHash(seq, canonical, prior);
+  return bytesEqual(eh, hashFromHex(entry.proof.entryHash))
+    ? { ok: true, detail: `its fields hash (RFC 8785, with entry ${seq - 1}'s hash) to the entry hash` }
+    : { ok: false, detail: `the entry's fields do not hash to its entry hash ${short(entry.proof.entryHash)}: the entry shown is not the one in the log` };
+}

@@ -9,7 +9,7 @@ import type { Context, Next } from 'koa';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import { ulid } from 'ulid';
+import { newUlid as ulid } from './ids.js';
 import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './audit.js';
 import { AuthenticationError, AuthorizationError, type Caller, type OidcAuthenticator, type RoleTable } from './auth.js';
 import type { ControlConfig, Operation } from './config.js';

@@ -12,7 +12,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { CreateKeyCommand, DecryptCommand, DescribeKeyCommand, DisableKeyCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
-import { ulid } from 'ulid';
+import { newUlid as ulid } from './ids.js';
 
 /** What a wrapped DEK is bound to; unwrapping with any other binding fails. */
 export interface WrapBinding {

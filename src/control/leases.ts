@@ -10,7 +10,7 @@
 // The lease id, epoch and expiry are bound into the ciphertext (GCM associated data / KMS
 // encryption context), so an envelope unwraps only for its own lease, as issued.
 import { randomBytes } from 'node:crypto';
-import { ulid } from 'ulid';
+import { newUlid as ulid } from './ids.js';
 import type { KeyEpochs } from './epochs.js';
 import { KekError, type WrapBinding } from './kek.js';
 

@@ -16,7 +16,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import type { Logger } from 'pino';
-import { ulid } from 'ulid';
+import { newUlid as ulid } from './ids.js';
 import { invalid } from './errors.js';
 
 export interface EntityRef {

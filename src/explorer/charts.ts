@@ -170,19 +170,21 @@ const range = (lo: number, hi: number): string => (hi - lo === 1 ? `leaf ${lo}` 
 export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement {
   const prefix = `c${++chartSeq}`;
   const steps = p.steps;
+  const top = steps.length ? steps[steps.length - 1]!.node.hash : p.leaf.hash;
+  const rootOk = top.length === root.length && top.every((b, i) => b === root[i]);
   const W = 640;
   const rowH = 78;
   const boxW = 200;
   const boxH = 44;
   const cx = W / 2;
   const rows = steps.length + 1;
-  const H = rows * rowH + 16;
+  const H = rows * rowH + 36;
   const yOf = (level: number) => H - 8 - (level + 1) * rowH + (rowH - boxH) / 2;
   const pic = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'pathsvg', role: 'img', 'aria-labelledby': `${prefix}-t` });
   pic.append(
     svg('title', { id: `${prefix}-t` }, `Audit path of leaf ${p.leaf.index}: ${steps.length} sibling hashes from the tiles combine with the leaf hash up to the root`),
   );
-  const box = (x: number, y: number, title: string, hash: Uint8Array, kind: 'node' | 'sibling' | 'root' | 'leaf') =>
+  const box = (x: number, y: number, title: string, hash: Uint8Array, kind: 'node' | 'sibling' | 'root' | 'leaf' | 'bad') =>
     svg(
       'g',
       { class: `pbox pbox-${kind}` },
@@ -199,9 +201,20 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
     pic.append(svg('line', { x1: cx, y1: y, x2: cx, y2: parentY + boxH, class: 'pedge' }));
     pic.append(box(sx, y, `${s.side === 'left' ? '◀ ' : ''}${range(s.sibling.lo, s.sibling.hi)}${s.side === 'right' ? ' ▶' : ''}`, s.sibling.hash, 'sibling'));
     const last = i === steps.length - 1;
-    pic.append(box(cx, parentY, last ? `root, ${range(s.node.lo, s.node.hi)}` : range(s.node.lo, s.node.hi), s.node.hash, last ? 'root' : 'node'));
+    pic.append(
+      box(
+        cx,
+        parentY,
+        last ? `root, ${range(s.node.lo, s.node.hi)}` : range(s.node.lo, s.node.hi),
+        s.node.hash,
+        last ? (rootOk ? 'root' : 'bad') : 'node',
+      ),
+    );
   });
-  if (steps.length === 0) pic.append(svg('text', { x: cx, y: 14, 'text-anchor': 'middle', class: 'label' }, 'a one-leaf tree: the leaf is the root'));
+  pic.append(
+    svg('text', { x: cx, y: yOf(steps.length) - 8, 'text-anchor': 'middle', class: `pverdict ${rootOk ? 'pverdict-ok' : 'pverdict-bad'}` }, rootOk ? '✓ equals the signed root' : '✗ NOT the signed root'),
+  );
+  if (steps.length === 0) pic.append(svg('text', { x: cx, y: H - 4, 'text-anchor': 'middle', class: 'label' }, 'a one-leaf tree: the leaf is the root'));
   const items: Child[] = [
     h('li', null, `Leaf ${p.leaf.index}: SHA-256(0x00 ‖ entry hash) = `, h('code', { class: 'hash' }, toHex(p.leaf.hash))),
     ...steps.map((s) =>
@@ -219,7 +232,11 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
     'figure',
     { class: 'figure', 'data-testid': 'audit-path' },
     pic,
-    h('figcaption', null, `From the leaf up: solid boxes are hashes computed in your browser, dashed boxes are sibling hashes read from the tiles. The top box must equal the signed root ${short(toHex(root))}.`),
+    h(
+      'figcaption',
+      null,
+      `From the leaf up: solid boxes are hashes computed in your browser, dashed boxes are sibling hashes read from the tiles. The top box must equal the signed root ${short(toHex(root))}: ${rootOk ? 'it does' : 'it does NOT'}.`,
+    ),
     h('details', null, h('summary', null, 'The path as text'), h('ol', { class: 'steps' }, items)),
   );
 }

@@ -176,7 +176,7 @@ function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: s
   const rows: Array<[string, Child]> = [
     ['Entry id', h('code', null, e.id ?? '?')],
     ['Leaf index', fmtInt(e.seq)],
-    ...Object.entries(fields).map(([k, v]): [string, Child] => [k, k === 'digest' ? hashText(String(v)) : k === 'timestamp' ? `${String(v)}` : typeof v === 'string' ? v : JSON.stringify(v)]),
+    ...Object.entries(fields).map(([k, v]): [string, Child] => [k, k === 'digest' ? hashText(String(v)) : typeof v === 'string' ? v : JSON.stringify(v)]),
     ['Entry hash', e.entryHash ? hashText(toHex(e.entryHash)) : '?'],
     ['Leaf hash', e.proof ? hashText(toHex(e.proof.leaf.hash)) : '?'],
     ['Tree size', fmtInt(e.size)],

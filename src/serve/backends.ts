@@ -11,7 +11,9 @@ import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
 import type { IntegratedBatch, PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
 import { loadOrCreateKey } from '../signer.js';
-import type { ObjectReader } from '../store/store.js';
+import type { ObjectReader, ObjectStore } from '../store/store.js';
+import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
+import { explorerConfig } from '../api/explorer.js';
 import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
 import type { ServeConfig } from '../config.js';
@@ -110,8 +112,10 @@ async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
   if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
   await log.indexReady;
   const { sequencer } = log;
+  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0);
+  await publishExplorerConfig(log.store, ledger);
   return {
-    ledger: sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0),
+    ledger,
     objects: log.store,
     sequencer,
     keyCreated: false,
@@ -120,6 +124,14 @@ async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
     unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
     close: () => log.close(),
   };
+}
+
+/** Writes /explorer.json beside the tiles, so the explorer served by the CDN knows the keys. */
+async function publishExplorerConfig(store: ObjectStore, ledger: LedgerService): Promise<void> {
+  const data = Buffer.from(JSON.stringify(explorerConfig(ledger)));
+  const current = await store.getVersioned(EXPLORER_CONFIG_KEY);
+  if (current && Buffer.from(current.data).equals(data)) return;
+  await store.swap(EXPLORER_CONFIG_KEY, data, current?.version ?? null);
 }
 
 /** A read-only API replica: follows the published checkpoint in S3 once a second. */

@@ -237,6 +237,39 @@ describe('FAIL cases', () => {
     }
   });
 
+  it('rule 3: an entry whose fields were altered (the entry hash no longer binds them)', async () => {
+    // Claim that a file nobody anchored is anchored, by answering its lookup with another
+    // entry whose digest is rewritten: leaf, id and audit path are all genuine.
+    sb.file('unanchored.bin', 'never anchored\n');
+    const target = sha('never anchored\n');
+    proxy.tamper = {
+      rewrite: (url) => {
+        if (url.pathname === '/api/ledger/entry' && url.searchParams.get('hash') === target) url.searchParams.set('hash', sha('release bytes\n'));
+        return url;
+      },
+      json: (route, b) => {
+        if (route === 'entry') b.entry.digest = target;
+        return b;
+      },
+    };
+    try {
+      const v = await failing(['ledger', 'verify', 'unanchored.bin']);
+      expect([1, 2, 4, 5].map((n) => rule(v, n).status)).toEqual(['PASS', 'PASS', 'PASS', 'PASS']);
+      expect(rule(v, 3).status).toBe('FAIL');
+      expect(rule(v, 3).detail).toMatch(/fields do not hash to its entry hash/);
+      proxy.tamper = {
+        json: (route, b) => {
+          if (route === 'entry') b.entry.artifact = 'something-else.tgz';
+          return b;
+        },
+      };
+      const w = await failing(['ledger', 'verify', 'release.tar.gz']);
+      expect(rule(w, 3).status).toBe('FAIL');
+    } finally {
+      proxy.tamper = {};
+    }
+  });
+
   it('anchor: a forged anchor answer is not stored and exits 1', async () => {
     proxy.tamper = {
       json: (route, b) => {

@@ -6,6 +6,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Tamper {
+  /** Rewrites the upstream URL of a request (e.g. to answer one lookup with another). */
+  rewrite?(url: URL): URL;
   /** Rewrites a 2xx JSON answer of /api/ledger/<route>; return the body to send. */
   json?(route: string, body: any, url: URL): any;
   /** Rewrites a log object (`checkpoint`, `tile/…`); null answers 404. */
@@ -30,7 +32,8 @@ export async function startTamperProxy(upstream: string, tamper: Tamper = {}): P
       for await (const c of req) chunks.push(c as Buffer);
       const url = new URL(req.url ?? '/', upstream);
       seen.push(url.pathname);
-      const up = await fetch(new URL(`${url.pathname}${url.search}`, upstream), {
+      const target = proxy.tamper.rewrite ? proxy.tamper.rewrite(new URL(url)) : url;
+      const up = await fetch(new URL(`${target.pathname}${target.search}`, upstream), {
         method: req.method,
         headers: { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' },
         body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,

@@ -18,7 +18,11 @@ export function registerCheckpoint(ledger: Command): void {
       .addOption(tilesOption()),
   ).action(async (opts: CheckpointOptions) => {
     const o = await openSession(opts, { online: !opts.tiles });
-    const view: LogView = opts.tiles ? new TilesView(await tilesSource(opts.tiles, o.loaded), String(opts.tiles)) : new ApiView(o.api!);
+    let view: LogView;
+    if (opts.tiles) {
+      const src = await tilesSource(opts.tiles, o.loaded);
+      view = new TilesView(src, src.describe());
+    } else view = new ApiView(o.api!);
     const r = await verifyCheckpoint(o.session, view);
     if (opts.json) {
       emitJson({ ...reportJson(r.report), checkpoint: r.checkpoint, witnesses: r.witnesses, note: r.note, pinnedBefore: r.pinnedBefore, pinMoved: r.pinMoved });

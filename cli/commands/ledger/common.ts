@@ -1,12 +1,13 @@
 // Shared plumbing of the ledger commands: configuration and trust loading, output (human
 // or --json), the PASS/FAIL report renderer, progress bars (only on a terminal), options.
+import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { type Session, trustOf } from '../../../src/client/ledger.js';
-import { type LogObjectSource, openObjectSource } from '../../../src/client/objects.js';
+import { DirObjectReader, HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
 import { ProofStore } from '../../../src/client/proofs.js';
 import type { Report } from '../../../src/client/verify.js';
 import { EXIT } from '../../errors.js';
@@ -27,7 +28,8 @@ const ENV_HELP = `
 Configuration: --config <path>, else $XDG_CONFIG_HOME/stele/ledger.toml, else
 ~/.config/stele/ledger.toml. STELE_LEDGER_ENDPOINT and STELE_LEDGER_TENANT override the
 file's endpoint and tenant. Proof bundles: $XDG_DATA_HOME/stele/proofs (default
-~/.local/share/stele/proofs).`;
+~/.local/share/stele/proofs). STELE_HTTP_TIMEOUT_MS sets the per-request timeout
+(default 30000).`;
 
 /** Adds --config and --json and the help epilogue. */
 export function common(cmd: Command, { config = true } = {}): Command {
@@ -70,7 +72,10 @@ export async function openSession(opts: CommonOptions, mode: { online?: boolean;
     throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
   }
   const trust = await trustOf(loaded.effective, api ?? undefined);
-  return { loaded, api, session: { config: loaded, trust, proofs: new ProofStore(proofsDir()) } };
+  // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
+  const tilesAt = loaded.effective.tiles ?? api?.endpoint;
+  const tiles = tilesAt ? (isUrl(tilesAt) ? new HttpObjectReader(tilesAt) : new DirObjectReader(resolve(tilesAt))) : undefined;
+  return { loaded, api, session: { config: loaded, trust, proofs: new ProofStore(proofsDir()), ...(tiles ? { tiles } : {}) } };
 }
 
 /** The source for --tiles: the given value, else [ledger] tiles, else the endpoint. */

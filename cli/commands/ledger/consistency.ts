@@ -33,7 +33,11 @@ export function registerConsistency(ledger: Command): void {
       .addOption(tilesOption()),
   ).action(async (opts: ConsistencyOptions) => {
     const o = await openSession(opts, { online: !opts.tiles });
-    const view: LogView = opts.tiles ? new TilesView(await tilesSource(opts.tiles, o.loaded), String(opts.tiles)) : new ApiView(o.api!);
+    let view: LogView;
+    if (opts.tiles) {
+      const src = await tilesSource(opts.tiles, o.loaded);
+      view = new TilesView(src, src.describe());
+    } else view = new ApiView(o.api!);
     const r = await proveConsistency(o.session, view, opts.from, opts.to);
     if (opts.json) {
       emitJson({ ...reportJson(r.report), from: r.from, to: r.to, firstRoot: r.firstRoot ?? null, secondRoot: r.secondRoot ?? null, proof: r.proof ?? null, checkpoint: r.checkpoint, pinMoved: r.pinMoved });

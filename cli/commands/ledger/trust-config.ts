@@ -111,7 +111,11 @@ export function registerTrustConfig(ledger: Command): void {
 
     let advanced: { from: number; to: number } | null = null;
     if (opts.advance) {
-      const view: LogView = opts.tiles ? new TilesView(await tilesSource(opts.tiles, loaded), String(opts.tiles === true ? 'tiles' : opts.tiles)) : new ApiView(api!);
+      let view: LogView;
+      if (opts.tiles) {
+        const src = await tilesSource(opts.tiles, loaded);
+        view = new TilesView(src, src.describe());
+      } else view = new ApiView(api!);
       const fresh = { ...session, trust: await trustOf(file, api ?? undefined) };
       const r = await verifyCheckpoint(fresh, view);
       exitReport = reportJson(r.report);

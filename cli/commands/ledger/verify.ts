@@ -55,9 +55,11 @@ export function printVerify(r: VerifyResult): void {
 /** Runs the verification for `ledger verify` and top-level `verify`. */
 export async function runVerify(file: string, opts: VerifyCliOptions, opened?: Opened): Promise<VerifyResult> {
   const o = opened ?? (await openSession(opts, { online: !opts.tiles }));
-  const view: LogView = opts.tiles
-    ? new TilesView(await tilesSource(opts.tiles, o.loaded), opts.tiles === true ? (o.loaded.effective.tiles ?? o.loaded.effective.endpoint ?? '') : opts.tiles)
-    : new ApiView(o.api!);
+  let view: LogView;
+  if (opts.tiles) {
+    const src = await tilesSource(opts.tiles, o.loaded);
+    view = new TilesView(src, src.describe());
+  } else view = new ApiView(o.api!);
   const hp = hashProgress(file, opts.json);
   return verifyFile(o.session, view, file, {
     ...(opts.leafIndex !== undefined ? { leafIndex: opts.leafIndex } : {}),
