@@ -8,7 +8,7 @@
 // `--no-fsync`: run (a) and (c) with fsync off (reported in the output).
 import { hash as nodeHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
 import { sha256 } from '../src/hash.js';
@@ -159,7 +159,7 @@ export default async function main(args: string[] = []): Promise<void> {
         { at: 1_000_000, label: 'throughput_1m' },
         { at: 2_000_000, label: 'rss_after_2m' },
       ];
-  note(`node ${process.version}, ${QUICK ? 'quick mode' : 'full run'}`);
+  note(`node ${process.version}, ${cpus().length} CPUs, ${QUICK ? 'quick mode' : 'full run'}, load average at start ${loadavg()[0]!.toFixed(2)}`);
   // Throughput and RSS first, in a fresh process, so the RSS peaks are the sequencer's.
   const rssBase = process.memoryUsage.rss() / MiB;
   figure('rss_at_start', Math.round(rssBase), 'MiB');
@@ -170,4 +170,5 @@ export default async function main(args: string[] = []): Promise<void> {
   note('for comparison: the same three hashes with node:crypto hash() instead of src/hash.ts (@noble/hashes)');
   figure('sha256_x3_rate_node_crypto', Math.round(sha3RateNode()), 'entries/s');
   await latency(10_000, QUICK ? 3 : 10);
+  note(`load average at end ${loadavg()[0]!.toFixed(2)} (other work on the machine skews these figures)`);
 }

@@ -13,6 +13,11 @@ export interface SubtreeRef {
 /** Supplies hashes of perfect subtrees, in the order asked. */
 export interface HashReader {
   readHashes(refs: readonly SubtreeRef[]): Promise<Uint8Array[]>;
+  /**
+   * Optional memo of range hashes for this reader's tree: the right-edge ranges recur in
+   * nearly every proof of one tree size, so folding them once saves most node hashing.
+   */
+  readonly rangeMemo?: Map<string, Uint8Array>;
 }
 
 /** A half-open leaf range [lo, hi) whose RFC 6962 hash a proof needs. */
@@ -78,10 +83,28 @@ function planRanges(ranges: readonly Range[]): { refs: SubtreeRef[]; combine: (h
   };
 }
 
+const MAX_RANGE_MEMO = 4096;
+
 /** Reads and combines the hashes of several ranges with a single reader call. */
 async function rangeHashes(ranges: readonly Range[], reader: HashReader): Promise<Uint8Array[]> {
-  const plan = planRanges(ranges);
-  return plan.combine(await reader.readHashes(plan.refs));
+  const memo = reader.rangeMemo;
+  if (!memo) {
+    const plan = planRanges(ranges);
+    return plan.combine(await reader.readHashes(plan.refs));
+  }
+  const keys = ranges.map(([lo, hi]) => `${lo}:${hi}`);
+  const missing = ranges.filter((_, i) => !memo.has(keys[i]!));
+  const plan = planRanges(missing);
+  const computed = plan.combine(await reader.readHashes(plan.refs));
+  let m = 0;
+  return ranges.map(([lo, hi], i) => {
+    const known = memo.get(keys[i]!);
+    if (known) return known;
+    const h = computed[m++]!;
+    // Only ranges that needed folding are worth keeping; a perfect subtree is one lookup.
+    if (perfectSubtrees(lo, hi).length > 1 && memo.size < MAX_RANGE_MEMO) memo.set(keys[i]!, h);
+    return h;
+  });
 }
 
 function rangeHashesSync(ranges: readonly Range[], lookup: SyncHashLookup): Uint8Array[] {

@@ -38,6 +38,7 @@ export class LogReader {
   private readonly cache: LRUCache<string, HashTile | Uint8Array[]>;
   private readonly inflight = new Map<string, Promise<HashTile | Uint8Array[]>>();
   private readonly partialTtl: number;
+  private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
 
   constructor(
     readonly source: ObjectReader,
@@ -47,12 +48,16 @@ export class LogReader {
     this.partialTtl = options.partialTtlMs ?? 1000;
   }
 
-  private async cached<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
+  private cached<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
     const hit = this.cache.get(key);
     if (hit) {
       this.stats.hits++;
-      return hit as T;
+      return Promise.resolve(hit as T);
     }
+    return this.fill(key, full, load);
+  }
+
+  private async fill<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
     let p = this.inflight.get(key) as Promise<T> | undefined;
     if (!p) {
       this.stats.fetches++;
@@ -67,8 +72,8 @@ export class LogReader {
 
   /** Hash tile (level, index) at `width` hashes. */
   tile(level: number, index: number, width: number): Promise<HashTile> {
-    const key = tilePath({ kind: level, index, width });
-    return this.cached(key, width === TILE_WIDTH, async () => {
+    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, async () => {
+      const key = tilePath({ kind: level, index, width });
       const tile = new HashTile(level, index, await readTileBytes(this.source, level, index, width));
       if (tile.width !== width) throw new MissingObjectError(`${key} (has ${tile.width} hashes)`);
       return tile;
@@ -77,16 +82,22 @@ export class LogReader {
 
   /** The first `width` items of bundle (kind, index). */
   bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
-    const key = tilePath({ kind, index, width });
-    return this.cached(key, width === TILE_WIDTH, async () => {
+    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, async () => {
+      const key = tilePath({ kind, index, width });
       const items = decodeBundle(await readTileBytes(this.source, kind, index, width), key);
       if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);
       return items.slice(0, width);
     });
   }
 
+  /** A reader of the tree of `size` leaves; kept per size so its range memo is reused. */
   hashReader(size: number): TileHashReader {
-    return new TileHashReader(size, (level, index, width) => this.tile(level, index, width));
+    let r = this.readers.get(size);
+    if (!r) {
+      r = new TileHashReader(size, (level, index, width) => this.tile(level, index, width));
+      this.readers.set(size, r);
+    }
+    return r;
   }
 
   // `published` is the size of a tree whose tiles exist (a checkpoint's): tile widths come

@@ -149,6 +149,8 @@ function locateAll(refs: readonly SubtreeRef[], size: number) {
  * tile and fetches every tile once, in parallel.
  */
 export class TileHashReader implements HashReader {
+  readonly rangeMemo = new Map<string, Uint8Array>();
+
   constructor(
     readonly size: number,
     private readonly fetch: TileFetcher,

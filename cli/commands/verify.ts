@@ -7,7 +7,7 @@ import { anchorFile } from '../../src/client/ledger.js';
 import { UsageError } from '../../src/client/errors.js';
 import { anchorJson, printAnchor } from './ledger/anchor.js';
 import { common, emitJson, exitFor, openSession, out } from './ledger/common.js';
-import { type VerifyCliOptions, printVerify, runVerify, verifyJson, verifyOptions } from './ledger/verify.js';
+import { RULES_HELP, type VerifyCliOptions, printVerify, runVerify, verifyJson, verifyOptions } from './ledger/verify.js';
 
 interface TopVerifyOptions extends VerifyCliOptions {
   anchor?: boolean;
@@ -24,7 +24,8 @@ export function registerVerify(program: Command): void {
         .argument('<package_file>', 'the file to verify')
         .option('--anchor', 'after a PASS, record a document_verified entry for the file and verify it too')
         .option('--artifact <label>', 'with --anchor: artifact label (default: the file name)')
-        .option('--scope <scope>', 'with --anchor: scope label (default: [ledger] scope)'),
+        .option('--scope <scope>', 'with --anchor: scope label (default: [ledger] scope)')
+        .addHelpText('after', RULES_HELP),
     ),
   ).action(async (file: string, opts: TopVerifyOptions) => {
     if (opts.anchor && opts.tiles) throw new UsageError('--anchor needs the API; it cannot be combined with --tiles');

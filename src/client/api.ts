@@ -247,7 +247,7 @@ export class LedgerApi {
 
   constructor(
     endpoint: string,
-    private readonly options: HttpOptions = {},
+    private readonly options: HttpOptions & { /** Bearer token for the anchor route (production mode). */ token?: string } = {},
   ) {
     this.endpoint = normalizeEndpoint(endpoint);
   }
@@ -292,7 +292,15 @@ export class LedgerApi {
     const url = this.url('anchor');
     const res = await request(
       url,
-      { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept: 'application/json' } },
+      {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        },
+      },
       this.options,
       this.stats,
     );

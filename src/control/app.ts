@@ -456,7 +456,9 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
   const unsubscribe = s.audit.subscribe((e) => (replaying ? buffered.push(e) : send(e)));
   const closer = () => finish(': the server is shutting down\n\n');
   s.streams.add(closer);
-  ctx.req.once('close', () => finish());
+  // The response's 'close' fires when the client goes away (or the response ends).
+  ctx.res.once('close', () => finish());
+  out.on('error', () => finish());
   out.write(`retry: 2000\n: stele audit stream; resuming after event ${after}\n\n`);
 
   void (async () => {

@@ -238,14 +238,15 @@ export class OidcAuthenticator {
   }
 
   private callerOf(p: JWTPayload): Caller {
-    if (typeof p.sub !== 'string' || p.sub === '' || p.sub.length > 256) throw this.fail('invalid_claims', "the access token's sub claim is missing or invalid");
+    if (typeof p.sub !== 'string' || p.sub === '' || Buffer.byteLength(p.sub) > 256) throw this.fail('invalid_claims', "the access token's sub claim is missing or invalid");
     const roles = stringsOf(claimAt(p, this.s.rolesClaim));
     const amr = stringsOf(p.amr);
     const acr = typeof p.acr === 'string' ? p.acr : undefined;
     const mfa = amr.some((a) => this.s.mfaAmr.includes(a)) || (acr !== undefined && this.s.mfaAcr.includes(acr));
     const clientId = typeof p.client_id === 'string' ? p.client_id : typeof p.azp === 'string' ? p.azp : undefined;
     const tenantValue = this.s.tenantClaim ? claimAt(p, this.s.tenantClaim) : undefined;
-    const tenant = typeof tenantValue === 'string' && tenantValue !== '' && tenantValue.length <= 256 ? tenantValue : undefined;
+    // The ledger records at most 256 UTF-8 bytes of tenant, without control characters.
+    const tenant = typeof tenantValue === 'string' && tenantValue !== '' && Buffer.byteLength(tenantValue) <= 256 && !/[\u0000-\u001f\u007f]/u.test(tenantValue) ? tenantValue : undefined;
     return {
       sub: p.sub,
       issuer: String(p.iss),

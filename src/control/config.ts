@@ -283,6 +283,8 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     timeoutMs: k.int('timeout_ms', 5_000, 100, 60_000),
   };
 
+  const ledgerScope = top.str('ledger_scope', 'control')!;
+  if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope)) throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
   const a = reader(top.sub('audit'), '[control.audit]', ['fsync', 'auth_failure_rate']);
   return {
     oidc,
@@ -291,7 +293,7 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     policyPollMs: p.int('poll_ms', 1_000, 10, 60_000),
     lease,
     kek,
-    ledgerScope: top.str('ledger_scope', 'control')!,
+    ledgerScope,
     signerName: top.str('signer_name', 'stele-control')!,
     auditFsync: a.bool('fsync', true),
     authFailureRate: a.int('auth_failure_rate', 10, 0, 100_000),

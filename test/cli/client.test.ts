@@ -26,7 +26,15 @@ import { SIG_COSIGNATURE_V1, SIG_ED25519, SeedSigner, cosignBody, formatVkey, ke
 import { leafHash, sha256 } from '../../src/hash.js';
 import { LogReader } from '../../src/reader.js';
 
-const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
+const made: string[] = [];
+const tmp = (p: string) => {
+  const d = mkdtempSync(join(tmpdir(), p));
+  made.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 const hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
 function trustFor(signer: { name: string; publicKey: Uint8Array }, pin = { size: 0, root: EMPTY_ROOT }, witnesses: SeedSigner[] = [], threshold = 0): Trust {
@@ -68,7 +76,7 @@ describe('trust configuration', () => {
   });
 
   it('round-trips through TOML with the spec tables, and applies environment overrides', async () => {
-    const dir = tmp('stele-cfg-');
+    const dir = tmp('stele-cli-cfg-');
     const path = join(dir, 'nested', 'ledger.toml');
     await saveConfig(path, base);
     const text = readFileSync(path, 'utf8');
@@ -85,7 +93,7 @@ describe('trust configuration', () => {
   });
 
   it('refuses inconsistent trust material', async () => {
-    const dir = tmp('stele-cfg-');
+    const dir = tmp('stele-cli-cfg-');
     const path = join(dir, 'ledger.toml');
     const bad = async (mut: (c: LedgerConfig) => void, msg: RegExp) => {
       const c = structuredClone(base);
@@ -102,7 +110,7 @@ describe('trust configuration', () => {
   });
 
   it('advances the pin only from the pin it proved consistency from', async () => {
-    const dir = tmp('stele-cfg-');
+    const dir = tmp('stele-cli-cfg-');
     const path = join(dir, 'ledger.toml');
     await saveConfig(path, base);
     const from = { treeSize: 5, rootHash: hex('root5') };
@@ -118,7 +126,7 @@ describe('trust configuration', () => {
 
 describe('streaming SHA-256', () => {
   it('matches sha256sum on a multi-chunk file and on an empty file', async () => {
-    const dir = tmp('stele-hash-');
+    const dir = tmp('stele-cli-hash-');
     const big = join(dir, 'big.bin');
     writeFileSync(big, randomBytes(3 * 1024 * 1024 + 17));
     const empty = join(dir, 'empty.bin');
@@ -222,7 +230,7 @@ describe('mirror and audit of a three-level log', () => {
   let done = 0;
 
   beforeAll(async () => {
-    dataDir = tmp('stele-mirror-log-');
+    dataDir = tmp('stele-cli-mirror-log-');
     const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 1, maxBatch: 65_536 });
     publicDir = log.paths.publicDir;
     signer = log.signer;
@@ -239,7 +247,7 @@ describe('mirror and audit of a three-level log', () => {
     };
     sizeRoot = (n) => new LogReader(new DirObjectReader(publicDir)).treeHash(n, log.sequencer.checkpoint.size);
     await grow(N1);
-    mirror = tmp('stele-mirror-dst-');
+    mirror = tmp('stele-cli-mirror-dst-');
   }, 120_000);
 
   afterAll(async () => {
@@ -279,7 +287,7 @@ describe('mirror and audit of a three-level log', () => {
   });
 
   it('resumes an interrupted mirror from the verified tiles it already has', async () => {
-    const copy = tmp('stele-mirror-resume-');
+    const copy = tmp('stele-cli-mirror-resume-');
     cpSync(mirror, copy, { recursive: true });
     rmSync(join(copy, 'checkpoint')); // as if interrupted before the checkpoint was written
     const r = await mirrorLog({ source: new DirObjectReader(publicDir), sourceName: 'src', dest: copy, trust });
@@ -291,7 +299,7 @@ describe('mirror and audit of a three-level log', () => {
   });
 
   it('audit pinpoints a tampered upper-level tile and mirror refuses it', async () => {
-    const copy = tmp('stele-mirror-tamper-');
+    const copy = tmp('stele-cli-mirror-tamper-');
     cpSync(mirror, copy, { recursive: true });
     const path = join(copy, 'tile', '1', '000');
     const data = readFileSync(path);
@@ -301,14 +309,14 @@ describe('mirror and audit of a three-level log', () => {
     expect(a.ok).toBe(false);
     expect(a.failure).toMatchObject({ object: 'tile/1/000', seq: 100 * 256 });
     expect(a.failure!.message).toMatch(/hash 100 \(leaves 25600–25855\)/);
-    const dest = tmp('stele-mirror-from-tampered-');
+    const dest = tmp('stele-cli-mirror-from-tampered-');
     await expect(mirrorLog({ source: new DirObjectReader(copy), sourceName: 'tampered', dest, trust })).rejects.toThrow(/tile\/0\/100 from tampered does not match|tile\/1\/000/);
     expect(existsSync(join(dest, 'checkpoint'))).toBe(false);
     rmSync(copy, { recursive: true, force: true });
   });
 
   it('verifies a file from the tiles of the mirror at any leaf', async () => {
-    const dir = tmp('stele-mirror-verify-');
+    const dir = tmp('stele-cli-mirror-verify-');
     const file = join(dir, 'doc');
     const seq = 40_000;
     writeFileSync(file, `entry ${seq}`);

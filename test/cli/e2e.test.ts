@@ -86,24 +86,22 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('proof shows the stored proof and re-verifies it', async () => {
-    const r = await sb.run(['ledger', 'proof', ids[0]!]);
+    const [r, j] = await Promise.all([sb.run(['ledger', 'proof', ids[0]!]), sb.json(['ledger', 'proof', ids[1]!])]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Inclusion proof of ${ids[0]} (stored:`);
     expect(r.stdout).toMatch(/audit path\s+\d+ hash/);
     expect(r.stdout).toContain('Result: PASS');
-    const j = await sb.json(['ledger', 'proof', ids[1]!]);
     expect(j.out.result).toBe('PASS');
     expect(j.out.proof.entry.id).toBe(ids[1]);
     expect(j.out.proof.auditPath.length).toBeGreaterThan(0);
   });
 
   it('verify reports PASS for each rule of spec §4.3', async () => {
-    const r = await sb.run(['ledger', 'verify', 'release-1.2.3.tgz']);
+    const [r, j] = await Promise.all([sb.run(['ledger', 'verify', 'release-1.2.3.tgz']), sb.json(['ledger', 'verify', 'release-1.2.3.tgz'])]);
     expect(r.code).toBe(0);
     for (const n of [1, 2, 3, 4, 5, 6]) expect(r.stdout).toMatch(new RegExp(`PASS  ${n}\\. `));
     expect(r.stdout).toMatch(/4\. Inclusion: leaf index 0, tree size \d+/);
     expect(r.stdout).toMatch(/5\. Witness cosignatures: 2 valid cosignatures/);
-    const j = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz']);
     expect(j.out.result).toBe('PASS');
     expect((j.out.checks as Json[]).map((c) => [c.rule, c.status])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, 'PASS']));
     expect(j.out.entryId).toBe(ids[0]);
@@ -120,17 +118,18 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('consistency and checkpoint', async () => {
-    const c = await sb.run(['ledger', 'consistency', '--from', '1', '--to', '2']);
+    const [c, cj, k, note] = await Promise.all([
+      sb.run(['ledger', 'consistency', '--from', '1', '--to', '2']),
+      sb.json(['ledger', 'consistency', '--from', '1']),
+      sb.run(['ledger', 'checkpoint']),
+      sb.run(['ledger', 'checkpoint', '--note']),
+    ]);
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/Consistency 1 → 2: sizes 1 → 2: both roots/);
-    const cj = await sb.json(['ledger', 'consistency', '--from', '1']);
     expect(cj.code).toBe(0);
     expect(cj.out.to).toBe(cj.out.checkpoint.treeSize);
-
-    const k = await sb.run(['ledger', 'checkpoint']);
     expect(k.code).toBe(0);
     expect(k.stdout).toMatch(/tree size\s+2/);
-    const note = await sb.run(['ledger', 'checkpoint', '--note']);
     expect(note.code).toBe(0);
     const [body, sigs] = note.stdout.split('\n\n');
     expect(body!.split('\n')).toEqual([ORIGIN, '2', expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/)]);
@@ -196,9 +195,11 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('environment variables override the endpoint and tenant', async () => {
-    const j = await sb.json(['ledger', 'trust-config'], { STELE_LEDGER_TENANT: 'other-tenant' });
+    const [j, r] = await Promise.all([
+      sb.json(['ledger', 'trust-config'], { STELE_LEDGER_TENANT: 'other-tenant' }),
+      sb.run(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: 'http://127.0.0.1:9' }),
+    ]);
     expect(j.out).toMatchObject({ tenant: 'other-tenant', tenantFromEnv: true, endpoint: serve.url, endpointFromEnv: false });
-    const r = await sb.run(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: 'http://127.0.0.1:9' });
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^stele: cannot reach http:\/\/127\.0\.0\.1:9.*\n$/);
   });
@@ -218,25 +219,28 @@ describe('stele ledger, end to end against stele serve', () => {
 
     await serve.stop();
 
-    const v = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz', '--tiles', mirror]);
+    const [v, v2, a, aj, cp, cons, proof, down] = await Promise.all([
+      sb.json(['ledger', 'verify', 'release-1.2.3.tgz', '--tiles', mirror]),
+      sb.json(['ledger', 'verify', 'later.bin', '--tiles', mirror]),
+      sb.run(['ledger', 'audit', mirror]),
+      sb.json(['ledger', 'audit', mirror]),
+      sb.run(['ledger', 'checkpoint', '--tiles', mirror]),
+      sb.run(['ledger', 'consistency', '--tiles', mirror, '--from', '1']),
+      sb.run(['ledger', 'proof', ids[0]!, '--offline']),
+      sb.run(['ledger', 'verify', 'release-1.2.3.tgz']),
+    ]);
     expect(v.code).toBe(0);
     expect(v.out).toMatchObject({ result: 'PASS', mode: 'tiles', leafIndex: 0 });
     expect(rule(v.out, 5).detail).toMatch(/^2 valid cosignatures/);
-    const v2 = await sb.json(['ledger', 'verify', 'later.bin', '--tiles', mirror]);
     expect(v2.code).toBe(0);
     expect(v2.out.leafIndex).toBe(m2.out.treeSize - 1);
-
-    const a = await sb.run(['ledger', 'audit', mirror]);
     expect(a.code).toBe(0);
     expect(a.stdout).toContain('Result: PASS');
-    const aj = await sb.json(['ledger', 'audit', mirror]);
     expect(aj.out).toMatchObject({ ok: true, treeSize: m2.out.treeSize, entriesChecked: m2.out.treeSize });
+    expect(cp.code).toBe(0);
+    expect(cons.code).toBe(0);
+    expect(proof.code, proof.stdout).toBe(0);
 
-    expect((await sb.run(['ledger', 'checkpoint', '--tiles', mirror])).code).toBe(0);
-    expect((await sb.run(['ledger', 'consistency', '--tiles', mirror, '--from', '1'])).code).toBe(0);
-    expect((await sb.run(['ledger', 'proof', ids[0]!, '--offline'])).code).toBe(0);
-
-    const down = await sb.run(['ledger', 'verify', 'release-1.2.3.tgz']);
     expect(down.code).toBe(3);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/connection refused/);
@@ -249,5 +253,29 @@ describe('stele ledger, end to end against stele serve', () => {
     const r = await sb.run(['ledger', 'trust-config', '--witness-threshold', '2']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/witness threshold 2 exceeds the 1 pinned witness/);
+  });
+});
+
+describe('stele ledger against stele serve in production mode', () => {
+  it('anchors with STELE_LEDGER_TOKEN as a bearer token; without it, a one-line error (exit 2)', async () => {
+    const sb = new Sandbox('stele-e2e-prod-');
+    const serve = await startServe({
+      dataDir: join(sb.root, 'data'),
+      origin: 'prod.test/log',
+      args: ['--mode', 'production', '--anchor-tokens', 'ci=0123456789abcdef0123@acme'],
+    });
+    try {
+      sb.file('pkg.tgz', 'production package\n');
+      expect((await sb.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId])).code).toBe(0);
+      const denied = await sb.run(['ledger', 'anchor', 'pkg.tgz']);
+      expect(denied.code).toBe(2);
+      expect(denied.stderr).toMatch(/^stele: .*bearer token is required.*\(HTTP 401, unauthorized\)\n$/);
+      const ok = await sb.json(['ledger', 'anchor', 'pkg.tgz'], { STELE_LEDGER_TOKEN: '0123456789abcdef0123' });
+      expect(ok.code).toBe(0);
+      expect(ok.out.entry).toMatchObject({ tenant: 'acme', type: 'ledger_anchor' });
+    } finally {
+      await serve.stop();
+      sb.cleanup();
+    }
   });
 });

@@ -1,10 +1,12 @@
 // Bad input gets one clear line on stderr and the documented exit code (never a stack
 // trace): 2 for usage and configuration errors, 3 for network and I/O errors. And every
-// command answers --help.
+// command answers --help. The cases are independent and run concurrently.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerLedgerCommands } from '../../cli/commands/ledger.js';
 import { configToToml } from '../../src/client/config.js';
 import { EMPTY_ROOT, toHex } from '../../src/hash.js';
 import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier } from '../../src/note.js';
@@ -31,90 +33,99 @@ function oneLineError(r: CliRun, code: number, pattern: RegExp): void {
   expect(lines[0]).toMatch(pattern);
 }
 
-describe('bad input and exit codes', () => {
-  let sb: Sandbox;
-  let down: string;
+let sb: Sandbox;
+let down: string;
+const at = (name: string) => join(sb.root, name);
 
-  beforeAll(async () => {
-    await ensureBuilt();
-    sb = new Sandbox('stele-errors-');
-    down = `http://127.0.0.1:${await closedPort()}`;
-    mkdirSync(join(sb.configHome, 'stele'), { recursive: true });
-    writeFileSync(
-      sb.configFile,
-      configToToml({
-        endpoint: down,
-        tenant: 'acme',
-        scope: 'releases',
-        trust: { keyId, origin: key.name, vkey, treeSize: 0, rootHash: toHex(EMPTY_ROOT), witnessThreshold: 0, witnesses: [] },
-      }),
-    );
-    sb.file('present.txt', 'present\n');
-  }, 120_000);
+beforeAll(async () => {
+  await ensureBuilt();
+  sb = new Sandbox('stele-errors-');
+  down = `http://127.0.0.1:${await closedPort()}`;
+  mkdirSync(join(sb.configHome, 'stele'), { recursive: true });
+  writeFileSync(
+    sb.configFile,
+    configToToml({
+      endpoint: down,
+      tenant: 'acme',
+      scope: 'releases',
+      trust: { keyId, origin: key.name, vkey, treeSize: 0, rootHash: toHex(EMPTY_ROOT), witnessThreshold: 0, witnesses: [] },
+    }),
+  );
+  sb.file('present.txt', 'present\n');
+  mkdirSync(at('a-directory'));
+  writeFileSync(at('bad.toml'), '[ledger\nendpoint = 3\n');
+  writeFileSync(at('wrong-key.toml'), `[ledger]\nendpoint = "${down}"\n[ledger.trust]\nkey_id = "${'ab'.repeat(32)}"\nvkey = "${vkey}"\n`);
+  writeFileSync(at('no-trust.toml'), `[ledger]\nendpoint = "${down}"\n`);
+}, 120_000);
 
-  afterAll(() => sb?.cleanup());
+afterAll(() => sb?.cleanup());
 
-  it('a missing file: exit 3', async () => {
-    oneLineError(await sb.run(['ledger', 'anchor', 'missing.bin']), 3, /^stele: cannot read missing\.bin: no such file$/);
-    oneLineError(await sb.run(['ledger', 'verify', 'missing.bin']), 3, /^stele: cannot read missing\.bin: no such file$/);
-    oneLineError(await sb.run(['verify', 'missing.bin', '--anchor']), 3, /^stele: cannot read missing\.bin/);
+type Case = [title: string, args: () => string[], code: number, pattern: RegExp];
+
+const cases: Case[] = [
+  // a missing file: I/O error
+  ['anchor of a missing file', () => ['ledger', 'anchor', 'missing.bin'], 3, /^stele: cannot read missing\.bin: no such file$/],
+  ['verify --anchor of a missing file', () => ['verify', 'missing.bin', '--anchor'], 3, /^stele: cannot read missing\.bin: no such file$/],
+  // an unreadable or invalid configuration: configuration error
+  ['a configuration that is a directory', () => ['ledger', 'checkpoint', '--config', at('a-directory')], 2, /^stele: cannot read configuration .*a-directory: it is a directory$/],
+  ['a configuration that is not TOML', () => ['ledger', 'checkpoint', '--config', at('bad.toml')], 2, /^stele: .*bad\.toml is not valid TOML \(line 1/],
+  ['a vkey that is not the pinned key id', () => ['ledger', 'verify', 'present.txt', '--config', at('wrong-key.toml')], 2, /vkey does not hash to the pinned key_id/],
+  ['a configuration without trust', () => ['ledger', 'checkpoint', '--config', at('no-trust.toml')], 2, /no \[ledger\.trust\] table/],
+  ['a missing --config file', () => ['ledger', 'checkpoint', '--config', at('nope.toml')], 2, /^stele: no configuration at .*nope\.toml; run `stele ledger init` first/],
+  // malformed key ids, entry ids, witness keys, thresholds, URLs: usage error
+  ['a malformed key id', () => ['ledger', 'init', '--endpoint', down, '--trust-key', 'not-a-key', '--config', at('n.toml')], 2, /^stele: malformed key id "not-a-key": expected 64 hex characters/],
+  ['a malformed entry id', () => ['ledger', 'proof', 'led_12'], 2, /^stele: malformed entry id "led_12"/],
+  ['a malformed witness vkey', () => ['ledger', 'trust-config', '--add-witness', 'nonsense'], 2, /^stele: --add-witness: a vkey has the form/],
+  ['a threshold above the pinned witnesses', () => ['ledger', 'trust-config', '--witness-threshold', '1'], 2, /witness threshold 1 exceeds the 0 pinned witness/],
+  ['an endpoint that is not http(s)', () => ['ledger', 'init', '--endpoint', 'ftp://x', '--trust-key', keyId, '--config', at('n.toml')], 2, /must be an http:\/\/ or https:\/\/ URL/],
+  // an unreachable endpoint: network error
+  ['init against an unreachable endpoint', () => ['ledger', 'init', '--endpoint', down, '--trust-key', keyId, '--config', at('n.toml')], 3, /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused$/],
+  ['verify against an unreachable endpoint', () => ['ledger', 'verify', 'present.txt'], 3, /connection refused/],
+  ['anchor against an unreachable endpoint', () => ['ledger', 'anchor', 'present.txt'], 3, /connection refused/],
+  ['mirror from an unreachable endpoint', () => ['ledger', 'mirror', at('m')], 3, /connection refused/],
+  ['audit of a missing directory', () => ['ledger', 'audit', at('no-such-dir')], 3, /no such directory/],
+  // parser errors: usage
+  ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'package_file'/],
+  ['an unknown option', () => ['ledger', 'verify', 'present.txt', '--bogus'], 2, /unknown option '--bogus'/],
+  ['a size below 1', () => ['ledger', 'consistency', '--from', '0'], 2, /--from must be an integer ≥ 1/],
+  ['a missing required option', () => ['ledger', 'init', '--endpoint', down], 2, /required option '--trust-key <key_id>' not specified/],
+];
+
+describe.concurrent('bad input and exit codes', () => {
+  it.each(cases)('%s', async (_title, args, code, pattern) => {
+    oneLineError(await sb.run(args()), code, pattern);
   });
 
-  it('an unreadable or invalid configuration: exit 2', async () => {
-    const dir = join(sb.root, 'a-directory');
-    mkdirSync(dir);
-    oneLineError(await sb.run(['ledger', 'checkpoint', '--config', dir]), 2, /^stele: cannot read configuration .*a-directory: it is a directory$/);
-    const bad = join(sb.root, 'bad.toml');
-    writeFileSync(bad, '[ledger\nendpoint = 3\n');
-    oneLineError(await sb.run(['ledger', 'checkpoint', '--config', bad]), 2, /^stele: .*bad\.toml is not valid TOML \(line 1/);
-    const wrongKey = join(sb.root, 'wrong-key.toml');
-    writeFileSync(wrongKey, `[ledger]\nendpoint = "${down}"\n[ledger.trust]\nkey_id = "${'ab'.repeat(32)}"\nvkey = "${vkey}"\n`);
-    oneLineError(await sb.run(['ledger', 'verify', 'present.txt', '--config', wrongKey]), 2, /vkey does not hash to the pinned key_id/);
-    const noTrust = join(sb.root, 'no-trust.toml');
-    writeFileSync(noTrust, `[ledger]\nendpoint = "${down}"\n`);
-    oneLineError(await sb.run(['ledger', 'checkpoint', '--config', noTrust]), 2, /no \[ledger\.trust\] table/);
-    oneLineError(await sb.run(['ledger', 'checkpoint', '--config', join(sb.root, 'nope.toml')]), 2, /^stele: no configuration at .*nope\.toml; run `stele ledger init` first/);
-    // a fresh user with no configuration at all
+  it('a user with no configuration at all', async () => {
     const fresh = new Sandbox('stele-errors-fresh-');
-    oneLineError(await fresh.run(['ledger', 'verify', 'x']), 2, /^stele: no configuration at .*xdg-config\/stele\/ledger\.toml/);
-    fresh.cleanup();
+    try {
+      oneLineError(await fresh.run(['ledger', 'verify', 'x']), 2, /^stele: no configuration at .*xdg-config\/stele\/ledger\.toml/);
+    } finally {
+      fresh.cleanup();
+    }
   });
 
-  it('a malformed key id or entry id: exit 2', async () => {
-    oneLineError(await sb.run(['ledger', 'init', '--endpoint', down, '--trust-key', 'not-a-key', '--config', join(sb.root, 'n.toml')]), 2, /^stele: malformed key id "not-a-key": expected 64 hex characters/);
-    oneLineError(await sb.run(['ledger', 'init', '--endpoint', down, '--trust-key', 'ab'.repeat(31), '--config', join(sb.root, 'n.toml')]), 2, /malformed key id/);
-    oneLineError(await sb.run(['ledger', 'proof', 'led_12']), 2, /^stele: malformed entry id "led_12"/);
-    oneLineError(await sb.run(['ledger', 'trust-config', '--add-witness', 'nonsense']), 2, /^stele: --add-witness: a vkey has the form/);
-    oneLineError(await sb.run(['ledger', 'trust-config', '--witness-threshold', '1']), 2, /witness threshold 1 exceeds the 0 pinned witness/);
-    oneLineError(await sb.run(['ledger', 'init', '--endpoint', 'ftp://x', '--trust-key', keyId, '--config', join(sb.root, 'n.toml')]), 2, /must be an http:\/\/ or https:\/\/ URL/);
-  });
-
-  it('an unreachable endpoint: exit 3', async () => {
-    oneLineError(await sb.run(['ledger', 'init', '--endpoint', down, '--trust-key', keyId, '--config', join(sb.root, 'n.toml')]), 3, /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused$/);
-    oneLineError(await sb.run(['ledger', 'verify', 'present.txt']), 3, /connection refused/);
-    oneLineError(await sb.run(['ledger', 'anchor', 'present.txt']), 3, /connection refused/);
-    oneLineError(await sb.run(['ledger', 'checkpoint']), 3, /connection refused/);
-    oneLineError(await sb.run(['ledger', 'mirror', join(sb.root, 'm')]), 3, /connection refused/);
-    oneLineError(await sb.run(['ledger', 'audit', join(sb.root, 'no-such-dir')]), 3, /no such directory/);
-  });
-
-  it('usage errors from the parser: exit 2', async () => {
-    oneLineError(await sb.run(['ledger', 'anchor']), 2, /missing required argument 'package_file'/);
-    oneLineError(await sb.run(['ledger', 'verify', 'present.txt', '--bogus']), 2, /unknown option '--bogus'/);
-    oneLineError(await sb.run(['ledger', 'consistency', '--from', '0']), 2, /--from must be an integer ≥ 1/);
-    oneLineError(await sb.run(['ledger', 'init', '--endpoint', down]), 2, /required option '--trust-key <key_id>' not specified/);
-  });
-
-  it('--help everywhere, documenting the exit codes', async () => {
-    const commands = [[], ['ledger'], ['verify'], ...['init', 'trust-config', 'anchor', 'proof', 'verify', 'consistency', 'checkpoint', 'mirror', 'audit'].map((c) => ['ledger', c])];
-    const runs = await Promise.all(commands.map((c) => sb.run([...c, '--help'])));
-    runs.forEach((r, i) => {
-      expect(r.code, commands[i]!.join(' ')).toBe(0);
+  it('--help through the binary', async () => {
+    const [top, verify] = await Promise.all([sb.run(['--help']), sb.run(['ledger', 'verify', '--help'])]);
+    for (const r of [top, verify]) {
+      expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/Usage: stele/);
       expect(r.stdout).toMatch(/2 +usage or configuration error/);
-    });
-    expect(runs[0]!.stdout).toMatch(/ledger/);
-    expect(runs[2]!.stdout).toMatch(/--anchor/);
-    expect(runs[3]!.stdout).toMatch(/--trust-key <key_id>/);
+    }
+    expect(verify.stdout).toMatch(/3  leaf hash: the entry records the file's SHA-256/);
+  });
+
+  // Every command's help, rendered in-process from the same command definitions.
+  const commands = [['ledger'], ['verify'], ...['init', 'trust-config', 'anchor', 'proof', 'verify', 'consistency', 'checkpoint', 'mirror', 'audit'].map((c) => ['ledger', c])];
+  it.each(commands.map((c) => [c.join(' '), c] as const))('--help for %s documents the exit codes', async (_name, c) => {
+    let text = '';
+    const program = new Command('stele').exitOverride().configureOutput({ writeOut: (t) => (text += t), writeErr: (t) => (text += t) });
+    registerLedgerCommands(program);
+    await expect(program.parseAsync([...c, '--help'], { from: 'user' })).rejects.toMatchObject({ code: 'commander.helpDisplayed', exitCode: 0 });
+    expect(text).toMatch(/^Usage: stele /);
+    expect(text).toMatch(/2 +usage or configuration error/);
+    if (c[0] === 'verify') expect(text).toMatch(/--anchor/);
+    if (c[1] === 'init') expect(text).toMatch(/--trust-key <key_id>/);
+    if (c.length === 2) expect(text).toMatch(/--json/);
   });
 });

@@ -73,13 +73,11 @@ describe('FAIL cases', () => {
       },
     };
     try {
-      const v = await failing(['ledger', 'verify', 'release.tar.gz']);
+      const [v, c, note] = await Promise.all([failing(['ledger', 'verify', 'release.tar.gz']), failing(['ledger', 'checkpoint']), sb.run(['ledger', 'checkpoint', '--note'])]);
       expect(rule(v, 1)).toMatchObject({ status: 'FAIL' });
       expect(rule(v, 1).detail).toMatch(/does not verify under the pinned key/);
       expect(rule(v, 6).status).toBe('FAIL');
-      const c = await failing(['ledger', 'checkpoint']);
       expect(rule(c, 1).status).toBe('FAIL');
-      const note = await sb.run(['ledger', 'checkpoint', '--note']);
       expect(note.code).toBe(1);
       expect(note.stdout).not.toMatch(/^fail\.test\/log\n/);
     } finally {
@@ -130,11 +128,10 @@ describe('FAIL cases', () => {
       },
     };
     try {
-      const c = await failing(['ledger', 'checkpoint']);
+      const [c, v] = await Promise.all([failing(['ledger', 'checkpoint']), failing(['ledger', 'verify', 'release.tar.gz'])]);
       expect(rule(c, 1).status).toBe('PASS');
       expect(rule(c, 2)).toMatchObject({ status: 'FAIL' });
       expect(rule(c, 2).detail).toMatch(/smaller than the pinned size .* rolled back/);
-      const v = await failing(['ledger', 'verify', 'release.tar.gz']);
       expect(rule(v, 2).status).toBe('FAIL');
     } finally {
       proxy.tamper = {};
@@ -149,18 +146,20 @@ describe('FAIL cases', () => {
     const size = (await (await fetch(`${serve.url}/api/ledger/checkpoint`)).json()) as Json;
     await Promise.all(Array.from({ length: size.treeSize + 5 }, (_, i) => postAnchor(fork.url, sha(`fork ${i}`))));
     await postAnchor(fork.url, sha('release bytes\n'));
-    const c = await failing(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: fork.url });
+    const [c, v, m, a] = await Promise.all([
+      failing(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: fork.url }),
+      failing(['ledger', 'verify', 'release.tar.gz'], { STELE_LEDGER_ENDPOINT: fork.url }),
+      sb.run(['ledger', 'mirror', join(sb.root, 'fork-mirror'), '--from', fork.url]),
+      sb.json(['ledger', 'audit', fork.url]),
+    ]);
     expect(rule(c, 1).status).toBe('PASS'); // same key: only consistency catches it
     expect(rule(c, 2).status).toBe('FAIL');
     expect(rule(c, 2).detail).toMatch(/fork/);
-    const v = await failing(['ledger', 'verify', 'release.tar.gz'], { STELE_LEDGER_ENDPOINT: fork.url });
     expect(rule(v, 2).status).toBe('FAIL');
     expect(rule(v, 4).status).toBe('PASS'); // the fork's own proof is fine; the fork is not
     // mirror refuses to copy it; audit of it fails the pin check
-    const m = await sb.run(['ledger', 'mirror', join(sb.root, 'fork-mirror'), '--from', fork.url]);
     expect(m.code).toBe(1);
     expect(m.stderr).toMatch(/not consistent with the pinned checkpoint .* forked/);
-    const a = await sb.json(['ledger', 'audit', fork.url]);
     expect(a.code).toBe(1);
     expect(a.out.pin.ok).toBe(false);
     expect(a.out.tree.ok).toBe(true);
@@ -293,19 +292,22 @@ describe('FAIL cases', () => {
     try {
       // leaf 17 (digest of "filler 17") lives in the tampered tile
       sb.file('filler-17', 'filler 17');
-      const v = await sb.json(['ledger', 'verify', 'filler-17', '--tiles', proxy.url, '--leaf-index', '17']);
+      const [v, ok, a, human, m] = await Promise.all([
+        sb.json(['ledger', 'verify', 'filler-17', '--tiles', proxy.url, '--leaf-index', '17']),
+        sb.run(['ledger', 'verify', 'release.tar.gz', '--tiles', proxy.url]),
+        sb.json(['ledger', 'audit', proxy.url]),
+        sb.run(['ledger', 'audit', proxy.url]),
+        sb.run(['ledger', 'mirror', join(sb.root, 'm-tile'), '--from', proxy.url]),
+      ]);
       expect(v.code).toBe(1);
       expect(rule(v.out, 3).status).toBe('FAIL');
       expect(rule(v.out, 3).detail).toMatch(/does not match its leaf hash/);
       // leaf 298 does not depend on tile/0/000 (its proof uses the level-1 hash of it): still PASS
-      expect((await sb.run(['ledger', 'verify', 'release.tar.gz', '--tiles', proxy.url])).code).toBe(0);
-      const a = await sb.json(['ledger', 'audit', proxy.url]);
+      expect(ok.code).toBe(0);
       expect(a.code).toBe(1);
       expect(a.out.failure).toMatchObject({ object: 'tile/0/000', seq: 17 });
       expect(a.out.failure.message).toMatch(/tile\/0\/000 hash 17 \(leaf 17\) differs/);
-      const human = await sb.run(['ledger', 'audit', proxy.url]);
       expect(human.stdout).toMatch(/first bad object: tile\/0\/000 \(entry 17\)/);
-      const m = await sb.run(['ledger', 'mirror', join(sb.root, 'm-tile'), '--from', proxy.url]);
       expect(m.code).toBe(1);
       expect(m.stderr).toMatch(/^stele: tile\/0\/000 from .* does not match the checkpoint/);
     } finally {
@@ -316,10 +318,9 @@ describe('FAIL cases', () => {
   it('a tampered partial tile at the right edge', async () => {
     proxy.tamper = { object: (key, data) => (key.startsWith('tile/0/001.p/') ? flipByte(data, 32 * 2) : data) };
     try {
-      const v = await sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]);
+      const [v, a] = await Promise.all([sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]), sb.json(['ledger', 'audit', proxy.url])]);
       expect(v.code).toBe(1);
       expect(v.out.result).toBe('FAIL');
-      const a = await sb.json(['ledger', 'audit', proxy.url]);
       expect(a.out.failure.object).toMatch(/^tile\/0\/001\.p\/\d+$/);
       expect(a.out.failure.seq).toBe(258);
     } finally {
@@ -331,11 +332,10 @@ describe('FAIL cases', () => {
     // entry 299 (late.bin) is item 43 of the second record bundle: change one character
     proxy.tamper = { object: (key, data) => (key.startsWith('tile/records/001') ? tamperItem(data, 43, 20) : data) };
     try {
-      const a = await sb.json(['ledger', 'audit', proxy.url]);
+      const [a, v] = await Promise.all([sb.json(['ledger', 'audit', proxy.url]), sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url])]);
       expect(a.code).toBe(1);
       expect(a.out.failure.seq).toBe(299);
       expect(a.out.failure.message).toMatch(/^record 299 \(tile\/records\/001\.p\/\d+ item 43\) does not hash to its entry hash/);
-      const v = await sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]);
       expect(v.code).toBe(1);
       expect(rule(v.out, 3).status).toBe('FAIL');
     } finally {
@@ -343,10 +343,9 @@ describe('FAIL cases', () => {
     }
     proxy.tamper = { object: (key, data) => (key === 'tile/entries/000' ? flipByte(data, 2 + 40 * 34) : data) };
     try {
-      const a = await sb.json(['ledger', 'audit', proxy.url]);
+      const [a, m] = await Promise.all([sb.json(['ledger', 'audit', proxy.url]), sb.run(['ledger', 'mirror', join(sb.root, 'm-entries'), '--from', proxy.url])]);
       expect(a.out.failure).toMatchObject({ object: 'tile/entries/000', seq: 40 });
       expect(a.out.failure.message).toMatch(/item 40 \(entry 40\) is wrong/);
-      const m = await sb.run(['ledger', 'mirror', join(sb.root, 'm-entries'), '--from', proxy.url]);
       expect(m.code).toBe(1);
       expect(m.stderr).toMatch(/tile\/entries\/000 item 40 \(entry 40\)/);
     } finally {

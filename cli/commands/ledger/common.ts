@@ -28,8 +28,10 @@ const ENV_HELP = `
 Configuration: --config <path>, else $XDG_CONFIG_HOME/stele/ledger.toml, else
 ~/.config/stele/ledger.toml. STELE_LEDGER_ENDPOINT and STELE_LEDGER_TENANT override the
 file's endpoint and tenant. Proof bundles: $XDG_DATA_HOME/stele/proofs (default
-~/.local/share/stele/proofs). STELE_HTTP_TIMEOUT_MS sets the per-request timeout
-(default 30000).`;
+~/.local/share/stele/proofs). STELE_LEDGER_TOKEN is sent as a bearer token on anchors
+(a log in production mode); STELE_HTTP_TIMEOUT_MS sets the per-request timeout (default
+30000).
+`;
 
 /** Adds --config and --json and the help epilogue. */
 export function common(cmd: Command, { config = true } = {}): Command {
@@ -64,7 +66,7 @@ export async function openSession(opts: CommonOptions, mode: { online?: boolean;
   const endpoint = loaded.effective.endpoint;
   if (online && endpoint) {
     try {
-      api = new LedgerApi(endpoint);
+      api = new LedgerApi(endpoint, process.env.STELE_LEDGER_TOKEN ? { token: process.env.STELE_LEDGER_TOKEN } : {});
     } catch (e) {
       throw new ConfigError(`${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`);
     }

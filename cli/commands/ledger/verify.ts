@@ -19,6 +19,17 @@ import {
   tilesSource,
 } from './common.js';
 
+export const RULES_HELP = `
+The report (spec §4.3), each check PASS or FAIL, computed on this machine:
+  1  checkpoint signature: by the pinned key id (and the note agrees with the JSON)
+  2  consistency: the checkpoint extends the pinned one (old size → new size), both roots
+     recomputed from one proof; the pin then moves forward
+  3  leaf hash: the entry records the file's SHA-256, its fields hash to its entry hash,
+     and leaf = SHA-256(0x00 ‖ entry hash)
+  4  inclusion: the audit path rebuilds the checkpoint root (leaf index and tree size shown)
+  5  witnesses: valid cosignatures by pinned witness keys ≥ the pinned threshold
+  6  overall: PASS only if every check passed`;
+
 export interface VerifyCliOptions extends CommonOptions {
   tiles?: string | true;
   leafIndex?: number;
@@ -79,7 +90,8 @@ export function registerLedgerVerify(ledger: Command): void {
       ledger
         .command('verify')
         .description('verify a file against the current checkpoint: PASS/FAIL for each rule of the report')
-        .argument('<package_file>', 'the file to verify'),
+        .argument('<package_file>', 'the file to verify')
+        .addHelpText('after', RULES_HELP),
     ),
   ).action(async (file: string, opts: VerifyCliOptions) => {
     const r = await runVerify(file, opts);
