@@ -1,19 +1,13 @@
 // `stele serve` (the one-command local log) and `stele index rebuild`.
+// The server, index and AWS modules load inside the actions, so other commands start fast.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
-import { catchUpIndex } from '../../src/index/catchup.js';
-import { LmdbIndex } from '../../src/index/lmdb.js';
-import { openLocalLog } from '../../src/log/local.js';
-import { LogReader } from '../../src/reader.js';
-import { startServer } from '../../src/serve.js';
-import { KeyFileError } from '../../src/signer.js';
-import { AwsConfigError } from '../../src/aws/log.js';
 import { CliError, EXIT } from '../errors.js';
 
-function logger(level: string) {
+async function logger(level: string) {
+  const { pino } = await import('pino');
   return pino({ level, base: undefined, redact: ['req.headers.authorization'] }, pino.destination(2));
 }
 
@@ -49,7 +43,10 @@ export function registerServeCommands(program: Command): void {
     .action(async (opts: Record<string, unknown>) => {
       const { batchInterval, json, logLevel, witness, ...rest } = opts;
       const cfg = config({ ...rest, batchIntervalMs: batchInterval, witnesses: (witness as string[] | undefined)?.join(',') });
-      const log = logger(String(logLevel));
+      const log = await logger(String(logLevel));
+      const { startServer } = await import('../../src/serve.js');
+      const { KeyFileError } = await import('../../src/signer.js');
+      const { AwsConfigError } = await import('../../src/aws/log.js');
       const server = await startServer(cfg, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof AwsConfigError) throw new CliError(EXIT.USAGE, e.message);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
@@ -93,7 +90,11 @@ export function registerServeCommands(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (opts: { dataDir?: string; origin?: string; json?: boolean }) => {
       const cfg = config({ dataDir: opts.dataDir, origin: opts.origin });
-      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: logger('warn') });
+      const { openLocalLog } = await import('../../src/log/local.js');
+      const { LmdbIndex } = await import('../../src/index/lmdb.js');
+      const { catchUpIndex } = await import('../../src/index/catchup.js');
+      const { LogReader } = await import('../../src/reader.js');
+      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: await logger('warn') });
       const dir = join(cfg.dataDir, 'private', 'index');
       rmSync(dir, { recursive: true, force: true });
       const index = new LmdbIndex(dir);

@@ -1,8 +1,6 @@
 // `stele witness serve`: a tlog-witness cosigner for Stele or any other tlog-tiles log.
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { SIG_ED25519, parseVkey } from '../../src/note.js';
-import { startWitness } from '../../src/witness/host.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 
@@ -31,6 +29,8 @@ export function registerWitnessCommands(program: Command): void {
       });
       const port = Number(o.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(EXIT.USAGE, '--port must be 0..65535');
+      const { pino } = await import('pino');
+      const { startWitness } = await import('../../src/witness/host.js');
       const logger = pino({ level: o.logLevel, base: undefined }, pino.destination(2));
       const w = await startWitness({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger }).catch((e: unknown) => {
         if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
