@@ -14,7 +14,7 @@ import { join } from 'node:path';
 // @ts-expect-error autocannon ships no type declarations (and @types/autocannon is not installed).
 import autocannonUntyped from 'autocannon';
 import { startOidcProvider } from '../test/helpers/oidc.js';
-import { QUICK, figure, note } from './util.js';
+import { QUICK, figure as printFigure, note } from './util.js';
 
 interface CannonResult {
   requests: { average: number; total: number };
@@ -60,11 +60,23 @@ async function startControlServer(dataDir: string, fsync: boolean): Promise<{ ur
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, NODE_NO_WARNINGS: '1', BENCH_DATA_DIR: dataDir, BENCH_BATCH_MS: String(BATCH_INTERVAL_MS), BENCH_FSYNC: fsync ? '1' : '0' },
   });
-  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-  return { url: JSON.parse(line.toString().split('\n')[0]!).url as string, child };
+  const exited = once(child, 'exit');
+  const first = await Promise.race([once(child.stdout!, 'data') as Promise<[Buffer]>, exited.then(() => null)]);
+  if (first === null) throw new ChildCrashed('the server exited during start-up');
+  return { url: JSON.parse(first[0].toString().split('\n')[0]!).url as string, child };
+}
+
+/** The server child died (Node 20's V8 has crashed a few times here with "Fatal error … unreachable code" in its deoptimizer). */
+class ChildCrashed extends Error {}
+
+/** Runs `p` unless the child exits first. */
+function whileAlive<T>(child: ChildProcess, p: Promise<T>): Promise<T> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.reject(new ChildCrashed('the server is not running'));
+  return Promise.race([p, once(child, 'exit').then(() => Promise.reject(new ChildCrashed('the server exited during the run')))]);
 }
 
 async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
   await once(child, 'exit');
 }
@@ -92,6 +104,17 @@ interface RunOptions {
 }
 
 async function run(o: RunOptions, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runOnce(o, issuer, tokens);
+    } catch (e) {
+      if (!(e instanceof ChildCrashed) || attempt === 3) throw e;
+      note(`${e.message}; retrying the run (attempt ${attempt + 1})`);
+    }
+  }
+}
+
+async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
   const { label } = o;
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-control-'));
   const controlDir = join(dataDir, 'control');
@@ -107,14 +130,18 @@ async function run(o: RunOptions, issuer: string, tokens: { svc: string; analyst
     const body = JSON.stringify({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"', context: { ip: '10.1.2.3' } });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens.svc}` };
     // Warm up: discovery, JWKS fetch and cache, Cedar, JIT.
-    await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: 8, duration: 2 });
-    const ledgerBefore = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
-    const auditBefore = await countEvaluations(url, tokens.analyst, 0);
+    const alive = <T>(p: Promise<T>) => whileAlive(child, p);
+    await alive(autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: 8, duration: 2 }));
+    const ledgerBefore = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
+    const auditBefore = await alive(countEvaluations(url, tokens.analyst, 0));
 
-    const r = await autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: o.connections, duration: DURATION_S });
+    const r = await alive(autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: o.connections, duration: DURATION_S }));
     await new Promise((res) => setTimeout(res, 500));
-    const ledgerAfter = (await json(`${url}/api/ledger/checkpoint`)).lifetimeEntries as number;
-    const auditAfter = await countEvaluations(url, tokens.analyst, auditBefore.last);
+    const ledgerAfter = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
+    const auditAfter = await alive(countEvaluations(url, tokens.analyst, auditBefore.last));
+    // Printed only once the whole run has succeeded (a crashed run is retried).
+    const figures: [string, number, string][] = [];
+    const figure = (name: string, value: number, unit: string) => figures.push([name, value, unit]);
 
     figure(`control_evaluate_rps${label}`, r.requests.average, 'req/s');
     figure(`control_evaluate_p50${label}`, r.latency.p50, 'ms');
@@ -126,18 +153,19 @@ async function run(o: RunOptions, issuer: string, tokens: { svc: string; analyst
     figure(`control_evaluate_audited${label}`, auditAfter.count, 'audit events');
     if (o.ledgerBaseline) {
       let i = 0;
-      const a = await autocannon({
+      const a = await alive(autocannon({
         url: `${url}/api/ledger/anchor`,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         connections: o.connections,
         duration: DURATION_S,
         requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ digest: (i++).toString(16).padStart(64, '0') }) }) }],
-      });
+      }));
       figure(`ledger_anchor_rps${label}`, a.requests.average, 'req/s');
       figure(`ledger_anchor_p50${label}`, a.latency.p50, 'ms');
       figure(`ledger_anchor_p99${label}`, a.latency.p99, 'ms');
     }
+    for (const [name, value, unit] of figures) printFigure(name, value, unit);
   } finally {
     await stop(child);
     rmSync(dataDir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // tlog-checkpoint bodies (origin, size, base64 root) and the signed checkpoint the log
-// publishes; JSON view of spec §2.2 / DESIGN.md §1.4.
-import { HASH_SIZE, toBase64, toHex } from './hash.js';
-import { NoteError, type NoteSigner, type NoteVerifier, keyIdOf, openNote, signBody } from './note.js';
+// publishes (its JSON view is in src/api/views.ts).
+import { HASH_SIZE, toBase64 } from './hash.js';
+import { NoteError, type NoteSigner, type NoteVerifier, openNote, signBody } from './note.js';
 
 export interface CheckpointBody {
   readonly origin: string;
@@ -49,42 +49,4 @@ export function openCheckpoint(note: string, logKey: NoteVerifier, witnesses: re
   const body = parseCheckpointBody(opened.body);
   if (body.origin !== logKey.name) throw new NoteError(`checkpoint origin ${body.origin} is not the pinned log ${logKey.name}`);
   return { ...body, note, signature: opened.log.signature, cosignatures: opened.cosignatures };
-}
-
-/** JSON witness entry of spec §2.2. */
-export interface WitnessSignatureJson {
-  name: string;
-  signature: string;
-  timestamp: string;
-}
-
-/** JSON checkpoint of spec §2.2. */
-export interface CheckpointJson {
-  logId: string;
-  treeSize: number;
-  rootHash: string;
-  timestamp: string;
-  keyId: string;
-  signature: string;
-  witnesses: WitnessSignatureJson[];
-  lifetimeEntries: number;
-}
-
-export function checkpointJson(
-  c: SignedCheckpoint,
-  publicKey: Uint8Array,
-  timestamp: string,
-  lifetimeEntries: number,
-  witnesses: WitnessSignatureJson[] = [],
-): CheckpointJson {
-  return {
-    logId: c.origin,
-    treeSize: c.size,
-    rootHash: toHex(c.root),
-    timestamp,
-    keyId: keyIdOf(publicKey),
-    signature: `ed25519:${toBase64(c.signature)}`,
-    witnesses,
-    lifetimeEntries,
-  };
 }

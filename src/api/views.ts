@@ -1,16 +1,15 @@
 // JSON views of spec §2.2–2.6 built from published data.
-import { type CheckpointJson, type WitnessSignatureJson, checkpointJson } from '../checkpoint.js';
-import { type CanonicalEntry, type Entry, presentEntry } from '../entry.js';
+import { type CanonicalEntry, presentEntry } from '../entry.js';
 import { leafHash, toBase64, toHex } from '../hash.js';
-import { SIG_COSIGNATURE_V1, keyHash, parseNote } from '../note.js';
+import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../note.js';
 import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
+import type { CheckpointView, EntryProofView, WitnessSigView } from './wire.js';
 
-/** Checkpoint JSON plus the signed note itself, so clients can check it byte for byte. */
-export type CheckpointView = CheckpointJson & { note: string };
+export type { CheckpointView, EntryProofView } from './wire.js';
 
 /** The witness cosignature lines of a note (type 0x04 payloads: 8-byte time ‖ signature). */
-export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Uint8Array>): WitnessSignatureJson[] {
-  const out: WitnessSignatureJson[] = [];
+export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Uint8Array>): WitnessSigView[] {
+  const out: WitnessSigView[] = [];
   for (const sig of parseNote(note).signatures) {
     const pub = witnessKeys.get(sig.name);
     if (sig.payload.length !== 72 || !pub) continue;
@@ -21,23 +20,24 @@ export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Ui
   return out;
 }
 
+/** Checkpoint JSON (spec §2.2) plus the signed note itself, so clients can check it byte for byte. */
 export function checkpointView(
   cp: PublishedCheckpoint,
   publicKey: Uint8Array,
   lifetimeEntries: number,
   witnessKeys: ReadonlyMap<string, Uint8Array> = new Map(),
 ): CheckpointView {
-  return { ...checkpointJson(cp, publicKey, cp.timestamp, lifetimeEntries, cosignaturesOf(cp.note, witnessKeys)), note: cp.note };
-}
-
-export interface EntryProofView {
-  leafIndex: number;
-  treeSize: number;
-  leafHash: string;
-  auditPath: string[];
-  rootHash: string;
-  checkpoint: CheckpointView;
-  entry: Entry;
+  return {
+    logId: cp.origin,
+    treeSize: cp.size,
+    rootHash: toHex(cp.root),
+    timestamp: cp.timestamp,
+    keyId: keyIdOf(publicKey),
+    signature: `ed25519:${toBase64(cp.signature)}`,
+    witnesses: cosignaturesOf(cp.note, witnessKeys),
+    lifetimeEntries,
+    note: cp.note,
+  };
 }
 
 export function entryProofView(

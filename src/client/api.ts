@@ -4,80 +4,11 @@
 import { ResponseError, UsageError } from './errors.js';
 import { type HttpOptions, type HttpStats, jsonBody, request } from './http.js';
 
-export interface WitnessSigView {
-  name: string;
-  /** `ed25519:<base64>` */
-  signature: string;
-  /** When the witness cosigned: ISO 8601 or unix seconds. */
-  timestamp?: string | number;
-}
-
-/** Checkpoint JSON (spec §2.2); `note` is the full signed note when the server adds it. */
-export interface CheckpointView {
-  logId: string;
-  treeSize: number;
-  rootHash: string;
-  timestamp: string;
-  keyId: string;
-  signature: string;
-  witnesses: WitnessSigView[];
-  lifetimeEntries?: number;
-  note?: string;
-}
-
-/** Entry JSON (spec §2.3): the canonical fields plus id and proof.entryHash. */
-export interface EntryView {
-  id: string;
-  type: string;
-  result: string;
-  digest: string;
-  timestamp: string;
-  proof: { entryHash: string };
-  [field: string]: unknown;
-}
-
-export interface EntryProofView {
-  leafIndex: number;
-  treeSize: number;
-  leafHash: string;
-  auditPath: string[];
-  rootHash: string;
-  checkpoint: CheckpointView;
-  entry: EntryView;
-}
-
-export interface ConsistencyView {
-  first: number;
-  second: number;
-  firstRoot: string;
-  secondRoot: string;
-  proof: string[];
-}
-
-export interface AnchorView {
-  entry: EntryView;
-  leafIndex: number;
-  inclusionProof: string[];
-  checkpoint: CheckpointView;
-}
-
-export interface KeyView {
-  origin: string;
-  keyId: string;
-  publicKey: string;
-  vkey: string;
-  witnesses: { name: string; vkey: string }[];
-  witnessPolicy?: { threshold: number };
-}
+export type { AnchorBody, AnchorView, CheckpointView, ConsistencyView, EntryProofView, EntryView, KeyView, WitnessSigView } from '../api/wire.js';
+import type { AnchorBody, AnchorView, CheckpointView, ConsistencyView, EntryProofView, EntryView, KeyView, WitnessSigView } from '../api/wire.js';
 
 export type EntryLookup = { id: string } | { artifact: string } | { hash: string };
 
-export interface AnchorBody {
-  digest: string;
-  artifact?: string;
-  scope?: string;
-  type?: 'ledger_anchor' | 'document_verified';
-}
 
 // ---- shape checks -------------------------------------------------------------------
 
