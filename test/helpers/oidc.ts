@@ -12,8 +12,6 @@ import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type JWK, exportJWK, generateKeyPair } from 'jose';
-// @ts-expect-error oidc-provider 9 ships no type declarations (and @types/oidc-provider is not installed).
-import ProviderUntyped from 'oidc-provider';
 
 /** The part of oidc-provider's Provider class used here. */
 interface ProviderInstance {
@@ -21,7 +19,10 @@ interface ProviderInstance {
   callback(): (req: IncomingMessage, res: ServerResponse) => void;
   on(event: string, fn: (...args: unknown[]) => void): void;
 }
-const Provider = ProviderUntyped as new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance;
+// oidc-provider 9 ships no type declarations; a computed specifier keeps this file
+// type-checking whether or not @types/oidc-provider is ever installed.
+const OIDC_PROVIDER: string = 'oidc-provider';
+const Provider = ((await import(OIDC_PROVIDER)) as { default: unknown }).default as new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance;
 
 export interface OidcClientSpec {
   /** Claims merged into every access token this client obtains. */

@@ -1,8 +1,8 @@
 // `stele ledger checkpoint`: the current checkpoint, verified (signature by the pinned key,
 // consistency with the pin, witnesses); --note prints the signed note itself.
 import type { Command } from 'commander';
-import { ApiView, type LogView, TilesView, verifyCheckpoint } from '../../../src/client/ledger.js';
-import { type CommonOptions, common, emitJson, exitFor, openSession, out, renderReport, reportJson, tilesOption, tilesSource } from './common.js';
+import { verifyCheckpoint } from '../../../src/client/ledger.js';
+import { type CommonOptions, common, emitJson, exitFor, openSession, out, renderReport, reportJson, tilesOption, logView } from './common.js';
 
 interface CheckpointOptions extends CommonOptions {
   note?: boolean;
@@ -18,11 +18,7 @@ export function registerCheckpoint(ledger: Command): void {
       .addOption(tilesOption()),
   ).action(async (opts: CheckpointOptions) => {
     const o = await openSession(opts, { online: !opts.tiles });
-    let view: LogView;
-    if (opts.tiles) {
-      const src = await tilesSource(opts.tiles, o.loaded);
-      view = new TilesView(src, src.describe());
-    } else view = new ApiView(o.api!);
+    const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await verifyCheckpoint(o.session, view);
     if (opts.json) {
       emitJson({ ...reportJson(r.report), checkpoint: r.checkpoint, witnesses: r.witnesses, note: r.note, pinnedBefore: r.pinnedBefore, pinMoved: r.pinMoved });

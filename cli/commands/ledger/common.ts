@@ -6,7 +6,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
-import { type Session, trustOf } from '../../../src/client/ledger.js';
+import { ApiView, type LogView, type Session, TilesView, trustOf } from '../../../src/client/ledger.js';
 import { DirObjectReader, HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
 import { ProofStore } from '../../../src/client/proofs.js';
 import type { Report } from '../../../src/client/verify.js';
@@ -85,6 +85,16 @@ export async function tilesSource(value: string | true, loaded: LoadedConfig): P
   const where = value === true ? (loaded.effective.tiles ?? loaded.effective.endpoint) : value;
   if (!where) throw new UsageError('--tiles needs a URL or directory (none configured)');
   return openObjectSource(where === loaded.effective.endpoint ? normalizeEndpoint(where) : where);
+}
+
+/** Where a command reads the log: the tiles (--tiles, proofs computed here) or the JSON API. */
+export async function logView(tiles: string | true | undefined, loaded: LoadedConfig, api: LedgerApi | null): Promise<LogView> {
+  if (tiles) {
+    const src = await tilesSource(tiles, loaded);
+    return new TilesView(src, src.describe());
+  }
+  if (!api) throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT, or use --tiles`);
+  return new ApiView(api);
 }
 
 // ---- output -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // sizes, recomputing both roots from one proof, and tie the newer root to the verified
 // current checkpoint (which is itself checked against the pin).
 import type { Command } from 'commander';
-import { ApiView, type LogView, TilesView, proveConsistency } from '../../../src/client/ledger.js';
+import { proveConsistency } from '../../../src/client/ledger.js';
 import {
   type CommonOptions,
   common,
@@ -14,7 +14,7 @@ import {
   renderReport,
   reportJson,
   tilesOption,
-  tilesSource,
+  logView,
 } from './common.js';
 
 interface ConsistencyOptions extends CommonOptions {
@@ -33,11 +33,7 @@ export function registerConsistency(ledger: Command): void {
       .addOption(tilesOption()),
   ).action(async (opts: ConsistencyOptions) => {
     const o = await openSession(opts, { online: !opts.tiles });
-    let view: LogView;
-    if (opts.tiles) {
-      const src = await tilesSource(opts.tiles, o.loaded);
-      view = new TilesView(src, src.describe());
-    } else view = new ApiView(o.api!);
+    const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await proveConsistency(o.session, view, opts.from, opts.to);
     if (opts.json) {
       emitJson({ ...reportJson(r.report), from: r.from, to: r.to, firstRoot: r.firstRoot ?? null, secondRoot: r.secondRoot ?? null, proof: r.proof ?? null, checkpoint: r.checkpoint, pinMoved: r.pinMoved });

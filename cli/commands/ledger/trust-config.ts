@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
 import { type LedgerConfig, parseKeyId, parseWitnessVkey, readConfigFile, saveConfig } from '../../../src/client/config.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
-import { ApiView, type LogView, TilesView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
+import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
 import { toHex } from '../../../src/hash.js';
 import {
@@ -20,7 +20,7 @@ import {
   reportJson,
   short,
   tilesOption,
-  tilesSource,
+  logView,
 } from './common.js';
 
 interface TrustOptions extends CommonOptions {
@@ -111,11 +111,7 @@ export function registerTrustConfig(ledger: Command): void {
 
     let advanced: { from: number; to: number } | null = null;
     if (opts.advance) {
-      let view: LogView;
-      if (opts.tiles) {
-        const src = await tilesSource(opts.tiles, loaded);
-        view = new TilesView(src, src.describe());
-      } else view = new ApiView(api!);
+      const view = await logView(opts.tiles, loaded, api);
       const fresh = { ...session, trust: await trustOf(file, api ?? undefined) };
       const r = await verifyCheckpoint(fresh, view);
       exitReport = reportJson(r.report);

@@ -1,7 +1,7 @@
 // `stele ledger verify <file>`: the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
 // API or (--tiles) straight from the tiles with every proof computed client-side.
 import type { Command } from 'commander';
-import { ApiView, type LogView, TilesView, type VerifyResult, verifyFile } from '../../../src/client/ledger.js';
+import { type VerifyResult, verifyFile } from '../../../src/client/ledger.js';
 import {
   type CommonOptions,
   type Opened,
@@ -16,7 +16,7 @@ import {
   reportJson,
   short,
   tilesOption,
-  tilesSource,
+  logView,
 } from './common.js';
 
 export const RULES_HELP = `
@@ -66,11 +66,7 @@ export function printVerify(r: VerifyResult): void {
 /** Runs the verification for `ledger verify` and top-level `verify`. */
 export async function runVerify(file: string, opts: VerifyCliOptions, opened?: Opened): Promise<VerifyResult> {
   const o = opened ?? (await openSession(opts, { online: !opts.tiles }));
-  let view: LogView;
-  if (opts.tiles) {
-    const src = await tilesSource(opts.tiles, o.loaded);
-    view = new TilesView(src, src.describe());
-  } else view = new ApiView(o.api!);
+  const view = await logView(opts.tiles, o.loaded, o.api);
   const hp = hashProgress(file, opts.json);
   return verifyFile(o.session, view, file, {
     ...(opts.leafIndex !== undefined ? { leafIndex: opts.leafIndex } : {}),
