@@ -70,17 +70,32 @@ export const now = (): number => performance.now();
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** CPU seconds (user + system, all threads) this process has used since `since`. */
+export function cpuSeconds(since?: NodeJS.CpuUsage): number {
+  const u = process.cpuUsage(since);
+  return (u.user + u.system) / 1e6;
+}
+
 /** Runs `fn` repeatedly for about `ms` milliseconds; returns iterations per second. */
 export function ratePerSecond(fn: () => void, ms = 1000, chunk = 1000): number {
+  return rates(fn, ms, chunk).wall;
+}
+
+/**
+ * Runs `fn` repeatedly for about `ms` milliseconds; iterations per wall-clock second and
+ * per CPU second of this process (the latter is steadier on a machine shared with other work).
+ */
+export function rates(fn: () => void, ms = 1000, chunk = 1000): { wall: number; cpu: number } {
   // Warm up so the JIT has compiled the loop body.
   for (let i = 0; i < chunk; i++) fn();
   let iterations = 0;
   const start = now();
+  const cpu0 = process.cpuUsage();
   let elapsed = 0;
   while (elapsed < ms) {
     for (let i = 0; i < chunk; i++) fn();
     iterations += chunk;
     elapsed = now() - start;
   }
-  return (iterations / elapsed) * 1000;
+  return { wall: (iterations / elapsed) * 1000, cpu: iterations / cpuSeconds(cpu0) };
 }

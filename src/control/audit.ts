@@ -163,10 +163,18 @@ export class AuditLog {
       key_id: this.signer.keyId,
     }) as AuditEvent;
     const event: StoredEvent = { id, type, ms: time.getTime(), json: JSON.stringify(full) };
-    return new Promise<AuditEvent>((resolve, reject) => {
-      this.pending.push({ event, full, resolve, reject });
-      if (!this.flushing) this.flushing = this.flushLoop();
+    // The flush is started outside the Promise executor: Node 20's V8 has aborted ("unreachable
+    // code" in Deoptimizer::DoComputeBuiltinContinuation) when code run from inside an inlined
+    // Promise constructor triggered a lazy deoptimisation of its caller.
+    let resolve!: (e: AuditEvent) => void;
+    let reject!: (e: Error) => void;
+    const done = new Promise<AuditEvent>((res, rej) => {
+      resolve = res;
+      reject = rej;
     });
+    this.pending.push({ event, full, resolve, reject });
+    if (!this.flushing) this.flushing = this.flushLoop();
+    return done;
   }
 
   private async flushLoop(): Promise<void> {
