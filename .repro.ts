@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, writeFileSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -33,15 +33,13 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 8); round++) {
   writeFileSync(join(dataDir, 'control', 'policy', 'policies.cedar'), POLICIES);
   writeFileSync(join(dataDir, 'control', 'policy', 'entities.json'), JSON.stringify(ENTITIES));
   writeFileSync(join(dataDir, 'control', 'control.toml'), `[control.oidc]\nissuer = "${idp.issuer}"\naudience = "${AUD}"\n`);
-  const child = spawn(process.execPath, [...(process.env.NARGS ? process.env.NARGS.split(' ') : []), '--import', 'tsx', '--input-type=module', '-e', CHILD], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, BENCH_DATA_DIR: dataDir } });
-  const trace = createWriteStream(`/tmp/trace-${round}.txt`);
+  const tf = `/tmp/trace-${round}.txt`;
+  const child = spawn(process.execPath, [...(process.env.NARGS ? process.env.NARGS.split(' ') : []), '--import', 'tsx', '--input-type=module', '-e', CHILD], { stdio: ['ignore', openSync(tf, 'w'), 'pipe'], env: { ...process.env, BENCH_DATA_DIR: dataDir } });
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   const exited = once(child, 'exit');
-  const url: string = await new Promise((resolve) => {
-    let buf = '';
-    child.stdout!.on('data', (d) => { trace.write(d); buf += d; const m = /\{"url":"([^"]+)"\}/.exec(buf); if (m) { resolve(m[1]!); buf = ''; } });
-  });
+  let url = '';
+  while (!url) { await new Promise((r) => setTimeout(r, 100)); const m = /\{"url":"([^"]+)"\}/.exec(readFileSync(tf, 'utf8')); if (m) url = m[1]!; }
   const body = JSON.stringify({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"', context: { ip: '10.1.2.3' } });
   const r = await Promise.race([autocannon({ url: url + '/v1/policy/evaluate', method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${tok}` }, connections: round % 2 ? 256 : 64, duration: 6 }), exited.then(() => null)]);
   if (r === null) { console.log('round', round, 'CRASHED; trace in', `/tmp/trace-${round}.txt`); break; }

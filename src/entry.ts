@@ -1,7 +1,7 @@
 // Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
 // entry ids and artifact ids (DESIGN.md §1.1, §1.4, §1.5).
 import canonicalizeCjs from 'canonicalize';
-import { HASH_SIZE, sha256, toHex } from './hash.js';
+import { HASH_SIZE, sha256, sha256Parts, toHex } from './hash.js';
 
 /** The canonical entry: everything entry_hash commits to (no seq, id or proof). */
 export interface CanonicalEntry {
@@ -41,16 +41,19 @@ export function canonicalEntryBytes(entry: CanonicalEntry | Entry): Uint8Array {
   return utf8.encode(json);
 }
 
+/** seq as an unsigned 64-bit big-endian integer (exact up to 2^53). */
 function seqBytes(seq: number): Uint8Array {
   const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(seq));
+  const view = new DataView(b.buffer);
+  view.setUint32(0, Math.floor(seq / 2 ** 32));
+  view.setUint32(4, seq >>> 0);
   return b;
 }
 
 /** entry_hash = SHA-256(domain ‖ seq as u64 BE ‖ canonical_entry ‖ prior_entry_hash). */
 export function entryHash(seq: number, canonical: Uint8Array, prior: Uint8Array): Uint8Array {
   if (prior.length !== HASH_SIZE) throw new RangeError('prior entry hash must be 32 bytes');
-  return sha256.create().update(ENTRY_DOMAIN).update(seqBytes(seq)).update(canonical).update(prior).digest();
+  return sha256Parts(ENTRY_DOMAIN, seqBytes(seq), canonical, prior);
 }
 
 /** led_<seq>_<first 12 hex of entry_hash>. */
