@@ -66,7 +66,7 @@ async function startControlServer(dataDir: string, fsync: boolean): Promise<{ ur
   return { url: JSON.parse(first[0].toString().split('\n')[0]!).url as string, child };
 }
 
-/** The server child died (Node 20's V8 has crashed a few times here with "Fatal error … unreachable code" in its deoptimizer). */
+/** The server child died. (Before src/control/policy.ts turned off TurboFan's JS→Wasm call inlining, Node 20's V8 aborted here every few runs; the retry stays as a guard and is reported.) */
 class ChildCrashed extends Error {}
 
 /** Runs `p` unless the child exits first. */

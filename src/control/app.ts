@@ -33,6 +33,8 @@ export interface ControlServices {
   readonly logger: Logger;
   /** Open SSE streams, ended on close (an open stream would keep the HTTP server from closing). */
   readonly streams: Set<() => void>;
+  /** Set when the control plane is closing: new requests get 503. */
+  readonly state: { closing: boolean };
 }
 
 interface Route {
@@ -58,6 +60,7 @@ export function controlMiddleware(s: ControlServices) {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
     try {
       ctx.set('Cache-Control', 'no-store');
+      if (s.state.closing) throw new ControlError(503, 'shutting_down', 'the control plane is shutting down; retry against another instance', {}, { 'Retry-After': '1', Connection: 'close' });
       const route = Object.hasOwn(ROUTES, ctx.path) ? ROUTES[ctx.path]! : undefined;
       if (!route) throw new ControlError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (ctx.method !== route.method && !(route.method === 'GET' && ctx.method === 'HEAD')) {
@@ -419,8 +422,10 @@ async function auditEvents(ctx: Context, s: ControlServices): Promise<void> {
   streamEvents(ctx, s, after, filter, follow);
 }
 
-/** Largest backlog kept for a slow SSE client before its stream is ended (it resumes with Last-Event-ID). */
+/** Largest backlog kept for a slow live SSE client before its stream is ended (it resumes with Last-Event-ID). */
 const MAX_SSE_BUFFER = 16 * 1024 * 1024;
+/** Replay pauses for the client above this much unsent output. */
+const REPLAY_HIGH_WATER = 1024 * 1024;
 
 function streamEvents(ctx: Context, s: ControlServices, after: number, filter: AuditFilter, follow: boolean): void {
   const socket = ctx.req.socket;
@@ -461,14 +466,25 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
   out.on('error', () => finish());
   out.write(`retry: 2000\n: stele audit stream; resuming after event ${after}\n\n`);
 
+  // Replay and the live events queued meanwhile are written at the client's pace (waiting
+  // for 'drain'); only a live client that falls far behind is cut off.
+  const paced = async (e: StoredEvent) => {
+    send(e);
+    if (!done && out.writableLength > REPLAY_HIGH_WATER) {
+      await new Promise<void>((resolve) => {
+        out.once('drain', resolve);
+        out.once('close', resolve);
+      });
+    }
+  };
   void (async () => {
     try {
       for await (const e of s.audit.since(after)) {
         if (done) return;
-        send(e);
+        await paced(e);
       }
+      while (buffered.length > 0 && !done) await paced(buffered.shift()!);
       replaying = false;
-      for (const e of buffered.splice(0)) send(e);
       if (!follow) return finish();
       const ping = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
       ping.unref();
@@ -485,4 +501,3 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
   })();
 }
 
-export { ROUTES };

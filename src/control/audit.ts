@@ -163,9 +163,8 @@ export class AuditLog {
       key_id: this.signer.keyId,
     }) as AuditEvent;
     const event: StoredEvent = { id, type, ms: time.getTime(), json: JSON.stringify(full) };
-    // The flush is started outside the Promise executor: Node 20's V8 has aborted ("unreachable
-    // code" in Deoptimizer::DoComputeBuiltinContinuation) when code run from inside an inlined
-    // Promise constructor triggered a lazy deoptimisation of its caller.
+    // Queue first, then start the flush (outside the Promise executor, so a failure to start
+    // cannot be mistaken for a rejection of this one event).
     let resolve!: (e: AuditEvent) => void;
     let reject!: (e: Error) => void;
     const done = new Promise<AuditEvent>((res, rej) => {

@@ -5,8 +5,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { ConfigError } from '../config.js';
 
-export class ControlConfigError extends Error {
+/** A ConfigError, so `stele serve --enterprise` reports it as a usage error (exit 2) too. */
+export class ControlConfigError extends ConfigError {
   override name = 'ControlConfigError';
 }
 

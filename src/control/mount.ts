@@ -70,6 +70,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const recorder = new Recorder(deps.submit, audit, config.ledgerScope);
   let policy: PolicyEngine | undefined;
   const streams = new Set<() => void>();
+  const state = { closing: false };
   try {
     policy = await PolicyEngine.open(config.policyDir, logger, config.policyPollMs);
     const epochs = await KeyEpochs.open(
@@ -85,7 +86,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
     );
     const auth = new OidcAuthenticator(config.oidc);
     const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
-    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams }));
+    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams, state }));
     logger.info(
       { issuer: config.oidc.issuer, audience: config.oidc.audience, policy: policy.version, epoch: epochs.current().epoch, kek: kek.kind, signer: signer.keyId },
       'control plane mounted at /v1',
@@ -98,6 +99,10 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const p = policy;
   return {
     async close() {
+      // New requests are refused; decisions already being recorded finish (the ledger is
+      // still running at this point) so each keeps its audit event; then streams end.
+      state.closing = true;
+      if (!(await recorder.drain())) logger.error('control plane closed with decisions still being recorded');
       for (const end of [...streams]) end();
       p.close();
       await audit.close();

@@ -14,6 +14,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import type { Logger } from 'pino';
 import { newUlid as ulid } from './ids.js';
@@ -47,6 +48,14 @@ interface Snapshot {
   readonly hasSchema: boolean;
   readonly loadedAt: string;
 }
+
+// Node 20's V8 (11.3) aborts the whole process ("Fatal error … unreachable code" in
+// Deoptimizer::DoComputeBuiltinContinuation) when a function into which TurboFan inlined a
+// JS→Wasm call is lazily deoptimised during that call, which Cedar's wasm-bindgen glue
+// makes likely under load (it builds the answer objects through JS callbacks). Seen about
+// once every few 6-second benchmark runs at 64–256 connections; gone in 16 runs with the
+// inlining off. Turning that one optimisation off costs nothing measurable here.
+setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
 const MAX_POLICY_BYTES = 4 * 1024 * 1024;
 const DEFAULT_POLICY = `// Stele control-plane policies (Cedar). Every *.cedar file in this directory is loaded;

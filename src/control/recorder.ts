@@ -27,12 +27,36 @@ export class Recorder {
     private readonly scope: string,
   ) {}
 
+  private readonly inflight = new Set<Promise<unknown>>();
+
   /** Anchors `record` as a `type` entry with `result`, then appends its audit event. */
-  async record(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+  record(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+    const p = this.recordNow(type, result, record, labels);
+    this.inflight.add(p);
+    const forget = () => this.inflight.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+
+  private async recordNow(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
     const digest = recordDigest(record);
     const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }));
     const ledgerEntryId = entryId(receipt.seq, receipt.entryHash);
     const event = await this.audit.append(type, record, digest, ledgerEntryId);
     return { digest, ledgerEntryId, receipt, event };
+  }
+
+  /**
+   * Waits for the recordings in flight (their entries are in the sequencer, which is still
+   * running when the control plane closes), so that no anchored decision misses its audit event.
+   */
+  async drain(timeoutMs = 10_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.inflight.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, left).unref())]);
+    }
+    return true;
   }
 }

@@ -15,7 +15,7 @@ export const CLIENTS: Record<string, OidcClientSpec> = {
   'admin-nomfa': { claims: { roles: ['admin'], amr: ['pwd', 'otp'] } },
   analyst: { claims: { roles: ['analyst'], acr: 'phr' } },
   'analyst-nomfa': { claims: { roles: ['analyst'], amr: ['pwd'] } },
-  short: { claims: { roles: ['service'] }, ttl: 1 },
+  short: { claims: { roles: ['service'] }, ttl: 2 },
   nobody: { claims: {} },
 };
 

@@ -140,6 +140,10 @@ describe('audit stream (SSE)', () => {
       return n;
     })();
     await sleep(100);
+    // Decisions still being made when the shutdown starts are either refused (503) or
+    // anchored and audited: never anchored without their audit event.
+    const inflight = Array.from({ length: 20 }, () => f.call('POST', '/v1/policy/evaluate', { token: svc, body: EVAL }).catch(() => null));
+    await sleep(5);
     const t0 = Date.now();
     await f.srv.close();
     expect(Date.now() - t0).toBeLessThan(5_000);
@@ -150,11 +154,16 @@ describe('audit stream (SSE)', () => {
       pino({ level: 'silent' }),
     );
     f.srv = srv;
+    const answered = (await Promise.all(inflight)).filter((r) => r?.status === 200).map((r) => r!.body.audit_event_id as number);
+    const last = Math.max(before.at(-1)!, ...answered);
     const after = await decide(2);
-    expect(after).toEqual([before.at(-1)! + 1, before.at(-1)! + 2]);
+    expect(after).toEqual([last + 1, last + 2]);
+    // Every entry of this log is a control-plane record, and each has exactly one audit event.
+    const cp = await f.call('GET', '/api/ledger/checkpoint');
+    expect(cp.body.treeSize).toBe(after.at(-1));
     const resumed: AuditEvent[] = [];
     for await (const m of new ControlClient(srv.url, analyst).events({ follow: false, lastEventId: String(before[0]) })) resumed.push(JSON.parse(m.data));
-    expect(resumed.map((e) => e.id)).toEqual([before[1], before[2], ...after]);
+    expect(resumed.map((e) => e.id)).toEqual(Array.from({ length: after.at(-1)! - before[0]! }, (_, i) => before[0]! + 1 + i));
     resumed.forEach(check);
   });
 });
