@@ -51,6 +51,9 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
         dataDir: join(cfg.dataDir, 'control'),
         logger,
         env,
+      }).catch(async (e: unknown) => {
+        await backend.close();
+        throw e;
       })
     : undefined;
 

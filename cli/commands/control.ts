@@ -16,11 +16,9 @@ import { ControlConfigError } from '../../src/control/config.js';
 import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';
 import { KekError } from '../../src/control/kek.js';
 import { unwrapLease } from '../../src/control/leases.js';
-import { openControlState } from '../../src/control/mount.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
 import { hashFromHex, leafHash } from '../../src/hash.js';
 import { verifyInclusion } from '../../src/merkle.js';
-import { startServer } from '../../src/serve.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 
@@ -136,6 +134,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         throw e;
       }
       const log = pino({ level: String(logLevel), base: undefined }, pino.destination(2));
+      const { startServer } = await import('../../src/serve.js');
       const server = await startServer({ ...cfg, enterprise: true }, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError) throw new CliError(EXIT.USAGE, e.message);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
@@ -234,6 +233,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       if (!existsSync(join(dir, 'control.key'))) throw new CliError(EXIT.USAGE, `${dir} holds no control-plane state (no control.key)`);
       let result;
       try {
+        const { openControlState } = await import('../../src/control/mount.js');
         const state = await openControlState(dir, process.env);
         if (state.kek.kind !== 'local') throw new CliError(EXIT.USAGE, 'unwrap works with the local demo KEK only; with AWS KMS, call KMS Decrypt with the lease encryption context');
         const epochs = await KeyEpochs.readOnly(state.epochStore, state.signer, state.kek, pino({ level: 'silent' }));

@@ -46,9 +46,9 @@ export function registerServeCommands(program: Command): void {
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');
-      const { AwsConfigError } = await import('../../src/aws/log.js');
       const server = await startServer(cfg, log).catch((e: unknown) => {
-        if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof AwsConfigError) throw new CliError(EXIT.USAGE, e.message);
+        const config = e instanceof KeyFileError || e instanceof ConfigError || (e as Error)?.name === 'AwsConfigError';
+        if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         throw e;
       });

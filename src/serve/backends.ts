@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
-import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../aws/log.js';
+import type { AwsLogConfig } from '../aws/log.js';
 import { catchUpIndex, indexFeeder } from '../index/catchup.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
@@ -34,6 +34,8 @@ export interface Backend {
 
 export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   if (cfg.backend === 'aws') {
+    // The AWS SDK loads only for this backend.
+    const { awsLogConfigFromEnv } = await import('../aws/log.js');
     const aws = { ...awsLogConfigFromEnv(env), logger };
     return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws);
   }
@@ -108,6 +110,7 @@ function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger)
 }
 
 async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
+  const { openAwsLog } = await import('../aws/log.js');
   const log = await openAwsLog(config);
   if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
   await log.indexReady;
@@ -136,6 +139,7 @@ async function publishExplorerConfig(store: ObjectStore, ledger: LedgerService):
 
 /** A read-only API replica: follows the published checkpoint in S3 once a second. */
 async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend> {
+  const { openAwsReader } = await import('../aws/log.js');
   const r = await openAwsReader(config);
   const first = await r.refreshCheckpoint();
   if (!first) {
