@@ -11,8 +11,8 @@ import { MissingObjectError, readTileBytes } from './tilestore.js';
 import { LogIntegrityError } from './sequencer/recover.js';
 
 export interface LogReaderOptions {
-  /** Cached tiles and bundles (default 4,096 ≈ 32 MiB of hash tiles). */
-  readonly cacheEntries?: number;
+  /** Bytes of tiles and bundles kept in memory (default 512 MiB: every level-0 tile and bundle of a ~1.5M-entry log). */
+  readonly cacheBytes?: number;
   /** How long a partial tile may be reused, in ms (default 1,000). */
   readonly partialTtlMs?: number;
 }
@@ -44,7 +44,11 @@ export class LogReader {
     readonly source: ObjectReader,
     options: LogReaderOptions = {},
   ) {
-    this.cache = new LRUCache({ max: options.cacheEntries ?? 4096 });
+    this.cache = new LRUCache({
+      maxSize: options.cacheBytes ?? 512 * 1024 * 1024,
+      // A hash tile keeps its interior rows too (about as many bytes again).
+      sizeCalculation: (v) => (v instanceof HashTile ? 2 * v.data.length : v.reduce((n, item) => n + item.length + 64, 64)),
+    });
     this.partialTtl = options.partialTtlMs ?? 1000;
   }
 

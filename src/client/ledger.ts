@@ -111,7 +111,7 @@ export class TilesView implements LogView {
     readonly source: ObjectReader,
     readonly name: string,
   ) {
-    this.reader = new LogReader(source, { cacheEntries: 512 });
+    this.reader = new LogReader(source, { cacheBytes: 16 * 1024 * 1024 });
   }
   async checkpoint(): Promise<CheckpointInput> {
     const bytes = await this.source.get('checkpoint');

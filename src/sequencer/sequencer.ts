@@ -148,7 +148,7 @@ export class Sequencer {
     this.maxPending = opts.maxPending ?? 1_000_000;
     this.now = opts.now ?? Date.now;
     this.listeners = [...(opts.listeners ?? [])];
-    this.reader = new LogReader(opts.store, { cacheEntries: 512 });
+    this.reader = new LogReader(opts.store, { cacheBytes: 16 * 1024 * 1024 });
   }
 
   /** Opens the log in storage (creating it if empty), re-applying a staged batch if needed. */
