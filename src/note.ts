@@ -6,6 +6,27 @@ import { bytesEqual, concatBytes, sha256, toBase64 } from './hash.js';
 
 ed.hashes.sha512 = sha512;
 
+// Ed25519 through Node's native binding (about 30× faster than pure JS: it is what bounds a
+// witness's and the control plane's request rate), with @noble/ed25519 where Node's crypto
+// is absent. Same keys, same deterministic signatures (RFC 8032), same test vectors.
+type NodeCrypto = typeof import('node:crypto');
+const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
+  'node:crypto',
+) as NodeCrypto | undefined;
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+export function ed25519Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  if (signature.length !== 64 || publicKey.length !== 32) return false;
+  if (!nodeCrypto) return ed.verify(signature, message, publicKey);
+  try {
+    const key = nodeCrypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519, publicKey]), format: 'der', type: 'spki' });
+    return nodeCrypto.verify(null, message, key, signature);
+  } catch {
+    return false; // not a valid curve point
+  }
+}
+
 export const SIG_ED25519 = 0x01;
 export const SIG_COSIGNATURE_V1 = 0x04;
 /** Notes larger than this are refused before parsing (signed-note suggests a small bound). */
@@ -154,12 +175,12 @@ export function verifySignature(body: string, sig: NoteSignature, v: NoteVerifie
   if (sig.name !== v.name || !bytesEqual(sig.keyHash, v.keyHash)) return null;
   if (v.type === SIG_ED25519) {
     if (sig.payload.length !== 64) return null;
-    return ed.verify(sig.payload, utf8.encode(body), v.publicKey) ? { verifier: v, signature: sig.payload } : null;
+    return ed25519Verify(sig.payload, utf8.encode(body), v.publicKey) ? { verifier: v, signature: sig.payload } : null;
   }
   if (sig.payload.length !== 72) return null;
   const t = Number(new DataView(sig.payload.buffer, sig.payload.byteOffset, 8).getBigUint64(0));
   const s = sig.payload.subarray(8);
-  return Number.isSafeInteger(t) && ed.verify(s, cosignatureMessage(body, t), v.publicKey)
+  return Number.isSafeInteger(t) && ed25519Verify(s, cosignatureMessage(body, t), v.publicKey)
     ? { verifier: v, signature: s, timestamp: t }
     : null;
 }
@@ -196,6 +217,7 @@ export function openNote(
 /** A signer over an Ed25519 private seed held in memory. */
 export class SeedSigner implements NoteSigner {
   readonly publicKey: Uint8Array;
+  private readonly nativeKey: import('node:crypto').KeyObject | undefined;
 
   constructor(
     readonly name: string,
@@ -204,10 +226,11 @@ export class SeedSigner implements NoteSigner {
     if (seed.length !== 32) throw new NoteError('an Ed25519 seed is 32 bytes');
     if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
     this.publicKey = ed.getPublicKey(seed);
+    this.nativeKey = nodeCrypto?.createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
-    return ed.sign(message, this.seed);
+    return this.nativeKey && nodeCrypto ? new Uint8Array(nodeCrypto.sign(null, message, this.nativeKey)) : ed.sign(message, this.seed);
   }
 
   /** Keeps the seed out of logs and JSON dumps. */
