@@ -5,23 +5,17 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { parseEntryId } from '../entry.js';
-import { type CheckpointView, type EntryView, parseCheckpointView, parseEntryView } from './api.js';
+import { type EntryProofView, parseCheckpointView, parseEntryView } from './api.js';
 import { ClientError, UsageError } from './errors.js';
 
 export const PROOF_FORMAT = 'stele-proof/v1';
 
-export interface ProofBundle {
+/** An entry with its inclusion proof (the API's answer), plus where and when it was kept. */
+export interface ProofBundle extends EntryProofView {
   format: typeof PROOF_FORMAT;
   savedAt: string;
   origin: string;
   keyId: string;
-  entry: EntryView;
-  leafIndex: number;
-  treeSize: number;
-  leafHash: string;
-  auditPath: string[];
-  rootHash: string;
-  checkpoint: CheckpointView;
   /** The file whose digest was anchored or verified, as named on the command line. */
   file?: string;
   /** Entry hash of leaf − 1, which binds the entry's fields to its entry hash offline. */

@@ -167,6 +167,20 @@ function noCheckpoint(main: HTMLElement, l: Loaded): void {
   );
 }
 
+/** The verified log for a view that lists entries; says why there is none otherwise. */
+async function nonEmptyLog(main: HTMLElement) {
+  const l = await load();
+  if (!l.cp?.root) {
+    noCheckpoint(main, l);
+    return null;
+  }
+  if (l.cp.size === 0) {
+    main.append(h('p', null, 'The log is empty.'));
+    return null;
+  }
+  return { l, cp: l.cp, root: l.cp.root };
+}
+
 /** Renders the fields, the report and the audit path of a verified entry. */
 function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: string; match?: Check; heading?: string } = {}): HTMLElement {
   const report = buildReport(cp, e, opts.fileDigest);
@@ -351,14 +365,9 @@ function entriesTable(rows: EntryResult[]): HTMLElement {
 
 async function viewEntries(main: HTMLElement, tileParam: string | undefined): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Entries'));
-  const l = await load();
-  if (!l.cp?.root) return noCheckpoint(main, l);
-  const cp = l.cp;
-  const root = l.cp.root;
-  if (cp.size === 0) {
-    main.append(h('p', null, 'The log is empty.'));
-    return;
-  }
+  const verified = await nonEmptyLog(main);
+  if (!verified) return;
+  const { l, cp, root } = verified;
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
   const tile = tileParam !== undefined && /^\d+$/.test(tileParam) ? Math.min(Number(tileParam), lastTile) : lastTile;
   const first = tile * TILE_WIDTH;
@@ -653,14 +662,9 @@ async function verifyFile(file: File, out: HTMLElement): Promise<void> {
 
 async function viewCharts(main: HTMLElement, params: URLSearchParams): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Charts'));
-  const l = await load();
-  if (!l.cp?.root) return noCheckpoint(main, l);
-  const cp = l.cp;
-  const root = l.cp.root;
-  if (cp.size === 0) {
-    main.append(h('p', null, 'The log is empty.'));
-    return;
-  }
+  const log = await nonEmptyLog(main);
+  if (!log) return;
+  const { l, cp, root } = log;
   const tiles = Math.max(1, Math.min(4096, Number(params.get('tiles') ?? '4') || 4));
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
   const firstTile = Math.max(0, lastTile - tiles + 1);
