@@ -1,6 +1,5 @@
 // Witnesses: the tlog-witness add-checkpoint protocol (statuses, durable and monotonic
 // state), a log collecting cosignatures from three witnesses, and split-view detection.
-import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -221,4 +220,3 @@ describe('split view', () => {
   });
 });
 
-void once;

@@ -2,16 +2,16 @@
 // cache) and the lookup index. No route reads more than a few tiles per tree level.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { ValidationError, parseAnchorBody } from '../anchor.js';
+import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
 import { ARTIFACT_ID, parseEntryId, presentEntry } from '../entry.js';
 import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
-import { formatVkey, keyIdOf, makeVerifier, SIG_ED25519, SIG_COSIGNATURE_V1 } from '../note.js';
+import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
 import type { LogReader } from '../reader.js';
 import { type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError } from '../sequencer/sequencer.js';
-import type { AnchorRequest } from '../anchor.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, checkpointView, entryProofView } from './views.js';
+import type { KeyView } from './wire.js';
 
 export interface WitnessInfo {
   readonly name: string;
@@ -74,7 +74,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
 
   router.get('/key', (ctx) => {
     ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.body = {
+    const body: KeyView = {
       origin: svc.origin,
       keyId: keyIdOf(svc.publicKey),
       publicKey: Buffer.from(svc.publicKey).toString('base64'),
@@ -82,6 +82,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       witnesses: svc.witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })),
       witnessPolicy: { threshold: svc.witnessThreshold },
     };
+    ctx.body = body;
   });
 
   router.get('/entry', async (ctx) => {
