@@ -28,14 +28,16 @@ export function createApp(o: AppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
-  app.use(async (ctx, next) => {
-    const start = performance.now();
-    try {
-      await next();
-    } finally {
-      o.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - start) * 10) / 10 }, 'request');
-    }
-  });
+  if (o.logger.isLevelEnabled('info')) {
+    app.use(async (ctx, next) => {
+      const start = performance.now();
+      try {
+        await next();
+      } finally {
+        o.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - start) * 10) / 10 }, 'request');
+      }
+    });
+  }
   app.use(o.metrics.middleware());
   app.use(errorMiddleware(o.logger));
   app.use(objectMiddleware(o.objects));
