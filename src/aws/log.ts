@@ -10,12 +10,11 @@
 // stalled-checkpoint alarm.
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { openCheckpoint } from '../checkpoint.js';
 import { bytesEqual } from '../hash.js';
 import { catchUpIndex, indexFeeder } from '../index/catchup.js';
 import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
-import { type BatchListener, type PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
+import { type BatchListener, type PublishedCheckpoint, Sequencer, decodePublishedCheckpoint } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
 import { DynamoIndex } from './dynamo-index.js';
@@ -268,8 +267,7 @@ export async function openAwsReader(config: AwsLogConfig) {
   const refresh = async (): Promise<PublishedCheckpoint | undefined> => {
     const bytes = await store.get(CHECKPOINT_JSON_KEY);
     if (!bytes) return latest;
-    const { note, timestamp } = JSON.parse(Buffer.from(bytes).toString('utf8')) as { note: string; timestamp: string };
-    const cp: PublishedCheckpoint = { ...openCheckpoint(note, verifier), timestamp };
+    const cp = decodePublishedCheckpoint(bytes, verifier);
     if (latest && (cp.size < latest.size || (cp.size === latest.size && !bytesEqual(cp.root, latest.root)))) {
       throw new Error(`published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`);
     }

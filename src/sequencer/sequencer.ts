@@ -16,7 +16,7 @@ import { type SignedCheckpoint, openCheckpoint, signCheckpoint } from '../checkp
 import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, parseCanonicalEntry } from '../entry.js';
 import { bytesEqual, hashFromHex, toHex } from '../hash.js';
 import { proveConsistency, proveInclusionSync } from '../merkle.js';
-import { SIG_ED25519, type NoteSigner, makeVerifier, openNote } from '../note.js';
+import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
@@ -29,6 +29,18 @@ import { loadEdge } from './recover.js';
 export interface PublishedCheckpoint extends SignedCheckpoint {
   /** ISO 8601 UTC with milliseconds; strictly increasing from one checkpoint to the next. */
   readonly timestamp: string;
+}
+
+/** The bytes of `checkpoint.json`: the published note and its time, one object so readers never mix versions. */
+export function encodePublishedCheckpoint(c: PublishedCheckpoint): Uint8Array {
+  return Buffer.from(JSON.stringify({ note: c.note, timestamp: c.timestamp }));
+}
+
+/** Parses `checkpoint.json` and verifies its note under the log key (throws if it does not). */
+export function decodePublishedCheckpoint(json: Uint8Array, logKey: NoteVerifier): PublishedCheckpoint {
+  const { note, timestamp } = JSON.parse(Buffer.from(json).toString('utf8')) as { note: unknown; timestamp: unknown };
+  if (typeof note !== 'string' || typeof timestamp !== 'string') throw new Error('checkpoint.json lacks its note or timestamp');
+  return { ...openCheckpoint(note, logKey), timestamp };
 }
 
 export interface AnchorReceipt {
@@ -414,7 +426,7 @@ export class Sequencer {
   }
 
   private async writePublicCheckpoint(c: PublishedCheckpoint): Promise<void> {
-    const json = Buffer.from(JSON.stringify({ note: c.note, timestamp: c.timestamp }));
+    const json = encodePublishedCheckpoint(c);
     this.checkpointVersions.json = await this.opts.store.swap(CHECKPOINT_JSON_KEY, json, this.checkpointVersions.json);
     this.checkpointVersions.note = await this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note);
   }
@@ -491,13 +503,10 @@ export class Sequencer {
   }
 
   /** The public checkpoint as stored, if it verifies under the log key. */
-  private readPublished(json: Uint8Array | undefined, verifier: ReturnType<typeof makeVerifier>): PublishedCheckpoint | null {
+  private readPublished(json: Uint8Array | undefined, verifier: NoteVerifier): PublishedCheckpoint | null {
     if (!json) return null;
     try {
-      const { note, timestamp } = JSON.parse(Buffer.from(json).toString('utf8')) as { note: string; timestamp: string };
-      const cp = openCheckpoint(note, verifier);
-      openNote(note, verifier);
-      return { ...cp, timestamp };
+      return decodePublishedCheckpoint(json, verifier);
     } catch (e) {
       this.logError('the public checkpoint does not verify; it will be replaced', e);
       return null;
