@@ -6,8 +6,8 @@ import { type CanonicalEntry, parseCanonicalEntry } from './entry.js';
 import { bytesEqual, leafHash } from './hash.js';
 import { proveConsistency, proveInclusion, treeHash } from './merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { HashTile, TILE_WIDTH, TileHashReader, decodeBundle, tilePath } from './tiles.js';
-import { MissingObjectError, readTileBytes } from './tilestore.js';
+import { HashTile, TILE_WIDTH, TileHashReader } from './tiles.js';
+import { readBundle, readHashTile } from './tilestore.js';
 import { LogIntegrityError } from './sequencer/recover.js';
 
 export interface LogReaderOptions {
@@ -76,22 +76,12 @@ export class LogReader {
 
   /** Hash tile (level, index) at `width` hashes. */
   tile(level: number, index: number, width: number): Promise<HashTile> {
-    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, async () => {
-      const key = tilePath({ kind: level, index, width });
-      const tile = new HashTile(level, index, await readTileBytes(this.source, level, index, width));
-      if (tile.width !== width) throw new MissingObjectError(`${key} (has ${tile.width} hashes)`);
-      return tile;
-    });
+    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, () => readHashTile(this.source, level, index, width));
   }
 
   /** The first `width` items of bundle (kind, index). */
   bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
-    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, async () => {
-      const key = tilePath({ kind, index, width });
-      const items = decodeBundle(await readTileBytes(this.source, kind, index, width), key);
-      if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);
-      return items.slice(0, width);
-    });
+    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () => readBundle(this.source, kind, index, width));
   }
 
   /** A reader of the tree of `size` leaves; kept per size so its range memo is reused. */

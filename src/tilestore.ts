@@ -23,14 +23,16 @@ export async function readTileBytes(store: ObjectReader, kind: TileKind, index: 
   throw new MissingObjectError(key);
 }
 
-/** A TileFetcher over a store, checking each tile's size. */
+/** Hash tile (level, index) at `width` hashes, checking its size. */
+export async function readHashTile(store: ObjectReader, level: number, index: number, width: number): Promise<HashTile> {
+  const tile = new HashTile(level, index, await readTileBytes(store, level, index, width));
+  if (tile.width !== width) throw new MissingObjectError(`${tilePath({ kind: level, index, width })} (has ${tile.width} hashes)`);
+  return tile;
+}
+
+/** A TileFetcher over a store (uncached; LogReader adds the cache). */
 export function storeTileFetcher(store: ObjectReader): TileFetcher {
-  return async (level, index, width) => {
-    const data = await readTileBytes(store, level, index, width);
-    const tile = new HashTile(level, index, data);
-    if (tile.width !== width) throw new MissingObjectError(`${tilePath({ kind: level, index, width })} (has ${tile.width} hashes)`);
-    return tile;
-  };
+  return (level, index, width) => readHashTile(store, level, index, width);
 }
 
 /** The first `width` items of bundle (kind, index). */

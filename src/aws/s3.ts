@@ -37,7 +37,7 @@ import {
   VersionConflictError,
   assertValidKey,
 } from '../store/store.js';
-import { TILE_WIDTH, type TileKind, formatTileIndex, levelHashCount, tilePath } from '../tiles.js';
+import { TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../tiles.js';
 
 export interface S3ConnectionOptions {
   readonly region?: string;

@@ -367,7 +367,7 @@ async function viewEntries(main: HTMLElement, tileParam: string | undefined): Pr
   main.append(h('h1', { tabindex: '-1' }, 'Entries'));
   const verified = await nonEmptyLog(main);
   if (!verified) return;
-  const { l, cp, root } = verified;
+  const { cp, root } = verified;
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
   const tile = tileParam !== undefined && /^\d+$/.test(tileParam) ? Math.min(Number(tileParam), lastTile) : lastTile;
   const first = tile * TILE_WIDTH;
@@ -664,7 +664,7 @@ async function viewCharts(main: HTMLElement, params: URLSearchParams): Promise<v
   main.append(h('h1', { tabindex: '-1' }, 'Charts'));
   const log = await nonEmptyLog(main);
   if (!log) return;
-  const { l, cp, root } = log;
+  const { cp, root } = log;
   const tiles = Math.max(1, Math.min(4096, Number(params.get('tiles') ?? '4') || 4));
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
   const firstTile = Math.max(0, lastTile - tiles + 1);
