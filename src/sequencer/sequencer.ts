@@ -21,7 +21,7 @@ import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { TileHashReader, TileSet, decodeBundle, encodeBundle, tileWidthAt } from '../tiles.js';
+import { TileHashReader, TileSet, decodeBundle, encodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { loadEdge } from './recover.js';
 
@@ -403,7 +403,7 @@ export class Sequencer {
   private consistencyProof(oldSize: number, size: number): Promise<Uint8Array[]> {
     const reader = new TileHashReader(size, async (level, index, width) => {
       const t = this.unpublishedTiles.get(level, index);
-      return t && t.width >= width && width === tileWidthAt(level, index, size) ? t : this.reader.tile(level, index, width);
+      return t && t.width >= width ? t : this.reader.tile(level, index, width);
     });
     return proveConsistency(oldSize, size, reader);
   }
