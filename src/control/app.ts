@@ -14,7 +14,7 @@ import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './au
 import { AuthenticationError, AuthorizationError, type Caller, type OidcAuthenticator, type RoleTable } from './auth.js';
 import type { ControlConfig, Operation } from './config.js';
 import type { EpochView, KeyEpochs } from './epochs.js';
-import { ControlError, invalid, renderControlError } from './errors.js';
+import { ControlError, invalid, renderControlError, shuttingDown } from './errors.js';
 import { issueLease, newLeaseId } from './leases.js';
 import { openApiDocument } from './openapi.js';
 import type { EntityRef, PolicyEngine, PolicyRequest } from './policy.js';
@@ -60,7 +60,7 @@ export function controlMiddleware(s: ControlServices) {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
     try {
       ctx.set('Cache-Control', 'no-store');
-      if (s.state.closing) throw new ControlError(503, 'shutting_down', 'the control plane is shutting down; retry against another instance', {}, { 'Retry-After': '1', Connection: 'close' });
+      if (s.state.closing) throw shuttingDown();
       const route = Object.hasOwn(ROUTES, ctx.path) ? ROUTES[ctx.path]! : undefined;
       if (!route) throw new ControlError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (ctx.method !== route.method && !(route.method === 'GET' && ctx.method === 'HEAD')) {

@@ -18,6 +18,10 @@ export class ControlError extends ApiError {
   }
 }
 
+/** 503 for a request that arrives (or reaches the ledger) while the control plane closes. */
+export const shuttingDown = () =>
+  new ControlError(503, 'shutting_down', 'the control plane is shutting down; retry against another instance', {}, { 'Retry-After': '1', Connection: 'close' });
+
 export const invalid = (code: string, message: string, extra: Record<string, unknown> = {}) => new ControlError(400, code, message, extra);
 
 /** Renders any error thrown below the /v1 router into the JSON error shape. */

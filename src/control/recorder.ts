@@ -6,6 +6,7 @@ import { anchorRequest } from '../anchor.js';
 import { entryId } from '../entry.js';
 import type { AnchorReceipt } from '../sequencer/sequencer.js';
 import type { AuditEvent, AuditLog } from './audit.js';
+import { shuttingDown } from './errors.js';
 import type { ControlDeps } from './mount.js';
 import { recordDigest } from './signing.js';
 
@@ -28,9 +29,13 @@ export class Recorder {
   ) {}
 
   private readonly inflight = new Set<Promise<unknown>>();
+  private closing = false;
 
   /** Anchors `record` as a `type` entry with `result`, then appends its audit event. */
   record(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+    // A request that passed the router's shutdown gate before closing began may reach this
+    // point after drain() started: it must not anchor an entry the closed audit log would miss.
+    if (this.closing) return Promise.reject(shuttingDown());
     const p = this.recordNow(type, result, record, labels);
     this.inflight.add(p);
     const forget = () => this.inflight.delete(p);
@@ -47,10 +52,11 @@ export class Recorder {
   }
 
   /**
-   * Waits for the recordings in flight (their entries are in the sequencer, which is still
+   * Refuses new recordings and waits for those in flight (their entries are in the sequencer, which is still
    * running when the control plane closes), so that no anchored decision misses its audit event.
    */
   async drain(timeoutMs = 10_000): Promise<boolean> {
+    this.closing = true;
     const deadline = Date.now() + timeoutMs;
     while (this.inflight.size > 0) {
       const left = deadline - Date.now();
