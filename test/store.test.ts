@@ -1,7 +1,7 @@
 // The local-directory object store: atomic immutable creates, compare-and-swap, key
 // validation, and a swap mutex that survives a crashed holder.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,12 +51,27 @@ describe('FsObjectStore', () => {
   it('breaks a swap mutex left by a dead process', async () => {
     const s = fresh();
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
-    mkdirSync(join(s.root, 'checkpoint.lock'), { recursive: true });
-    writeFileSync(join(s.root, 'checkpoint.lock', 'owner'), dead);
+    writeFileSync(join(s.root, 'checkpoint.lock'), dead);
     const started = Date.now();
     await s.swap('checkpoint', bytes('after crash'), null);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(existsSync(join(s.root, 'checkpoint.lock'))).toBe(false);
+    // A lock directory left by an earlier release is broken the same way.
+    mkdirSync(join(s.root, 'checkpoint.lock'));
+    writeFileSync(join(s.root, 'checkpoint.lock', 'owner'), dead);
+    await s.swap('checkpoint', bytes('after an older crash'), await s.getVersioned('checkpoint').then((o) => o!.version));
+    expect(existsSync(join(s.root, 'checkpoint.lock'))).toBe(false);
+  });
+
+  it('waits for a swap mutex held by a live process, and leaves no lock files behind', async () => {
+    const s = fresh();
+    writeFileSync(join(s.root, 'checkpoint.lock'), `${process.pid} someone-else`);
+    const swapping = s.swap('checkpoint', bytes('later'), null);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(join(s.root, 'checkpoint'))).toBe(false);
+    unlinkSync(join(s.root, 'checkpoint.lock'));
+    await swapping;
+    expect(readdirSync(s.root).sort()).toEqual(['checkpoint']);
   });
 
   it('rejects keys that could escape the store', async () => {

@@ -367,22 +367,25 @@ export class Sequencer {
       note = cosigned;
     }
     const published: PublishedCheckpoint = { ...cp, note };
-    await this.writePublicCheckpoint(published);
-    this.published = published;
     const done = this.unpublished;
+    const batches: IntegratedBatch[] = done.map((u) => ({
+      fromSize: u.fromSize,
+      entries: u.entries,
+      entryHashes: u.entryHashes,
+      checkpoint: published,
+      ...(u.started !== undefined ? { integrationMs: performance.now() - u.started } : {}),
+    }));
+    // The index may learn the entries while the checkpoint is being written (both after
+    // the tiles): lookups of entries beyond the public size are answered 404 meanwhile.
+    await Promise.all([this.writePublicCheckpoint(published), this.notifyListeners(batches)]);
+    this.published = published;
     const tiles = this.unpublishedTiles;
     this.unpublished = [];
     this.unpublishedTiles = new TileSet();
-    for (const u of done) {
-      await this.notify({
-        fromSize: u.fromSize,
-        entries: u.entries,
-        entryHashes: u.entryHashes,
-        checkpoint: published,
-        ...(u.started !== undefined ? { integrationMs: performance.now() - u.started } : {}),
-      });
+    done.forEach((u, i) => {
+      for (const fn of this.publishedListeners) fn(published, batches[i]!);
       this.acknowledge(u, published, tiles);
-    }
+    });
     if (done.length === 0) for (const fn of this.publishedListeners) fn(published, null);
   }
 
@@ -426,21 +429,31 @@ export class Sequencer {
   }
 
   private async writePublicCheckpoint(c: PublishedCheckpoint): Promise<void> {
-    const json = encodePublishedCheckpoint(c);
-    this.checkpointVersions.json = await this.opts.store.swap(CHECKPOINT_JSON_KEY, json, this.checkpointVersions.json);
-    this.checkpointVersions.note = await this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note);
+    // Two independent objects (each complete on its own), so they are swapped side by side.
+    // A swap that succeeds keeps its version even if the other fails, so the retry matches.
+    const [json, note] = await Promise.allSettled([
+      this.opts.store.swap(CHECKPOINT_JSON_KEY, encodePublishedCheckpoint(c), this.checkpointVersions.json),
+      this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note),
+    ]);
+    if (json.status === 'fulfilled') this.checkpointVersions.json = json.value;
+    if (note.status === 'fulfilled') this.checkpointVersions.note = note.value;
+    for (const r of [json, note]) if (r.status === 'rejected') throw r.reason;
   }
 
-  private async notify(batch: IntegratedBatch): Promise<void> {
-    for (const l of this.listeners) {
-      try {
-        await l.onBatch(batch);
-      } catch (e) {
-        // Listeners hold derived data (rebuildable from the records); the entries are durable.
-        this.logError('batch listener failed', e);
-      }
-    }
-    for (const fn of this.publishedListeners) fn(batch.checkpoint, batch);
+  /** Each listener sees the batches in order; listeners run side by side. */
+  private async notifyListeners(batches: readonly IntegratedBatch[]): Promise<void> {
+    await Promise.all(
+      this.listeners.map(async (l) => {
+        for (const batch of batches) {
+          try {
+            await l.onBatch(batch);
+          } catch (e) {
+            // Listeners hold derived data (rebuildable from the records); the entries are durable.
+            this.logError('batch listener failed', e);
+          }
+        }
+      }),
+    );
   }
 
   private nextTimestamp(): string {

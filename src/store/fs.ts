@@ -1,7 +1,7 @@
 // ObjectStore on a local directory. Immutable objects are written to a temporary file,
 // fsynced, then hard-linked into place (link fails if the name exists, so a create is
-// atomic and never exposes a half-written tile). Swaps hold a per-key mutex directory
-// whose owner pid is checked, so a crashed holder never wedges the log.
+// atomic and never exposes a half-written tile). Swaps hold a per-key mutex file whose
+// owner pid is checked, so a crashed holder never wedges the log.
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -141,9 +141,9 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * Runs `fn` holding `<path>.lock`; breaks a lock whose owner process is gone. The lock
-   * directory appears with its owner file already inside (prepared aside, then renamed into
-   * place), so a holder killed at any moment leaves either no lock or one naming its pid;
-   * never an ownerless lock that would stall every later writer until it ages out.
+   * file appears with its owner already inside (written aside, then hard-linked into place,
+   * which fails if the lock exists), so a holder killed at any moment leaves either no lock
+   * or one naming its pid; never an ownerless lock that would stall every later writer.
    */
   private async withMutex<T>(path: string, fn: () => Promise<T>): Promise<T> {
     const lock = `${path}.lock`;
@@ -163,29 +163,35 @@ export class FsObjectStore implements ObjectStore {
     try {
       return await fn();
     } finally {
-      await breakLock(lock, owner);
+      // Nobody breaks the lock of a live owner, so it is still ours to remove.
+      await fs.unlink(lock);
     }
   }
 }
 
-/** Creates `lock` with `owner` inside, atomically; false if it is already held. */
+/** Creates `lock` holding `owner`, atomically; false if it is already held. */
 async function tryLock(lock: string, owner: string): Promise<boolean> {
   const fresh = `${lock}.new-${randomBytes(6).toString('hex')}`;
-  await fs.mkdir(fresh);
+  await fs.writeFile(fresh, owner, { flag: 'wx' });
   try {
-    await fs.writeFile(join(fresh, 'owner'), owner);
-    await fs.rename(fresh, lock); // fails if `lock` exists and is not empty
+    await fs.link(fresh, lock);
     return true;
   } catch (e) {
-    if (isErr(e, 'ENOTEMPTY') || isErr(e, 'EEXIST')) return false;
+    if (isErr(e, 'EEXIST')) return false;
     throw e;
   } finally {
-    await fs.rm(fresh, { recursive: true, force: true });
+    await fs.unlink(fresh);
   }
 }
 
-/** The owner line of a held lock; null if it has none; undefined if the lock is gone. */
+/** The owner line of a held lock (a directory with an `owner` file is an older release's); undefined if the lock is gone. */
 async function readOwner(lock: string): Promise<string | null | undefined> {
+  try {
+    return await fs.readFile(lock, 'utf8');
+  } catch (e) {
+    if (isErr(e, 'ENOENT')) return undefined;
+    if (!isErr(e, 'EISDIR')) throw e;
+  }
   try {
     return await fs.readFile(join(lock, 'owner'), 'utf8');
   } catch (e) {
@@ -195,7 +201,7 @@ async function readOwner(lock: string): Promise<string | null | undefined> {
 }
 
 /**
- * Removes `lock` if it is still held by `owner`. It is moved aside first and its owner
+ * Removes the stale `lock` if it still names `owner`. It is moved aside first and its owner
  * re-read there: if another writer took the lock in between, it is put back, so a holder
  * never loses its lock to someone breaking an older, stale one.
  */
@@ -207,8 +213,7 @@ async function breakLock(lock: string, owner: string | null): Promise<void> {
     if (isErr(e, 'ENOENT')) return;
     throw e;
   }
-  const moved = await fs.readFile(join(grave, 'owner'), 'utf8').catch(() => null);
-  if (moved !== owner) {
+  if ((await readOwner(grave)) !== owner) {
     await fs.rename(grave, lock).catch(() => undefined);
     return;
   }
