@@ -13,11 +13,8 @@ export interface SubtreeRef {
 /** Supplies hashes of perfect subtrees, in the order asked. */
 export interface HashReader {
   readHashes(refs: readonly SubtreeRef[]): Promise<Uint8Array[]>;
-  /**
-   * Optional memo of range hashes for this reader's tree: the right-edge ranges recur in
-   * nearly every proof of one tree size, so folding them once saves most node hashing.
-   */
-  readonly rangeMemo?: Map<string, Uint8Array>;
+  /** Optional memo of this reader's tree's right-edge range hashes (see RightEdgeMemo). */
+  readonly rangeMemo?: RightEdgeMemo;
 }
 
 /** A half-open leaf range [lo, hi) whose RFC 6962 hash a proof needs. */
@@ -38,11 +35,10 @@ function isPowerOfTwo(n: number): boolean {
 }
 
 /**
- * Splits [lo, hi) into perfect subtrees, largest first. For the ranges proofs use
- * (lo a multiple of a power of two ≥ hi − lo) this is RFC 6962's recursive split.
+ * Splits [lo, hi) into perfect subtrees, largest first, appending them to `out`. For the
+ * ranges proofs use (lo a multiple of a power of two ≥ hi − lo) this is RFC 6962's split.
  */
-export function perfectSubtrees(lo: number, hi: number): SubtreeRef[] {
-  const out: SubtreeRef[] = [];
+function appendPerfectSubtrees(lo: number, hi: number, out: SubtreeRef[]): void {
   while (lo < hi) {
     let size = 1;
     let level = 0;
@@ -53,81 +49,105 @@ export function perfectSubtrees(lo: number, hi: number): SubtreeRef[] {
     out.push({ level, index: lo / size });
     lo += size;
   }
+}
+
+export function perfectSubtrees(lo: number, hi: number): SubtreeRef[] {
+  const out: SubtreeRef[] = [];
+  appendPerfectSubtrees(lo, hi, out);
   return out;
+}
+
+/** Folds hashes[from, to) (perfect subtrees, left to right) into the hash of their range. */
+function foldRange(hashes: readonly Uint8Array[], from: number, to: number): Uint8Array {
+  if (from === to) return EMPTY_ROOT;
+  let h = hashes[to - 1]!;
+  for (let i = to - 2; i >= from; i--) h = nodeHash(hashes[i]!, h);
+  return h;
 }
 
 /** Combines perfect-subtree hashes (left to right) into the RFC 6962 hash of their range. */
 export function foldSubtrees(hashes: readonly Uint8Array[]): Uint8Array {
-  if (hashes.length === 0) return EMPTY_ROOT;
-  let h = hashes[hashes.length - 1]!;
-  for (let i = hashes.length - 2; i >= 0; i--) h = nodeHash(hashes[i]!, h);
-  return h;
+  return foldRange(hashes, 0, hashes.length);
 }
 
 /** Looks up perfect-subtree hashes synchronously (in-memory tiles). */
 export type SyncHashLookup = (refs: readonly SubtreeRef[]) => Uint8Array[];
 
-/** The perfect subtrees several ranges need, and how to fold their hashes back per range. */
-function planRanges(ranges: readonly Range[]): { refs: SubtreeRef[]; combine: (hashes: Uint8Array[]) => Uint8Array[] } {
-  const parts = ranges.map(([lo, hi]) => perfectSubtrees(lo, hi));
+/**
+ * The hashes of the ranges [lo, size) of one tree of `size` leaves. They recur in nearly
+ * every proof of that size and each needs folding, so they are worth keeping; there are at
+ * most 53 of them (one per set bit of the size's prefix sums), so the memo stays small.
+ */
+export class RightEdgeMemo {
+  private readonly byStart = new Map<number, Uint8Array>();
+
+  constructor(readonly size: number) {}
+
+  get(lo: number, hi: number): Uint8Array | undefined {
+    return hi === this.size ? this.byStart.get(lo) : undefined;
+  }
+
+  set(lo: number, hi: number, hash: Uint8Array): void {
+    if (hi === this.size) this.byStart.set(lo, hash);
+  }
+}
+
+/**
+ * What a computation reads, as perfect-subtree refs, and how it turns their hashes (in the
+ * order of `refs`) into its result. Plans let a caller gather every tile a request needs
+ * first, then read them once, synchronously when they are all cached.
+ */
+export interface HashPlan<T> {
+  readonly refs: readonly SubtreeRef[];
+  finish(hashes: readonly Uint8Array[]): T;
+}
+
+/** The hashes of several ranges: memoised ones as they are, the others folded from their subtrees. */
+function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
+  const refs: SubtreeRef[] = [];
+  const known: (Uint8Array | undefined)[] = [];
+  const ends: number[] = [];
+  for (const [lo, hi] of ranges) {
+    const hit = memo?.get(lo, hi);
+    known.push(hit);
+    if (!hit) appendPerfectSubtrees(lo, hi, refs);
+    ends.push(refs.length);
+  }
   return {
-    refs: parts.flat(),
-    combine(hashes) {
+    refs,
+    finish(hashes) {
       let at = 0;
-      return parts.map((p) => {
-        const h = foldSubtrees(hashes.slice(at, at + p.length));
-        at += p.length;
+      return ranges.map(([lo, hi], i) => {
+        const end = ends[i]!;
+        let h = known[i];
+        if (!h) {
+          h = foldRange(hashes, at, end);
+          if (end - at > 1) memo?.set(lo, hi, h);
+        }
+        at = end;
         return h;
       });
     },
   };
 }
 
-const MAX_RANGE_MEMO = 4096;
+type Plans<T extends readonly unknown[]> = { readonly [K in keyof T]: HashPlan<T[K]> };
 
-/** Reads and combines the hashes of several ranges with a single reader call. */
-async function rangeHashes(ranges: readonly Range[], reader: HashReader): Promise<Uint8Array[]> {
-  const memo = reader.rangeMemo;
-  if (!memo) {
-    const plan = planRanges(ranges);
-    return plan.combine(await reader.readHashes(plan.refs));
-  }
-  const keys = ranges.map(([lo, hi]) => `${lo}:${hi}`);
-  const missing = ranges.filter((_, i) => !memo.has(keys[i]!));
-  const plan = planRanges(missing);
-  const computed = plan.combine(await reader.readHashes(plan.refs));
-  let m = 0;
-  return ranges.map(([lo, hi], i) => {
-    const known = memo.get(keys[i]!);
-    if (known) return known;
-    const h = computed[m++]!;
-    // Only ranges that needed folding are worth keeping; a perfect subtree is one lookup.
-    if (perfectSubtrees(lo, hi).length > 1 && memo.size < MAX_RANGE_MEMO) memo.set(keys[i]!, h);
-    return h;
-  });
-}
-
-function rangeHashesSync(ranges: readonly Range[], lookup: SyncHashLookup): Uint8Array[] {
-  const plan = planRanges(ranges);
-  return plan.combine(lookup(plan.refs));
+/** One plan reading the refs of several, each finished with its own share of the hashes. */
+export function planAll<T extends readonly unknown[]>(...plans: Plans<T>): HashPlan<T> {
+  const refs: SubtreeRef[] = [];
+  for (const p of plans as readonly HashPlan<unknown>[]) refs.push(...p.refs);
+  return {
+    refs,
+    finish(hashes) {
+      let at = 0;
+      return (plans as readonly HashPlan<unknown>[]).map((p) => p.finish(hashes.slice(at, (at += p.refs.length)))) as unknown as T;
+    },
+  };
 }
 
 function assertSize(name: string, n: number): void {
   if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer`);
-}
-
-/** MTH(D[0:size]). */
-export async function treeHash(size: number, reader: HashReader): Promise<Uint8Array> {
-  assertSize('size', size);
-  if (size === 0) return EMPTY_ROOT;
-  const [h] = await rangeHashes([[0, size]], reader);
-  return h!;
-}
-
-export function treeHashSync(size: number, lookup: SyncHashLookup): Uint8Array {
-  assertSize('size', size);
-  if (size === 0) return EMPTY_ROOT;
-  return rangeHashesSync([[0, size]], lookup)[0]!;
 }
 
 /** The ranges of PATH(m, D[lo:hi]) (RFC 9162 §2.1.3.1), leaf side first. */
@@ -160,36 +180,66 @@ function consistencyRanges(m: number, lo: number, hi: number, b: boolean, out: R
   }
 }
 
-function inclusionPlan(index: number, size: number): Range[] {
+/** MTH(D[0:size]) as a plan. */
+export function planTreeHash(size: number, memo?: RightEdgeMemo): HashPlan<Uint8Array> {
+  assertSize('size', size);
+  const plan = planRanges(size === 0 ? [] : [[0, size]], memo);
+  return { refs: plan.refs, finish: (hashes) => plan.finish(hashes)[0] ?? EMPTY_ROOT };
+}
+
+/** The leaf hash of `index`, as the tree stores it. */
+export function planLeafHash(index: number): HashPlan<Uint8Array> {
+  assertSize('index', index);
+  return { refs: [{ level: 0, index }], finish: (hashes) => hashes[0]! };
+}
+
+/** The audit path of leaf `index` in the tree of `size` leaves, as a plan. */
+export function planInclusion(index: number, size: number, memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
   assertSize('index', index);
   assertSize('size', size);
   if (index >= size) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
   const ranges: Range[] = [];
   inclusionRanges(index, 0, size, ranges);
-  return ranges;
+  return planRanges(ranges, memo);
 }
 
-function consistencyPlan(first: number, second: number): Range[] {
+/** The consistency proof from tree size `first` to `second`, as a plan. */
+export function planConsistency(first: number, second: number, memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
   assertSize('first', first);
   assertSize('second', second);
   if (first > second) throw new RangeError(`first size ${first} exceeds second size ${second}`);
   const ranges: Range[] = [];
   if (first > 0 && first < second) consistencyRanges(first, 0, second, true, ranges);
-  return ranges;
+  return planRanges(ranges, memo);
+}
+
+async function readPlan<T>(plan: HashPlan<T>, reader: HashReader): Promise<T> {
+  return plan.finish(plan.refs.length === 0 ? [] : await reader.readHashes(plan.refs));
+}
+
+const runSync = <T>(plan: HashPlan<T>, lookup: SyncHashLookup): T => plan.finish(plan.refs.length === 0 ? [] : lookup(plan.refs));
+
+/** MTH(D[0:size]). */
+export async function treeHash(size: number, reader: HashReader): Promise<Uint8Array> {
+  return readPlan(planTreeHash(size, reader.rangeMemo), reader);
+}
+
+export function treeHashSync(size: number, lookup: SyncHashLookup): Uint8Array {
+  return runSync(planTreeHash(size), lookup);
 }
 
 /** The audit path of leaf `index` in the tree of `size` leaves. */
 export async function proveInclusion(index: number, size: number, reader: HashReader): Promise<Uint8Array[]> {
-  return rangeHashes(inclusionPlan(index, size), reader);
+  return readPlan(planInclusion(index, size, reader.rangeMemo), reader);
 }
 
 export function proveInclusionSync(index: number, size: number, lookup: SyncHashLookup): Uint8Array[] {
-  return rangeHashesSync(inclusionPlan(index, size), lookup);
+  return runSync(planInclusion(index, size), lookup);
 }
 
 /** The consistency proof from tree size `first` to `second` (empty when equal or first is 0). */
 export async function proveConsistency(first: number, second: number, reader: HashReader): Promise<Uint8Array[]> {
-  return rangeHashes(consistencyPlan(first, second), reader);
+  return readPlan(planConsistency(first, second, reader.rangeMemo), reader);
 }
 
 /** Recomputes the root from a leaf hash and its audit path (RFC 9162 §2.1.3.2); null if malformed. */

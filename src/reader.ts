@@ -1,13 +1,15 @@
 // LogReader: proofs and entries computed from a published log's tiles, through a cache.
-// Full tiles and bundles are immutable, so they are cached without expiry (LRU by count);
-// partial ones only for a moment, since a newer width replaces them.
+// Full tiles and bundles are immutable, so they are cached without expiry (LRU by bytes);
+// partial ones only for a moment, since a newer width replaces them. A request plans every
+// hash it needs first and reads each tile or bundle once: synchronously when all are
+// cached (the common case on a warm replica), else after loading the missing ones.
 import { LRUCache } from 'lru-cache';
 import { type CanonicalEntry, parseCanonicalEntry } from './entry.js';
 import { bytesEqual, leafHash } from './hash.js';
-import { proveConsistency, proveInclusion, treeHash } from './merkle.js';
+import { type HashPlan, planAll, planConsistency, planInclusion, planLeafHash, planTreeHash } from './merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { HashTile, TILE_WIDTH, TileHashReader } from './tiles.js';
-import { readBundle, readHashTile } from './tilestore.js';
+import { type Bundle, HashTile, TILE_WIDTH, TileHashReader } from './tiles.js';
+import { readCompactBundle, readHashTile } from './tilestore.js';
 import { LogIntegrityError } from './sequencer/recover.js';
 
 export interface LogReaderOptions {
@@ -33,10 +35,44 @@ export interface EntryAt {
   readonly leafHash: Uint8Array;
 }
 
+export interface EntryWithProof extends EntryAt {
+  /** The entry's audit path in the tree it was read from. */
+  readonly auditPath: Uint8Array[];
+}
+
+export interface ConsistencyAt {
+  readonly firstRoot: Uint8Array;
+  readonly secondRoot: Uint8Array;
+  readonly proof: Uint8Array[];
+}
+
+type Cached = HashTile | Bundle;
+type Maybe<T> = T | Promise<T>;
+
+/** Per cached object: the LRU's node, key and bookkeeping, beyond the bytes it retains. */
+const ENTRY_OVERHEAD_BYTES = 512;
+
+/** The values of `parts`, synchronously unless one of them is still a promise. */
+function all<T extends readonly unknown[]>(...parts: { readonly [K in keyof T]: Maybe<T[K]> }): Maybe<T> {
+  return parts.some((p) => p instanceof Promise) ? (Promise.all(parts) as Promise<unknown> as Promise<T>) : (parts as unknown as T);
+}
+
+/** `f` of the value, synchronously if it is already there. */
+function then<T, U>(value: Maybe<T>, f: (v: T) => U): Maybe<U> {
+  return value instanceof Promise ? value.then(f) : f(value);
+}
+
+const NO_PROOF: HashPlan<Uint8Array[]> = { refs: [], finish: () => [] };
+
+/** A view that owns its whole buffer, so the cache's byte count is what it keeps alive. */
+function owned(data: Uint8Array): Uint8Array {
+  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : data.slice();
+}
+
 export class LogReader {
   readonly stats: ReaderStats = { fetches: 0, hits: 0 };
-  private readonly cache: LRUCache<string, HashTile | Uint8Array[]>;
-  private readonly inflight = new Map<string, Promise<HashTile | Uint8Array[]>>();
+  private readonly cache: LRUCache<string, Cached>;
+  private readonly inflight = new Map<string, Promise<Cached>>();
   private readonly partialTtl: number;
   private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
 
@@ -46,73 +82,101 @@ export class LogReader {
   ) {
     this.cache = new LRUCache({
       maxSize: options.cacheBytes ?? 512 * 1024 * 1024,
-      // A hash tile keeps its interior rows too (about as many bytes again).
-      sizeCalculation: (v) => (v instanceof HashTile ? 2 * v.data.length : v.reduce((n, item) => n + item.length + 64, 64)),
+      sizeCalculation: (v) => v.retainedBytes + ENTRY_OVERHEAD_BYTES,
     });
     this.partialTtl = options.partialTtlMs ?? 1000;
   }
 
-  private cached<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
+  /** Bytes the cache holds now (what it counts against `cacheBytes`). */
+  get cachedBytes(): number {
+    return this.cache.calculatedSize;
+  }
+
+  /** The cached object, or a promise of it once loaded (concurrent loads of one key are shared). */
+  private cached<T extends Cached>(key: string, full: boolean, load: () => Promise<T>): Maybe<T> {
     const hit = this.cache.get(key);
     if (hit) {
       this.stats.hits++;
-      return Promise.resolve(hit as T);
+      return hit as T;
     }
-    return this.fill(key, full, load);
-  }
-
-  private async fill<T extends HashTile | Uint8Array[]>(key: string, full: boolean, load: () => Promise<T>): Promise<T> {
     let p = this.inflight.get(key) as Promise<T> | undefined;
     if (!p) {
       this.stats.fetches++;
-      p = load().finally(() => this.inflight.delete(key));
+      p = load()
+        .then((value) => {
+          this.cache.set(key, value, full ? {} : { ttl: this.partialTtl });
+          return value;
+        })
+        .finally(() => this.inflight.delete(key));
       this.inflight.set(key, p);
-      const value = await p;
-      this.cache.set(key, value, full ? {} : { ttl: this.partialTtl });
-      return value;
     }
     return p;
   }
 
+  private tileNow(level: number, index: number, width: number): Maybe<HashTile> {
+    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, async () => {
+      const tile = await readHashTile(this.source, level, index, width);
+      return new HashTile(level, index, owned(tile.data));
+    });
+  }
+
+  private bundleNow(kind: 'entries' | 'records', index: number, width: number): Maybe<Bundle> {
+    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () => readCompactBundle(this.source, kind, index, width));
+  }
+
   /** Hash tile (level, index) at `width` hashes. */
-  tile(level: number, index: number, width: number): Promise<HashTile> {
-    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, () => readHashTile(this.source, level, index, width));
+  async tile(level: number, index: number, width: number): Promise<HashTile> {
+    return this.tileNow(level, index, width);
   }
 
   /** The first `width` items of bundle (kind, index). */
-  bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
-    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () => readBundle(this.source, kind, index, width));
+  async bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
+    return (await this.bundleNow(kind, index, width)).items(width);
   }
 
   /** A reader of the tree of `size` leaves; kept per size so its range memo is reused. */
   hashReader(size: number): TileHashReader {
     let r = this.readers.get(size);
     if (!r) {
-      r = new TileHashReader(size, (level, index, width) => this.tile(level, index, width));
+      r = new TileHashReader(size, (level, index, width) => this.tileNow(level, index, width));
       this.readers.set(size, r);
     }
     return r;
   }
 
+  /** Runs a plan over the tiles of the tree of `size` leaves, each tile read once. */
+  private run<T>(size: number, plan: (reader: TileHashReader) => HashPlan<T>): Maybe<T> {
+    const reader = this.hashReader(size);
+    const p = plan(reader);
+    return then(p.refs.length === 0 ? [] : reader.hashes(p.refs), (hashes) => p.finish(hashes));
+  }
+
   // `published` is the size of a tree whose tiles exist (a checkpoint's): tile widths come
   // from it, so hashes of any smaller tree are read from the tiles that are actually there.
 
-  treeHash(size: number, published = size): Promise<Uint8Array> {
-    return treeHash(size, this.hashReader(Math.max(size, published)));
+  async treeHash(size: number, published = size): Promise<Uint8Array> {
+    return this.run(Math.max(size, published), (r) => planTreeHash(size, r.rangeMemo));
   }
 
-  inclusionProof(index: number, size: number, published = size): Promise<Uint8Array[]> {
-    return proveInclusion(index, size, this.hashReader(Math.max(size, published)));
+  async inclusionProof(index: number, size: number, published = size): Promise<Uint8Array[]> {
+    return this.run(Math.max(size, published), (r) => planInclusion(index, size, r.rangeMemo));
   }
 
-  consistencyProof(first: number, second: number, published = second): Promise<Uint8Array[]> {
-    return proveConsistency(first, second, this.hashReader(Math.max(second, published)));
+  async consistencyProof(first: number, second: number, published = second): Promise<Uint8Array[]> {
+    return this.run(Math.max(second, published), (r) => planConsistency(first, second, r.rangeMemo));
+  }
+
+  /** Both roots and the consistency proof between them, reading each tile once. */
+  async consistency(first: number, second: number, published = second): Promise<ConsistencyAt> {
+    const [firstRoot, secondRoot, proof] = await this.run(Math.max(second, published), (r) =>
+      planAll(planTreeHash(first, r.rangeMemo), planTreeHash(second, r.rangeMemo), planConsistency(first, second, r.rangeMemo)),
+    );
+    return { firstRoot, secondRoot, proof };
   }
 
   /** Leaf hash of `index` as the level-0 tile records it. */
   async leafHash(index: number, size: number): Promise<Uint8Array> {
-    const [h] = await this.hashReader(size).readHashes([{ level: 0, index }]);
-    return h!;
+    return this.run(size, () => planLeafHash(index));
   }
 
   /**
@@ -120,18 +184,28 @@ export class LogReader {
    * checked against each other's leaf in the hash tile.
    */
   async entry(seq: number, size: number): Promise<EntryAt> {
+    const [at] = await this.readEntry(seq, size, false);
+    return at;
+  }
+
+  /** As entry, with the audit path; the leaf and the path come from one read of each tile. */
+  async entryWithProof(seq: number, size: number): Promise<EntryWithProof> {
+    const [at, auditPath] = await this.readEntry(seq, size, true);
+    return { ...at, auditPath };
+  }
+
+  private readEntry(seq: number, size: number, withProof: boolean): Maybe<[EntryAt, Uint8Array[]]> {
     if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new RangeError(`no entry ${seq} in a tree of ${size}`);
     const n = Math.floor(seq / TILE_WIDTH);
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const [entries, records, leaf] = await Promise.all([
-      this.bundle('entries', n, width),
-      this.bundle('records', n, width),
-      this.leafHash(seq, size),
-    ]);
-    const i = seq - n * TILE_WIDTH;
-    const entryHash = entries[i]!;
-    if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
-    const canonical = records[i]!;
-    return { seq, entry: parseCanonicalEntry(canonical), canonical, entryHash, leafHash: leaf };
+    const hashes = this.run(size, (r) => planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF));
+    const parts = all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width), hashes);
+    return then(parts, ([entries, records, [leaf, auditPath]]) => {
+      const i = seq - n * TILE_WIDTH;
+      const entryHash = entries.item(i);
+      if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
+      const canonical = records.item(i);
+      return [{ seq, entry: parseCanonicalEntry(canonical), canonical, entryHash, leafHash: leaf }, auditPath];
+    });
   }
 }

@@ -1,7 +1,7 @@
 // C2SP tlog-tiles: tile paths, hash tiles with their interior hashes, the tile a subtree
 // hash lives in, and a HashReader that reads each needed tile once (DESIGN.md §1.2).
 import { HASH_SIZE, nodeHash } from './hash.js';
-import type { HashReader, SubtreeRef, SyncHashLookup } from './merkle.js';
+import { type HashReader, RightEdgeMemo, type SubtreeRef, type SyncHashLookup } from './merkle.js';
 
 export const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;
@@ -89,6 +89,11 @@ export class HashTile {
     return row.subarray(j * HASH_SIZE, (j + 1) * HASH_SIZE);
   }
 
+  /** Bytes this tile keeps alive, counting its interior rows (computed on first use) as about its data again. */
+  get retainedBytes(): number {
+    return this.data.buffer.byteLength + this.data.length;
+  }
+
   /** Hash of the whole tile when full: the tree hash at level 8(L+1). */
   root(): Uint8Array {
     if (this.width !== TILE_WIDTH) throw new RangeError('only a full tile has a root');
@@ -130,8 +135,11 @@ export function locateSubtree(ref: SubtreeRef): { level: number; index: number; 
   return { level, index, row, pos: (bottom - index * TILE_WIDTH) / 2 ** row };
 }
 
-/** Fetches hash tile (level, index) at the given width (the width the tree size implies). */
-export type TileFetcher = (level: number, index: number, width: number) => Promise<HashTile>;
+/**
+ * Fetches hash tile (level, index) at the given width (the width the tree size implies);
+ * a cache may answer synchronously.
+ */
+export type TileFetcher = (level: number, index: number, width: number) => HashTile | Promise<HashTile>;
 
 const tileKey = (level: number, index: number): string => `${level}/${index}`;
 
@@ -149,23 +157,42 @@ function locateAll(refs: readonly SubtreeRef[], size: number) {
  * tile and fetches every tile once, in parallel.
  */
 export class TileHashReader implements HashReader {
-  readonly rangeMemo = new Map<string, Uint8Array>();
+  readonly rangeMemo: RightEdgeMemo;
 
   constructor(
     readonly size: number,
     private readonly fetch: TileFetcher,
-  ) {}
+  ) {
+    this.rangeMemo = new RightEdgeMemo(size);
+  }
 
   async readHashes(refs: readonly SubtreeRef[]): Promise<Uint8Array[]> {
+    return this.hashes(refs);
+  }
+
+  /** As readHashes, but synchronous when the fetcher answers every tile synchronously. */
+  hashes(refs: readonly SubtreeRef[]): Uint8Array[] | Promise<Uint8Array[]> {
     const spots = locateAll(refs, this.size);
-    const pending = new Map<string, Promise<HashTile>>();
-    for (const s of spots) {
-      const key = tileKey(s.level, s.index);
-      if (!pending.has(key)) pending.set(key, this.fetch(s.level, s.index, tileWidthAt(s.level, s.index, this.size)));
-    }
-    const loaded = new Map<string, HashTile>();
-    await Promise.all([...pending].map(async ([k, p]) => loaded.set(k, await p)));
-    return spots.map((s) => loaded.get(tileKey(s.level, s.index))!.hashAt(s.row, s.pos));
+    // A request needs a handful of tiles (about one per level), so a linear scan beats a Map.
+    const levels: number[] = [];
+    const indexes: number[] = [];
+    const tiles: (HashTile | Promise<HashTile>)[] = [];
+    const slots = new Array<number>(spots.length);
+    let waiting = false;
+    spots.forEach((s, i) => {
+      let t = 0;
+      while (t < tiles.length && (levels[t] !== s.level || indexes[t] !== s.index)) t++;
+      if (t === tiles.length) {
+        const tile = this.fetch(s.level, s.index, tileWidthAt(s.level, s.index, this.size));
+        waiting ||= tile instanceof Promise;
+        levels.push(s.level);
+        indexes.push(s.index);
+        tiles.push(tile);
+      }
+      slots[i] = t;
+    });
+    const pick = (loaded: readonly HashTile[]) => spots.map((s, i) => loaded[slots[i]!]!.hashAt(s.row, s.pos));
+    return waiting ? Promise.all(tiles).then(pick) : pick(tiles as HashTile[]);
   }
 }
 
@@ -222,16 +249,55 @@ export function encodeBundle(items: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-export function decodeBundle(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Uint8Array[] {
-  const items: Uint8Array[] = [];
-  let off = 0;
-  while (off < data.length) {
-    if (off + 2 > data.length) throw new TileFormatError(`${path}: truncated length at byte ${off}`);
-    const len = (data[off]! << 8) | data[off + 1]!;
-    if (off + 2 + len > data.length) throw new TileFormatError(`${path}: item at byte ${off} runs past the end`);
-    items.push(data.subarray(off + 2, off + 2 + len));
-    off += 2 + len;
+/**
+ * A decoded bundle kept compact: its bytes and the end offset of each item, so a cache
+ * holds one buffer and one small table per bundle instead of an object per item.
+ */
+export class Bundle {
+  private constructor(
+    readonly data: Uint8Array,
+    /** ends[i] is the offset just past item i; item i starts 2 bytes after ends[i - 1] (or 0). */
+    private readonly ends: Uint32Array,
+  ) {}
+
+  /** Parses the framing; throws TileFormatError if it is broken or holds more than `maxItems`. */
+  static decode(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Bundle {
+    const ends: number[] = [];
+    let off = 0;
+    while (off < data.length) {
+      if (off + 2 > data.length) throw new TileFormatError(`${path}: truncated length at byte ${off}`);
+      const end = off + 2 + ((data[off]! << 8) | data[off + 1]!);
+      if (end > data.length) throw new TileFormatError(`${path}: item at byte ${off} runs past the end`);
+      ends.push(end);
+      off = end;
+    }
+    if (ends.length > maxItems) throw new TileFormatError(`${path}: ${ends.length} items, more than ${maxItems}`);
+    return new Bundle(data, Uint32Array.from(ends));
   }
-  if (items.length > maxItems) throw new TileFormatError(`${path}: ${items.length} items, more than ${maxItems}`);
-  return items;
+
+  get length(): number {
+    return this.ends.length;
+  }
+
+  /** Item i (a view of the bundle's bytes). */
+  item(i: number): Uint8Array {
+    if (!Number.isInteger(i) || i < 0 || i >= this.ends.length) throw new RangeError(`bundle has no item ${i}`);
+    const end = this.ends[i]!;
+    const start = i === 0 ? 2 : this.ends[i - 1]! + 2;
+    return this.data.subarray(start, end);
+  }
+
+  /** The first `count` items as separate views. */
+  items(count = this.length): Uint8Array[] {
+    return Array.from({ length: Math.min(count, this.length) }, (_, i) => this.item(i));
+  }
+
+  /** Bytes this bundle keeps alive: its buffer and its offset table. */
+  get retainedBytes(): number {
+    return this.data.buffer.byteLength + this.ends.byteLength;
+  }
+}
+
+export function decodeBundle(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Uint8Array[] {
+  return Bundle.decode(data, path, maxItems).items();
 }

@@ -2,7 +2,7 @@
 // partial tile to the full one), bundles, and the signed checkpoint.
 import { HASH_SIZE } from './hash.js';
 import type { ObjectReader } from './store/store.js';
-import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, decodeBundle, tilePath } from './tiles.js';
+import { Bundle, HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from './tiles.js';
 
 export class MissingObjectError extends Error {
   override name = 'MissingObjectError';
@@ -35,10 +35,15 @@ export function storeTileFetcher(store: ObjectReader): TileFetcher {
   return (level, index, width) => readHashTile(store, level, index, width);
 }
 
+/** Bundle (kind, index), checked to hold at least `width` items (a full one may hold more). */
+export async function readCompactBundle(store: ObjectReader, kind: 'entries' | 'records', index: number, width: number): Promise<Bundle> {
+  const key = tilePath({ kind, index, width });
+  const bundle = Bundle.decode(await readTileBytes(store, kind, index, width), key);
+  if (bundle.length < width) throw new MissingObjectError(`${key} (has ${bundle.length} items)`);
+  return bundle;
+}
+
 /** The first `width` items of bundle (kind, index). */
 export async function readBundle(store: ObjectReader, kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
-  const key = tilePath({ kind, index, width });
-  const items = decodeBundle(await readTileBytes(store, kind, index, width), key);
-  if (items.length < width) throw new MissingObjectError(`${key} (has ${items.length} items)`);
-  return items.slice(0, width);
+  return (await readCompactBundle(store, kind, index, width)).items(width);
 }

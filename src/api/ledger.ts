@@ -111,11 +111,11 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       seq = await svc.index.findByDigest(value.toLowerCase());
     }
     if (seq === undefined || seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    const [found, path] = await Promise.all([svc.reader.entry(seq, cp.size), svc.reader.inclusionProof(seq, cp.size)]);
+    const found = await svc.reader.entryWithProof(seq, cp.size);
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
-    ctx.body = entryProofView(seq, found.entry, found.entryHash, path, view(cp), found.leafHash);
+    ctx.body = entryProofView(seq, found.entry, found.entryHash, found.auditPath, view(cp), found.leafHash);
   });
 
   router.get('/consistency', async (ctx) => {
@@ -128,12 +128,10 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
-    const [firstRoot, secondRoot, proof] = await Promise.all([
-      svc.reader.treeHash(first, cp.size),
-      second === cp.size ? cp.root : svc.reader.treeHash(second, cp.size),
-      svc.reader.consistencyProof(first, second, cp.size),
-    ]);
-    ctx.body = { first, second, firstRoot: toHex(firstRoot), secondRoot: toHex(secondRoot), proof: proof.map(toHex) };
+    const found = await svc.reader.consistency(first, second, cp.size);
+    // The signed root stands for the checkpoint's own size (the tiles' agree with it).
+    const secondRoot = second === cp.size ? cp.root : found.secondRoot;
+    ctx.body = { first, second, firstRoot: toHex(found.firstRoot), secondRoot: toHex(secondRoot), proof: found.proof.map(toHex) };
   });
 
   router.post('/anchor', ...anchorGuards, async (ctx) => {

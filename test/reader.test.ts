@@ -1,0 +1,216 @@
+// LogReader over a real log: compact bundles, one read of each tile per request, the
+// synchronous path on a warm cache, byte-bounded memory, and corruption still detected.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../src/anchor.js';
+import { leafHash, toHex } from '../src/hash.js';
+import { openLocalLog } from '../src/log/local.js';
+import { MemoryHashReader, proveConsistency, proveInclusion, treeHash, verifyConsistency, verifyInclusion } from '../src/merkle.js';
+import { LogReader } from '../src/reader.js';
+import { LogIntegrityError } from '../src/sequencer/recover.js';
+import { FsObjectStore } from '../src/store/fs.js';
+import type { ObjectReader } from '../src/store/store.js';
+import { Bundle, TILE_WIDTH, TileFormatError, decodeBundle, encodeBundle, tilePath } from '../src/tiles.js';
+
+/** The bundle decoder as it was before Bundle: one subarray per item. */
+function referenceDecode(data: Uint8Array, maxItems = TILE_WIDTH): Uint8Array[] {
+  const items: Uint8Array[] = [];
+  let off = 0;
+  while (off < data.length) {
+    if (off + 2 > data.length) throw new TileFormatError('truncated length');
+    const len = (data[off]! << 8) | data[off + 1]!;
+    if (off + 2 + len > data.length) throw new TileFormatError('item runs past the end');
+    items.push(data.subarray(off + 2, off + 2 + len));
+    off += 2 + len;
+  }
+  if (items.length > maxItems) throw new TileFormatError('too many items');
+  return items;
+}
+
+const outcome = (f: () => Uint8Array[]): string[] | string => {
+  try {
+    return f().map(toHex);
+  } catch (e) {
+    return (e as Error).name;
+  }
+};
+
+describe('Bundle', () => {
+  const rnd = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(Math.random() * 256));
+
+  it('decodes exactly what the reference decoder does, for every prefix of random bundles', () => {
+    for (let trial = 0; trial < 20; trial++) {
+      const items = Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () => rnd(Math.floor(Math.random() * 40)));
+      const data = encodeBundle(items);
+      for (let cut = 0; cut <= data.length; cut++) {
+        const prefix = data.subarray(0, cut);
+        expect(outcome(() => Bundle.decode(prefix).items()), `cut ${cut}`).toEqual(outcome(() => referenceDecode(prefix)));
+        expect(outcome(() => decodeBundle(prefix))).toEqual(outcome(() => referenceDecode(prefix)));
+      }
+    }
+  });
+
+  it('gives items by index, refuses indexes it does not have, and caps the item count', () => {
+    const items = [Uint8Array.of(1, 2, 3), new Uint8Array(0), rnd(300)];
+    const b = Bundle.decode(encodeBundle(items));
+    expect(b.length).toBe(3);
+    items.forEach((it, i) => expect(toHex(b.item(i))).toBe(toHex(it)));
+    expect(b.items(2).length).toBe(2);
+    for (const bad of [-1, 3, 1.5]) expect(() => b.item(bad)).toThrow(RangeError);
+    expect(() => Bundle.decode(encodeBundle([Uint8Array.of(1), Uint8Array.of(2)]), 'x', 1)).toThrow(TileFormatError);
+    // one buffer and one small table, not an object per item
+    expect(b.retainedBytes).toBe(b.data.buffer.byteLength + 3 * 4);
+  });
+});
+
+/** An ObjectReader that counts what it is asked for. */
+class CountingReader implements ObjectReader {
+  readonly gets: string[] = [];
+  constructor(private readonly inner: ObjectReader) {}
+  get(key: string) {
+    this.gets.push(key);
+    return this.inner.get(key);
+  }
+}
+
+// 70,001 leaves: full and partial tiles at levels 0 and 1, a partial level-2 tile.
+const N = 70_001;
+let dir: string;
+let store: FsObjectStore;
+let leaves: Uint8Array[];
+let mem: MemoryHashReader;
+let root: Uint8Array;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'stele-reader-'));
+  const { sequencer } = await openLocalLog({ dataDir: dir, origin: 'reader.test/log', fsync: false, batchInterval: 1, maxBatch: 65_536 });
+  const digest = (i: number) => i.toString(16).padStart(64, '0');
+  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i), { artifact: `a${i}` }))));
+  expect(sequencer.checkpoint.size).toBe(N);
+  root = sequencer.checkpoint.root;
+  await sequencer.close();
+  store = new FsObjectStore(join(dir, 'log'));
+  const all = new LogReader(store);
+  leaves = [];
+  for (let n = 0; n * TILE_WIDTH < N; n++) {
+    const items = await all.bundle('entries', n, Math.min(TILE_WIDTH, N - n * TILE_WIDTH));
+    leaves.push(...items.map((h) => leafHash(h)));
+  }
+  mem = new MemoryHashReader(leaves);
+}, 120_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const samples = [0, 1, 255, 256, 65_535, 65_536, 69_887, 69_888, N - 2, N - 1, 12_345, 40_000];
+
+describe('LogReader', () => {
+  it('entryWithProof gives the entry, its leaf and the naive audit path, which verifies against the checkpoint', async () => {
+    const reader = new LogReader(store);
+    for (const seq of samples) {
+      const got = await reader.entryWithProof(seq, N);
+      const plain = await reader.entry(seq, N);
+      expect(toHex(got.entryHash)).toBe(toHex(plain.entryHash));
+      expect(toHex(got.leafHash)).toBe(toHex(leaves[seq]!));
+      expect(got.entry).toEqual(plain.entry);
+      expect(got.auditPath.map(toHex)).toEqual((await proveInclusion(seq, N, mem)).map(toHex));
+      expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
+      // a smaller tree, read from the tiles of the published one
+      if (seq < 70_000) expect((await reader.inclusionProof(seq, 70_000, N)).map(toHex)).toEqual((await proveInclusion(seq, 70_000, mem)).map(toHex));
+    }
+  });
+
+  it('consistency gives both roots and the naive proof', async () => {
+    const reader = new LogReader(store);
+    const pairs = [[1, N], [255, 257], [256, 65_536], [257, 65_537], [12_345, 69_999], [65_537, N], [N, N], [69_999, 70_000]] as const;
+    for (const [first, second] of pairs) {
+      const got = await reader.consistency(first, second, N);
+      expect(toHex(got.firstRoot)).toBe(toHex(await treeHash(first, mem)));
+      expect(toHex(got.secondRoot)).toBe(toHex(await treeHash(second, mem)));
+      expect(got.proof.map(toHex)).toEqual((await proveConsistency(first, second, mem)).map(toHex));
+      expect(verifyConsistency(first, second, got.proof, got.firstRoot, got.secondRoot)).toBe(true);
+    }
+    expect(toHex((await reader.consistency(5, N)).secondRoot)).toBe(toHex(root));
+  });
+
+  it('reads each tile and bundle once per request, and nothing from storage once they are cached', async () => {
+    const source = new CountingReader(store);
+    const reader = new LogReader(source);
+    const seq = 12_345;
+    await reader.entryWithProof(seq, N);
+    // two bundles and one hash tile per level (level 0 also holds the leaf); the right edge's
+    // partial tiles for the range hashes the proof folds
+    expect(new Set(source.gets).size).toBe(source.gets.length);
+    expect(source.gets).toEqual(
+      expect.arrayContaining([tilePath({ kind: 'entries', index: 48, width: 256 }), tilePath({ kind: 'records', index: 48, width: 256 }), tilePath({ kind: 0, index: 48, width: 256 })]),
+    );
+    // Warm, a request reads the two bundles and one hash tile per level its path crosses.
+    const warmReads = async (leaf: number) => {
+      await reader.entryWithProof(leaf, N);
+      const before = { ...reader.stats, gets: source.gets.length };
+      await reader.entryWithProof(leaf, N);
+      expect(source.gets.length).toBe(before.gets);
+      expect(reader.stats.fetches).toBe(before.fetches);
+      return reader.stats.hits - before.hits;
+    };
+    expect(await warmReads(seq)).toBe(2 + 2); // its sibling at level 16 is the (memoised) right edge
+    expect(await warmReads(65_600)).toBe(2 + 3); // its sibling at level 16 is in the level-2 tile
+
+    const cBefore = reader.stats.hits + reader.stats.fetches;
+    await reader.consistency(300, 69_000, N);
+    const cReads = reader.stats.hits + reader.stats.fetches - cBefore;
+    await reader.consistency(300, 69_000, N);
+    expect(reader.stats.hits + reader.stats.fetches - cBefore - cReads).toBe(cReads); // same tiles, each once
+    expect(cReads).toBeLessThanOrEqual(6); // two paths of at most three levels
+  });
+
+  it('keeps its cache within the byte budget, and stays correct when it is tiny', async () => {
+    const reader = new LogReader(store, { cacheBytes: 256 * 1024 });
+    for (let seq = 0; seq < N; seq += 97) await reader.entryWithProof(seq, N);
+    expect(reader.cachedBytes).toBeGreaterThan(0);
+    expect(reader.cachedBytes).toBeLessThanOrEqual(256 * 1024);
+    for (const seq of samples) {
+      const got = await reader.entryWithProof(seq, N);
+      expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
+    }
+    const roomy = new LogReader(store);
+    for (let seq = 0; seq < N; seq += 256) await roomy.entry(seq, N);
+    // every bundle pair and level-0 tile: data plus interior rows, offsets and bookkeeping
+    const files = ['entries', 'records', 0] as const;
+    let bytes = 0;
+    for (let n = 0; n * 256 < N; n++) for (const kind of files) bytes += (await store.get(tilePath({ kind, index: n, width: Math.min(256, N - n * 256) })))!.length;
+    expect(roomy.cachedBytes).toBeGreaterThan(bytes);
+    expect(roomy.cachedBytes).toBeLessThan(2 * bytes);
+  });
+
+  it('still refuses an entry whose bundle or tile bytes were flipped', async () => {
+    const flip = (kind: 'entries' | 0, index: number, at: number) => {
+      const file = join(dir, 'log', tilePath({ kind, index, width: 256 }));
+      const data = readFileSync(file);
+      data[at]! ^= 0x01;
+      writeFileSync(file, data);
+      return () => {
+        data[at]! ^= 0x01;
+        writeFileSync(file, data);
+      };
+    };
+    const restoreEntries = flip('entries', 3, 5 * 34 + 2 + 7); // item 5's hash
+    try {
+      await expect(new LogReader(store).entryWithProof(3 * 256 + 5, N)).rejects.toThrow(LogIntegrityError);
+      await expect(new LogReader(store).entry(3 * 256 + 5, N)).rejects.toThrow(LogIntegrityError);
+      expect((await new LogReader(store).entryWithProof(3 * 256 + 6, N)).seq).toBe(3 * 256 + 6);
+    } finally {
+      restoreEntries();
+    }
+    const restoreTile = flip(0, 7, 9 * 32 + 3); // leaf 9 of tile 7
+    try {
+      await expect(new LogReader(store).entryWithProof(7 * 256 + 9, N)).rejects.toThrow(LogIntegrityError);
+      // its neighbour's proof includes the flipped leaf's subtree and no longer verifies
+      const other = await new LogReader(store).entryWithProof(7 * 256 + 8, N);
+      expect(verifyInclusion(other.seq, N, other.leafHash, other.auditPath, root)).toBe(false);
+    } finally {
+      restoreTile();
+    }
+  });
+});
