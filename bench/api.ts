@@ -121,9 +121,11 @@ export default async function main(): Promise<void> {
       ] as const) {
         const f0 = await metric(srv.url, 'stele_tile_fetches');
         const h0 = await metric(srv.url, 'stele_tile_cache_hits');
+        const t0 = await metric(srv.url, 'stele_hash_tile_reads');
         const run = await load(srv.url, 100, paths);
         const fetched = (await metric(srv.url, 'stele_tile_fetches')) - f0;
         const hits = (await metric(srv.url, 'stele_tile_cache_hits')) - h0;
+        const hashTiles = (await metric(srv.url, 'stele_hash_tile_reads')) - t0;
         figure(`${name}_throughput`, Math.round(run.rps), 'req/s');
         figure(`${name}_vs_bare_koa`, Math.round((run.rps / bareRun.rps) * 100), '%');
         figure(`${name}_p50`, run.p50, 'ms');
@@ -131,6 +133,8 @@ export default async function main(): Promise<void> {
         figure(`${name}_errors`, run.errors, 'responses');
         figure(`${name}_tiles_read_per_request`, Number(((fetched + hits) / run.requests).toFixed(2)), 'tiles');
         figure(`${name}_tiles_fetched_per_request`, Number((fetched / run.requests).toFixed(3)), 'tiles');
+        // Hash tiles only (bundles aside): about one per tree level per proof path.
+        figure(`${name}_hash_tiles_read_per_request`, Number((hashTiles / run.requests).toFixed(2)), 'tiles');
       }
 
     } finally {

@@ -35,34 +35,23 @@ function isPowerOfTwo(n: number): boolean {
 }
 
 /**
- * Splits [lo, hi) into perfect subtrees, largest first, appending them to `out`. For the
- * ranges proofs use (lo a multiple of a power of two ≥ hi − lo) this is RFC 6962's split.
+ * Splits [lo, hi) into perfect subtrees, largest first. For the ranges proofs use (lo a
+ * multiple of a power of two ≥ hi − lo) this is RFC 6962's recursive split.
  */
-function appendPerfectSubtrees(lo: number, hi: number, out: SubtreeRef[]): void {
-  while (lo < hi) {
-    let size = 1;
-    let level = 0;
-    while (size * 2 <= hi - lo && lo % (size * 2) === 0) {
-      size *= 2;
-      level++;
-    }
-    out.push({ level, index: lo / size });
-    lo += size;
-  }
-}
-
 export function perfectSubtrees(lo: number, hi: number): SubtreeRef[] {
   const out: SubtreeRef[] = [];
-  appendPerfectSubtrees(lo, hi, out);
+  for (let at = lo; at < hi; at += 2 ** out[out.length - 1]!.level) out.push(firstSubtree(at, hi));
   return out;
 }
 
-/** Folds hashes[from, to) (perfect subtrees, left to right) into the hash of their range. */
-function foldRange(hashes: readonly Uint8Array[], from: number, to: number): Uint8Array {
-  if (from === to) return EMPTY_ROOT;
-  let h = hashes[to - 1]!;
-  for (let i = to - 2; i >= from; i--) h = nodeHash(hashes[i]!, h);
-  return h;
+/**
+ * Folds hashes[from, to) (perfect subtrees, left to right) into the hash of their range;
+ * `tail`, when given, is the hash of the rest of the range, right of them.
+ */
+function foldRange(hashes: readonly Uint8Array[], from: number, to: number, tail?: Uint8Array): Uint8Array {
+  let h = tail;
+  for (let i = to - 1; i >= from; i--) h = h ? nodeHash(hashes[i]!, h) : hashes[i]!;
+  return h ?? EMPTY_ROOT;
 }
 
 /** Combines perfect-subtree hashes (left to right) into the RFC 6962 hash of their range. */
@@ -102,31 +91,59 @@ export interface HashPlan<T> {
   finish(hashes: readonly Uint8Array[]): T;
 }
 
-/** The hashes of several ranges: memoised ones as they are, the others folded from their subtrees. */
+/** The first perfect subtree of [lo, hi): the largest one starting at lo that fits. */
+function firstSubtree(lo: number, hi: number): SubtreeRef {
+  let size = 1;
+  let level = 0;
+  while (size * 2 <= hi - lo && lo % (size * 2) === 0) {
+    size *= 2;
+    level++;
+  }
+  return { level, index: lo / size };
+}
+
+/**
+ * The hashes of several ranges: memoised ones as they are, the others folded from their
+ * perfect subtrees. Ranges that end together share the tail of their split (a consistency
+ * proof's right edge is the tail of the second tree's), so such a tail is folded once.
+ */
 function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
   const refs: SubtreeRef[] = [];
-  const known: (Uint8Array | undefined)[] = [];
+  const known = ranges.map(([lo, hi]) => memo?.get(lo, hi));
+  const foldable = ranges.flatMap(([lo, hi], i) => (isPowerOfTwo(hi - lo) && lo % (hi - lo) === 0 ? [] : [i]));
+  const starts: number[] = [];
   const ends: number[] = [];
-  for (const [lo, hi] of ranges) {
-    const hit = memo?.get(lo, hi);
-    known.push(hit);
-    if (!hit) appendPerfectSubtrees(lo, hi, refs);
+  const tails: (number | undefined)[] = [];
+  ranges.forEach(([lo, hi], i) => {
+    starts.push(refs.length);
+    let tail: number | undefined;
+    for (let at = lo; !known[i] && at < hi && tail === undefined; ) {
+      tail = at > lo ? foldable.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) : undefined;
+      if (tail === undefined) {
+        const ref = firstSubtree(at, hi);
+        refs.push(ref);
+        at += 2 ** ref.level;
+      }
+    }
     ends.push(refs.length);
-  }
+    tails.push(tail);
+  });
   return {
     refs,
     finish(hashes) {
-      let at = 0;
-      return ranges.map(([lo, hi], i) => {
-        const end = ends[i]!;
-        let h = known[i];
+      const done = [...known];
+      // A tail starts right of its range's start, so this recursion always ends.
+      const hashOf = (i: number): Uint8Array => {
+        let h = done[i];
         if (!h) {
-          h = foldRange(hashes, at, end);
-          if (end - at > 1) memo?.set(lo, hi, h);
+          const tail = tails[i];
+          h = foldRange(hashes, starts[i]!, ends[i]!, tail === undefined ? undefined : hashOf(tail));
+          if (foldable.includes(i)) memo?.set(ranges[i]![0], ranges[i]![1], h);
+          done[i] = h;
         }
-        at = end;
         return h;
-      });
+      };
+      return ranges.map((_, i) => hashOf(i));
     },
   };
 }
@@ -205,12 +222,37 @@ export function planInclusion(index: number, size: number, memo?: RightEdgeMemo)
 
 /** The consistency proof from tree size `first` to `second`, as a plan. */
 export function planConsistency(first: number, second: number, memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
+  return planRanges(consistencyPlanRanges(first, second), memo);
+}
+
+function consistencyPlanRanges(first: number, second: number): Range[] {
   assertSize('first', first);
   assertSize('second', second);
   if (first > second) throw new RangeError(`first size ${first} exceeds second size ${second}`);
   const ranges: Range[] = [];
   if (first > 0 && first < second) consistencyRanges(first, 0, second, true, ranges);
-  return planRanges(ranges, memo);
+  return ranges;
+}
+
+/**
+ * MTH of both trees and the consistency proof between them, as one plan: the second tree's
+ * split ends in the proof's right edge, so that part is read and folded once.
+ */
+export function planConsistencyWithRoots(
+  first: number,
+  second: number,
+  memo?: RightEdgeMemo,
+): HashPlan<{ firstRoot: Uint8Array; secondRoot: Uint8Array; proof: Uint8Array[] }> {
+  const proof = consistencyPlanRanges(first, second);
+  const roots: Range[] = [first, second].map((n) => [0, n]);
+  const plan = planRanges([...roots, ...proof], memo);
+  return {
+    refs: plan.refs,
+    finish(hashes) {
+      const [firstRoot, secondRoot, ...proofHashes] = plan.finish(hashes);
+      return { firstRoot: firstRoot!, secondRoot: secondRoot!, proof: proofHashes };
+    },
+  };
 }
 
 async function readPlan<T>(plan: HashPlan<T>, reader: HashReader): Promise<T> {

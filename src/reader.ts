@@ -6,7 +6,7 @@
 import { LRUCache } from 'lru-cache';
 import { type CanonicalEntry, parseCanonicalEntry } from './entry.js';
 import { bytesEqual, leafHash } from './hash.js';
-import { type HashPlan, planAll, planConsistency, planInclusion, planLeafHash, planTreeHash } from './merkle.js';
+import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash } from './merkle.js';
 import type { ObjectReader } from './store/store.js';
 import { type Bundle, HashTile, TILE_WIDTH, TileHashReader } from './tiles.js';
 import { readCompactBundle, readHashTile } from './tilestore.js';
@@ -24,6 +24,8 @@ export interface ReaderStats {
   fetches: number;
   /** Lookups answered from the cache. */
   hits: number;
+  /** Hash tiles read (fetched or from the cache; bundles not counted): about one per tree level per proof. */
+  hashTileReads: number;
 }
 
 export interface EntryAt {
@@ -70,7 +72,7 @@ function owned(data: Uint8Array): Uint8Array {
 }
 
 export class LogReader {
-  readonly stats: ReaderStats = { fetches: 0, hits: 0 };
+  readonly stats: ReaderStats = { fetches: 0, hits: 0, hashTileReads: 0 };
   private readonly cache: LRUCache<string, Cached>;
   private readonly inflight = new Map<string, Promise<Cached>>();
   private readonly partialTtl: number;
@@ -114,6 +116,7 @@ export class LogReader {
   }
 
   private tileNow(level: number, index: number, width: number): Maybe<HashTile> {
+    this.stats.hashTileReads++;
     return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, async () => {
       const tile = await readHashTile(this.source, level, index, width);
       return new HashTile(level, index, owned(tile.data));
@@ -168,10 +171,7 @@ export class LogReader {
 
   /** Both roots and the consistency proof between them, reading each tile once. */
   async consistency(first: number, second: number, published = second): Promise<ConsistencyAt> {
-    const [firstRoot, secondRoot, proof] = await this.run(Math.max(second, published), (r) =>
-      planAll(planTreeHash(first, r.rangeMemo), planTreeHash(second, r.rangeMemo), planConsistency(first, second, r.rangeMemo)),
-    );
-    return { firstRoot, secondRoot, proof };
+    return this.run(Math.max(second, published), (r) => planConsistencyWithRoots(first, second, r.rangeMemo));
   }
 
   /** Leaf hash of `index` as the level-0 tile records it. */
@@ -184,17 +184,17 @@ export class LogReader {
    * checked against each other's leaf in the hash tile.
    */
   async entry(seq: number, size: number): Promise<EntryAt> {
-    const [at] = await this.readEntry(seq, size, false);
+    const { auditPath: _none, ...at } = await this.readEntry(seq, size, false);
     return at;
   }
 
   /** As entry, with the audit path; the leaf and the path come from one read of each tile. */
   async entryWithProof(seq: number, size: number): Promise<EntryWithProof> {
-    const [at, auditPath] = await this.readEntry(seq, size, true);
-    return { ...at, auditPath };
+    return this.readEntry(seq, size, true);
   }
 
-  private readEntry(seq: number, size: number, withProof: boolean): Maybe<[EntryAt, Uint8Array[]]> {
+  /** The entry, with its audit path if asked for (else an empty one). */
+  private readEntry(seq: number, size: number, withProof: boolean): Maybe<EntryWithProof> {
     if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new RangeError(`no entry ${seq} in a tree of ${size}`);
     const n = Math.floor(seq / TILE_WIDTH);
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
@@ -205,7 +205,7 @@ export class LogReader {
       const entryHash = entries.item(i);
       if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
       const canonical = records.item(i);
-      return [{ seq, entry: parseCanonicalEntry(canonical), canonical, entryHash, leafHash: leaf }, auditPath];
+      return { seq, entry: parseCanonicalEntry(canonical), canonical, entryHash, leafHash: leaf, auditPath };
     });
   }
 }

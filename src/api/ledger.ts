@@ -10,7 +10,7 @@ import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } fr
 import type { LogReader } from '../reader.js';
 import { type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError } from '../sequencer/sequencer.js';
 import { ApiError, badRequest, notFound } from './errors.js';
-import { type CheckpointView, checkpointView, entryProofView } from './views.js';
+import { type CheckpointView, CheckpointViews, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';
 
 export interface WitnessInfo {
@@ -59,12 +59,8 @@ function treeSizeParam(ctx: Context, name: string): number {
 export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []): Router {
   const router = new Router({ prefix: '/api/ledger' });
   const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
-  // The signed part of a checkpoint's view is computed once per checkpoint.
-  let memo: { cp: PublishedCheckpoint; view: CheckpointView } | undefined;
-  const view = (cp: PublishedCheckpoint): CheckpointView => {
-    if (memo?.cp !== cp) memo = { cp, view: checkpointView(cp, svc.publicKey, 0, witnessKeys) };
-    return { ...memo.view, lifetimeEntries: Math.max(cp.size, svc.lifetimeEntries()) };
-  };
+  const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+  const view = (cp: PublishedCheckpoint): CheckpointView => checkpoints.view(cp);
   const noStore = (ctx: Context) => ctx.set('Cache-Control', 'no-store');
 
   router.get('/checkpoint', (ctx) => {
@@ -115,7 +111,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
-    ctx.body = entryProofView(seq, found.entry, found.entryHash, found.auditPath, view(cp), found.leafHash);
+    ctx.type = 'json';
+    ctx.body = entryProofJson(seq, found.entry, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
   });
 
   router.get('/consistency', async (ctx) => {
@@ -131,7 +128,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     const found = await svc.reader.consistency(first, second, cp.size);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.body = { first, second, firstRoot: toHex(found.firstRoot), secondRoot: toHex(secondRoot), proof: found.proof.map(toHex) };
+    ctx.type = 'json';
+    ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
   });
 
   router.post('/anchor', ...anchorGuards, async (ctx) => {

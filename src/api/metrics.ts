@@ -1,6 +1,7 @@
 // Prometheus metrics (prom-client): HTTP traffic, tree size, batches, integration time.
 import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ReaderStats } from '../reader.js';
 import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/sequencer.js';
 
 export class Metrics {
@@ -32,8 +33,9 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Exposes a LogReader's tile fetches and cache hits (tiles read per proof = fetches / proofs). */
-  watchReader(stats: { fetches: number; hits: number }): void {
+  /** Exposes a LogReader's fetches, cache hits and hash tile reads (tiles read per proof = reads / proofs). */
+  watchReader(stats: ReaderStats): void {
+    new Gauge({ name: 'stele_hash_tile_reads', help: 'Hash tiles read by proofs (fetched or cached)', registers: [this.registry], collect() { this.set(stats.hashTileReads); } });
     new Gauge({ name: 'stele_tile_fetches', help: 'Tiles and bundles fetched from storage', registers: [this.registry], collect() { this.set(stats.fetches); } });
     new Gauge({ name: 'stele_tile_cache_hits', help: 'Tile and bundle reads answered from the cache', registers: [this.registry], collect() { this.set(stats.hits); } });
   }
@@ -48,14 +50,26 @@ export class Metrics {
   }
 
   middleware() {
+    // prom-client hashes a label object on every update; the few series a server has are
+    // looked up once and kept (route labels are low-cardinality by construction).
+    const series = new Map<string, { latency: Histogram.Internal<string>; requests: Counter.Internal }>();
+    const seriesOf = (route: string, method: string, status: number) => {
+      const key = `${route} ${method} ${status}`;
+      let s = series.get(key);
+      if (!s) {
+        s = { latency: this.latency.labels({ route, method }), requests: this.requests.labels({ route, method, status: String(status) }) };
+        series.set(key, s);
+      }
+      return s;
+    };
     return async (ctx: Context, next: Next): Promise<void> => {
-      const end = this.latency.startTimer();
+      const start = performance.now();
       try {
         await next();
       } finally {
-        const route = routeLabel(ctx.path);
-        end({ route, method: ctx.method });
-        this.requests.inc({ route, method: ctx.method, status: String(ctx.status) });
+        const s = seriesOf(routeLabel(ctx.path), ctx.method, ctx.status);
+        s.latency.observe((performance.now() - start) / 1000);
+        s.requests.inc();
       }
     };
   }

@@ -3,9 +3,10 @@ import { type CanonicalEntry, presentEntry } from '../entry.js';
 import { leafHash, toBase64, toHex } from '../hash.js';
 import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../note.js';
 import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
-import type { CheckpointView, EntryProofView, WitnessSigView } from './wire.js';
+import { JsonFragment, JsonObjectWriter } from './json.js';
+import type { CheckpointView, WitnessSigView } from './wire.js';
 
-export type { CheckpointView, EntryProofView } from './wire.js';
+export type { CheckpointView } from './wire.js';
 
 /** The witness cosignature lines of a note (type 0x04 payloads: 8-byte time ‖ signature). */
 export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Uint8Array>): WitnessSigView[] {
@@ -40,21 +41,64 @@ export function checkpointView(
   };
 }
 
-export function entryProofView(
+/**
+ * The latest checkpoint's view: its signed part built once per checkpoint, the whole view
+ * (with lifetimeEntries, which moves with the pool) and its JSON once per pool size.
+ */
+export class CheckpointViews {
+  private signed: { cp: PublishedCheckpoint; view: CheckpointView } | undefined;
+  private current: { cp: PublishedCheckpoint; view: CheckpointView; json?: JsonFragment } | undefined;
+
+  constructor(
+    private readonly publicKey: Uint8Array,
+    private readonly witnessKeys: ReadonlyMap<string, Uint8Array>,
+    private readonly lifetimeEntries: () => number,
+  ) {}
+
+  view(cp: PublishedCheckpoint): CheckpointView {
+    return this.at(cp).view;
+  }
+
+  json(cp: PublishedCheckpoint): JsonFragment {
+    const at = this.at(cp);
+    return (at.json ??= new JsonFragment(at.view));
+  }
+
+  private at(cp: PublishedCheckpoint) {
+    const lifetimeEntries = Math.max(cp.size, this.lifetimeEntries());
+    if (this.current?.cp !== cp || this.current.view.lifetimeEntries !== lifetimeEntries) {
+      if (this.signed?.cp !== cp) this.signed = { cp, view: checkpointView(cp, this.publicKey, 0, this.witnessKeys) };
+      this.current = { cp, view: { ...this.signed.view, lifetimeEntries } };
+    }
+    return this.current;
+  }
+}
+
+/**
+ * The entry-proof view (spec §2.3–2.4, EntryProofView) as JSON bytes. `checkpointJson` is
+ * `checkpoint` serialised (once per checkpoint, by the caller).
+ */
+export function entryProofJson(
   seq: number,
   entry: CanonicalEntry,
   entryHash: Uint8Array,
   auditPath: readonly Uint8Array[],
   checkpoint: CheckpointView,
+  checkpointJson: JsonFragment,
   leaf: Uint8Array = leafHash(entryHash),
-): EntryProofView {
-  return {
-    leafIndex: seq,
-    treeSize: checkpoint.treeSize,
-    leafHash: toHex(leaf),
-    auditPath: auditPath.map(toHex),
-    rootHash: checkpoint.rootHash,
-    checkpoint,
-    entry: presentEntry(entry, seq, entryHash),
-  };
+): Buffer {
+  return new JsonObjectWriter()
+    .number('leafIndex', seq)
+    .number('treeSize', checkpoint.treeSize)
+    .hex('leafHash', leaf)
+    .hexList('auditPath', auditPath)
+    .value('rootHash', checkpoint.rootHash)
+    .fragment('checkpoint', checkpointJson)
+    .value('entry', presentEntry(entry, seq, entryHash))
+    .end();
+}
+
+/** The consistency view (ConsistencyView) as JSON bytes. */
+export function consistencyJson(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, proof: readonly Uint8Array[]): Buffer {
+  return new JsonObjectWriter().number('first', first).number('second', second).hex('firstRoot', firstRoot).hex('secondRoot', secondRoot).hexList('proof', proof).end();
 }

@@ -1,0 +1,127 @@
+// JSON response bodies written as bytes. The hot views (an entry with its proof, a
+// consistency proof) are mostly 64-character hex hashes around a checkpoint view that is
+// the same for every request until the next publish; writing the hashes straight into one
+// buffer, and the checkpoint as bytes serialised once, skips building an object graph of
+// hex strings that JSON.stringify walks and the socket then encodes again. The bytes are
+// exactly those of JSON.stringify(view) (test/api/json.test.ts checks this).
+
+/** Two ASCII hex digits per byte value. */
+const HEX_DIGITS = new TextEncoder().encode(Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0')).join(''));
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+/** Already-serialised JSON, copied into a body as it is. */
+export class JsonFragment {
+  readonly bytes: Buffer;
+
+  constructor(value: unknown) {
+    this.bytes = Buffer.from(JSON.stringify(value));
+  }
+}
+
+/** A writer's scratch space between uses, so a body costs one right-sized copy (pooled when small). */
+let spare: Buffer | undefined;
+
+/** Writes one JSON object, field by field; keys must be plain ASCII names (no escaping). */
+export class JsonObjectWriter {
+  private buf: Buffer;
+  private at = 0;
+  private fields = 0;
+
+  constructor() {
+    this.buf = spare ?? Buffer.allocUnsafeSlow(16 * 1024);
+    spare = undefined;
+    this.buf[this.at++] = 0x7b; // {
+  }
+
+  number(key: string, n: number): this {
+    this.key(key);
+    this.ascii(JSON.stringify(n));
+    return this;
+  }
+
+  hex(key: string, hash: Uint8Array): this {
+    this.key(key);
+    this.quotedHex(hash);
+    return this;
+  }
+
+  hexList(key: string, hashes: readonly Uint8Array[]): this {
+    this.key(key);
+    this.byte(0x5b); // [
+    hashes.forEach((h, i) => {
+      if (i > 0) this.byte(COMMA);
+      this.quotedHex(h);
+    });
+    this.byte(0x5d); // ]
+    return this;
+  }
+
+  /** A field whose value was serialised beforehand. */
+  fragment(key: string, json: JsonFragment): this {
+    this.key(key);
+    this.reserve(json.bytes.length);
+    json.bytes.copy(this.buf, this.at);
+    this.at += json.bytes.length;
+    return this;
+  }
+
+  /** Any other value, through JSON.stringify (undefined values are left out, as it does). */
+  value(key: string, v: unknown): this {
+    const json = JSON.stringify(v) as string | undefined;
+    if (json === undefined) return this;
+    this.key(key);
+    this.reserve(Buffer.byteLength(json));
+    this.at += this.buf.write(json, this.at);
+    return this;
+  }
+
+  /** The finished object; the writer is spent. */
+  end(): Buffer {
+    this.byte(0x7d); // }
+    const body = Buffer.allocUnsafe(this.at);
+    this.buf.copy(body, 0, 0, this.at);
+    spare = this.buf;
+    return body;
+  }
+
+  private key(key: string): void {
+    if (this.fields++ > 0) this.byte(COMMA);
+    this.byte(QUOTE);
+    this.ascii(key);
+    this.byte(QUOTE);
+    this.byte(COLON);
+  }
+
+  private quotedHex(bytes: Uint8Array): void {
+    this.reserve(2 * bytes.length + 2);
+    const buf = this.buf;
+    let at = this.at;
+    buf[at++] = QUOTE;
+    for (let i = 0; i < bytes.length; i++) {
+      const d = 2 * bytes[i]!;
+      buf[at++] = HEX_DIGITS[d]!;
+      buf[at++] = HEX_DIGITS[d + 1]!;
+    }
+    buf[at++] = QUOTE;
+    this.at = at;
+  }
+
+  private ascii(s: string): void {
+    this.reserve(s.length);
+    for (let i = 0; i < s.length; i++) this.buf[this.at++] = s.charCodeAt(i);
+  }
+
+  private byte(b: number): void {
+    this.reserve(1);
+    this.buf[this.at++] = b;
+  }
+
+  private reserve(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.at + n));
+    this.buf.copy(grown, 0, 0, this.at);
+    this.buf = grown;
+  }
+}
