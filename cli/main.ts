@@ -8,6 +8,11 @@ import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
 
+// The log's writes (tiles, bundles, fsyncs) run on libuv's thread pool; its default of
+// four threads serialises a batch's fsyncs. Read once, at the pool's first use, which has
+// not happened yet: the imports above do no asynchronous I/O.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 const program = new Command('stele')
   .description('Stele: a tiled transparency ledger (C2SP tlog-tiles) — serve it, anchor to it, verify it')
   .version('0.1.0')

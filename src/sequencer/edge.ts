@@ -2,7 +2,7 @@
 // record bundles. Appending a batch to it is pure and synchronous: it yields the new edge,
 // every tile and bundle the batch creates, and the new root. Memory is bounded by the
 // edge (≤ 255 hashes a level), never by the log's size.
-import { HASH_SIZE, concatBytes, leafHash } from '../hash.js';
+import { HASH_SIZE, bytesEqual, concatBytes, leafHash } from '../hash.js';
 import { ZERO_HASH, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
 import type { StoredObject } from '../store/store.js';
@@ -64,16 +64,31 @@ export class RightEdge {
 
   /** Appends canonical entries (already validated) as leaves size, size+1, … */
   append(canonicals: readonly Uint8Array[]): BatchResult {
+    const entryHashes: Uint8Array[] = new Array(canonicals.length);
+    const leaves: Uint8Array[] = new Array(canonicals.length);
+    let prior = this.lastEntryHash;
+    canonicals.forEach((c, i) => {
+      prior = entryHash(this.size + i, c, prior);
+      entryHashes[i] = prior;
+      leaves[i] = leafHash(prior);
+    });
+    return this.appendHashed(canonicals, entryHashes, leaves);
+  }
+
+  /**
+   * Appends entries whose entry and leaf hashes were computed as they arrived, chained from
+   * this edge (the first link is checked: a batch sequenced from a stale edge is refused).
+   */
+  appendHashed(canonicals: readonly Uint8Array[], entryHashes: Uint8Array[], leafHashes: readonly Uint8Array[]): BatchResult {
     const n = canonicals.length;
     if (n === 0) throw new RangeError('empty batch');
-    const entryHashes: Uint8Array[] = new Array(n);
-    const leaves = new Uint8Array(n * HASH_SIZE);
-    let prior = this.lastEntryHash;
-    for (let i = 0; i < n; i++) {
-      prior = entryHash(this.size + i, canonicals[i]!, prior);
-      entryHashes[i] = prior;
-      leaves.set(leafHash(prior), i * HASH_SIZE);
+    if (entryHashes.length !== n || leafHashes.length !== n) throw new RangeError('batch hashes do not match its entries');
+    if (!bytesEqual(entryHash(this.size, canonicals[0]!, this.lastEntryHash), entryHashes[0]!)) {
+      throw new RangeError(`batch is not chained to the edge at size ${this.size}`);
     }
+    const leaves = new Uint8Array(n * HASH_SIZE);
+    leafHashes.forEach((h, i) => leaves.set(h, i * HASH_SIZE));
+    const prior = entryHashes[n - 1]!;
 
     const objects: StoredObject[] = [];
     const entries = this.bundles('entries', this.entries, entryHashes, objects);

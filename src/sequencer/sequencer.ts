@@ -1,5 +1,6 @@
-// The sequencer: pools anchor requests, integrates them in batches, and publishes each
-// batch so that a crash between any two writes is recoverable and the log never forks:
+// The sequencer: pools anchor requests (sequencing each as it arrives: seq, canonical entry,
+// entry and leaf hashes; src/sequencer/pool.ts), integrates them in batches, and publishes
+// each batch so that a crash between any two writes is recoverable and the log never forks:
 //   1. append the batch to the in-memory right edge (tiles, bundles, root) and sign;
 //   2. stage the batch's records durably under a fresh key;
 //   3. compare-and-swap the lock record to the new size (the commit point);
@@ -11,9 +12,9 @@
 // On start it re-applies a staged batch the lock names and resumes from the verified edge.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type AnchorRequest, buildEntry } from '../anchor.js';
+import type { AnchorRequest } from '../anchor.js';
 import { type SignedCheckpoint, openCheckpoint, signCheckpoint } from '../checkpoint.js';
-import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, parseCanonicalEntry } from '../entry.js';
+import { type CanonicalEntry, parseCanonicalEntry } from '../entry.js';
 import { bytesEqual, hashFromHex, toHex } from '../hash.js';
 import { proveConsistency, proveInclusionSync } from '../merkle.js';
 import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
@@ -23,6 +24,7 @@ import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle, encodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
+import { type PoolItem, SequencingPool } from './pool.js';
 import { loadEdge } from './recover.js';
 
 /** A checkpoint as published: signed note (with any cosignatures) plus its time. */
@@ -108,12 +110,7 @@ interface Prepared {
   readonly canonicals: Uint8Array[];
 }
 
-interface Pending {
-  readonly request: AnchorRequest;
-  readonly enqueued: number;
-  resolve(r: AnchorReceipt): void;
-  reject(e: Error): void;
-}
+type Pending = PoolItem<AnchorReceipt>;
 
 /** A batch in the lock and in the tiles, not yet in a published checkpoint. */
 interface Unpublished {
@@ -130,7 +127,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError;
 
 export class Sequencer {
-  private pool: Pending[] = [];
+  private readonly pool: SequencingPool<AnchorReceipt>;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped: Error | undefined;
@@ -159,6 +156,7 @@ export class Sequencer {
     this.maxBatch = opts.maxBatch ?? 65_536;
     this.maxPending = opts.maxPending ?? 1_000_000;
     this.now = opts.now ?? Date.now;
+    this.pool = new SequencingPool(this.now, this.maxBatch);
     this.listeners = [...(opts.listeners ?? [])];
     this.reader = new LogReader(opts.store, { cacheBytes: 16 * 1024 * 1024 });
   }
@@ -168,6 +166,7 @@ export class Sequencer {
     if (opts.signer.name !== opts.origin) throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
     const s = new Sequencer(opts);
     await s.recover(true);
+    s.pool.reset(s.tip());
     // A brand-new log has no public checkpoint until its first one is cosigned.
     const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;
     for (;;) {
@@ -213,7 +212,7 @@ export class Sequencer {
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     return new Promise<AnchorReceipt>((resolve, reject) => {
-      this.pool.push({ request, enqueued: this.now(), resolve, reject });
+      this.pool.add({ request, enqueued: this.now(), sequenced: undefined, resolve, reject });
       this.schedule();
     });
   }
@@ -246,7 +245,7 @@ export class Sequencer {
     if (this.running || this.stopped || this.closing) return;
     const retryPublish = this.unpublished.length > 0 || this.committed.size > this.published.size;
     if (this.pool.length === 0 && !retryPublish) return;
-    const waited = this.pool.length > 0 ? this.now() - this.pool[0]!.enqueued : 0;
+    const waited = this.pool.length > 0 ? this.now() - this.pool.oldestEnqueued! : 0;
     if (this.pool.length >= this.maxBatch || (this.pool.length > 0 && waited >= this.interval)) {
       this.startBatch();
     } else if (!this.timer) {
@@ -273,7 +272,8 @@ export class Sequencer {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const batch = this.pool.splice(0, this.maxBatch);
+    const batch = this.pool.take(this.maxBatch);
+    if (batch.length === 0) return this.schedule();
     this.running = this.integrate(batch).finally(() => {
       this.running = undefined;
       this.schedule();
@@ -297,7 +297,7 @@ export class Sequencer {
           return this.fail(new SequencerStoppedError('the log advanced past a failed batch; another writer is active'), batch);
         }
         // Nothing was committed: the requests go back to the front of the pool.
-        this.pool.unshift(...batch);
+        this.pool.putBack(batch, this.tip());
         await sleep(RETRY_DELAY_MS);
         return;
       }
@@ -313,16 +313,18 @@ export class Sequencer {
     }
   }
 
-  /** Builds the batch's entries, tiles and signed checkpoint in memory. */
+  /** Builds the batch's tiles, bundles and signed checkpoint in memory (its entries are sequenced). */
   private async prepare(batch: Pending[]): Promise<Prepared> {
-    const timestamp = this.nextTimestamp();
-    const entries = batch.map((p) => buildEntry(p.request, timestamp));
-    const canonicals = entries.map((e) => {
-      const c = canonicalEntryBytes(e);
-      if (c.length > MAX_CANONICAL_ENTRY_BYTES) throw new RangeError('canonical entry exceeds 65,535 bytes');
-      return c;
-    });
-    const result = this.edge.append(canonicals);
+    const placed = batch.map((p) => p.sequenced!);
+    const entries = placed.map((e) => e.entry);
+    const canonicals = placed.map((e) => e.canonical);
+    const result = this.edge.appendHashed(
+      canonicals,
+      placed.map((e) => e.entryHash),
+      placed.map((e) => e.leafHash),
+    );
+    // A checkpoint is never older than the entries it covers.
+    const timestamp = this.nextTimestamp(Date.parse(entries[entries.length - 1]!.timestamp));
     const signed = await signCheckpoint({ origin: this.opts.origin, size: result.edge.size, root: result.root }, this.opts.signer);
     return { result, checkpoint: { ...signed, timestamp }, entries, canonicals };
   }
@@ -416,6 +418,7 @@ export class Sequencer {
     for (;;) {
       try {
         await this.recover(false);
+        this.pool.reset(this.tip());
         return true;
       } catch (e) {
         if (isConflict(e)) {
@@ -456,9 +459,14 @@ export class Sequencer {
     );
   }
 
-  private nextTimestamp(): string {
+  private nextTimestamp(atLeast = 0): string {
     const last = this.committed ? Date.parse(this.committed.timestamp) : 0;
-    return new Date(Math.max(this.now(), last + 1)).toISOString();
+    return new Date(Math.max(this.now(), last + 1, atLeast)).toISOString();
+  }
+
+  /** Where the next request is sequenced: the committed edge. */
+  private tip() {
+    return { size: this.edge.size, lastEntryHash: this.edge.lastEntryHash, floorMs: this.committed ? Date.parse(this.committed.timestamp) : 0 };
   }
 
   private logError(msg: string, e: unknown): void {
@@ -470,7 +478,7 @@ export class Sequencer {
     this.opts.logger?.fatal({ err: err.message }, 'sequencer stopped');
     const waiting = this.unpublished.flatMap((u) => u.batch);
     this.unpublished = [];
-    for (const p of [...batch, ...waiting, ...this.pool.splice(0)]) p.reject(err);
+    for (const p of [...batch, ...waiting, ...this.pool.drain()]) p.reject(err);
     if (this.timer) clearTimeout(this.timer);
   }
 
