@@ -31,7 +31,13 @@ export function splitPoint(n: number): number {
 }
 
 function isPowerOfTwo(n: number): boolean {
-  return n >= 1 && 2 ** Math.round(Math.log2(n)) === n;
+  // 32-bit operations only where they are exact.
+  return n >= 1 && (n < 2 ** 31 ? (n & (n - 1)) === 0 : 2 ** Math.round(Math.log2(n)) === n);
+}
+
+/** True when [lo, hi) is a single perfect subtree. */
+function isSubtree([lo, hi]: Range): boolean {
+  return lo % (hi - lo) === 0 && isPowerOfTwo(hi - lo);
 }
 
 /**
@@ -108,38 +114,39 @@ function firstSubtree(lo: number, hi: number): SubtreeRef {
  * proof's right edge is the tail of the second tree's), so such a tail is folded once.
  */
 function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
+  const count = ranges.length;
   const refs: SubtreeRef[] = [];
-  const known = ranges.map(([lo, hi]) => memo?.get(lo, hi));
-  const foldable = ranges.flatMap(([lo, hi], i) => (isPowerOfTwo(hi - lo) && lo % (hi - lo) === 0 ? [] : [i]));
-  const starts: number[] = [];
-  const ends: number[] = [];
-  const tails: (number | undefined)[] = [];
-  ranges.forEach(([lo, hi], i) => {
-    starts.push(refs.length);
-    let tail: number | undefined;
-    for (let at = lo; !known[i] && at < hi && tail === undefined; ) {
-      tail = at > lo ? foldable.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) : undefined;
-      if (tail === undefined) {
-        const ref = firstSubtree(at, hi);
-        refs.push(ref);
-        at += 2 ** ref.level;
-      }
+  const done = new Array<Uint8Array | undefined>(count);
+  const starts = new Array<number>(count);
+  const ends = new Array<number>(count);
+  const tails = new Array<number>(count).fill(-1);
+  // Only a range that is not one perfect subtree needs folding (and may be memoised or
+  // shared); a proof has at most one, its plan with the tree hashes a few.
+  const folded: number[] = [];
+  for (let i = 0; i < count; i++) if (!isSubtree(ranges[i]!)) folded.push(i);
+  const tailFor = (at: number, hi: number) => (folded.length > 1 ? folded.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) ?? -1 : -1);
+  for (let i = 0; i < count; i++) {
+    const [lo, hi] = ranges[i]!;
+    starts[i] = refs.length;
+    if (folded.includes(i)) done[i] = memo?.get(lo, hi);
+    for (let at = lo; !done[i] && at < hi; ) {
+      if (at > lo && (tails[i] = tailFor(at, hi)) >= 0) break;
+      const ref = firstSubtree(at, hi);
+      refs.push(ref);
+      at += 2 ** ref.level;
     }
-    ends.push(refs.length);
-    tails.push(tail);
-  });
+    ends[i] = refs.length;
+  }
   return {
     refs,
     finish(hashes) {
-      const done = [...known];
-      // A tail starts right of its range's start, so this recursion always ends.
       const hashOf = (i: number): Uint8Array => {
         let h = done[i];
         if (!h) {
-          const tail = tails[i];
-          h = foldRange(hashes, starts[i]!, ends[i]!, tail === undefined ? undefined : hashOf(tail));
-          if (foldable.includes(i)) memo?.set(ranges[i]![0], ranges[i]![1], h);
-          done[i] = h;
+          // A tail starts right of its range's start, so this recursion ends.
+          const tail = tails[i]! >= 0 ? hashOf(tails[i]!) : undefined;
+          h = done[i] = foldRange(hashes, starts[i]!, ends[i]!, tail);
+          if (folded.includes(i)) memo?.set(ranges[i]![0], ranges[i]![1], h);
         }
         return h;
       };
