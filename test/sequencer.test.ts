@@ -471,6 +471,26 @@ describe('crash between the lock swap and the tile writes', () => {
     ]);
   });
 
+  it('a public checkpoint that came back at an older version (it is swapped without fsync) is republished from the lock on open', async () => {
+    const dataDir = await tempDir();
+    const s = await openFaulty(dataDir);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => s.sequencer.submit(request('p1', i))));
+    const old = await Promise.all(['checkpoint', 'checkpoint.json'].map((f) => readFile(path.join(dataDir, 'log', f))));
+    await Promise.all(Array.from({ length: 70 }, (_, i) => s.sequencer.submit(request('p2', i))));
+    await s.sequencer.close();
+    // A power loss undid the last two swaps: the lock (synced) says 120, the public files 50.
+    await Promise.all(['checkpoint', 'checkpoint.json'].map((f, i) => writeFile(path.join(dataDir, 'log', f), old[i]!)));
+    expect(await publicSize(dataDir)).toBe(50);
+
+    const next = await openFaulty(dataDir);
+    expect(next.sequencer.checkpoint.size).toBe(120);
+    expect(await publicSize(dataDir)).toBe(120);
+    expect((await next.sequencer.submit(request('p3', 0))).seq).toBe(120);
+    await next.sequencer.close();
+    const audit = await auditLogDir(path.join(dataDir, 'log'), ORIGIN, next.signer.publicKey);
+    expect(audit.checkpoint.size).toBe(121);
+  });
+
   it('a sequencer that dies after staging but before the lock swap leaves no trace in the log', async () => {
     const dataDir = await tempDir();
     const s = await openFaulty(dataDir);

@@ -434,9 +434,12 @@ export class Sequencer {
   private async writePublicCheckpoint(c: PublishedCheckpoint): Promise<void> {
     // Two independent objects (each complete on its own), so they are swapped side by side.
     // A swap that succeeds keeps its version even if the other fails, so the retry matches.
+    // Neither needs to survive a power loss: the lock record holds the committed checkpoint
+    // durably, and open() publishes it again before anything is served.
+    const relaxed = { durable: false };
     const [json, note] = await Promise.allSettled([
-      this.opts.store.swap(CHECKPOINT_JSON_KEY, encodePublishedCheckpoint(c), this.checkpointVersions.json),
-      this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note),
+      this.opts.store.swap(CHECKPOINT_JSON_KEY, encodePublishedCheckpoint(c), this.checkpointVersions.json, relaxed),
+      this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note, relaxed),
     ]);
     if (json.status === 'fulfilled') this.checkpointVersions.json = json.value;
     if (note.status === 'fulfilled') this.checkpointVersions.note = note.value;

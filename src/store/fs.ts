@@ -12,6 +12,7 @@ import {
   type ObjectStore,
   type StoreStats,
   type StoredObject,
+  type SwapOptions,
   type VersionedObject,
   VersionConflictError,
   assertValidKey,
@@ -92,16 +93,17 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async swap(key: string, data: Uint8Array, expected: string | null): Promise<string> {
+  async swap(key: string, data: Uint8Array, expected: string | null, options: SwapOptions = {}): Promise<string> {
     const path = this.file(key);
+    const durable = this.fsync && options.durable !== false;
     await this.mkdirs(dirname(path));
     return this.withMutex(path, async () => {
       const current = await this.getVersioned(key);
       if ((current?.version ?? null) !== expected) throw new VersionConflictError(key);
-      const tmp = await this.writeTemp(path, data);
+      const tmp = await this.writeTemp(path, data, durable);
       this.stats.puts++;
       await fs.rename(tmp, path);
-      if (this.fsync) await syncDir(dirname(path));
+      if (durable) await syncDir(dirname(path));
       return contentVersion(data);
     });
   }
@@ -127,12 +129,12 @@ export class FsObjectStore implements ObjectStore {
     this.madeDirs.add(dir);
   }
 
-  private async writeTemp(path: string, data: Uint8Array): Promise<string> {
+  private async writeTemp(path: string, data: Uint8Array, durable = this.fsync): Promise<string> {
     const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     const fh = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
     try {
       await fh.writeFile(data);
-      if (this.fsync) await fh.sync();
+      if (durable) await fh.sync();
     } finally {
       await fh.close();
     }

@@ -38,6 +38,14 @@ export interface StoreStats {
   deletes: number;
 }
 
+export interface SwapOptions {
+  /**
+   * false: the swap is atomic but need not survive a power loss (the object may come back at
+   * its previous version), for objects the caller rebuilds on start. Default true.
+   */
+  readonly durable?: boolean;
+}
+
 /** Read access to a log's objects: a store, an HTTP origin or CDN, a mirror directory. */
 export interface ObjectReader {
   /** The object's bytes, or null if absent. */
@@ -55,7 +63,7 @@ export interface ObjectStore extends ObjectReader {
    * Replaces `key` only if its current version is `expected` (null: only if absent);
    * returns the new version or throws VersionConflictError.
    */
-  swap(key: string, data: Uint8Array, expected: string | null): Promise<string>;
+  swap(key: string, data: Uint8Array, expected: string | null, options?: SwapOptions): Promise<string>;
   delete(key: string): Promise<void>;
   readonly stats: StoreStats;
 }
