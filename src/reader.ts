@@ -73,30 +73,33 @@ function owned(data: Uint8Array): Uint8Array {
 
 export class LogReader {
   readonly stats: ReaderStats = { fetches: 0, hits: 0, hashTileReads: 0 };
-  private readonly cache: LRUCache<string, Cached>;
+  /** Full tiles and bundles. No TTL here: tracking one makes every lookup about twice as slow. */
+  private readonly full: LRUCache<string, Cached>;
+  /** Partial tiles and bundles of the right edge, each reused for a moment only. */
+  private readonly partial: LRUCache<string, Cached>;
   private readonly inflight = new Map<string, Promise<Cached>>();
-  private readonly partialTtl: number;
   private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
 
   constructor(
     readonly source: ObjectReader,
     options: LogReaderOptions = {},
   ) {
-    this.cache = new LRUCache({
-      maxSize: options.cacheBytes ?? 512 * 1024 * 1024,
-      sizeCalculation: (v) => v.retainedBytes + ENTRY_OVERHEAD_BYTES,
-    });
-    this.partialTtl = options.partialTtlMs ?? 1000;
+    const bytes = options.cacheBytes ?? 512 * 1024 * 1024;
+    const sizeCalculation = (v: Cached) => v.retainedBytes + ENTRY_OVERHEAD_BYTES;
+    // The right edge is a few objects per tree size; an eighth of the budget is plenty.
+    this.full = new LRUCache({ maxSize: bytes - Math.floor(bytes / 8), sizeCalculation });
+    this.partial = new LRUCache({ maxSize: Math.max(1, Math.floor(bytes / 8)), sizeCalculation, ttl: options.partialTtlMs ?? 1000 });
   }
 
-  /** Bytes the cache holds now (what it counts against `cacheBytes`). */
+  /** Bytes the caches hold now (what they count against `cacheBytes`). */
   get cachedBytes(): number {
-    return this.cache.calculatedSize;
+    return this.full.calculatedSize + this.partial.calculatedSize;
   }
 
   /** The cached object, or a promise of it once loaded (concurrent loads of one key are shared). */
   private cached<T extends Cached>(key: string, full: boolean, load: () => Promise<T>): Maybe<T> {
-    const hit = this.cache.get(key);
+    const cache = full ? this.full : this.partial;
+    const hit = cache.get(key);
     if (hit) {
       this.stats.hits++;
       return hit as T;
@@ -106,7 +109,7 @@ export class LogReader {
       this.stats.fetches++;
       p = load()
         .then((value) => {
-          this.cache.set(key, value, full ? {} : { ttl: this.partialTtl });
+          cache.set(key, value);
           return value;
         })
         .finally(() => this.inflight.delete(key));

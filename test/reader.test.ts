@@ -184,6 +184,21 @@ describe('LogReader', () => {
     expect(roomy.cachedBytes).toBeLessThan(2 * bytes);
   });
 
+  it('reuses the right edge’s partial tiles and bundles only for a moment, the full ones for good', async () => {
+    const reader = new LogReader(store, { partialTtlMs: 40 });
+    const fetchesFor = async (seq: number) => {
+      const before = reader.stats.fetches;
+      await reader.entryWithProof(seq, N);
+      return reader.stats.fetches - before;
+    };
+    expect(await fetchesFor(N - 1)).toBeGreaterThan(0);
+    expect(await fetchesFor(N - 1)).toBe(0);
+    expect(await fetchesFor(100)).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await fetchesFor(100)).toBe(0);
+    expect(await fetchesFor(N - 1)).toBeGreaterThanOrEqual(3); // two partial bundles and the partial level-0 tile, again
+  });
+
   it('still refuses an entry whose bundle or tile bytes were flipped', async () => {
     const flip = (kind: 'entries' | 0, index: number, at: number) => {
       const file = join(dir, 'log', tilePath({ kind, index, width: 256 }));
