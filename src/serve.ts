@@ -42,9 +42,9 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
   const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, unhealthy: () => backend.unhealthy() });
   const control = cfg.enterprise
     ? await mountControlPlane(app, {
-        submit: (req) => {
-          if (!ledger.submit) throw new ConfigError('the enterprise control plane needs a log that accepts entries');
-          return ledger.submit(req);
+        submit: (req, onCommitted) => {
+          if (!backend.sequencer) throw new ConfigError('the enterprise control plane needs a log that accepts entries');
+          return backend.sequencer.submit(req, onCommitted);
         },
         reader: ledger.reader,
         checkpoint: () => ledger.checkpoint(),

@@ -12,7 +12,7 @@ import { RightEdge } from '../src/sequencer/edge.js';
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 
 function item(request: AnchorRequest, refused: Error[]): PoolItem<number> {
-  return { request, enqueued: 0, sequenced: undefined, resolve: () => undefined, reject: (e) => refused.push(e) };
+  return { request, enqueued: 0, onCommitted: undefined, sequenced: undefined, resolve: () => undefined, reject: (e) => refused.push(e) };
 }
 
 const tipOf = (edge: RightEdge, floorMs = 0) => ({ size: edge.size, lastEntryHash: edge.lastEntryHash, floorMs });

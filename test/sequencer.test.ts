@@ -471,6 +471,28 @@ describe('crash between the lock swap and the tile writes', () => {
     ]);
   });
 
+  it('onCommitted hears each entry\'s final place after the lock swap, before its receipt; never for a batch that did not commit', async () => {
+    const dataDir = await tempDir();
+    const s = await openFaulty(dataDir);
+    let failNext = true;
+    s.lock.beforeSwap = () => {
+      if (!failNext) return null;
+      failNext = false;
+      return Promise.reject(new Error('lock store unavailable'));
+    };
+    const heard: { seq: number; hash: string; lockSize: number }[] = [];
+    const receipts = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        s.sequencer.submit(request('c1', i), (seq, hash) => heard.push({ seq, hash: hex(hash), lockSize: s.lock.installed.at(-1)!.size })),
+      ),
+    );
+    await s.sequencer.close();
+    // The first attempt failed before the commit: nothing was heard from it; the retry was.
+    expect(heard.map((h) => h.seq)).toEqual(receipts.map((r) => r.seq));
+    expect(heard.map((h) => h.hash)).toEqual(receipts.map((r) => hex(r.entryHash)));
+    expect(heard.every((h) => h.lockSize === 30)).toBe(true);
+  });
+
   it('a public checkpoint that came back at an older version (it is swapped without fsync) is republished from the lock on open', async () => {
     const dataDir = await tempDir();
     const s = await openFaulty(dataDir);

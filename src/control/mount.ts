@@ -27,7 +27,8 @@ import { ControlSigner } from './signing.js';
 /** What the control plane needs from the ledger it records its decisions in. */
 export interface ControlDeps {
   /** Appends an entry (policy_evaluation, access_decision, key_epoch, …) and resolves once it is published. */
-  submit(request: AnchorRequest): Promise<AnchorReceipt>;
+  /** Anchors an entry; `onCommitted` hears its place once its batch is committed (see Sequencer.submit). */
+  submit(request: AnchorRequest, onCommitted?: (seq: number, entryHash: Uint8Array) => void): Promise<AnchorReceipt>;
   readonly reader: LogReader;
   checkpoint(): PublishedCheckpoint;
   /** Directory for the control plane's own state (keys, epochs, audit events, policies). */

@@ -1,7 +1,10 @@
 // Every decision the control plane makes is recorded twice: its record's digest is anchored
 // in the ledger (through the same sequencer as every other entry, resolving once a published
 // checkpoint includes it), and the record itself goes into the signed audit stream together
-// with the ledger entry id. Records never contain secrets: no tokens, no DEKs, no KEKs.
+// with the ledger entry id. The audit event is written as soon as the entry's batch is
+// committed (its id is final and it is published even across a crash), alongside the
+// checkpoint's publication rather than after it. Records never contain secrets: no tokens,
+// no DEKs, no KEKs.
 import { anchorRequest } from '../anchor.js';
 import { entryId } from '../entry.js';
 import type { AnchorReceipt } from '../sequencer/sequencer.js';
@@ -45,9 +48,13 @@ export class Recorder {
 
   private async recordNow(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
     const digest = recordDigest(record);
-    const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }));
+    let audited: Promise<AuditEvent> | undefined;
+    const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }), (seq, hash) => {
+      audited = this.audit.append(type, record, digest, entryId(seq, hash));
+      audited.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    });
     const ledgerEntryId = entryId(receipt.seq, receipt.entryHash);
-    const event = await this.audit.append(type, record, digest, ledgerEntryId);
+    const event = await (audited ?? this.audit.append(type, record, digest, ledgerEntryId));
     return { digest, ledgerEntryId, receipt, event };
   }
 

@@ -24,7 +24,9 @@ export interface PoolItem<R> {
   readonly request: AnchorRequest;
   /** When it was accepted (ms, the sequencer's clock). */
   readonly enqueued: number;
-  sequenced?: Sequenced;
+  /** Told the entry's final place once its batch is committed (before it is published). */
+  readonly onCommitted: ((seq: number, entryHash: Uint8Array) => void) | undefined;
+  sequenced: Sequenced | undefined;
   resolve(r: R): void;
   reject(e: Error): void;
 }

@@ -206,13 +206,17 @@ export class Sequencer {
     this.publishedListeners.push(fn);
   }
 
-  /** Queues a request; resolves once its entry is in a published checkpoint. */
-  submit(request: AnchorRequest): Promise<AnchorReceipt> {
+  /**
+   * Queues a request; resolves once its entry is in a published checkpoint. `onCommitted`
+   * hears of the entry's place as soon as its batch is committed (from then on it is
+   * published even across a crash), so callers can record it while the checkpoint is written.
+   */
+  submit(request: AnchorRequest, onCommitted?: (seq: number, entryHash: Uint8Array) => void): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     return new Promise<AnchorReceipt>((resolve, reject) => {
-      this.pool.add({ request, enqueued: this.now(), sequenced: undefined, resolve, reject });
+      this.pool.add({ request, enqueued: this.now(), onCommitted, sequenced: undefined, resolve, reject });
       this.schedule();
     });
   }
@@ -284,9 +288,23 @@ export class Sequencer {
     const fromSize = this.committed.size;
     const started = performance.now();
     let prepared: Prepared | undefined;
+    let announced = false;
+    // Tells each request its place once the lock holds the batch (the commit point).
+    const announce = () => {
+      if (announced || !prepared) return;
+      announced = true;
+      const hashes = prepared.result.entryHashes;
+      batch.forEach((p, i) => {
+        try {
+          p.onCommitted?.(fromSize + i, hashes[i]!);
+        } catch (e) {
+          this.logError('an onCommitted callback failed', e);
+        }
+      });
+    };
     try {
       prepared = await this.prepare(batch);
-      await this.commit(prepared);
+      await this.commit(prepared, announce);
     } catch (e) {
       if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the log (${(e as Error).message}); this sequencer stopped so the log cannot fork`), batch);
       this.logError('batch failed; resynchronising from storage', e);
@@ -303,6 +321,7 @@ export class Sequencer {
       }
       // The lock held our batch and recover() re-applied it from staging.
     }
+    announce();
     this.unpublished.push({ fromSize, batch, entries: prepared.entries, entryHashes: prepared.result.entryHashes, started });
     for (const t of prepared.result.tiles.all()) this.unpublishedTiles.add(t);
     try {
@@ -330,7 +349,7 @@ export class Sequencer {
   }
 
   /** Stages, commits in the lock, and writes the tiles of a prepared batch. */
-  private async commit({ result, checkpoint, canonicals }: Prepared): Promise<void> {
+  private async commit({ result, checkpoint, canonicals }: Prepared, committed: () => void): Promise<void> {
     const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
     await this.opts.staging.createAll([{ key: stagedKey, data: encodeBundle(canonicals) }]);
     const state: LockState = {
@@ -341,6 +360,7 @@ export class Sequencer {
       staged: { key: stagedKey, fromSize: this.committed.size, fromRoot: toHex(this.committed.root) },
     };
     this.lockVersion = await this.opts.lock.swap(this.lockVersion, state);
+    committed();
     await this.apply(result, checkpoint, stagedKey);
   }
 
