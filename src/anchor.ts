@@ -87,12 +87,15 @@ export function anchorRequest(
   return req;
 }
 
-/** The canonical entry for a request integrated at `timestamp`; absent fields are omitted. */
-export function buildEntry(req: AnchorRequest, timestamp: string): CanonicalEntry {
+/**
+ * The canonical entry for a request integrated at `timestamp`; absent fields are omitted.
+ * `artId` is the request's artifact id when already computed (it is a function of the request).
+ */
+export function buildEntry(req: AnchorRequest, timestamp: string, artId?: string): CanonicalEntry {
   const e: CanonicalEntry = { v: 1, type: req.type, result: req.result, digest: req.digest, timestamp };
   if (req.artifact !== undefined) {
     e.artifact = req.artifact;
-    e.artifactId = artifactId(req.artifact, req.scope);
+    e.artifactId = artId ?? artifactId(req.artifact, req.scope);
   }
   if (req.scope !== undefined) e.scope = req.scope;
   if (req.tenant !== undefined) e.tenant = req.tenant;

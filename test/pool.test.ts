@@ -1,110 +1,123 @@
-// The sequencing pool: requests get their place (seq, entry, entry_hash, leaf hash) as they
-// arrive, chained exactly as RightEdge.append would chain them; a request that cannot be an
-// entry is refused alone; a failed batch put back is sequenced again from the reloaded edge.
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
-import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
+// Sequencing ahead of the batch: runs of requests get their places (seq, entry, entry_hash,
+// leaf hash) chained exactly as RightEdge.append would chain them, in the sequencing worker;
+// a request that cannot be an entry is refused alone; a failed batch put back is sequenced
+// again from the reloaded edge.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type AnchorRequest, anchorRequest, buildEntry } from '../src/anchor.js';
 import { ZERO_HASH, canonicalEntryBytes } from '../src/entry.js';
-import { bytesEqual, leafHash } from '../src/hash.js';
-import { type PoolItem, SequencingPool } from '../src/sequencer/pool.js';
+import { HASH_SIZE, bytesEqual, leafHash } from '../src/hash.js';
 import { RightEdge } from '../src/sequencer/edge.js';
+import { type PoolItem, SequencingPool } from '../src/sequencer/pool.js';
+import { sequenceRun } from '../src/sequencer/sequencing.js';
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
+const req = (i: number, artifact?: string): AnchorRequest => anchorRequest('ledger_anchor', 'Anchored', digest(i), artifact ? { artifact, scope: 'ci' } : {});
+const huge = (i: number): AnchorRequest => ({ ...req(i), artifact: 'x'.repeat(70_000) });
 
-function item(request: AnchorRequest, refused: Error[]): PoolItem<number> {
+function item(request: AnchorRequest, refused: Error[] = []): PoolItem<number> {
   return { request, enqueued: 0, onCommitted: undefined, sequenced: undefined, resolve: () => undefined, reject: (e) => refused.push(e) };
 }
 
 const tipOf = (edge: RightEdge, floorMs = 0) => ({ size: edge.size, lastEntryHash: edge.lastEntryHash, floorMs });
 
-describe('SequencingPool', () => {
-  it('sequences on arrival, up to one batch ahead, chained as the edge chains them', async () => {
-    let clock = 1_000;
-    const pool = new SequencingPool<number>(() => clock, 5);
-    pool.reset({ size: 0, lastEntryHash: ZERO_HASH, floorMs: 0 });
-    const refused: Error[] = [];
-    const items = Array.from({ length: 8 }, (_, i) => item(anchorRequest('ledger_anchor', 'Anchored', digest(i), { artifact: `a${i}` }), refused));
-    items.slice(0, 3).forEach((p) => pool.add(p));
-    await nextTurn();
-    expect(items.slice(0, 3).map((p) => p.sequenced?.seq)).toEqual([0, 1, 2]);
-    clock = 500; // the clock steps back: timestamps must not
-    items.slice(3).forEach((p) => pool.add(p));
-    await nextTurn();
-    // Five (the lookahead) sequenced, the rest wait for the batch that takes them.
-    expect(items.map((p) => p.sequenced?.seq)).toEqual([0, 1, 2, 3, 4, undefined, undefined, undefined]);
-    expect(items[4]!.sequenced!.entry.timestamp).toBe(new Date(1_000).toISOString());
+/** Appends taken items through appendHashed, checked against a plain append of the same entries. */
+function appendBoth(edge: RightEdge, items: PoolItem<number>[]) {
+  const placed = items.map((p) => p.sequenced!);
+  const hashed = edge.appendHashed(
+    placed.map((s) => s.canonical),
+    placed.map((s) => s.entryHash),
+    placed.map((s) => s.leafHash),
+  );
+  const plain = edge.append(placed.map((s) => s.canonical));
+  expect(bytesEqual(hashed.root, plain.root)).toBe(true);
+  expect(placed.every((s, i) => bytesEqual(s.entryHash, plain.entryHashes[i]!) && bytesEqual(s.leafHash, leafHash(s.entryHash)))).toBe(true);
+  expect(placed.every((s) => bytesEqual(s.canonical, canonicalEntryBytes(s.entry)))).toBe(true);
+  return hashed.edge;
+}
 
-    const first = pool.take(5);
-    const edge = RightEdge.empty();
-    const byAppend = edge.append(first.map((p) => p.sequenced!.canonical));
-    const placed = first.map((p) => p.sequenced!);
-    expect(placed.every((s, i) => bytesEqual(s.entryHash, byAppend.entryHashes[i]!) && bytesEqual(s.leafHash, leafHash(s.entryHash)))).toBe(true);
-    expect(placed.every((s) => bytesEqual(s.canonical, canonicalEntryBytes(s.entry)))).toBe(true);
-    const viaHashes = edge.appendHashed(
-      placed.map((s) => s.canonical),
-      placed.map((s) => s.entryHash),
-      placed.map((s) => s.leafHash),
-    );
-    expect(bytesEqual(viaHashes.root, byAppend.root)).toBe(true);
+describe('sequenceRun', () => {
+  it('chains from the given state, one timestamp per run that never goes back, refusing oversize entries alone', () => {
+    const edge = RightEdge.empty().append([canonicalEntryBytes(buildEntry(req(0), '2026-01-01T00:00:00.000Z'))]).edge;
+    const run = sequenceRun([req(1, 'a.tar'), huge(2), req(3)], { next: 1, prior: edge.lastEntryHash, lastMs: 5_000 }, 4_000);
+    expect(run.timestamp).toBe(new Date(5_000).toISOString());
+    expect(run.refused).toEqual([false, true, false]);
+    expect(run.artifactIds).toEqual([buildEntry(req(1, 'a.tar'), run.timestamp).artifactId, undefined]);
+    const canonicals = [0, 1].map((k) => run.canonicals.subarray(k === 0 ? 0 : run.ends[k - 1]!, run.ends[k]!));
+    expect(canonicals.map((c) => Buffer.from(c).toString())).toEqual([req(1, 'a.tar'), req(3)].map((r) => Buffer.from(canonicalEntryBytes(buildEntry(r, run.timestamp))).toString()));
+    const plain = edge.append(canonicals);
+    expect(bytesEqual(run.entryHashes, Buffer.concat(plain.entryHashes))).toBe(true);
+    expect(bytesEqual(run.leafHashes, Buffer.concat(plain.entryHashes.map(leafHash)))).toBe(true);
+    expect(run.state.next).toBe(3);
+    expect(bytesEqual(run.state.prior, run.entryHashes.subarray(HASH_SIZE))).toBe(true);
+  });
+});
 
-    const rest = pool.take(5);
-    expect(rest.map((p) => p.sequenced!.seq)).toEqual([5, 6, 7]);
-    const next = byAppend.edge.appendHashed(
-      rest.map((p) => p.sequenced!.canonical),
-      rest.map((p) => p.sequenced!.entryHash),
-      rest.map((p) => p.sequenced!.leafHash),
-    );
-    expect(bytesEqual(next.root, byAppend.edge.append(rest.map((p) => p.sequenced!.canonical)).root)).toBe(true);
-    expect(refused).toEqual([]);
-    expect(pool.length).toBe(0);
+describe('SequencingPool (worker thread)', () => {
+  const pools: SequencingPool<number>[] = [];
+  const open = (lookahead: number, now = () => 1_000) => {
+    const p = new SequencingPool<number>(now, lookahead);
+    pools.push(p);
+    return p;
+  };
+  afterEach(async () => {
+    await Promise.all(pools.splice(0).map((p) => p.close()));
   });
 
-  it('refuses a batch sequenced from another edge', () => {
-    const pool = new SequencingPool<number>(() => 0, 10);
-    pool.reset({ size: 0, lastEntryHash: ZERO_HASH, floorMs: 0 });
-    const p = item(anchorRequest('ledger_anchor', 'Anchored', digest(1)), []);
-    pool.add(p);
-    const [taken] = pool.take(1);
-    const other = RightEdge.empty().append([canonicalEntryBytes({ v: 1, type: 't', result: 'r', digest: digest(9), timestamp: 'x' })]).edge;
-    const s = taken!.sequenced!;
-    expect(() => other.appendHashed([s.canonical], [s.entryHash], [s.leafHash])).toThrow(/not chained/);
-  });
-
-  it('refuses an entry too large for a bundle alone, and keeps the others in order', async () => {
-    const pool = new SequencingPool<number>(() => 0, 10);
-    pool.reset({ size: 7, lastEntryHash: ZERO_HASH, floorMs: 0 });
-    const refused: Error[] = [];
-    const huge = { ...anchorRequest('ledger_anchor', 'Anchored', digest(2)), artifact: 'x'.repeat(70_000) };
-    const items = [anchorRequest('ledger_anchor', 'Anchored', digest(1)), huge, anchorRequest('ledger_anchor', 'Anchored', digest(3))].map((r) => item(r, refused));
+  it('takes batches sequenced in arrival order and chained across batches', async () => {
+    const pool = open(5);
+    pool.reset(tipOf(RightEdge.empty()));
+    const items = Array.from({ length: 12 }, (_, i) => item(req(i, i % 2 ? `b${i}` : undefined)));
     items.forEach((p) => pool.add(p));
-    await nextTurn();
+    const first = await pool.take(5);
+    expect(first.map((p) => p.sequenced!.seq)).toEqual([0, 1, 2, 3, 4]);
+    let edge = appendBoth(RightEdge.empty(), first);
+    const rest = await pool.take(100);
+    expect(rest.map((p) => p.request.digest)).toEqual(items.slice(5).map((p) => p.request.digest));
+    expect(rest.map((p) => p.sequenced!.seq)).toEqual([5, 6, 7, 8, 9, 10, 11]);
+    edge = appendBoth(edge, rest);
+    expect(edge.size).toBe(12);
+    expect(pool.length).toBe(0);
+    expect(await pool.take(10)).toEqual([]);
+  });
+
+  it('refuses an entry too large for a bundle alone and keeps the others in order', async () => {
+    const pool = open(10);
+    pool.reset({ size: 0, lastEntryHash: ZERO_HASH, floorMs: 0 });
+    const refused: Error[] = [];
+    [req(1), huge(2), req(3)].forEach((r) => pool.add(item(r, refused)));
+    const batch = await pool.take(10);
     expect(refused.map((e) => e.message)).toEqual(['canonical entry exceeds 65,535 bytes']);
-    expect(pool.length).toBe(2);
-    expect(pool.take(10).map((p) => [p.request.digest, p.sequenced!.seq])).toEqual([
-      [digest(1), 7],
-      [digest(3), 8],
+    expect(batch.map((p) => [p.request.digest, p.sequenced!.seq])).toEqual([
+      [digest(1), 0],
+      [digest(3), 1],
     ]);
+    appendBoth(RightEdge.empty(), batch);
   });
 
   it('a batch put back is sequenced again from the reloaded edge, ahead of later arrivals', async () => {
-    const pool = new SequencingPool<number>(() => 5_000, 10);
-    const edge = RightEdge.empty().append([canonicalEntryBytes({ v: 1, type: 't', result: 'r', digest: digest(0), timestamp: 'x' })]).edge;
+    const pool = open(10, () => 5_000);
     pool.reset(tipOf(RightEdge.empty()));
-    const items = [1, 2, 3].map((i) => item(anchorRequest('ledger_anchor', 'Anchored', digest(i)), []));
-    items.forEach((p) => pool.add(p));
-    const batch = pool.take(2);
+    [1, 2, 3].forEach((i) => pool.add(item(req(i))));
+    const batch = await pool.take(2);
     expect(batch.map((p) => p.sequenced!.seq)).toEqual([0, 1]);
     // Storage turned out to hold one more leaf (and a later checkpoint time) than we had.
+    const edge = RightEdge.empty().append([canonicalEntryBytes(buildEntry(req(0), 'x'))]).edge;
     pool.putBack(batch, tipOf(edge, 9_000));
-    const again = pool.take(3);
+    const again = await pool.take(3);
     expect(again.map((p) => p.request.digest)).toEqual([digest(1), digest(2), digest(3)]);
     expect(again.map((p) => p.sequenced!.seq)).toEqual([1, 2, 3]);
     expect(again[0]!.sequenced!.entry.timestamp).toBe(new Date(9_000).toISOString());
-    const r = edge.appendHashed(
-      again.map((p) => p.sequenced!.canonical),
-      again.map((p) => p.sequenced!.entryHash),
-      again.map((p) => p.sequenced!.leafHash),
-    );
-    expect(r.edge.size).toBe(4);
+    appendBoth(edge, again);
+    // A batch sequenced from another edge is refused by the edge itself.
+    const s = again[0]!.sequenced!;
+    expect(() => RightEdge.empty().appendHashed([s.canonical], [s.entryHash], [s.leafHash])).toThrow(/not chained/);
+  });
+
+  it('after close, taking fails', async () => {
+    const pool = open(10);
+    pool.reset(tipOf(RightEdge.empty()));
+    pool.add(item(req(1)));
+    await pool.close();
+    await expect(pool.take(1)).rejects.toThrow(/closed/);
   });
 });

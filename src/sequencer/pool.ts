@@ -1,15 +1,19 @@
-// The pool of accepted anchors, sequenced as they arrive: each request gets its place in the
-// log (seq), its canonical entry, entry_hash (chained to the one before) and leaf hash on the
-// first turn of the event loop after it is submitted. A batch then only builds tiles, signs
-// and writes, so the hashing of the next batch overlaps the writes of the current one instead
-// of adding to every anchor's wait.
+// The pool of accepted anchors, sequenced ahead of their batch: each request gets its place
+// in the log (seq), its canonical entry, entry_hash (chained to the one before) and leaf hash
+// from a worker thread (src/sequencer/sequencing-worker.ts), up to one batch ahead. A batch
+// then only builds tiles, signs and writes, while the next one is being hashed on the other
+// core.
 //
 // Places are provisional until a batch commits: after a failed batch the sequencer reloads
 // its edge from storage, and every waiting request (the failed batch back at the front) is
-// sequenced again from there, so a place is never taken from a stale edge.
+// sequenced again from there, so a place is never taken from a stale edge. Runs sequenced
+// before such a reset are told apart by their epoch and dropped.
+import { Worker } from 'node:worker_threads';
 import { type AnchorRequest, buildEntry } from '../anchor.js';
-import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
-import { leafHash } from '../hash.js';
+import type { CanonicalEntry } from '../entry.js';
+import { HASH_SIZE } from '../hash.js';
+import type { SequencedRun } from './sequencing.js';
+import type { ToWorker } from './sequencing-worker.js';
 
 /** An accepted request's place in the log. */
 export interface Sequenced {
@@ -31,7 +35,7 @@ export interface PoolItem<R> {
   reject(e: Error): void;
 }
 
-/** The end of the sequenced log: the next seq, its prior entry_hash, the timestamp floor. */
+/** The end of the committed log: the next seq, its prior entry_hash, the timestamp floor. */
 export interface Tip {
   readonly size: number;
   readonly lastEntryHash: Uint8Array;
@@ -39,26 +43,35 @@ export interface Tip {
   readonly floorMs: number;
 }
 
-/** Entries sequenced per event-loop turn, so sequencing a burst never stalls I/O for long. */
-const CHUNK = 2048;
+/** Requests per message to the worker. */
+const RUN = 4096;
+
+interface InFlight<R> {
+  readonly items: PoolItem<R>[];
+}
 
 export class SequencingPool<R> {
   private items: PoolItem<R>[] = [];
-  /** items[0 .. sequenced) have their place. */
-  private sequenced = 0;
-  private next = 0;
-  private prior: Uint8Array = new Uint8Array(32);
+  /** items[0 .. sent) are sequenced or on their way to the worker. */
+  private sent = 0;
+  private inFlight: InFlight<R>[] = [];
+  private epoch = 0;
   private lastMs = 0;
-  private scheduled = false;
+  private pumpScheduled = false;
+  private waiters: (() => void)[] = [];
+  private failure: Error | undefined;
+  private readonly worker: Worker;
 
-  /**
-   * `lookahead`: requests sequenced ahead of a batch (the next batch's worth): their entries
-   * are built early, so a deeper pool would only keep more of them alive for longer.
-   */
+  /** `lookahead`: requests sequenced ahead of their batch (one batch's worth). */
   constructor(
     private readonly now: () => number,
     private readonly lookahead: number,
-  ) {}
+  ) {
+    this.worker = startWorker();
+    this.worker.on('message', (m: { epoch: number; run: SequencedRun }) => this.received(m.epoch, m.run));
+    this.worker.on('error', (e) => this.stop(new Error(`the sequencing worker failed: ${e.message}`)));
+    this.worker.on('exit', () => this.stop(new Error('the sequencing worker exited')));
+  }
 
   get length(): number {
     return this.items.length;
@@ -71,16 +84,32 @@ export class SequencingPool<R> {
 
   add(item: PoolItem<R>): void {
     this.items.push(item);
-    this.schedule();
+    // Requests arriving in the same turn of the event loop travel together.
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
+      setImmediate(() => {
+        this.pumpScheduled = false;
+        this.pump(0);
+      });
+    }
   }
 
-  /** Removes and returns up to `n` requests from the front, every one sequenced. */
-  take(n: number): PoolItem<R>[] {
-    const batch = this.items.splice(0, n);
-    const rejected = this.sequenceItems(batch, 0, batch.length);
-    this.sequenced = Math.max(0, this.sequenced - batch.length);
-    this.schedule();
-    return rejected > 0 ? batch.filter((p) => p.sequenced !== undefined) : batch;
+  /** Removes and returns up to `n` requests from the front once every one is sequenced. */
+  async take(n: number): Promise<PoolItem<R>[]> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      const m = Math.min(n, this.items.length);
+      if (m === 0) return [];
+      // Runs come back in order, so the m-th sequenced means all before it are too.
+      if (this.items[m - 1]!.sequenced) {
+        const batch = this.items.splice(0, m);
+        this.sent -= m;
+        this.pump(0);
+        return batch;
+      }
+      this.pump(m);
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
   }
 
   /** Puts a batch that did not commit back at the front; every request is sequenced again from `tip`. */
@@ -91,58 +120,100 @@ export class SequencingPool<R> {
 
   /** Forgets every place (the log's edge was reloaded) and sequences again from `tip`. */
   reset(tip: Tip): void {
+    this.epoch++;
+    this.inFlight = [];
+    this.sent = 0;
     for (const p of this.items) p.sequenced = undefined;
-    this.sequenced = 0;
-    this.next = tip.size;
-    this.prior = tip.lastEntryHash;
     this.lastMs = Math.max(this.lastMs, tip.floorMs);
-    this.schedule();
+    this.post({ kind: 'reset', state: { next: tip.size, prior: tip.lastEntryHash, lastMs: this.lastMs } });
+    this.pump(0);
   }
 
   /** Removes every request (to reject them). */
   drain(): PoolItem<R>[] {
-    this.sequenced = 0;
-    return this.items.splice(0);
+    this.epoch++;
+    this.inFlight = [];
+    this.sent = 0;
+    const all = this.items.splice(0);
+    this.wake();
+    return all;
   }
 
-  /** Sequences the next chunk on a later turn, until every request has its place. */
-  private schedule(): void {
-    if (this.scheduled || this.sequenced >= this.items.length || this.items.length >= this.lookahead) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const from = this.sequenced;
-      const to = Math.min(from + CHUNK, this.items.length, this.lookahead);
-      if (this.sequenceItems(this.items, from, to) > 0) {
-        const before = this.items.length;
-        this.items = this.items.filter((p, i) => i < from || i >= to || p.sequenced !== undefined);
-        this.sequenced = to - (before - this.items.length);
-      } else this.sequenced = to;
-      this.schedule();
-    });
+  /** Stops the worker; the pool accepts nothing more. */
+  async close(): Promise<void> {
+    this.failure ??= new Error('the sequencing pool is closed');
+    this.wake();
+    await this.worker.terminate();
   }
 
-  /** Sequences items[from, to) that are not yet; a request that cannot be an entry is rejected alone. */
-  private sequenceItems(items: PoolItem<R>[], from: number, to: number): number {
-    // One timestamp per turn: never decreasing along the log (DESIGN.md §1.5).
-    this.lastMs = Math.max(this.now(), this.lastMs);
-    const timestamp = new Date(this.lastMs).toISOString();
-    let rejected = 0;
-    for (let i = from; i < to; i++) {
-      const p = items[i]!;
-      if (p.sequenced) continue;
-      const entry = buildEntry(p.request, timestamp);
-      const canonical = canonicalEntryBytes(entry);
-      if (canonical.length > MAX_CANONICAL_ENTRY_BYTES) {
-        p.reject(new RangeError('canonical entry exceeds 65,535 bytes'));
-        rejected++;
-        continue;
-      }
-      const hash = entryHash(this.next, canonical, this.prior);
-      p.sequenced = { seq: this.next, entry, canonical, entryHash: hash, leafHash: leafHash(hash) };
-      this.next++;
-      this.prior = hash;
+  /** Sends requests to the worker: one batch ahead, and at least the first `atLeast`. */
+  private pump(atLeast: number): void {
+    if (this.failure) return;
+    const target = Math.min(this.items.length, Math.max(this.lookahead, atLeast));
+    while (this.sent < target) {
+      const items = this.items.slice(this.sent, Math.min(target, this.sent + RUN));
+      this.sent += items.length;
+      this.inFlight.push({ items });
+      this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), requests: items.map((p) => p.request) });
     }
-    return rejected;
+  }
+
+  private received(epoch: number, run: SequencedRun): void {
+    if (epoch !== this.epoch) return; // sequenced before a reset: dropped
+    const { items } = this.inFlight.shift()!;
+    this.lastMs = Math.max(this.lastMs, run.state.lastMs);
+    const first = run.state.next - run.ends.length;
+    let k = 0;
+    let refused = 0;
+    items.forEach((p, i) => {
+      if (run.refused[i]) {
+        refused++;
+        p.reject(new RangeError('canonical entry exceeds 65,535 bytes'));
+        return;
+      }
+      const start = k === 0 ? 0 : run.ends[k - 1]!;
+      p.sequenced = {
+        seq: first + k,
+        entry: buildEntry(p.request, run.timestamp, run.artifactIds[k]),
+        canonical: run.canonicals.subarray(start, run.ends[k]!),
+        entryHash: run.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
+        leafHash: run.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
+      };
+      k++;
+    });
+    if (refused > 0) {
+      const gone = new Set(items.filter((_, i) => run.refused[i]));
+      this.items = this.items.filter((p) => !gone.has(p));
+      this.sent -= refused;
+    }
+    this.wake();
+  }
+
+  private post(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private stop(e: Error): void {
+    this.failure ??= e;
+    this.wake();
   }
 }
+
+/** The worker runs the compiled module; from TypeScript sources (tests, benches) through tsx's loader. */
+function startWorker(): Worker {
+  let worker: Worker;
+  if (import.meta.url.endsWith('.ts')) {
+    const module = new URL('./sequencing-worker.ts', import.meta.url).href;
+    const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(module)}); })`;
+    worker = new Worker(boot, { eval: true });
+  } else {
+    worker = new Worker(new URL('./sequencing-worker.js', import.meta.url));
+  }
+  worker.unref();
+  return worker;
+}
+

@@ -165,15 +165,20 @@ export class Sequencer {
   static async open(opts: SequencerOptions): Promise<Sequencer> {
     if (opts.signer.name !== opts.origin) throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
     const s = new Sequencer(opts);
-    await s.recover(true);
-    s.pool.reset(s.tip());
-    // A brand-new log has no public checkpoint until its first one is cosigned.
-    const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;
-    for (;;) {
-      await s.publishCommitted();
-      if (s.published) return s;
-      if (Date.now() > deadline) throw new SequencerStoppedError('no checkpoint could be published: the witness policy was not met');
-      await sleep(RETRY_DELAY_MS);
+    try {
+      await s.recover(true);
+      s.pool.reset(s.tip());
+      // A brand-new log has no public checkpoint until its first one is cosigned.
+      const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;
+      for (;;) {
+        await s.publishCommitted();
+        if (s.published) return s;
+        if (Date.now() > deadline) throw new SequencerStoppedError('no checkpoint could be published: the witness policy was not met');
+        await sleep(RETRY_DELAY_MS);
+      }
+    } catch (e) {
+      await s.pool.close();
+      throw e;
     }
   }
 
@@ -243,6 +248,7 @@ export class Sequencer {
     this.unpublished = [];
     const err = new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart');
     for (const p of left) p.reject(err);
+    await this.pool.close();
   }
 
   private schedule(): void {
@@ -276,12 +282,16 @@ export class Sequencer {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const batch = this.pool.take(this.maxBatch);
-    if (batch.length === 0) return this.schedule();
-    this.running = this.integrate(batch).finally(() => {
-      this.running = undefined;
-      this.schedule();
-    });
+    this.running = this.pool
+      .take(this.maxBatch)
+      .then(
+        (batch) => (batch.length > 0 ? this.integrate(batch) : undefined),
+        (e: unknown) => this.fail(new SequencerStoppedError(`sequencing failed: ${(e as Error).message}`), []),
+      )
+      .finally(() => {
+        this.running = undefined;
+        this.schedule();
+      });
   }
 
   private async integrate(batch: Pending[]): Promise<void> {
@@ -503,6 +513,7 @@ export class Sequencer {
     this.unpublished = [];
     for (const p of [...batch, ...waiting, ...this.pool.drain()]) p.reject(err);
     if (this.timer) clearTimeout(this.timer);
+    void this.pool.close();
   }
 
   /** Reads the lock, re-applies a staged batch, loads and verifies the right edge. */
