@@ -7,7 +7,7 @@ import { type AnchorRequest, anchorRequest, buildEntry } from '../src/anchor.js'
 import { ZERO_HASH, canonicalEntryBytes } from '../src/entry.js';
 import { HASH_SIZE, bytesEqual, leafHash } from '../src/hash.js';
 import { RightEdge } from '../src/sequencer/edge.js';
-import { type PoolItem, SequencingPool } from '../src/sequencer/pool.js';
+import { type PoolItem, SequencingPool, placed } from '../src/sequencer/pool.js';
 import { sequenceRun } from '../src/sequencer/sequencing.js';
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
@@ -22,16 +22,16 @@ const tipOf = (edge: RightEdge, floorMs = 0) => ({ size: edge.size, lastEntryHas
 
 /** Appends taken items through appendHashed, checked against a plain append of the same entries. */
 function appendBoth(edge: RightEdge, items: PoolItem<number>[]) {
-  const placed = items.map((p) => p.sequenced!);
+  const places = items.map((p) => placed(p.request, p.sequenced!));
   const hashed = edge.appendHashed(
-    placed.map((s) => s.canonical),
-    placed.map((s) => s.entryHash),
-    placed.map((s) => s.leafHash),
+    places.map((s) => s.canonical),
+    places.map((s) => s.entryHash),
+    places.map((s) => s.leafHash),
   );
-  const plain = edge.append(placed.map((s) => s.canonical));
+  const plain = edge.append(places.map((s) => s.canonical));
   expect(bytesEqual(hashed.root, plain.root)).toBe(true);
-  expect(placed.every((s, i) => bytesEqual(s.entryHash, plain.entryHashes[i]!) && bytesEqual(s.leafHash, leafHash(s.entryHash)))).toBe(true);
-  expect(placed.every((s) => bytesEqual(s.canonical, canonicalEntryBytes(s.entry)))).toBe(true);
+  expect(places.every((s, i) => bytesEqual(s.entryHash, plain.entryHashes[i]!) && bytesEqual(s.leafHash, leafHash(s.entryHash)))).toBe(true);
+  expect(places.every((s) => bytesEqual(s.canonical, canonicalEntryBytes(s.entry)))).toBe(true);
   return hashed.edge;
 }
 
@@ -106,10 +106,10 @@ describe('SequencingPool (worker thread)', () => {
     const again = await pool.take(3);
     expect(again.map((p) => p.request.digest)).toEqual([digest(1), digest(2), digest(3)]);
     expect(again.map((p) => p.sequenced!.seq)).toEqual([1, 2, 3]);
-    expect(again[0]!.sequenced!.entry.timestamp).toBe(new Date(9_000).toISOString());
+    expect(placed(again[0]!.request, again[0]!.sequenced!).entry.timestamp).toBe(new Date(9_000).toISOString());
     appendBoth(edge, again);
     // A batch sequenced from another edge is refused by the edge itself.
-    const s = again[0]!.sequenced!;
+    const s = placed(again[0]!.request, again[0]!.sequenced!);
     expect(() => RightEdge.empty().appendHashed([s.canonical], [s.entryHash], [s.leafHash])).toThrow(/not chained/);
   });
 

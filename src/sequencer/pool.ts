@@ -15,13 +15,34 @@ import { HASH_SIZE } from '../hash.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
 
-/** An accepted request's place in the log. */
+/** An accepted request's place in the log: entry `k` of a sequenced run. */
 export interface Sequenced {
+  readonly seq: number;
+  readonly run: SequencedRun;
+  readonly k: number;
+}
+
+/** The entry at a place, with views of its bytes in the run's buffers. */
+export interface Placed {
   readonly seq: number;
   readonly entry: CanonicalEntry;
   readonly canonical: Uint8Array;
   readonly entryHash: Uint8Array;
   readonly leafHash: Uint8Array;
+}
+
+/**
+ * Unpacks a place. Done when its batch is built, not when it is sequenced, so the batch
+ * waiting behind the one being written holds a few buffers rather than objects per entry.
+ */
+export function placed(request: AnchorRequest, { seq, run, k }: Sequenced): Placed {
+  return {
+    seq,
+    entry: buildEntry(request, run.timestamp, run.artifactIds[k]),
+    canonical: run.canonicals.subarray(k === 0 ? 0 : run.ends[k - 1]!, run.ends[k]!),
+    entryHash: run.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
+    leafHash: run.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
+  };
 }
 
 export interface PoolItem<R> {
@@ -171,14 +192,7 @@ export class SequencingPool<R> {
         p.reject(new RangeError('canonical entry exceeds 65,535 bytes'));
         return;
       }
-      const start = k === 0 ? 0 : run.ends[k - 1]!;
-      p.sequenced = {
-        seq: first + k,
-        entry: buildEntry(p.request, run.timestamp, run.artifactIds[k]),
-        canonical: run.canonicals.subarray(start, run.ends[k]!),
-        entryHash: run.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
-        leafHash: run.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
-      };
+      p.sequenced = { seq: first + k, run, k };
       k++;
     });
     if (refused > 0) {

@@ -24,7 +24,7 @@ import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle, encodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
-import { type PoolItem, SequencingPool } from './pool.js';
+import { type PoolItem, SequencingPool, placed } from './pool.js';
 import { loadEdge } from './recover.js';
 
 /** A checkpoint as published: signed note (with any cosignatures) plus its time. */
@@ -344,13 +344,13 @@ export class Sequencer {
 
   /** Builds the batch's tiles, bundles and signed checkpoint in memory (its entries are sequenced). */
   private async prepare(batch: Pending[]): Promise<Prepared> {
-    const placed = batch.map((p) => p.sequenced!);
-    const entries = placed.map((e) => e.entry);
-    const canonicals = placed.map((e) => e.canonical);
+    const places = batch.map((p) => placed(p.request, p.sequenced!));
+    const entries = places.map((e) => e.entry);
+    const canonicals = places.map((e) => e.canonical);
     const result = this.edge.appendHashed(
       canonicals,
-      placed.map((e) => e.entryHash),
-      placed.map((e) => e.leafHash),
+      places.map((e) => e.entryHash),
+      places.map((e) => e.leafHash),
     );
     // A checkpoint is never older than the entries it covers.
     const timestamp = this.nextTimestamp(Date.parse(entries[entries.length - 1]!.timestamp));
