@@ -3,14 +3,14 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
-import { ARTIFACT_ID, parseEntryId, presentEntry } from '../entry.js';
+import { ARTIFACT_ID, parseEntryId } from '../entry.js';
 import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
 import type { LogReader } from '../reader.js';
 import { type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError } from '../sequencer/sequencer.js';
 import { ApiError, badRequest, notFound } from './errors.js';
-import { type CheckpointView, CheckpointViews, consistencyJson, entryProofJson } from './views.js';
+import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';
 
 export interface WitnessInfo {
@@ -152,12 +152,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       throw e;
     }
     ctx.status = 201;
-    ctx.body = {
-      entry: presentEntry(receipt.entry, receipt.seq, receipt.entryHash),
-      leafIndex: receipt.seq,
-      inclusionProof: receipt.inclusionProof().map(toHex),
-      checkpoint: view(receipt.checkpoint),
-    };
+    ctx.type = 'json';
+    ctx.body = anchorJson(receipt.seq, receipt.entry, receipt.entryHash, receipt.inclusionProof(), checkpoints.json(receipt.checkpoint));
   });
 
   router.get('/summary', async (ctx) => {

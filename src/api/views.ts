@@ -98,6 +98,16 @@ export function entryProofJson(
     .end();
 }
 
+/** The anchor response (spec §2.5) as JSON bytes; `checkpointJson` as for entryProofJson. */
+export function anchorJson(seq: number, entry: CanonicalEntry, entryHash: Uint8Array, inclusionProof: readonly Uint8Array[], checkpointJson: JsonFragment): Buffer {
+  return new JsonObjectWriter()
+    .value('entry', presentEntry(entry, seq, entryHash))
+    .number('leafIndex', seq)
+    .hexList('inclusionProof', inclusionProof)
+    .fragment('checkpoint', checkpointJson)
+    .end();
+}
+
 /** The consistency view (ConsistencyView) as JSON bytes. */
 export function consistencyJson(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, proof: readonly Uint8Array[]): Buffer {
   return new JsonObjectWriter().number('first', first).number('second', second).hex('firstRoot', firstRoot).hex('secondRoot', secondRoot).hexList('proof', proof).end();

@@ -2,8 +2,8 @@
 // JSON.stringify gives for the same views.
 import { describe, expect, it } from 'vitest';
 import { JsonFragment, JsonObjectWriter } from '../../src/api/json.js';
-import { consistencyJson, entryProofJson } from '../../src/api/views.js';
-import type { CheckpointView, ConsistencyView, EntryProofView } from '../../src/api/wire.js';
+import { anchorJson, consistencyJson, entryProofJson } from '../../src/api/views.js';
+import type { AnchorView, CheckpointView, ConsistencyView, EntryProofView } from '../../src/api/wire.js';
 import { type CanonicalEntry, presentEntry } from '../../src/entry.js';
 import { leafHash, sha256, toHex } from '../../src/hash.js';
 
@@ -45,6 +45,15 @@ describe('JSON bodies as bytes', () => {
         expect(body.toString('utf8')).toBe(JSON.stringify(expected));
         expect(body.equals(Buffer.from(JSON.stringify(expected)))).toBe(true);
       }
+    }
+  });
+
+  it('anchorJson is JSON.stringify of the anchor response', () => {
+    const entry: CanonicalEntry = { v: 1, type: 'ledger_anchor', result: 'Anchored', digest: toHex(hashOf(11)), timestamp: '2026-01-02T03:04:05.000Z', artifact: 'ünï "x"' };
+    for (const n of [0, 1, 21]) {
+      const proof = Array.from({ length: n }, (_, k) => hashOf(300 + k));
+      const expected: AnchorView = { entry: presentEntry(entry, 77, hashOf(12)), leafIndex: 77, inclusionProof: proof.map(toHex), checkpoint };
+      expect(anchorJson(77, entry, hashOf(12), proof, new JsonFragment(checkpoint)).toString()).toBe(JSON.stringify(expected));
     }
   });
 
