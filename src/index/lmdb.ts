@@ -1,7 +1,14 @@
 // The embedded lookup index on LMDB. One write transaction per batch; idempotent, so a
 // batch seen twice (recovery re-applying a staged batch) changes nothing.
+//
+// Writes are behind the batch, not in its way: onBatch records the batch in memory (so a
+// lookup right after an anchor is acknowledged finds it) and returns; the transaction
+// commits in the background, in batch order. The index is derived data: a batch whose
+// transaction a crash loses is indexed again from the record bundles at the next start
+// (src/index/catchup.ts), from the size the index itself records.
 import { mkdirSync } from 'node:fs';
 import { type RootDatabase, open } from 'lmdb';
+import type { Logger } from 'pino';
 import type { IntegratedBatch } from '../sequencer/sequencer.js';
 import type { LookupIndex } from './types.js';
 
@@ -11,52 +18,100 @@ export class IndexGapError extends Error {
   override name = 'IndexGapError';
 }
 
+/** What batches not yet committed add: the same keys as the database, with their leaves. */
+interface Pending {
+  /** The index size once this batch is in. */
+  readonly end: number;
+  readonly digests: Map<string, number>;
+  readonly artifacts: Map<string, number>;
+  readonly counts: Map<string, number>;
+}
+
 export class LmdbIndex implements LookupIndex {
   private readonly db: RootDatabase<number, string>;
+  /** Batches handed to a transaction that has not committed yet, oldest first. */
+  private readonly pending: Pending[] = [];
+  /** Leaves covered, committed or not. */
+  private size: number;
+  private writes: Promise<void> = Promise.resolve();
 
-  constructor(path: string) {
+  constructor(
+    path: string,
+    private readonly logger?: Logger,
+  ) {
     mkdirSync(path, { recursive: true });
     this.db = open<number, string>({ path, compression: false });
+    this.size = this.db.get(SIZE_KEY) ?? 0;
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {
-    const indexed = this.db.get(SIZE_KEY) ?? 0;
     const end = batch.fromSize + batch.entries.length;
-    if (end <= indexed) return;
-    if (batch.fromSize > indexed) throw new IndexGapError(`index holds ${indexed} leaves; batch starts at ${batch.fromSize}`);
-    await this.db.transaction(() => {
-      const counts = new Map<string, number>();
-      for (let seq = indexed; seq < end; seq++) {
-        const e = batch.entries[seq - batch.fromSize]!;
-        const dk = `d:${e.digest}`;
-        if (this.db.get(dk) === undefined) this.db.put(dk, seq);
-        if (e.artifactId) this.db.put(`a:${e.artifactId}`, seq);
-        counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-      }
-      for (const [type, n] of counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
-      this.db.put(SIZE_KEY, end);
+    if (end <= this.size) return;
+    if (batch.fromSize > this.size) throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
+    const p: Pending = { end, digests: new Map(), artifacts: new Map(), counts: new Map() };
+    for (let seq = this.size; seq < end; seq++) {
+      const e = batch.entries[seq - batch.fromSize]!;
+      // The earliest entry of a digest wins: keep one already indexed or pending.
+      if (!p.digests.has(e.digest) && this.findDigest(e.digest) === undefined) p.digests.set(e.digest, seq);
+      if (e.artifactId) p.artifacts.set(e.artifactId, seq);
+      p.counts.set(e.type, (p.counts.get(e.type) ?? 0) + 1);
+    }
+    this.pending.push(p);
+    this.size = end;
+    const written = this.writes.then(() => this.commit(p));
+    this.writes = written.catch((e: unknown) => {
+      // The batch stays in memory (lookups still see it); the next start re-indexes it.
+      this.logger?.error({ err: (e as Error).message }, 'index write failed; the entries are re-indexed at the next start');
     });
   }
 
-  async findByDigest(digest: string): Promise<number | undefined> {
+  private async commit(p: Pending): Promise<void> {
+    await this.db.transaction(() => {
+      for (const [digest, seq] of p.digests) if (this.db.get(`d:${digest}`) === undefined) this.db.put(`d:${digest}`, seq);
+      for (const [artifactId, seq] of p.artifacts) this.db.put(`a:${artifactId}`, seq);
+      for (const [type, n] of p.counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
+      this.db.put(SIZE_KEY, p.end);
+    });
+    this.pending.splice(this.pending.indexOf(p), 1);
+  }
+
+  private findDigest(digest: string): number | undefined {
+    for (const p of this.pending) {
+      const seq = p.digests.get(digest);
+      if (seq !== undefined) return seq;
+    }
     return this.db.get(`d:${digest}`);
   }
 
+  async findByDigest(digest: string): Promise<number | undefined> {
+    return this.findDigest(digest);
+  }
+
   async findByArtifact(artifactId: string): Promise<number | undefined> {
+    // The most recent entry wins: the newest pending batch first.
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const seq = this.pending[i]!.artifacts.get(artifactId);
+      if (seq !== undefined) return seq;
+    }
     return this.db.get(`a:${artifactId}`);
   }
 
   async indexedSize(): Promise<number> {
-    return this.db.get(SIZE_KEY) ?? 0;
+    return this.size;
   }
 
   async countsByType(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
+    const committed = this.db.get(SIZE_KEY) ?? 0;
     for (const { key, value } of this.db.getRange({ start: 't:', end: 't;' })) out[key.slice(2)] = value;
+    // A batch whose transaction has just committed is counted once, from the database.
+    for (const p of this.pending) if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;
     return out;
   }
 
+  /** Waits for the writes in flight, then closes the database. */
   async close(): Promise<void> {
+    await this.writes;
     await this.db.close();
   }
 }

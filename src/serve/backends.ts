@@ -65,7 +65,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   ];
   const threshold = cfg.witnessThreshold ?? endpoints.length;
   const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, threshold }) : undefined;
-  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'));
+  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   let reader: LogReader | undefined;
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,

@@ -1,0 +1,57 @@
+// The LMDB lookup index writes behind its batches: a batch is visible to lookups as soon as
+// onBatch returns, its transaction commits in the background in order, and after a close
+// and reopen everything is there exactly once.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CanonicalEntry } from '../src/entry.js';
+import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
+import type { IntegratedBatch } from '../src/sequencer/sequencer.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const digest = (i: number) => i.toString(16).padStart(64, '0');
+const entry = (d: number, type: string, artifactId?: string): CanonicalEntry => ({ v: 1, type, result: 'r', digest: digest(d), timestamp: 't', ...(artifactId ? { artifact: 'x', artifactId } : {}) });
+const batch = (fromSize: number, entries: CanonicalEntry[]) => ({ fromSize, entries, entryHashes: [], checkpoint: {} }) as unknown as IntegratedBatch;
+
+describe('LmdbIndex', () => {
+  it('answers for a batch as soon as onBatch returns, keeps first digest / latest artifact, and persists once', async () => {
+    const path = join(dir, 'a');
+    let index = new LmdbIndex(path);
+    await index.onBatch(batch(0, [entry(1, 'anchor', 'art_a'), entry(2, 'anchor'), entry(1, 'verify', 'art_a')]));
+    await index.onBatch(batch(3, [entry(3, 'anchor', 'art_b'), entry(2, 'verify', 'art_a')]));
+    // Right away, whether or not the transactions have committed:
+    expect(await index.findByDigest(digest(1))).toBe(0);
+    expect(await index.findByDigest(digest(2))).toBe(1);
+    expect(await index.findByDigest(digest(3))).toBe(3);
+    expect(await index.findByArtifact('art_a')).toBe(4);
+    expect(await index.indexedSize()).toBe(5);
+    expect(await index.countsByType()).toEqual({ anchor: 3, verify: 2 });
+    // Replays change nothing; a gap is refused.
+    await index.onBatch(batch(3, [entry(3, 'anchor', 'art_b'), entry(2, 'verify', 'art_a')]));
+    await expect(index.onBatch(batch(7, [entry(9, 'anchor')]))).rejects.toThrow(IndexGapError);
+    await index.close();
+
+    index = new LmdbIndex(path);
+    expect(await index.indexedSize()).toBe(5);
+    expect(await index.findByDigest(digest(1))).toBe(0);
+    expect(await index.findByDigest(digest(2))).toBe(1);
+    expect(await index.findByArtifact('art_a')).toBe(4);
+    expect(await index.findByArtifact('art_b')).toBe(3);
+    expect(await index.countsByType()).toEqual({ anchor: 3, verify: 2 });
+    expect(await index.findByDigest(digest(9))).toBeUndefined();
+    await index.close();
+  });
+
+  it('counts each batch once while its transaction commits', async () => {
+    const index = new LmdbIndex(join(dir, 'b'));
+    for (let b = 0; b < 20; b++) {
+      await index.onBatch(batch(b * 10, Array.from({ length: 10 }, (_, i) => entry(b * 10 + i, i % 2 ? 'odd' : 'even'))));
+      const counts = await index.countsByType();
+      expect(counts.odd! + counts.even!).toBe((b + 1) * 10);
+    }
+    await index.close();
+  });
+});
