@@ -40,7 +40,7 @@ describe('sequenceRun', () => {
     const edge = RightEdge.empty().append([canonicalEntryBytes(buildEntry(req(0), '2026-01-01T00:00:00.000Z'))]).edge;
     const run = sequenceRun([req(1, 'a.tar'), huge(2), req(3)], { next: 1, prior: edge.lastEntryHash, lastMs: 5_000 }, 4_000);
     expect(run.timestamp).toBe(new Date(5_000).toISOString());
-    expect(run.refused).toEqual([false, true, false]);
+    expect(run.refused).toEqual([null, 'canonical entry exceeds 65,535 bytes', null]);
     expect(run.artifactIds).toEqual([buildEntry(req(1, 'a.tar'), run.timestamp).artifactId, undefined]);
     const canonicals = [0, 1].map((k) => run.canonicals.subarray(k === 0 ? 0 : run.ends[k - 1]!, run.ends[k]!));
     expect(canonicals.map((c) => Buffer.from(c).toString())).toEqual([req(1, 'a.tar'), req(3)].map((r) => Buffer.from(canonicalEntryBytes(buildEntry(r, run.timestamp))).toString()));
@@ -84,12 +84,15 @@ describe('SequencingPool (worker thread)', () => {
     const pool = open(10);
     pool.reset({ size: 0, lastEntryHash: ZERO_HASH, floorMs: 0 });
     const refused: Error[] = [];
-    [req(1), huge(2), req(3)].forEach((r) => pool.add(item(r, refused)));
+    // One that cannot even be serialised (it bypassed validation) is refused alone too.
+    const unserialisable = { ...req(4), scope: 10n } as unknown as AnchorRequest;
+    [req(1), huge(2), req(3), unserialisable, req(5)].forEach((r) => pool.add(item(r, refused)));
     const batch = await pool.take(10);
-    expect(refused.map((e) => e.message)).toEqual(['canonical entry exceeds 65,535 bytes']);
+    expect(refused.map((e) => e.message)).toEqual(['canonical entry exceeds 65,535 bytes', expect.stringMatching(/^the request cannot be made an entry: .*BigInt/)]);
     expect(batch.map((p) => [p.request.digest, p.sequenced!.seq])).toEqual([
       [digest(1), 0],
       [digest(3), 1],
+      [digest(5), 2],
     ]);
     appendBoth(RightEdge.empty(), batch);
   });

@@ -187,9 +187,10 @@ export class SequencingPool<R> {
     let k = 0;
     let refused = 0;
     items.forEach((p, i) => {
-      if (run.refused[i]) {
+      const why = run.refused[i];
+      if (why) {
         refused++;
-        p.reject(new RangeError('canonical entry exceeds 65,535 bytes'));
+        p.reject(new RangeError(why));
         return;
       }
       p.sequenced = { seq: first + k, run, k };

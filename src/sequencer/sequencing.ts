@@ -4,7 +4,7 @@
 // (src/sequencer/sequencing-worker.ts). The results are packed in a few flat buffers that
 // move between threads without copying.
 import { type AnchorRequest, buildEntry } from '../anchor.js';
-import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
+import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
 import { HASH_SIZE, leafHash } from '../hash.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */
@@ -16,8 +16,8 @@ export interface ChainState {
 
 export interface SequencedRun {
   readonly timestamp: string;
-  /** Per request, in order: true if it was refused (its entry would not fit a bundle). */
-  readonly refused: boolean[];
+  /** Per request, in order: why it was refused (it cannot be an entry), or null. */
+  readonly refused: (string | null)[];
   /** The accepted requests' artifact ids (undefined without an artifact). */
   readonly artifactIds: (string | undefined)[];
   /** Their canonical entries, back to back; ends[i] is where the i-th ends. */
@@ -32,15 +32,23 @@ export interface SequencedRun {
 export function sequenceRun(requests: readonly AnchorRequest[], from: ChainState, nowMs: number): SequencedRun {
   const lastMs = Math.max(nowMs, from.lastMs);
   const timestamp = new Date(lastMs).toISOString();
-  const refused: boolean[] = [];
+  const refused: (string | null)[] = [];
   const artifactIds: (string | undefined)[] = [];
   const bytes: Uint8Array[] = [];
   let total = 0;
   for (const r of requests) {
-    const entry = buildEntry(r, timestamp);
-    const canonical = canonicalEntryBytes(entry);
+    // One request that cannot be an entry is refused alone; it never stops the run.
+    let entry: CanonicalEntry;
+    let canonical: Uint8Array;
+    try {
+      entry = buildEntry(r, timestamp);
+      canonical = canonicalEntryBytes(entry);
+    } catch (e) {
+      refused.push(`the request cannot be made an entry: ${(e as Error).message}`);
+      continue;
+    }
     const tooBig = canonical.length > MAX_CANONICAL_ENTRY_BYTES;
-    refused.push(tooBig);
+    refused.push(tooBig ? 'canonical entry exceeds 65,535 bytes' : null);
     if (tooBig) continue;
     artifactIds.push(entry.artifactId);
     bytes.push(canonical);
