@@ -67,7 +67,8 @@ export class LmdbIndex implements LookupIndex {
 
   private async commit(p: Pending): Promise<void> {
     await this.db.transaction(() => {
-      for (const [digest, seq] of p.digests) if (this.db.get(`d:${digest}`) === undefined) this.db.put(`d:${digest}`, seq);
+      // onBatch kept only digests new to the index (nothing else writes it meanwhile).
+      for (const [digest, seq] of p.digests) this.db.put(`d:${digest}`, seq);
       for (const [artifactId, seq] of p.artifacts) this.db.put(`a:${artifactId}`, seq);
       for (const [type, n] of p.counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
       this.db.put(SIZE_KEY, p.end);

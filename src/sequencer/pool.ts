@@ -141,9 +141,7 @@ export class SequencingPool<R> {
 
   /** Forgets every place (the log's edge was reloaded) and sequences again from `tip`. */
   reset(tip: Tip): void {
-    this.epoch++;
-    this.inFlight = [];
-    this.sent = 0;
+    this.forgetRuns();
     for (const p of this.items) p.sequenced = undefined;
     this.lastMs = Math.max(this.lastMs, tip.floorMs);
     this.post({ kind: 'reset', state: { next: tip.size, prior: tip.lastEntryHash, lastMs: this.lastMs } });
@@ -152,9 +150,7 @@ export class SequencingPool<R> {
 
   /** Removes every request (to reject them). */
   drain(): PoolItem<R>[] {
-    this.epoch++;
-    this.inFlight = [];
-    this.sent = 0;
+    this.forgetRuns();
     const all = this.items.splice(0);
     this.wake();
     return all;
@@ -165,6 +161,13 @@ export class SequencingPool<R> {
     this.failure ??= new Error('the sequencing pool is closed');
     this.wake();
     await this.worker.terminate();
+  }
+
+  /** Runs still in the worker are dropped when they come back (a new epoch). */
+  private forgetRuns(): void {
+    this.epoch++;
+    this.inFlight = [];
+    this.sent = 0;
   }
 
   /** Sends requests to the worker: one batch ahead, and at least the first `atLeast`. */

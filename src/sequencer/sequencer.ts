@@ -492,14 +492,18 @@ export class Sequencer {
     );
   }
 
+  /** The committed checkpoint's time in ms (0 before there is one). */
+  private committedMs(): number {
+    return this.committed ? Date.parse(this.committed.timestamp) : 0;
+  }
+
   private nextTimestamp(atLeast = 0): string {
-    const last = this.committed ? Date.parse(this.committed.timestamp) : 0;
-    return new Date(Math.max(this.now(), last + 1, atLeast)).toISOString();
+    return new Date(Math.max(this.now(), this.committedMs() + 1, atLeast)).toISOString();
   }
 
   /** Where the next request is sequenced: the committed edge. */
   private tip() {
-    return { size: this.edge.size, lastEntryHash: this.edge.lastEntryHash, floorMs: this.committed ? Date.parse(this.committed.timestamp) : 0 };
+    return { size: this.edge.size, lastEntryHash: this.edge.lastEntryHash, floorMs: this.committedMs() };
   }
 
   private logError(msg: string, e: unknown): void {
