@@ -21,6 +21,7 @@ import { hashFromHex, leafHash } from '../../src/hash.js';
 import { verifyInclusion } from '../../src/merkle.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
+import { closeOnSignal } from '../lifecycle.js';
 
 interface ClientOptions {
   endpoint?: string;
@@ -147,17 +148,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         out(`  key id    ${server.keyId}`);
         out(`  openapi   ${server.url}/v1/openapi.json`);
       }
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          log.info('shutting down');
-          server.close().then(resolve, (e: unknown) => {
-            log.error({ err: (e as Error).message }, 'shutdown failed');
-            resolve();
-          });
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await closeOnSignal(server, log, 'shutting down');
     });
 
   clientOptions(

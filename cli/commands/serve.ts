@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
 import { CliError, EXIT } from '../errors.js';
+import { closeOnSignal } from '../lifecycle.js';
 
 async function logger(level: string) {
   const { pino } = await import('pino');
@@ -67,17 +68,7 @@ export function registerServeCommands(program: Command): void {
           ].join('\n'),
         );
       }
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          log.info('shutting down: finishing the batch in flight');
-          server.close().then(resolve, (e: unknown) => {
-            log.error({ err: (e as Error).message }, 'shutdown failed');
-            resolve();
-          });
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await closeOnSignal(server, log, 'shutting down: finishing the batch in flight');
     });
 
   program

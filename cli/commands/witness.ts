@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { SIG_ED25519, parseVkey } from '../../src/note.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
+import { closeOnSignal } from '../lifecycle.js';
 
 export function registerWitnessCommands(program: Command): void {
   program
@@ -38,10 +39,6 @@ export function registerWitnessCommands(program: Command): void {
       });
       if (o.json) process.stdout.write(`${JSON.stringify({ url: w.url, name: w.name, vkey: w.vkey })}\n`);
       else process.stdout.write(`stele: witness ${w.name} at ${w.url}\n  vkey  ${w.vkey}\n  follows ${logs.map((l) => l.name).join(', ')}\n`);
-      await new Promise<void>((resolve) => {
-        const stop = () => void w.close().then(resolve);
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await closeOnSignal(w, logger, 'shutting down');
     });
 }
