@@ -1,6 +1,6 @@
 // tlog-checkpoint bodies (origin, size, base64 root) and the signed checkpoint the log
 // publishes (its JSON view is in src/api/views.ts).
-import { HASH_SIZE, toBase64 } from './hash.js';
+import { HASH_SIZE, fromBase64, toBase64 } from './hash.js';
 import { NoteError, type NoteSigner, type NoteVerifier, openNote, signBody } from './note.js';
 
 export interface CheckpointBody {
@@ -23,9 +23,9 @@ export function parseCheckpointBody(body: string): CheckpointBody {
   if (!/^(0|[1-9][0-9]{0,15})$/.test(sizeText) || !Number.isSafeInteger(Number(sizeText))) {
     throw new NoteError('checkpoint size is not a canonical decimal integer');
   }
-  const root = Buffer.from(rootText, 'base64');
-  if (root.length !== HASH_SIZE || root.toString('base64') !== rootText) throw new NoteError('checkpoint root is not base64 of 32 bytes');
-  return { origin, size: Number(sizeText), root: new Uint8Array(root) };
+  const root = fromBase64(rootText);
+  if (!root || root.length !== HASH_SIZE) throw new NoteError('checkpoint root is not base64 of 32 bytes');
+  return { origin, size: Number(sizeText), root };
 }
 
 /** A checkpoint whose log signature has been made or checked. */

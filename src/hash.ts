@@ -43,8 +43,24 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
 /** Root of the empty tree: SHA-256 of the empty string (RFC 6962 §2.1). */
 export const EMPTY_ROOT = sha256(new Uint8Array(0));
 
+// Hex and base64 through Node's Buffer where there is one, plain code in the browser (the
+// explorer bundles this module and src/note.ts, src/checkpoint.ts, which use these).
+const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 export function toHex(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+  let s = '';
+  for (let i = 0; i < bytes.length; i++) s += HEX[bytes[i]!];
+  return s;
+}
+
+/** Parses an even-length hex string (either case); null if it is not one. */
+export function fromHex(hex: string): Uint8Array | null {
+  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return null;
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
 }
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
@@ -57,11 +73,32 @@ export function isHash64(s: unknown): s is string {
 /** Parses 64 hex characters into 32 bytes; throws on anything else. */
 export function hashFromHex(s: string): Uint8Array {
   if (!isHash64(s)) throw new Error('expected 64 hexadecimal characters');
-  return new Uint8Array(Buffer.from(s, 'hex'));
+  return fromHex(s)!;
 }
 
 export function toBase64(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+/** Strict standard base64 (padded, canonical); null on anything else. */
+export function fromBase64(s: string): Uint8Array | null {
+  if (s.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) return null;
+  let out: Uint8Array;
+  if (NodeBuffer) out = new Uint8Array(NodeBuffer.from(s, 'base64'));
+  else {
+    let bin: string;
+    try {
+      bin = atob(s);
+    } catch {
+      return null;
+    }
+    out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  }
+  return toBase64(out) === s ? out : null;
 }
 
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {

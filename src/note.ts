@@ -2,7 +2,7 @@
 // (type 0x04), key hashes, and verifier keys in vkey form (DESIGN.md §1.3).
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { bytesEqual, concatBytes, sha256, toBase64 } from './hash.js';
+import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex } from './hash.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -13,8 +13,9 @@ type NodeCrypto = typeof import('node:crypto');
 const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
   'node:crypto',
 ) as NodeCrypto | undefined;
-const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
-const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+// DER prefixes of a raw Ed25519 public key (SPKI) and seed (PKCS#8), for Node's KeyObjects.
+const SPKI_ED25519 = Uint8Array.of(0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00);
+const PKCS8_ED25519 = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20);
 
 export function ed25519Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
   if (signature.length !== 64 || publicKey.length !== 32) return false;
@@ -73,7 +74,7 @@ export function makeVerifier(name: string, type: NoteVerifier['type'], publicKey
 
 /** `<name>+<8 hex key hash>+<base64(type ‖ public key)>`. */
 export function formatVkey(v: NoteVerifier): string {
-  return `${v.name}+${Buffer.from(v.keyHash).toString('hex')}+${toBase64(concatBytes(new Uint8Array([v.type]), v.publicKey))}`;
+  return `${v.name}+${toHex(v.keyHash)}+${toBase64(concatBytes(new Uint8Array([v.type]), v.publicKey))}`;
 }
 
 export function parseVkey(vkey: string): NoteVerifier {
@@ -84,19 +85,13 @@ export function parseVkey(vkey: string): NoteVerifier {
   if (b < 0) throw new NoteError('a vkey has the form <name>+<hash>+<base64 key>');
   const [name, hashHex, keyB64] = [text.slice(0, a), text.slice(a + 1, b), text.slice(b + 1)];
   if (!/^[0-9a-f]{8}$/.test(hashHex)) throw new NoteError('vkey key hash must be 8 lowercase hex characters');
-  const raw = decodeBase64Strict(keyB64);
+  const raw = fromBase64(keyB64);
   if (!raw || raw.length !== 33) throw new NoteError('vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
   const type = raw[0];
   if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw new NoteError(`unsupported vkey type 0x${type?.toString(16)}`);
   const v = makeVerifier(name, type, raw.subarray(1));
-  if (Buffer.from(v.keyHash).toString('hex') !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
+  if (toHex(v.keyHash) !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
   return v;
-}
-
-function decodeBase64Strict(s: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) return null;
-  const b = new Uint8Array(Buffer.from(s, 'base64'));
-  return toBase64(b) === s ? b : null;
 }
 
 export function cosignatureMessage(body: string, timestamp: number): Uint8Array {
@@ -162,7 +157,7 @@ export function parseNote(text: string): ParsedNote {
     const rest = line.slice(EM_DASH_PREFIX.length);
     const sp = rest.indexOf(' ');
     const name = rest.slice(0, sp);
-    const raw = sp > 0 ? decodeBase64Strict(rest.slice(sp + 1)) : null;
+    const raw = sp > 0 ? fromBase64(rest.slice(sp + 1)) : null;
     if (!isValidKeyName(name) || !raw || raw.length < 5) throw new NoteError('malformed signature line');
     return { name, keyHash: raw.subarray(0, 4), payload: raw.subarray(4), line: `${line}\n` };
   });
@@ -241,5 +236,5 @@ export class SeedSigner implements NoteSigner {
 
 /** keyId = lowercase hex SHA-256 of the raw 32-byte public key (DESIGN.md §1.4). */
 export function keyIdOf(publicKey: Uint8Array): string {
-  return Buffer.from(sha256(publicKey)).toString('hex');
+  return toHex(sha256(publicKey));
 }
