@@ -1,61 +1,9 @@
-// Byte helpers for the browser (no Buffer): hex, base64, UTF-8, comparisons.
-// src/hash.ts's toHex/toBase64/hashFromHex use Node's Buffer, so the explorer uses these.
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-export function toHex(bytes: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < bytes.length; i++) s += HEX[bytes[i]!];
-  return s;
-}
-
-/** Parses an even-length hex string (either case); null if it is not one. */
-export function fromHex(hex: string): Uint8Array | null {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return null;
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-
-/** Strict standard base64 (padded, canonical); null on anything else. */
-export function fromBase64(s: string): Uint8Array | null {
-  if (s.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) return null;
-  let bin: string;
-  try {
-    bin = atob(s);
-  } catch {
-    return null;
-  }
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return toBase64(out) === s ? out : null;
-}
+// Byte helpers for the explorer: hex, base64 and comparisons are src/hash.ts's (they work
+// without Buffer); UTF-8, 64-bit integers and display shortening are here.
+export { bytesEqual, concatBytes as concat, fromBase64, toBase64, toHex } from '../hash.js';
 
 const enc = new TextEncoder();
 export const utf8 = (s: string): Uint8Array => enc.encode(s);
-
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
-  return d === 0;
-}
-
-export function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
 
 export function u64be(n: number): Uint8Array {
   const b = new Uint8Array(8);
