@@ -4,6 +4,12 @@
 // then only builds tiles, signs and writes, while the next one is being hashed on the other
 // core.
 //
+// The pool holds up to maxPending requests, so it keeps them compact: runs (segments) of up
+// to RUN requests, each a packed record buffer (src/sequencer/records.ts) plus one slot per
+// request for its promise's resolve function and its arrival time — no object per request.
+// A run is sent to the worker as one buffer and comes back as flat buffers of canonical
+// entries and hashes.
+//
 // Places are provisional until a batch commits: after a failed batch the sequencer reloads
 // its edge from storage, and every waiting request (the failed batch back at the front) is
 // sequenced again from there, so a place is never taken from a stale edge. Runs sequenced
@@ -12,48 +18,194 @@ import { Worker } from 'node:worker_threads';
 import { type AnchorRequest, buildEntry } from '../anchor.js';
 import type { CanonicalEntry } from '../entry.js';
 import { HASH_SIZE } from '../hash.js';
+import type { PackedEntries } from './edge.js';
+import { RecordBuffer } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
 
-/** An accepted request's place in the log: entry `k` of a sequenced run. */
-export interface Sequenced {
-  readonly seq: number;
-  readonly run: SequencedRun;
-  readonly k: number;
+/** Settles a waiting request's promise: with its result, or with a rejected promise. */
+export type Settle<R> = (value: R | PromiseLike<R>) => void;
+export type OnCommitted = (seq: number, entryHash: Uint8Array) => void;
+
+/** Requests per run sent to the worker (and per segment). */
+const RUN = 4096;
+
+/** A promise rejected with `e` that counts as handled: settling with it rejects the caller's promise only. */
+export function rejection(e: Error): Promise<never> {
+  const p = Promise.reject(e);
+  p.catch(() => undefined);
+  return p;
 }
 
-/** The entry at a place, with views of its bytes in the run's buffers. */
-export interface Placed {
-  readonly seq: number;
-  readonly entry: CanonicalEntry;
-  readonly canonical: Uint8Array;
-  readonly entryHash: Uint8Array;
-  readonly leafHash: Uint8Array;
+/** Where a sequenced run placed its entries: what an entry object is rebuilt from. */
+interface Placement {
+  /** Seq of the run's entry 0, and the item it belongs to. */
+  readonly seq0: number;
+  readonly from: number;
+  readonly timestamp: string;
+  /** The run's artifact ids, joined by newlines (split on first use). */
+  readonly artifactIds: string;
 }
 
 /**
- * Unpacks a place. Done when its batch is built, not when it is sequenced, so the batch
- * waiting behind the one being written holds a few buffers rather than objects per entry.
+ * A run of accepted requests in arrival order: items [lo, hi) of arrays that a segment split
+ * by a batch boundary shares with its other half.
  */
-export function placed(request: AnchorRequest, { seq, run, k }: Sequenced): Placed {
-  return {
-    seq,
-    entry: buildEntry(request, run.timestamp, run.artifactIds[k]),
-    canonical: run.canonicals.subarray(k === 0 ? 0 : run.ends[k - 1]!, run.ends[k]!),
-    entryHash: run.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
-    leafHash: run.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
-  };
-}
+export class Segment<R> {
+  /** The worker's results, until the batch is packed (packBatch drops them). */
+  private run: SequencedRun | undefined;
+  private placement: Placement | undefined;
+  private ids: string[] | undefined;
+  /** Sent to the worker at least once: nothing is appended any more. */
+  private sealed = false;
 
-export interface PoolItem<R> {
-  readonly request: AnchorRequest;
-  /** When it was accepted (ms, the sequencer's clock). */
-  readonly enqueued: number;
-  /** Told the entry's final place once its batch is committed (before it is published). */
-  readonly onCommitted: ((seq: number, entryHash: Uint8Array) => void) | undefined;
-  sequenced: Sequenced | undefined;
-  resolve(r: R): void;
-  reject(e: Error): void;
+  constructor(
+    private records: RecordBuffer,
+    private settles: (Settle<R> | undefined)[],
+    private enqueued: number[],
+    private callbacks: Map<number, OnCommitted> | undefined,
+    public lo: number,
+    public hi: number,
+  ) {}
+
+  static open<R>(): Segment<R> {
+    return new Segment<R>(new RecordBuffer(), [], [], undefined, 0, 0);
+  }
+
+  get count(): number {
+    return this.hi - this.lo;
+  }
+
+  get firstEnqueued(): number {
+    return this.enqueued[this.lo]!;
+  }
+
+  get isSequenced(): boolean {
+    return this.placement !== undefined;
+  }
+
+  /** The time its entries carry (sequenced segments only). */
+  get timestamp(): string {
+    return this.placement!.timestamp;
+  }
+
+  /** Appends a request (only to an open segment that ends its arrays); throws if it can never be an entry. */
+  add(request: AnchorRequest, settle: Settle<R>, enqueued: number, onCommitted: OnCommitted | undefined): void {
+    this.records.append(request);
+    this.settles.push(settle);
+    this.enqueued.push(enqueued);
+    if (onCommitted) (this.callbacks ??= new Map()).set(this.hi, onCommitted);
+    this.hi++;
+  }
+
+  get appendable(): boolean {
+    return !this.sealed && this.hi === this.records.count && this.count < RUN;
+  }
+
+  /** Seals the segment and returns its records for the worker (a fresh buffer to transfer). */
+  send(): { bytes: Uint8Array; ends: Uint32Array } {
+    this.sealed = true;
+    this.records.trim();
+    return this.records.copy(this.lo, this.hi);
+  }
+
+  /** Takes the worker's results; refused requests are rejected and dropped. Returns how many. */
+  sequenced(run: SequencedRun): number {
+    for (const { at, why } of run.refused) this.settle(this.lo + at, rejection(new RangeError(why)));
+    if (run.refused.length > 0) this.drop(new Set(run.refused.map((r) => this.lo + r.at)));
+    this.run = run;
+    this.placement = { seq0: run.state.next - run.ends.length, from: this.lo, timestamp: run.timestamp, artifactIds: run.artifactIds };
+    this.ids = undefined;
+    return run.refused.length;
+  }
+
+  /** Forgets the place (the edge was reloaded). */
+  unsequence(): void {
+    this.run = undefined;
+    this.placement = undefined;
+    this.ids = undefined;
+  }
+
+  /** Splits off items [at, hi) as a segment of their own, sharing the arrays (and the run). */
+  splitAt(at: number): Segment<R> {
+    const tail = new Segment<R>(this.records, this.settles, this.enqueued, this.callbacks, at, this.hi);
+    tail.sealed = true;
+    tail.run = this.run;
+    tail.placement = this.placement;
+    this.sealed = true;
+    this.hi = at;
+    return tail;
+  }
+
+  /** Seq of item i (sequenced segments only). */
+  seq(i: number): number {
+    return this.placement!.seq0 + (i - this.placement!.from);
+  }
+
+  /** Item i's canonical entry as an object (built from its record, the run's time and artifact id). */
+  entry(i: number): CanonicalEntry {
+    const p = this.placement!;
+    this.ids ??= p.artifactIds.split('\n');
+    return buildEntry(this.records.request(i), p.timestamp, this.ids[i - p.from] || undefined);
+  }
+
+  /**
+   * Copies the segment's canonical entries and hashes into packed buffers at entry `k`
+   * (and byte `at`), then lets go of the run's buffers: the batch keeps one copy.
+   */
+  packInto(out: PackedEntries, k: number, at: number): number {
+    const run = this.run!;
+    const k0 = this.lo - this.placement!.from;
+    const k1 = this.hi - this.placement!.from;
+    const from = k0 === 0 ? 0 : run.ends[k0 - 1]!;
+    const to = run.ends[k1 - 1]!;
+    out.canonicals.set(run.canonicals.subarray(from, to), at);
+    for (let j = k0; j < k1; j++) out.ends[k + j - k0] = at + run.ends[j]! - from;
+    out.entryHashes.set(run.entryHashes.subarray(k0 * HASH_SIZE, k1 * HASH_SIZE), k * HASH_SIZE);
+    out.leafHashes.set(run.leafHashes.subarray(k0 * HASH_SIZE, k1 * HASH_SIZE), k * HASH_SIZE);
+    this.run = undefined;
+    return at + to - from;
+  }
+
+  /** Bytes of canonical entries packInto copies. */
+  get canonicalBytes(): number {
+    const run = this.run!;
+    const k0 = this.lo - this.placement!.from;
+    return run.ends[this.hi - this.placement!.from - 1]! - (k0 === 0 ? 0 : run.ends[k0 - 1]!);
+  }
+
+  onCommitted(i: number): OnCommitted | undefined {
+    return this.callbacks?.get(i);
+  }
+
+  /** Settles item i once; the slot is cleared so the pool never holds a settled promise. */
+  settle(i: number, value: R | PromiseLike<R>): void {
+    const s = this.settles[i];
+    this.settles[i] = undefined;
+    s?.(value);
+  }
+
+  /** Rebuilds the segment without `gone` (fresh arrays: a split sibling may share the old ones). */
+  private drop(gone: Set<number>): void {
+    const records = new RecordBuffer(this.count);
+    const settles: (Settle<R> | undefined)[] = [];
+    const enqueued: number[] = [];
+    const callbacks = new Map<number, OnCommitted>();
+    for (let i = this.lo; i < this.hi; i++) {
+      if (gone.has(i)) continue;
+      const cb = this.callbacks?.get(i);
+      if (cb) callbacks.set(settles.length, cb);
+      records.append(this.records.request(i));
+      settles.push(this.settles[i]);
+      enqueued.push(this.enqueued[i]!);
+    }
+    this.records = records;
+    this.settles = settles;
+    this.enqueued = enqueued;
+    this.callbacks = callbacks.size > 0 ? callbacks : undefined;
+    this.lo = 0;
+    this.hi = settles.length;
+  }
 }
 
 /** The end of the committed log: the next seq, its prior entry_hash, the timestamp floor. */
@@ -64,18 +216,13 @@ export interface Tip {
   readonly floorMs: number;
 }
 
-/** Requests per message to the worker. */
-const RUN = 4096;
-
-interface InFlight<R> {
-  readonly items: PoolItem<R>[];
-}
-
 export class SequencingPool<R> {
-  private items: PoolItem<R>[] = [];
-  /** items[0 .. sent) are sequenced or on their way to the worker. */
+  private segments: Segment<R>[] = [];
+  private size = 0;
+  /** segments[0 .. sent) are sequenced or on their way to the worker, `sentItems` requests. */
   private sent = 0;
-  private inFlight: InFlight<R>[] = [];
+  private sentItems = 0;
+  private inFlight: Segment<R>[] = [];
   private epoch = 0;
   private lastMs = 0;
   private pumpScheduled = false;
@@ -95,16 +242,23 @@ export class SequencingPool<R> {
   }
 
   get length(): number {
-    return this.items.length;
+    return this.size;
   }
 
   /** When the oldest waiting request was accepted. */
   get oldestEnqueued(): number | undefined {
-    return this.items[0]?.enqueued;
+    return this.segments[0]?.firstEnqueued;
   }
 
-  add(item: PoolItem<R>): void {
-    this.items.push(item);
+  /** Accepts a request; throws UnrecordableRequestError (and keeps nothing) if it can never be an entry. */
+  add(request: AnchorRequest, settle: Settle<R>, enqueued: number, onCommitted?: OnCommitted): void {
+    let last = this.segments[this.segments.length - 1];
+    if (!last?.appendable) {
+      last = Segment.open<R>();
+      last.add(request, settle, enqueued, onCommitted);
+      this.segments.push(last);
+    } else last.add(request, settle, enqueued, onCommitted);
+    this.size++;
     // Requests arriving in the same turn of the event loop travel together.
     if (!this.pumpScheduled) {
       this.pumpScheduled = true;
@@ -116,15 +270,25 @@ export class SequencingPool<R> {
   }
 
   /** Removes and returns up to `n` requests from the front once every one is sequenced. */
-  async take(n: number): Promise<PoolItem<R>[]> {
+  async take(n: number): Promise<Segment<R>[]> {
     for (;;) {
       if (this.failure) throw this.failure;
-      const m = Math.min(n, this.items.length);
+      const m = Math.min(n, this.size);
       if (m === 0) return [];
-      // Runs come back in order, so the m-th sequenced means all before it are too.
-      if (this.items[m - 1]!.sequenced) {
-        const batch = this.items.splice(0, m);
-        this.sent -= m;
+      let k = 0;
+      let items = 0;
+      while (items < m) items += this.segments[k++]!.count;
+      // Runs come back in order, so the last one sequenced means all before it are too.
+      const last = this.segments[k - 1]!;
+      if (last.isSequenced) {
+        if (items > m) {
+          this.segments.splice(k, 0, last.splitAt(last.hi - (items - m)));
+          this.sent++;
+        }
+        const batch = this.segments.splice(0, k);
+        this.sent -= k;
+        this.sentItems -= m;
+        this.size -= m;
         this.pump(0);
         return batch;
       }
@@ -134,24 +298,26 @@ export class SequencingPool<R> {
   }
 
   /** Puts a batch that did not commit back at the front; every request is sequenced again from `tip`. */
-  putBack(batch: PoolItem<R>[], tip: Tip): void {
-    this.items.unshift(...batch);
+  putBack(batch: Segment<R>[], tip: Tip): void {
+    this.segments.unshift(...batch);
+    for (const s of batch) this.size += s.count;
     this.reset(tip);
   }
 
   /** Forgets every place (the log's edge was reloaded) and sequences again from `tip`. */
   reset(tip: Tip): void {
     this.forgetRuns();
-    for (const p of this.items) p.sequenced = undefined;
+    for (const s of this.segments) s.unsequence();
     this.lastMs = Math.max(this.lastMs, tip.floorMs);
     this.post({ kind: 'reset', state: { next: tip.size, prior: tip.lastEntryHash, lastMs: this.lastMs } });
     this.pump(0);
   }
 
   /** Removes every request (to reject them). */
-  drain(): PoolItem<R>[] {
+  drain(): Segment<R>[] {
     this.forgetRuns();
-    const all = this.items.splice(0);
+    const all = this.segments.splice(0);
+    this.size = 0;
     this.wake();
     return all;
   }
@@ -168,47 +334,37 @@ export class SequencingPool<R> {
     this.epoch++;
     this.inFlight = [];
     this.sent = 0;
+    this.sentItems = 0;
   }
 
-  /** Sends requests to the worker: one batch ahead, and at least the first `atLeast`. */
+  /** Sends runs to the worker: one batch ahead, and at least the first `atLeast` requests. */
   private pump(atLeast: number): void {
     if (this.failure) return;
-    const target = Math.min(this.items.length, Math.max(this.lookahead, atLeast));
-    while (this.sent < target) {
-      const items = this.items.slice(this.sent, Math.min(target, this.sent + RUN));
-      this.sent += items.length;
-      this.inFlight.push({ items });
-      this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), requests: items.map((p) => p.request) });
+    const target = Math.min(this.size, Math.max(this.lookahead, atLeast));
+    while (this.sentItems < target && this.sent < this.segments.length) {
+      const segment = this.segments[this.sent++]!;
+      this.sentItems += segment.count;
+      this.inFlight.push(segment);
+      const records = segment.send();
+      this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), records }, [records.bytes.buffer, records.ends.buffer] as ArrayBuffer[]);
     }
   }
 
   private received(epoch: number, run: SequencedRun): void {
     if (epoch !== this.epoch) return; // sequenced before a reset: dropped
-    const { items } = this.inFlight.shift()!;
-    this.lastMs = Math.max(this.lastMs, run.state.lastMs);
-    const first = run.state.next - run.ends.length;
-    let k = 0;
-    let refused = 0;
-    items.forEach((p, i) => {
-      const why = run.refused[i];
-      if (why) {
-        refused++;
-        p.reject(new RangeError(why));
-        return;
-      }
-      p.sequenced = { seq: first + k, run, k };
-      k++;
-    });
-    if (refused > 0) {
-      const gone = new Set(items.filter((_, i) => run.refused[i]));
-      this.items = this.items.filter((p) => !gone.has(p));
-      this.sent -= refused;
+    const segment = this.inFlight.shift()!;
+    const refused = segment.sequenced(run);
+    this.size -= refused;
+    this.sentItems -= refused;
+    if (segment.count === 0) {
+      this.segments.splice(this.segments.indexOf(segment), 1);
+      this.sent--;
     }
     this.wake();
   }
 
-  private post(m: ToWorker): void {
-    this.worker.postMessage(m);
+  private post(m: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.worker.postMessage(m, transfer);
   }
 
   private wake(): void {
@@ -235,3 +391,20 @@ function startWorker(): Worker {
   return worker;
 }
 
+/** A taken batch's canonical entries and hashes, copied out of its runs into one set of buffers. */
+export function packBatch<R>(batch: readonly Segment<R>[]): PackedEntries {
+  let n = 0;
+  let bytes = 0;
+  for (const s of batch) {
+    n += s.count;
+    bytes += s.canonicalBytes;
+  }
+  const out = { canonicals: new Uint8Array(bytes), ends: new Uint32Array(n), entryHashes: new Uint8Array(n * HASH_SIZE), leafHashes: new Uint8Array(n * HASH_SIZE) };
+  let k = 0;
+  let at = 0;
+  for (const s of batch) {
+    at = s.packInto(out, k, at);
+    k += s.count;
+  }
+  return out;
+}

@@ -15,16 +15,18 @@ import type { Logger } from 'pino';
 import type { AnchorRequest } from '../anchor.js';
 import { type SignedCheckpoint, openCheckpoint, signCheckpoint } from '../checkpoint.js';
 import { type CanonicalEntry, parseCanonicalEntry } from '../entry.js';
-import { bytesEqual, hashFromHex, toHex } from '../hash.js';
-import { proveConsistency, proveInclusionSync } from '../merkle.js';
+import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../hash.js';
+import { proveConsistency } from '../merkle.js';
 import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { TileHashReader, TileSet, decodeBundle, encodeBundle } from '../tiles.js';
-import { type BatchResult, RightEdge } from './edge.js';
-import { type PoolItem, SequencingPool, placed } from './pool.js';
+import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
+import { type BatchResult, RightEdge, encodeRecords } from './edge.js';
+import { type OnCommitted, type Segment, SequencingPool, packBatch, rejection } from './pool.js';
+import { PublishedBatch, type Unpublished } from './receipts.js';
+import { UnrecordableRequestError } from './records.js';
 import { loadEdge } from './recover.js';
 
 /** A checkpoint as published: signed note (with any cosignatures) plus its time. */
@@ -106,19 +108,18 @@ export class SequencerStoppedError extends Error {
 interface Prepared {
   readonly result: BatchResult;
   readonly checkpoint: PublishedCheckpoint;
-  readonly entries: CanonicalEntry[];
-  readonly canonicals: Uint8Array[];
+  /** The batch's record bundle, to stage; dropped once staged (it is as big as the batch). */
+  staged: Uint8Array | undefined;
+  readonly count: number;
 }
 
-type Pending = PoolItem<AnchorReceipt>;
+/** A run of waiting requests (src/sequencer/pool.ts); a batch is a few of them. */
+type Pending = Segment<AnchorReceipt>;
 
-/** A batch in the lock and in the tiles, not yet in a published checkpoint. */
-interface Unpublished {
-  readonly fromSize: number;
-  readonly batch: Pending[];
-  readonly entries: readonly CanonicalEntry[];
-  readonly entryHashes: readonly Uint8Array[];
-  readonly started?: number;
+/** Rejects every request of `segments` with `err`. */
+function rejectAll(segments: readonly Pending[], err: Error): void {
+  const rejected = rejection(err);
+  for (const s of segments) for (let i = s.lo; i < s.hi; i++) s.settle(i, rejected);
 }
 
 const RETRY_DELAY_MS = 500;
@@ -216,14 +217,21 @@ export class Sequencer {
    * hears of the entry's place as soon as its batch is committed (from then on it is
    * published even across a crash), so callers can record it while the checkpoint is written.
    */
-  submit(request: AnchorRequest, onCommitted?: (seq: number, entryHash: Uint8Array) => void): Promise<AnchorReceipt> {
+  submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
-    return new Promise<AnchorReceipt>((resolve, reject) => {
-      this.pool.add({ request, enqueued: this.now(), onCommitted, sequenced: undefined, resolve, reject });
-      this.schedule();
-    });
+    // The pool keeps only the resolve function: a failure settles with a rejected promise.
+    let settle!: (r: AnchorReceipt | PromiseLike<AnchorReceipt>) => void;
+    const receipt = new Promise<AnchorReceipt>((resolve) => (settle = resolve));
+    try {
+      this.pool.add(request, settle, this.now(), onCommitted);
+    } catch (e) {
+      if (e instanceof UnrecordableRequestError) return Promise.reject(e);
+      throw e;
+    }
+    this.schedule();
+    return receipt;
   }
 
   /** Stops accepting anchors, integrates and publishes everything already accepted, and stops. */
@@ -246,8 +254,7 @@ export class Sequencer {
     }
     const left = this.unpublished.flatMap((u) => u.batch);
     this.unpublished = [];
-    const err = new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart');
-    for (const p of left) p.reject(err);
+    rejectAll(left, new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart'));
     await this.pool.close();
   }
 
@@ -304,13 +311,16 @@ export class Sequencer {
       if (announced || !prepared) return;
       announced = true;
       const hashes = prepared.result.entryHashes;
-      batch.forEach((p, i) => {
-        try {
-          p.onCommitted?.(fromSize + i, hashes[i]!);
-        } catch (e) {
-          this.logError('an onCommitted callback failed', e);
+      let k = 0;
+      for (const s of batch) {
+        for (let i = s.lo; i < s.hi; i++, k++) {
+          try {
+            s.onCommitted(i)?.(fromSize + k, hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE));
+          } catch (e) {
+            this.logError('an onCommitted callback failed', e);
+          }
         }
-      });
+      }
     };
     try {
       prepared = await this.prepare(batch);
@@ -332,8 +342,10 @@ export class Sequencer {
       // The lock held our batch and recover() re-applied it from staging.
     }
     announce();
-    this.unpublished.push({ fromSize, batch, entries: prepared.entries, entryHashes: prepared.result.entryHashes, started });
+    this.unpublished.push({ fromSize, count: prepared.count, batch, entryHashes: prepared.result.entryHashes, started });
     for (const t of prepared.result.tiles.all()) this.unpublishedTiles.add(t);
+    // Its bundles and tiles are written: let them go while the checkpoint is published.
+    prepared = undefined;
     try {
       await this.publishCommitted();
     } catch (e) {
@@ -344,24 +356,22 @@ export class Sequencer {
 
   /** Builds the batch's tiles, bundles and signed checkpoint in memory (its entries are sequenced). */
   private async prepare(batch: Pending[]): Promise<Prepared> {
-    const places = batch.map((p) => placed(p.request, p.sequenced!));
-    const entries = places.map((e) => e.entry);
-    const canonicals = places.map((e) => e.canonical);
-    const result = this.edge.appendHashed(
-      canonicals,
-      places.map((e) => e.entryHash),
-      places.map((e) => e.leafHash),
-    );
-    // A checkpoint is never older than the entries it covers.
-    const timestamp = this.nextTimestamp(Date.parse(entries[entries.length - 1]!.timestamp));
+    // The packed copy lives only here: the edge and the staged bundle copy what they keep.
+    const packed = packBatch(batch);
+    const result = this.edge.appendHashed(packed);
+    const staged = encodeRecords(packed);
+    // A checkpoint is never older than the entries it covers (runs' times never go back).
+    const timestamp = this.nextTimestamp(Date.parse(batch[batch.length - 1]!.timestamp));
     const signed = await signCheckpoint({ origin: this.opts.origin, size: result.edge.size, root: result.root }, this.opts.signer);
-    return { result, checkpoint: { ...signed, timestamp }, entries, canonicals };
+    return { result, checkpoint: { ...signed, timestamp }, staged, count: packed.ends.length };
   }
 
   /** Stages, commits in the lock, and writes the tiles of a prepared batch. */
-  private async commit({ result, checkpoint, canonicals }: Prepared, committed: () => void): Promise<void> {
+  private async commit(prepared: Prepared, committed: () => void): Promise<void> {
+    const { result, checkpoint } = prepared;
     const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
-    await this.opts.staging.createAll([{ key: stagedKey, data: encodeBundle(canonicals) }]);
+    await this.opts.staging.createAll([{ key: stagedKey, data: prepared.staged! }]);
+    prepared.staged = undefined;
     const state: LockState = {
       size: checkpoint.size,
       root: toHex(checkpoint.root),
@@ -400,38 +410,19 @@ export class Sequencer {
     }
     const published: PublishedCheckpoint = { ...cp, note };
     const done = this.unpublished;
-    const batches: IntegratedBatch[] = done.map((u) => ({
-      fromSize: u.fromSize,
-      entries: u.entries,
-      entryHashes: u.entryHashes,
-      checkpoint: published,
-      ...(u.started !== undefined ? { integrationMs: performance.now() - u.started } : {}),
-    }));
+    const tiles = this.unpublishedTiles;
+    const batches = done.map((u) => new PublishedBatch(u, published, tiles, u.started !== undefined ? performance.now() - u.started : undefined));
     // The index may learn the entries while the checkpoint is being written (both after
     // the tiles): lookups of entries beyond the public size are answered 404 meanwhile.
     await Promise.all([this.writePublicCheckpoint(published), this.notifyListeners(batches)]);
     this.published = published;
-    const tiles = this.unpublishedTiles;
     this.unpublished = [];
     this.unpublishedTiles = new TileSet();
-    done.forEach((u, i) => {
-      for (const fn of this.publishedListeners) fn(published, batches[i]!);
-      this.acknowledge(u, published, tiles);
-    });
+    for (const b of batches) {
+      for (const fn of this.publishedListeners) fn(published, b);
+      b.acknowledge();
+    }
     if (done.length === 0) for (const fn of this.publishedListeners) fn(published, null);
-  }
-
-  private acknowledge(u: Unpublished, checkpoint: PublishedCheckpoint, tiles: TileSet): void {
-    const size = checkpoint.size;
-    u.batch.forEach((p, i) =>
-      p.resolve({
-        seq: u.fromSize + i,
-        entry: u.entries[i]!,
-        entryHash: u.entryHashes[i]!,
-        checkpoint,
-        inclusionProof: () => proveInclusionSync(u.fromSize + i, size, tiles.lookup(size)),
-      }),
-    );
   }
 
   /** Consistency proof to the committed size: unpublished tiles first, then storage. */
@@ -515,7 +506,7 @@ export class Sequencer {
     this.opts.logger?.fatal({ err: err.message }, 'sequencer stopped');
     const waiting = this.unpublished.flatMap((u) => u.batch);
     this.unpublished = [];
-    for (const p of [...batch, ...waiting, ...this.pool.drain()]) p.reject(err);
+    rejectAll([...batch, ...waiting, ...this.pool.drain()], err);
     if (this.timer) clearTimeout(this.timer);
     void this.pool.close();
   }
@@ -552,7 +543,8 @@ export class Sequencer {
       await this.apply(result, committed, state.staged.key);
       this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
       if (notifyStaged) {
-        this.unpublished.push({ fromSize: state.staged.fromSize, batch: [], entries: records.map((r) => parseCanonicalEntry(r)), entryHashes: result.entryHashes });
+        const entries = records.map((r) => parseCanonicalEntry(r));
+        this.unpublished.push({ fromSize: state.staged.fromSize, count: records.length, batch: [], entries, entryHashes: result.entryHashes });
         for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
       }
       return;

@@ -1,11 +1,13 @@
 // Sequencing a run of requests: each gets the next seq, its canonical entry (one timestamp
 // for the run, never below the last), its entry_hash chained to the one before, and its leaf
 // hash. Pure and synchronous, so it runs the same on the sequencer's thread or in its worker
-// (src/sequencer/sequencing-worker.ts). The results are packed in a few flat buffers that
-// move between threads without copying.
-import { type AnchorRequest, buildEntry } from '../anchor.js';
-import { type CanonicalEntry, MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
+// (src/sequencer/sequencing-worker.ts). Requests come in as packed records
+// (src/sequencer/records.ts) and the results go back in a few flat buffers that move between
+// threads without copying — never an object per request on either side.
+import { buildEntry } from '../anchor.js';
+import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
 import { HASH_SIZE, leafHash } from '../hash.js';
+import { decodeRecord } from './records.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */
 export interface ChainState {
@@ -14,12 +16,18 @@ export interface ChainState {
   readonly lastMs: number;
 }
 
+/** Packed requests: records back to back, ends[i] where the i-th ends. */
+export interface RecordRun {
+  readonly bytes: Uint8Array;
+  readonly ends: Uint32Array;
+}
+
 export interface SequencedRun {
   readonly timestamp: string;
-  /** Per request, in order: why it was refused (it cannot be an entry), or null. */
-  readonly refused: (string | null)[];
-  /** The accepted requests' artifact ids (undefined without an artifact). */
-  readonly artifactIds: (string | undefined)[];
+  /** The requests refused (they cannot be entries), by index in the run, with the reason. */
+  readonly refused: readonly { readonly at: number; readonly why: string }[];
+  /** The accepted requests' artifact ids ("" without an artifact), joined by newlines. */
+  readonly artifactIds: string;
   /** Their canonical entries, back to back; ends[i] is where the i-th ends. */
   readonly canonicals: Uint8Array;
   readonly ends: Uint32Array;
@@ -29,28 +37,33 @@ export interface SequencedRun {
   readonly state: ChainState;
 }
 
-export function sequenceRun(requests: readonly AnchorRequest[], from: ChainState, nowMs: number): SequencedRun {
+/** The buffers a run's message can transfer rather than copy. */
+export const runBuffers = (run: SequencedRun): ArrayBuffer[] => [run.canonicals.buffer, run.ends.buffer, run.entryHashes.buffer, run.leafHashes.buffer] as ArrayBuffer[];
+
+export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number): SequencedRun {
   const lastMs = Math.max(nowMs, from.lastMs);
   const timestamp = new Date(lastMs).toISOString();
-  const refused: (string | null)[] = [];
-  const artifactIds: (string | undefined)[] = [];
+  const refused: { at: number; why: string }[] = [];
+  const artifactIds: string[] = [];
   const bytes: Uint8Array[] = [];
   let total = 0;
-  for (const r of requests) {
+  for (let i = 0; i < records.ends.length; i++) {
     // One request that cannot be an entry is refused alone; it never stops the run.
-    let entry: CanonicalEntry;
     let canonical: Uint8Array;
+    let artifactId: string | undefined;
     try {
-      entry = buildEntry(r, timestamp);
+      const entry = buildEntry(decodeRecord(records.bytes, i === 0 ? 0 : records.ends[i - 1]!, records.ends[i]!), timestamp);
+      artifactId = entry.artifactId;
       canonical = canonicalEntryBytes(entry);
     } catch (e) {
-      refused.push(`the request cannot be made an entry: ${(e as Error).message}`);
+      refused.push({ at: i, why: `the request cannot be made an entry: ${(e as Error).message}` });
       continue;
     }
-    const tooBig = canonical.length > MAX_CANONICAL_ENTRY_BYTES;
-    refused.push(tooBig ? 'canonical entry exceeds 65,535 bytes' : null);
-    if (tooBig) continue;
-    artifactIds.push(entry.artifactId);
+    if (canonical.length > MAX_CANONICAL_ENTRY_BYTES) {
+      refused.push({ at: i, why: 'canonical entry exceeds 65,535 bytes' });
+      continue;
+    }
+    artifactIds.push(artifactId ?? '');
     bytes.push(canonical);
     total += canonical.length;
   }
@@ -70,5 +83,6 @@ export function sequenceRun(requests: readonly AnchorRequest[], from: ChainState
     entryHashes.set(prior, i * HASH_SIZE);
     leafHashes.set(leafHash(prior), i * HASH_SIZE);
   }
-  return { timestamp, refused, artifactIds, canonicals, ends, entryHashes, leafHashes, state: { next: from.next + n, prior: new Uint8Array(prior), lastMs } };
+  const state = { next: from.next + n, prior: new Uint8Array(prior), lastMs };
+  return { timestamp, refused, artifactIds: artifactIds.join('\n'), canonicals, ends, entryHashes, leafHashes, state };
 }

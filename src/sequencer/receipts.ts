@@ -1,0 +1,108 @@
+// What a published batch hands out: the listeners' view of it and one receipt per anchor.
+// A receipt is two fields (its batch and seq); the entry, its hash and its proof are read
+// from the batch's packed buffers when asked for, so a batch of 65,536 receipts is not
+// 65,536 closures, entry objects and hash views, and nothing per anchor outlives the caller.
+import type { CanonicalEntry } from '../entry.js';
+import { HASH_SIZE } from '../hash.js';
+import { proveInclusionSync } from '../merkle.js';
+import type { TileSet } from '../tiles.js';
+import type { Segment } from './pool.js';
+import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './sequencer.js';
+
+/** A batch in the lock and in the tiles, not yet in a published checkpoint. */
+export interface Unpublished {
+  readonly fromSize: number;
+  readonly count: number;
+  /** The requests waiting for it (none for a batch re-applied from staging). */
+  readonly batch: readonly Segment<AnchorReceipt>[];
+  /** Its entry hashes, 32 bytes each. */
+  readonly entryHashes: Uint8Array;
+  /** Its entries, when already parsed (a re-applied batch has no segments to build them from). */
+  readonly entries?: readonly CanonicalEntry[];
+  readonly started?: number;
+}
+
+export class PublishedBatch implements IntegratedBatch {
+  private built: readonly CanonicalEntry[] | undefined;
+  private hashViews: Uint8Array[] | undefined;
+
+  constructor(
+    private readonly u: Unpublished,
+    readonly checkpoint: PublishedCheckpoint,
+    /** Tiles of every batch this checkpoint published: enough for their inclusion proofs. */
+    private readonly tiles: TileSet,
+    readonly integrationMs: number | undefined,
+  ) {
+    this.built = u.entries;
+  }
+
+  get fromSize(): number {
+    return this.u.fromSize;
+  }
+
+  /** Built once, on first use (the lookup index reads every entry; a bare log need not). */
+  get entries(): readonly CanonicalEntry[] {
+    if (!this.built) {
+      const out: CanonicalEntry[] = [];
+      for (const s of this.u.batch) for (let i = s.lo; i < s.hi; i++) out.push(s.entry(i));
+      this.built = out;
+    }
+    return this.built;
+  }
+
+  get entryHashes(): readonly Uint8Array[] {
+    this.hashViews ??= Array.from({ length: this.u.count }, (_, k) => this.entryHash(this.u.fromSize + k));
+    return this.hashViews;
+  }
+
+  entryAt(seq: number): CanonicalEntry {
+    if (this.built) return this.built[seq - this.u.fromSize]!;
+    let k = seq - this.u.fromSize;
+    for (const s of this.u.batch) {
+      if (k < s.count) return s.entry(s.lo + k);
+      k -= s.count;
+    }
+    throw new RangeError(`entry ${seq} is not in this batch`);
+  }
+
+  entryHash(seq: number): Uint8Array {
+    const k = seq - this.u.fromSize;
+    return this.u.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE);
+  }
+
+  inclusionProof(seq: number): Uint8Array[] {
+    const size = this.checkpoint.size;
+    return proveInclusionSync(seq, size, this.tiles.lookup(size));
+  }
+
+  /** Resolves every waiting request with its receipt (clearing its slot). */
+  acknowledge(): void {
+    let seq = this.u.fromSize;
+    for (const s of this.u.batch) for (let i = s.lo; i < s.hi; i++) s.settle(i, new Receipt(this, seq++));
+  }
+}
+
+class Receipt implements AnchorReceipt {
+  private cached: CanonicalEntry | undefined;
+
+  constructor(
+    private readonly batch: PublishedBatch,
+    readonly seq: number,
+  ) {}
+
+  get entry(): CanonicalEntry {
+    return (this.cached ??= this.batch.entryAt(this.seq));
+  }
+
+  get entryHash(): Uint8Array {
+    return this.batch.entryHash(this.seq);
+  }
+
+  get checkpoint(): PublishedCheckpoint {
+    return this.batch.checkpoint;
+  }
+
+  inclusionProof(): Uint8Array[] {
+    return this.batch.inclusionProof(this.seq);
+  }
+}
