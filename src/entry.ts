@@ -64,7 +64,12 @@ export function entryHash(seq: number, canonical: Uint8Array, prior: Uint8Array)
 
 /** led_<seq>_<first 12 hex of entry_hash>. */
 export function entryId(seq: number, hash: Uint8Array): string {
-  return `led_${seq}_${toHex(hash).slice(0, 12)}`;
+  return entryIdOfHex(seq, toHex(hash));
+}
+
+/** entryId from the entry hash in hex. */
+export function entryIdOfHex(seq: number, hashHex: string): string {
+  return `led_${seq}_${hashHex.slice(0, 12)}`;
 }
 
 const ENTRY_ID = /^led_(0|[1-9][0-9]{0,15})_([0-9a-f]{12})$/;

@@ -39,7 +39,8 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
   backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(ledger.checkpoint(), null);
 
-  const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, unhealthy: () => backend.unhealthy() });
+  let shuttingDown = false;
+  const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, unhealthy: () => backend.unhealthy(), closing: () => shuttingDown });
   const control = cfg.enterprise
     ? await mountControlPlane(app, {
         submit: (req, onCommitted) => {
@@ -57,11 +58,6 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
       })
     : undefined;
 
-  let shuttingDown = false;
-  app.middleware.unshift(async (ctx, next) => {
-    if (shuttingDown) ctx.set('Connection', 'close');
-    await next();
-  });
   const server: Server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(cfg.port, cfg.host, () => resolve(s));
     s.once('error', reject);

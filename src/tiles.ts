@@ -254,11 +254,16 @@ export function encodeBundle(items: readonly Uint8Array[]): Uint8Array {
  * holds one buffer and one small table per bundle instead of an object per item.
  */
 export class Bundle {
+  /** Per item, whether a reader has checked it (see checked/markChecked); 0 until then. */
+  private readonly checks: Uint8Array;
+
   private constructor(
     readonly data: Uint8Array,
     /** ends[i] is the offset just past item i; item i starts 2 bytes after ends[i - 1] (or 0). */
     private readonly ends: Uint32Array,
-  ) {}
+  ) {
+    this.checks = new Uint8Array(ends.length);
+  }
 
   /** Parses the framing; throws TileFormatError if it is broken or holds more than `maxItems`. */
   static decode(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Bundle {
@@ -287,6 +292,15 @@ export class Bundle {
     return this.data.subarray(start, end);
   }
 
+  /** True once item i has passed its reader's check; the bytes are immutable, so it is done once. */
+  checked(i: number): boolean {
+    return this.checks[i] === 1;
+  }
+
+  markChecked(i: number): void {
+    this.checks[i] = 1;
+  }
+
   /** The first `count` items as separate views. */
   items(count = this.length): Uint8Array[] {
     return Array.from({ length: Math.min(count, this.length) }, (_, i) => this.item(i));
@@ -294,7 +308,7 @@ export class Bundle {
 
   /** Bytes this bundle keeps alive: its buffer and its offset table. */
   get retainedBytes(): number {
-    return this.data.buffer.byteLength + this.ends.byteLength;
+    return this.data.buffer.byteLength + this.ends.byteLength + this.checks.byteLength;
   }
 }
 

@@ -1,6 +1,6 @@
 // One JSON error shape for every route: {"error":{"code","message"}} with its HTTP status.
 // Unexpected errors become a 500 with a generic message; details go to the log only.
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Logger } from 'pino';
 
 export class ApiError extends Error {
@@ -42,19 +42,18 @@ function classify(e: unknown): ApiError | null {
   return new ApiError(status, 'bad_request', h.expose && h.message ? h.message : 'bad request');
 }
 
-export function errorMiddleware(logger: Logger) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
-    } catch (e) {
-      const known = classify(e);
-      const err = known ?? new ApiError(500, 'internal', 'internal error');
-      if (!known) logger.error({ err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path }, 'request failed');
-      ctx.status = err.status;
-      ctx.set(err.headers);
-      ctx.set('Cache-Control', 'no-store');
-      ctx.body = { error: { code: err.code, message: err.message } };
-    }
-  };
+/** Answers `e` as the JSON error shape; unexpected errors are logged (name and message only). */
+export function respondWithError(ctx: Context, e: unknown, logger: Logger): void {
+  const known = classify(e);
+  const err = known ?? new ApiError(500, 'internal', 'internal error');
+  if (!known) logger.error({ err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path }, 'request failed');
+  ctx.status = err.status;
+  ctx.set(err.headers);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error: { code: err.code, message: err.message } };
+}
+
+/** A request nothing answered is a JSON 404. */
+export function throwIfUnanswered(ctx: Context): void {
+  if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
 }

@@ -67,6 +67,17 @@ export class JsonObjectWriter {
     return this;
   }
 
+  /** A field whose value is `head`, the bytes `body` (already JSON) and `tail`; head and tail ASCII. */
+  spliced(key: string, head: string, body: Uint8Array, tail: string): this {
+    this.key(key);
+    this.ascii(head);
+    this.reserve(body.length);
+    this.buf.set(body, this.at);
+    this.at += body.length;
+    this.ascii(tail);
+    return this;
+  }
+
   /** Any other value, through JSON.stringify (undefined values are left out, as it does). */
   value(key: string, v: unknown): this {
     const json = JSON.stringify(v) as string | undefined;

@@ -1,5 +1,6 @@
 // The /api/ledger routes of spec §4.1, computed from the tiles (through LogReader's
 // cache) and the lookup index. No route reads more than a few tiles per tree level.
+import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
@@ -36,18 +37,25 @@ export interface LedgerService {
 /** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
 const LOOKUP_KEYS = ['id', 'artifact', 'hash', 'leaf'] as const;
 const MAX_QUERY_VALUE = 128;
+/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+type Query = ParsedUrlQuery;
+
+/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
+const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
 
 /** A query parameter given exactly once, or undefined. */
-function single(ctx: Context, name: string): string | undefined {
-  const v = ctx.query[name];
+function single(query: Query, name: string): string | undefined {
+  const v = query[name];
   if (v === undefined) return undefined;
   if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
   if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
   return v;
 }
 
-function treeSizeParam(ctx: Context, name: string): number {
-  const v = single(ctx, name);
+function treeSizeParam(query: Query, name: string): number {
+  const v = single(query, name);
   if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
   if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
     throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
@@ -83,13 +91,14 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
 
   router.get('/entry', async (ctx) => {
     noStore(ctx);
-    const given = LOOKUP_KEYS.filter((k) => ctx.query[k] !== undefined);
-    const extra = Object.keys(ctx.query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k));
+    const query = queryOf(ctx);
+    const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
+    const extra = Object.keys(query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k));
     if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
     if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact, hash or leaf');
     const cp = svc.checkpoint();
     const key = given[0]!;
-    const value = single(ctx, key)!;
+    const value = single(query, key)!;
     let seq: number | undefined;
     let idPrefix: string | undefined;
     if (key === 'id') {
@@ -98,7 +107,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       seq = id.seq;
       idPrefix = id.hashPrefix;
     } else if (key === 'leaf') {
-      seq = treeSizeParam(ctx, 'leaf');
+      seq = treeSizeParam(query, 'leaf');
     } else if (key === 'artifact') {
       if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
       seq = await svc.index.findByArtifact(value);
@@ -111,16 +120,17 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
-    ctx.type = 'json';
-    ctx.body = entryProofJson(seq, found.entry, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
+    ctx.set('Content-Type', JSON_TYPE);
+    ctx.body = entryProofJson(seq, found.canonical, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
   });
 
   router.get('/consistency', async (ctx) => {
     noStore(ctx);
-    const extra = Object.keys(ctx.query).filter((k) => k !== 'first' && k !== 'second');
+    const query = queryOf(ctx);
+    const extra = Object.keys(query).filter((k) => k !== 'first' && k !== 'second');
     if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
-    const first = treeSizeParam(ctx, 'first');
-    const second = treeSizeParam(ctx, 'second');
+    const first = treeSizeParam(query, 'first');
+    const second = treeSizeParam(query, 'second');
     const cp = svc.checkpoint();
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
@@ -128,7 +138,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     const found = await svc.reader.consistency(first, second, cp.size);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.type = 'json';
+    ctx.set('Content-Type', JSON_TYPE);
     ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
   });
 
@@ -152,7 +162,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       throw e;
     }
     ctx.status = 201;
-    ctx.type = 'json';
+    ctx.set('Content-Type', JSON_TYPE);
     ctx.body = anchorJson(receipt.seq, receipt.entry, receipt.entryHash, receipt.inclusionProof(), checkpoints.json(receipt.checkpoint));
   });
 

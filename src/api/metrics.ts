@@ -1,5 +1,4 @@
 // Prometheus metrics (prom-client): HTTP traffic, tree size, batches, integration time.
-import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReaderStats } from '../reader.js';
 import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/sequencer.js';
@@ -49,28 +48,21 @@ export class Metrics {
     }
   }
 
-  middleware() {
+  /** Records one answered request: its path (labelled by route), method, final status and time. */
+  requestRecorder(): (path: string, method: string, status: number, seconds: number) => void {
     // prom-client hashes a label object on every update; the few series a server has are
     // looked up once and kept (route labels are low-cardinality by construction).
     const series = new Map<string, { latency: Histogram.Internal<string>; requests: Counter.Internal }>();
-    const seriesOf = (route: string, method: string, status: number) => {
+    return (path, method, status, seconds) => {
+      const route = routeLabel(path);
       const key = `${route} ${method} ${status}`;
       let s = series.get(key);
       if (!s) {
         s = { latency: this.latency.labels({ route, method }), requests: this.requests.labels({ route, method, status: String(status) }) };
         series.set(key, s);
       }
-      return s;
-    };
-    return async (ctx: Context, next: Next): Promise<void> => {
-      const start = performance.now();
-      try {
-        await next();
-      } finally {
-        const s = seriesOf(routeLabel(ctx.path), ctx.method, ctx.status);
-        s.latency.observe((performance.now() - start) / 1000);
-        s.requests.inc();
-      }
+      s.latency.observe(seconds);
+      s.requests.inc();
     };
   }
 }

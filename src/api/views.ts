@@ -1,5 +1,5 @@
 // JSON views of spec §2.2–2.6 built from published data.
-import { type CanonicalEntry, presentEntry } from '../entry.js';
+import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../entry.js';
 import { leafHash, toBase64, toHex } from '../hash.js';
 import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../note.js';
 import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
@@ -80,22 +80,44 @@ export class CheckpointViews {
  */
 export function entryProofJson(
   seq: number,
-  entry: CanonicalEntry,
+  canonical: Uint8Array,
   entryHash: Uint8Array,
   auditPath: readonly Uint8Array[],
   checkpoint: CheckpointView,
   checkpointJson: JsonFragment,
   leaf: Uint8Array = leafHash(entryHash),
 ): Buffer {
-  return new JsonObjectWriter()
+  const w = new JsonObjectWriter()
     .number('leafIndex', seq)
     .number('treeSize', checkpoint.treeSize)
     .hex('leafHash', leaf)
     .hexList('auditPath', auditPath)
     .value('rootHash', checkpoint.rootHash)
-    .fragment('checkpoint', checkpointJson)
-    .value('entry', presentEntry(entry, seq, entryHash))
-    .end();
+    .fragment('checkpoint', checkpointJson);
+  writeEntryView(w, 'entry', seq, canonical, entryHash);
+  return w.end();
+}
+
+/** A key JSON.parse moves to the front of its object (an array index), anywhere in a record. */
+const ARRAY_INDEX_KEY = /"(?:0|[1-9][0-9]*)":/;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * The entry view (presentEntry) of a checked record. The record's canonical JSON lists its
+ * fields as JSON.stringify of the parsed record would (RFC 8785 writes strings and numbers
+ * as JSON.stringify does), so it is spliced between the id and the proof as it is; a record
+ * with an array-index key, whose order JSON.parse changes, is written the slow way.
+ */
+function writeEntryView(w: JsonObjectWriter, key: string, seq: number, canonical: Uint8Array, entryHash: Uint8Array): void {
+  const last = canonical.length - 1;
+  const text = Buffer.from(canonical.buffer, canonical.byteOffset, canonical.byteLength).toString('latin1');
+  if (last < 2 || canonical[0] !== OPEN_BRACE || canonical[last] !== CLOSE_BRACE || ARRAY_INDEX_KEY.test(text)) {
+    w.value(key, presentEntry(parseCanonicalEntry(canonical), seq, entryHash));
+    return;
+  }
+  const hex = toHex(entryHash);
+  w.spliced(key, `{"id":"${entryIdOfHex(seq, hex)}",`, canonical.subarray(1, last), `,"proof":{"entryHash":"${hex}"}}`);
 }
 
 /** The anchor response (spec §2.5) as JSON bytes; `checkpointJson` as for entryProofJson. */
