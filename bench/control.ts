@@ -8,7 +8,7 @@
 // answered decision.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOidcProvider } from '../test/helpers/oidc.js';
@@ -30,6 +30,8 @@ const AUDIENCE = 'https://control.bench.stele/v1';
 const CONNECTIONS = 64;
 const DURATION_S = QUICK ? 5 : 15;
 const BATCH_INTERVAL_MS = Number(process.env.BENCH_BATCH_MS ?? 2);
+/** BENCH_RUNS=1,4 runs only those runs (for profiling one configuration); default all. */
+const RUNS = new Set((process.env.BENCH_RUNS ?? '1,2,3,4').split(',').map(Number));
 
 const POLICIES = `
 @id("staff-read-eng") permit (principal in Group::"staff", action == Action::"read", resource) when { resource.dept == "eng" };
@@ -65,6 +67,28 @@ async function startControlServer(dataDir: string, fsync: boolean): Promise<{ ur
   if (first === null) throw new ChildCrashed('the server exited during start-up');
   return { url: JSON.parse(first[0].toString().split('\n')[0]!).url as string, child };
 }
+
+/**
+ * CPU time (ms) the server process has used: its main thread, and all its threads (workers,
+ * the libuv pool); from /proc, so Linux only (undefined elsewhere).
+ */
+function serverCpu(pid: number | undefined): { main: number; all: number } | undefined {
+  if (pid === undefined) return undefined;
+  const ticks = (stat: string) => {
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  };
+  try {
+    const all = ticks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const main = ticks(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8'));
+    return { main, all };
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: 100 on every Linux architecture Node supports. */
+const CLOCK_TICKS = 100;
 
 /** The server child died. (Before src/control/policy.ts turned off TurboFan's JS→Wasm call inlining, Node 20's V8 aborted here every few runs; the retry stays as a guard and is reported.) */
 class ChildCrashed extends Error {}
@@ -135,7 +159,9 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     const ledgerBefore = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
     const auditBefore = await alive(countEvaluations(url, tokens.analyst, 0));
 
+    const cpuBefore = serverCpu(child.pid);
     const r = await alive(autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: o.connections, duration: DURATION_S }));
+    const cpuAfter = serverCpu(child.pid);
     await new Promise((res) => setTimeout(res, 500));
     const ledgerAfter = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
     const auditAfter = await alive(countEvaluations(url, tokens.analyst, auditBefore.last));
@@ -151,8 +177,14 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     // autocannon stops at the deadline with requests in flight; those are anchored too.
     figure(`control_evaluate_anchored${label}`, ledgerAfter - ledgerBefore, 'ledger entries');
     figure(`control_evaluate_audited${label}`, auditAfter.count, 'audit events');
+    // CPU time is steadier than req/s on a shared machine: it says what each decision costs.
+    if (cpuBefore && cpuAfter && r['2xx'] > 0) {
+      figure(`control_evaluate_cpu_main${label}`, ((cpuAfter.main - cpuBefore.main) * 1000) / r['2xx'], 'µs/decision');
+      figure(`control_evaluate_cpu_all${label}`, ((cpuAfter.all - cpuBefore.all) * 1000) / r['2xx'], 'µs/decision');
+    }
     if (o.ledgerBaseline) {
       let i = 0;
+      const before = serverCpu(child.pid);
       const a = await alive(autocannon({
         url: `${url}/api/ledger/anchor`,
         method: 'POST',
@@ -164,6 +196,11 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
       figure(`ledger_anchor_rps${label}`, a.requests.average, 'req/s');
       figure(`ledger_anchor_p50${label}`, a.latency.p50, 'ms');
       figure(`ledger_anchor_p99${label}`, a.latency.p99, 'ms');
+      const after = serverCpu(child.pid);
+      if (before && after && a['2xx'] > 0) {
+        figure(`ledger_anchor_cpu_main${label}`, ((after.main - before.main) * 1000) / a['2xx'], 'µs/anchor');
+        figure(`ledger_anchor_cpu_all${label}`, ((after.all - before.all) * 1000) / a['2xx'], 'µs/anchor');
+      }
     }
     for (const [name, value, unit] of figures) printFigure(name, value, unit);
   } finally {
@@ -182,14 +219,22 @@ export default async function main(): Promise<void> {
     const tokens = { svc: await idp.token('svc'), analyst: await idp.token('analyst') };
     note(`POST /v1/policy/evaluate, ${DURATION_S} s per run, ES256 access tokens from oidc-provider (JWKS fetched once, then cached), batch interval ${BATCH_INTERVAL_MS} ms`);
     note('every answered decision is a ledger entry (policy_evaluation) in a published checkpoint and a signed audit event');
-    note(`1. durable (ledger and audit fsync on), ${CONNECTIONS} connections; then the ledger's own POST /api/ledger/anchor on the same server for comparison`);
-    await run({ label: '', tokenCache: true, fsync: true, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
-    note('2. durable, verified-token cache off (each request verifies the JWT signature with jose)');
-    await run({ label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
-    note('3. durable, 256 connections (more decisions per ledger batch)');
-    await run({ label: '_256c', tokenCache: true, fsync: true, connections: 256 }, idp.issuer, tokens);
-    note(`4. fsync off (ledger I/O out of the way: the control plane's own cost), ${CONNECTIONS} connections`);
-    await run({ label: '_nofsync', tokenCache: true, fsync: false, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+    if (RUNS.has(1)) {
+      note(`1. durable (ledger and audit fsync on), ${CONNECTIONS} connections; then the ledger's own POST /api/ledger/anchor on the same server for comparison`);
+      await run({ label: '', tokenCache: true, fsync: true, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+    }
+    if (RUNS.has(2)) {
+      note('2. durable, verified-token cache off (each request verifies the JWT signature with jose)');
+      await run({ label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
+    }
+    if (RUNS.has(3)) {
+      note('3. durable, 256 connections (more decisions per ledger batch)');
+      await run({ label: '_256c', tokenCache: true, fsync: true, connections: 256 }, idp.issuer, tokens);
+    }
+    if (RUNS.has(4)) {
+      note(`4. fsync off (ledger I/O out of the way: the control plane's own cost), ${CONNECTIONS} connections`);
+      await run({ label: '_nofsync', tokenCache: true, fsync: false, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+    }
   } finally {
     await idp.close();
   }
