@@ -9,8 +9,9 @@
 //   signature ed25519 over "stele/control/audit-event/v1\n" ‖ RFC 8785 JSON without `signature`
 //
 // Storage: append-only JSON-lines segments audit/seg-<first id>.jsonl of SEGMENT_EVENTS
-// events each, written in groups (one write, and one fdatasync when enabled, per group);
-// an event is acknowledged, and streamed, only once written. A torn last line left by a
+// events each, signed and written in groups (the events appended in one turn of the event
+// loop: one write, and one fdatasync when enabled, per group); an event is acknowledged, and
+// streamed, only once written. A torn last line left by a
 // crash is cut off at the next start. Recent events are also kept in memory for live
 // streaming and short resumes; older ones are read back from the segments.
 import { createReadStream } from 'node:fs';
@@ -18,7 +19,7 @@ import { type FileHandle, mkdir, open, readFile, readdir, truncate } from 'node:
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
-import { AUDIT_DOMAIN, type ControlSigner } from './signing.js';
+import { AUDIT_DOMAIN, type ControlSigner, canonicalJson } from './signing.js';
 
 export const SEGMENT_EVENTS = 100_000;
 const RING_EVENTS = 16_384;
@@ -56,9 +57,16 @@ export function matches(e: StoredEvent, f: AuditFilter): boolean {
   return (!f.types || f.types.has(e.type)) && (f.since === undefined || e.ms >= f.since) && (f.until === undefined || e.ms < f.until);
 }
 
+/** An event accepted by append(), signed when its group is flushed. */
 interface Pending {
-  readonly event: StoredEvent;
-  readonly full: AuditEvent;
+  readonly id: number;
+  readonly type: string;
+  readonly ms: number;
+  readonly record: Record<string, unknown>;
+  /** RFC 8785 JSON of `record`. */
+  readonly recordJson: string;
+  readonly digest: string;
+  readonly ledgerEntryId: string;
   resolve(e: AuditEvent): void;
   reject(e: Error): void;
 }
@@ -146,34 +154,40 @@ export class AuditLog {
     if (this.ring.length > this.ringEvents * 2) this.ring = this.ring.slice(-this.ringEvents);
   }
 
-  /** Signs and appends an event; resolves once it is written (and synced when enabled). */
-  append(type: string, record: Record<string, unknown>, digest: string, ledgerEntryId: string): Promise<AuditEvent> {
+  /**
+   * Appends an event; resolves once it is signed and written (and synced when enabled).
+   * `recordJson` is the RFC 8785 JSON of `record` when the caller has it (it hashed it for
+   * `digest`): the event's canonical form is then composed around it, not recomputed.
+   */
+  append(type: string, record: Record<string, unknown>, digest: string, ledgerEntryId: string, recordJson = canonicalJson(record)): Promise<AuditEvent> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.closed) return Promise.reject(new Error('the audit log is closed'));
+    // The id and time are fixed now (ids in call order); the signature when the group is flushed.
     const id = ++this.assigned;
-    const time = new Date();
-    const full = this.signer.sign(AUDIT_DOMAIN, {
-      v: 1 as const,
-      id,
-      type,
-      time: time.toISOString(),
-      record,
-      digest,
-      ledger_entry_id: ledgerEntryId,
-      key_id: this.signer.keyId,
-    }) as AuditEvent;
-    const event: StoredEvent = { id, type, ms: time.getTime(), json: JSON.stringify(full) };
-    // Queue first, then start the flush (outside the Promise executor, so a failure to start
-    // cannot be mistaken for a rejection of this one event).
-    let resolve!: (e: AuditEvent) => void;
-    let reject!: (e: Error) => void;
-    const done = new Promise<AuditEvent>((res, rej) => {
-      resolve = res;
-      reject = rej;
+    return new Promise<AuditEvent>((resolve, reject) => {
+      this.pending.push({ id, type, ms: Date.now(), record, recordJson, digest, ledgerEntryId, resolve, reject });
+      // The flush starts on the next turn of the event loop, not now: events appended together
+      // (a ledger batch's, from its commit callbacks) share one write and one sync, and their
+      // signing runs after the caller's own I/O (the batch's tiles) is under way.
+      if (!this.flushing) this.flushing = new Promise<void>((r) => setImmediate(r)).then(() => this.flushLoop());
     });
-    this.pending.push({ event, full, resolve, reject });
-    if (!this.flushing) this.flushing = this.flushLoop();
-    return done;
+  }
+
+  /** Signs an event: its canonical form is composed around the record's canonical JSON. */
+  private seal(p: Pending): { stored: StoredEvent; full: AuditEvent } {
+    const { id, type, record, recordJson, digest, ledgerEntryId } = p;
+    const time = new Date(p.ms).toISOString();
+    const keyId = this.signer.keyId;
+    const str = JSON.stringify;
+    // RFC 8785: members sorted by key (digest < id < key_id < ledger_entry_id < record < time
+    // < type < v); strings and integers serialise exactly as JSON.stringify does.
+    const canonical = `{"digest":${str(digest)},"id":${id},"key_id":${str(keyId)},"ledger_entry_id":${str(ledgerEntryId)},"record":${recordJson},"time":${str(time)},"type":${str(type)},"v":1}`;
+    const signature = this.signer.signCanonical(AUDIT_DOMAIN, canonical);
+    const json = `{"v":1,"id":${id},"type":${str(type)},"time":${str(time)},"record":${recordJson},"digest":${str(digest)},"ledger_entry_id":${str(ledgerEntryId)},"key_id":${str(keyId)},"signature":${str(signature)}}`;
+    return {
+      stored: { id, type, ms: p.ms, json },
+      full: { v: 1, id, type, time, record, digest, ledger_entry_id: ledgerEntryId, key_id: keyId, signature },
+    };
   }
 
   private async flushLoop(): Promise<void> {
@@ -181,8 +195,10 @@ export class AuditLog {
       while (this.pending.length > 0 && !this.failed) {
         const batch = this.pending;
         this.pending = [];
+        let sealed: { stored: StoredEvent; full: AuditEvent }[];
         try {
-          await this.write(batch.map((p) => p.event));
+          sealed = batch.map((p) => this.seal(p));
+          await this.write(sealed.map((e) => e.stored));
         } catch (e) {
           this.failed = new Error(`the audit log could not be written: ${(e as Error).message}`);
           this.logger.error({ err: (e as Error).message }, 'audit log write failed; refusing further events');
@@ -190,12 +206,13 @@ export class AuditLog {
           this.pending = [];
           return;
         }
-        for (const p of batch) {
-          this.written = p.event.id;
-          this.remember(p.event);
-          for (const l of this.listeners) l(p.event);
-          p.resolve(p.full);
-        }
+        batch.forEach((p, i) => {
+          const { stored, full } = sealed[i]!;
+          this.written = stored.id;
+          this.remember(stored);
+          for (const l of this.listeners) l(stored);
+          p.resolve(full);
+        });
       }
     } finally {
       this.flushing = undefined;

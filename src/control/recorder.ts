@@ -11,7 +11,7 @@ import type { AnchorReceipt } from '../sequencer/sequencer.js';
 import type { AuditEvent, AuditLog } from './audit.js';
 import { shuttingDown } from './errors.js';
 import type { ControlDeps } from './mount.js';
-import { recordDigest } from './signing.js';
+import { canonicalJson, jsonDigest } from './signing.js';
 
 /** Ledger entry types (and audit event types) of the control plane. */
 export const CONTROL_ENTRY_TYPES = ['policy_evaluation', 'access_decision', 'key_epoch', 'authentication_failure'] as const;
@@ -47,14 +47,16 @@ export class Recorder {
   }
 
   private async recordNow(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
-    const digest = recordDigest(record);
+    // Canonicalised once: hashed for the entry, and embedded as is in the audit event.
+    const recordJson = canonicalJson(record);
+    const digest = jsonDigest(recordJson);
     let audited: Promise<AuditEvent> | undefined;
     const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }), (seq, hash) => {
-      audited = this.audit.append(type, record, digest, entryId(seq, hash));
+      audited = this.audit.append(type, record, digest, entryId(seq, hash), recordJson);
       audited.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     });
     const ledgerEntryId = entryId(receipt.seq, receipt.entryHash);
-    const event = await (audited ?? this.audit.append(type, record, digest, ledgerEntryId));
+    const event = await (audited ?? this.audit.append(type, record, digest, ledgerEntryId, recordJson));
     return { digest, ledgerEntryId, receipt, event };
   }
 

@@ -29,13 +29,20 @@ export function canonicalJson(value: unknown): string {
 
 /** Hex SHA-256 of the canonical JSON of `value`: the digest anchored for a record. */
 export function recordDigest(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return jsonDigest(canonicalJson(value));
+}
+
+/** Hex SHA-256 of canonical JSON already serialised (so a record is canonicalised once). */
+export function jsonDigest(canonical: string): string {
+  return createHash('sha256').update(canonical).digest('hex');
 }
 
 function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
   const { signature: _s, ...rest } = obj;
-  return Buffer.from(`${domain}\n${canonicalJson(rest)}`, 'utf8');
+  return messageOf(domain, canonicalJson(rest));
 }
+
+const messageOf = (domain: string, canonical: string): Buffer => Buffer.from(`${domain}\n${canonical}`, 'utf8');
 
 export class ControlSigner {
   readonly keyId: string;
@@ -67,8 +74,17 @@ export class ControlSigner {
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    const sig = sign(null, signedMessage(domain, obj), this.key);
-    return { ...obj, signature: `ed25519:${sig.toString('base64')}` };
+    const { signature: _s, ...rest } = obj;
+    return { ...obj, signature: this.signCanonical(domain, canonicalJson(rest)) };
+  }
+
+  /**
+   * The `signature` value for an object whose RFC 8785 JSON (without `signature`) the caller
+   * has already composed: the audit log builds it from the record's canonical JSON, which it
+   * has anyway, instead of canonicalising the whole event again.
+   */
+  signCanonical(domain: string, canonical: string): string {
+    return `ed25519:${sign(null, messageOf(domain, canonical), this.key).toString('base64')}`;
   }
 
   /** The public identity clients pin: name, key id, base64 public key. */

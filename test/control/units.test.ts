@@ -179,6 +179,20 @@ describe('audit log', () => {
     expect(seen).toEqual([22, 23]);
     await again.close();
   });
+
+  it('stores each event as the JSON whose canonical form it signs, whatever the record holds', async () => {
+    const dir = tmp('audit-canonical');
+    const signer = await ControlSigner.open(join(dir, 'control.key'), 'stele-control');
+    const log = await AuditLog.open(join(dir, 'audit'), signer, { fsync: false, logger: silent });
+    // Unsorted and non-ASCII keys, escapes, line separators, astral characters, nesting, numbers.
+    const record = { z: 1, a: { 'é': 'q"\\\u2028', b: [3, -1, 0], '\u{1F600}': true }, B: 'tab\there', '': null, n: 1e21 };
+    const [e] = await Promise.all([log.append('policy_evaluation', record, 'dd'.repeat(32), 'led_x'), log.append('policy_evaluation', {}, 'ee'.repeat(32), 'led_y')]);
+    expect(verifySigned(AUDIT_DOMAIN, e as unknown as Record<string, unknown>, signer.publicKey)).toBe(true);
+    const stored = JSON.parse(readFileSync(join(dir, 'audit', 'seg-000000000001.jsonl'), 'utf8').split('\n')[0]!) as Record<string, unknown>;
+    expect(stored).toEqual(e);
+    expect(verifySigned(AUDIT_DOMAIN, stored, signer.publicKey)).toBe(true);
+    await log.close();
+  });
 });
 
 /** A stand-in for AWS KMS speaking its JSON 1.1 wire protocol for CreateKey, DescribeKey, Encrypt, Decrypt and DisableKey. */
