@@ -17,6 +17,7 @@ import { QUICK, figure } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
+const WARMUP = QUICK ? 3 : 10;
 const ORIGIN = 'bench.stele/api';
 const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -119,6 +120,10 @@ export default async function main(): Promise<void> {
           },
         ],
       ] as const) {
+        // A freshly started server reads its tiles from storage as it goes: the first run shows
+        // that cold start, the second the steady state of a warm replica (the target).
+        const cold = await load(srv.url, 100, paths, { duration: WARMUP });
+        figure(`${name}_cold_throughput`, Math.round(cold.rps), `req/s (first ${WARMUP} s after start)`);
         const f0 = await metric(srv.url, 'stele_tile_fetches');
         const h0 = await metric(srv.url, 'stele_tile_cache_hits');
         const t0 = await metric(srv.url, 'stele_hash_tile_reads');
