@@ -173,7 +173,13 @@ describe('compatibility API', () => {
 
   it('healthz and metrics', async () => {
     expect((await getJson(`${srv.url}/healthz`)).body).toMatchObject({ ok: true });
+    // Errors are counted with the status they were answered with.
+    expect((await fetch(`${srv.url}/api/ledger/entry?id=nope`)).status).toBe(400);
+    expect((await fetch(`${srv.url}/no/such/route`)).status).toBe(404);
     const m = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(m).toMatch(/stele_http_requests_total\{route="\/api\/ledger\/entry",method="GET",status="400"\} [1-9]/);
+    expect(m).toMatch(/stele_http_requests_total\{route="other",method="GET",status="404"\} [1-9]/);
+    expect(m).toMatch(/stele_http_requests_total\{route="\/healthz",method="GET",status="200"\} [1-9]/);
     expect(m).toMatch(/stele_tree_size \d+/);
     expect(m).toContain('stele_http_requests_total');
     expect(m).toContain('stele_batch_size_bucket');
