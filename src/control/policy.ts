@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import type { Logger } from 'pino';
+import { EntitySlicer } from './entities.js';
 import { newUlid as ulid } from './ids.js';
 import { invalid } from './errors.js';
 
@@ -44,7 +45,8 @@ export interface PolicyDecision {
 interface Snapshot {
   readonly version: string;
   readonly policyIds: string[];
-  readonly entities: cedar.EntityJson[];
+  /** The entities, served to each decision as the slice it can reach. */
+  readonly entities: EntitySlicer;
   readonly hasSchema: boolean;
   readonly loadedAt: string;
 }
@@ -109,7 +111,7 @@ export class PolicyEngine {
     return {
       version: this.snap.version,
       policies: this.snap.policyIds,
-      entities: this.snap.entities.length,
+      entities: this.snap.entities.size,
       schema: this.snap.hasSchema,
       loaded_at: this.snap.loadedAt,
       ...(this.lastError ? { last_error: this.lastError } : {}),
@@ -149,6 +151,7 @@ export class PolicyEngine {
     if (digest === this.lastDigest) return true;
 
     const policies: Record<string, string> = {};
+    const ests: unknown[] = [];
     let entities: cedar.EntityJson[] = [];
     let schema: string | undefined;
     for (const [n, text] of files) {
@@ -169,7 +172,9 @@ export class PolicyEngine {
         if (parts.policy_templates.length > 0) throw new Error(`${n}: policy templates are not supported`);
         parts.policies.forEach((p, i) => {
           const json = cedar.policyToJson(p);
-          const annotated = json.type === 'success' ? json.json.annotations?.id : undefined;
+          if (json.type !== 'success') throw new Error(`${n}: ${messages(json.errors)}`);
+          ests.push(json.json);
+          const annotated = json.json.annotations?.id;
           const id = annotated ?? `${n}#${i}`;
           if (Object.hasOwn(policies, id)) throw new Error(`${n}: duplicate policy id ${JSON.stringify(id)}`);
           policies[id] = p;
@@ -190,13 +195,14 @@ export class PolicyEngine {
       const s = cedar.preparseSchema(this.schemaName, schema);
       if (s.type !== 'success') throw new Error(`schema: ${messages(s.errors)}`);
     }
+    const slicer = new EntitySlicer(entities, ests);
     // The swap: the preparsed set and the snapshot change together, synchronously, so no
     // decision sees one without the other (evaluate() is synchronous too).
     const ok = cedar.preparsePolicySet(this.psetId, pset);
     if (ok.type !== 'success') throw new Error(`policies: ${messages(ok.errors)}`);
     const version = `pv_${digest.slice(0, 16)}`;
     const previous = this.snap?.version;
-    this.snap = { version, policyIds: Object.keys(policies), entities, hasSchema: schema !== undefined, loadedAt: new Date().toISOString() };
+    this.snap = { version, policyIds: Object.keys(policies), entities: slicer, hasSchema: schema !== undefined, loadedAt: new Date().toISOString() };
     this.lastDigest = digest;
     this.lastError = undefined;
     if (previous) this.logger.info({ from: previous, to: version, policies: this.snap.policyIds.length }, 'policy set reloaded');
@@ -212,7 +218,7 @@ export class PolicyEngine {
       resource: req.resource,
       context: req.context as cedar.Context,
       preparsedPolicySetId: this.psetId,
-      entities: snap.entities,
+      entities: snap.entities.slice(req.principal, req.action, req.resource, req.context),
       ...(snap.hasSchema ? { preparsedSchemaName: this.schemaName, validateRequest: true } : {}),
     });
     if (ans.type !== 'success') throw invalid('invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
