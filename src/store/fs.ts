@@ -89,7 +89,9 @@ export class FsObjectStore implements ObjectStore {
       const existing = await fs.readFile(path);
       if (!bytesEqual(new Uint8Array(existing), data)) throw new ImmutableConflictError(key);
     } finally {
-      await fs.unlink(tmp).catch(() => undefined);
+      // The object is in place (or refused) already: its temporary name goes without holding
+      // up the write (a crash before the unlink leaves a .tmp- file, which readers ignore).
+      void fs.unlink(tmp).catch(() => undefined);
     }
   }
 
@@ -182,7 +184,8 @@ async function tryLock(lock: string, owner: string): Promise<boolean> {
     if (isErr(e, 'EEXIST')) return false;
     throw e;
   } finally {
-    await fs.unlink(fresh);
+    // Only the lock's own name matters from here on; the aside name goes in the background.
+    void fs.unlink(fresh).catch(() => undefined);
   }
 }
 
