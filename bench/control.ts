@@ -2,8 +2,11 @@
 // decision anchored in the ledger (fsync on) and appended to the signed audit stream before
 // it is answered. The server is `stele control serve` in a child process (one core), the
 // OpenID Provider and autocannon run in this process (the other core). Runs:
-//   1. default settings (verified-token cache on): the figure for the issue;
-//   2. verified-token cache off: every request verifies the JWT signature with jose.
+//   1. default settings (verified-token and decision caches on): the figure for the issue;
+//   2. verified-token cache off: every request verifies the JWT signature with jose;
+//   5. decision cache off: Cedar evaluates every request (the body never changes, so with the
+//      cache on every decision after the first reuses Cedar's answer);
+//   3. 256 connections; 4. fsync off.
 // After each run the ledger and the audit stream are checked to hold one entry / event per
 // answered decision.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -31,7 +34,7 @@ const CONNECTIONS = 64;
 const DURATION_S = QUICK ? 5 : 15;
 const BATCH_INTERVAL_MS = Number(process.env.BENCH_BATCH_MS ?? 2);
 /** BENCH_RUNS=1,4 runs only those runs (for profiling one configuration); default all. */
-const RUNS = new Set((process.env.BENCH_RUNS ?? '1,2,3,4').split(',').map(Number));
+const RUNS = new Set((process.env.BENCH_RUNS ?? '1,2,5,3,4').split(',').map(Number));
 
 const POLICIES = `
 @id("staff-read-eng") permit (principal in Group::"staff", action == Action::"read", resource) when { resource.dept == "eng" };
@@ -121,6 +124,8 @@ async function countEvaluations(url: string, token: string, after: number): Prom
 interface RunOptions {
   readonly label: string;
   readonly tokenCache: boolean;
+  /** Cedar decisions remembered per policy version (the default); off: Cedar evaluates every request. */
+  readonly decisionCache?: boolean;
   readonly fsync: boolean;
   readonly connections: number;
   /** Also measure the ledger's own anchor route on the same server. */
@@ -147,7 +152,7 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
   writeFileSync(join(controlDir, 'policy', 'entities.json'), JSON.stringify(ENTITIES));
   writeFileSync(
     join(controlDir, 'control.toml'),
-    `[control.oidc]\nissuer = "${issuer}"\naudience = "${AUDIENCE}"\ntoken_cache_size = ${o.tokenCache ? 10_000 : 0}\n\n[control.audit]\nfsync = ${o.fsync}\n`,
+    `[control.oidc]\nissuer = "${issuer}"\naudience = "${AUDIENCE}"\ntoken_cache_size = ${o.tokenCache ? 10_000 : 0}\n\n[control.policy]\ndecision_cache_size = ${o.decisionCache === false ? 0 : 10_000}\n\n[control.audit]\nfsync = ${o.fsync}\n`,
   );
   const { url, child } = await startControlServer(dataDir, o.fsync);
   try {
@@ -226,6 +231,10 @@ export default async function main(): Promise<void> {
     if (RUNS.has(2)) {
       note('2. durable, verified-token cache off (each request verifies the JWT signature with jose)');
       await run({ label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
+    }
+    if (RUNS.has(5)) {
+      note('5. durable, decision cache off (Cedar evaluates every request; the benchmark repeats one request, which the cache otherwise answers)');
+      await run({ label: '_no_decision_cache', tokenCache: true, decisionCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
     }
     if (RUNS.has(3)) {
       note('3. durable, 256 connections (more decisions per ledger batch)');

@@ -79,6 +79,8 @@ export interface ControlConfig {
   readonly roles: Readonly<Record<string, readonly Operation[]>>;
   readonly policyDir: string;
   readonly policyPollMs: number;
+  /** Decisions remembered per policy version (0: every request is evaluated by Cedar). */
+  readonly policyDecisionCacheSize: number;
   readonly lease: LeaseSettings;
   readonly kek: KekSettings;
   /** Scope label of the control plane's ledger entries. */
@@ -258,7 +260,7 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     roles[role] = ops as Operation[];
   }
 
-  const p = reader(top.sub('policy'), '[control.policy]', ['dir', 'poll_ms']);
+  const p = reader(top.sub('policy'), '[control.policy]', ['dir', 'poll_ms', 'decision_cache_size']);
   const policyDir = p.str('dir', 'policy')!;
 
   const l = reader(top.sub('lease'), '[control.lease]', ['ttl_default_s', 'ttl_min_s', 'ttl_max_s', 'principal_type', 'action', 'resource_type']);
@@ -293,6 +295,7 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     roles,
     policyDir: isAbsolute(policyDir) ? policyDir : join(dataDir, policyDir),
     policyPollMs: p.int('poll_ms', 1_000, 10, 60_000),
+    policyDecisionCacheSize: p.int('decision_cache_size', 10_000, 0, 1_000_000),
     lease,
     kek,
     ledgerScope,

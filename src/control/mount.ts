@@ -73,7 +73,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const streams = new Set<() => void>();
   const state = { closing: false };
   try {
-    policy = await PolicyEngine.open(config.policyDir, logger, config.policyPollMs);
+    policy = await PolicyEngine.open(config.policyDir, logger, { pollMs: config.policyPollMs, decisionCacheSize: config.policyDecisionCacheSize });
     const epochs = await KeyEpochs.open(
       epochStore,
       signer,

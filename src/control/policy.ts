@@ -16,6 +16,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { EntitySlicer } from './entities.js';
 import { newUlid as ulid } from './ids.js';
@@ -49,7 +50,12 @@ interface Snapshot {
   readonly entities: EntitySlicer;
   readonly hasSchema: boolean;
   readonly loadedAt: string;
+  /** Decisions already made by this version, by request (see evaluate()). */
+  readonly decisions: LRUCache<string, PolicyDecision> | undefined;
 }
+
+/** Requests whose key is longer than this are always evaluated (a few large contexts must not crowd the cache). */
+const MAX_DECISION_KEY = 2048;
 
 // Node 20's V8 (11.3) aborts the whole process ("Fatal error … unreachable code" in
 // Deoptimizer::DoComputeBuiltinContinuation) when a function into which TurboFan inlined a
@@ -83,11 +89,16 @@ export class PolicyEngine {
   private constructor(
     readonly dir: string,
     private readonly logger: Logger,
+    private readonly decisionCacheSize: number,
   ) {}
 
-  /** Loads the directory (creating it with a deny-all starter file if absent) and watches it. */
-  static async open(dir: string, logger: Logger, pollMs = 1000): Promise<PolicyEngine> {
-    const e = new PolicyEngine(dir, logger);
+  /**
+   * Loads the directory (creating it with a deny-all starter file if absent) and watches it
+   * (and polls it every `pollMs`). `decisionCacheSize`: decisions remembered per version (default 0, none).
+   */
+  static async open(dir: string, logger: Logger, o: { pollMs?: number; decisionCacheSize?: number } = {}): Promise<PolicyEngine> {
+    const pollMs = o.pollMs ?? 1000;
+    const e = new PolicyEngine(dir, logger, o.decisionCacheSize ?? 0);
     await mkdir(dir, { recursive: true });
     const names = await readdir(dir);
     if (!names.some((n) => n.endsWith('.cedar'))) await writeFile(join(dir, 'policies.cedar'), DEFAULT_POLICY, { flag: 'wx' }).catch(() => undefined);
@@ -202,16 +213,46 @@ export class PolicyEngine {
     if (ok.type !== 'success') throw new Error(`policies: ${messages(ok.errors)}`);
     const version = `pv_${digest.slice(0, 16)}`;
     const previous = this.snap?.version;
-    this.snap = { version, policyIds: Object.keys(policies), entities: slicer, hasSchema: schema !== undefined, loadedAt: new Date().toISOString() };
+    this.snap = {
+      version,
+      policyIds: Object.keys(policies),
+      entities: slicer,
+      hasSchema: schema !== undefined,
+      loadedAt: new Date().toISOString(),
+      decisions: this.decisionCacheSize > 0 ? new LRUCache({ max: this.decisionCacheSize }) : undefined,
+    };
     this.lastDigest = digest;
     this.lastError = undefined;
     if (previous) this.logger.info({ from: previous, to: version, policies: this.snap.policyIds.length }, 'policy set reloaded');
     return true;
   }
 
-  /** Evaluates one request against the active set. Invalid requests throw a 400. */
+  /**
+   * Evaluates one request against the active set. Invalid requests throw a 400.
+   *
+   * A Cedar decision is a pure function of the policy set, the entities, the schema (one
+   * version: a reload starts a new, empty cache with its snapshot) and the request: Cedar
+   * has no clock, randomness or I/O. So a request seen before under the same version gets
+   * the decision Cedar made then, without calling Cedar again. Only the evaluation is
+   * reused: each request is still its own decision, with its own id, ledger entry and audit
+   * event.
+   */
   evaluate(req: PolicyRequest): PolicyDecision {
     const snap = this.snap;
+    // The exact objects Cedar would be given (validated JSON from the request body), so
+    // equal keys mean equal input; a key that differs only in member order merely misses.
+    const key = snap.decisions ? JSON.stringify([req.principal.type, req.principal.id, req.action.type, req.action.id, req.resource.type, req.resource.id, req.context]) : '';
+    const cacheable = snap.decisions !== undefined && key.length <= MAX_DECISION_KEY;
+    if (cacheable) {
+      const hit = snap.decisions.get(key);
+      if (hit) return hit;
+    }
+    const d = this.decide(snap, req);
+    if (cacheable) snap.decisions.set(key, d);
+    return d;
+  }
+
+  private decide(snap: Snapshot, req: PolicyRequest): PolicyDecision {
     const ans = cedar.statefulIsAuthorized({
       principal: req.principal,
       action: req.action,
@@ -222,12 +263,13 @@ export class PolicyEngine {
       ...(snap.hasSchema ? { preparsedSchemaName: this.schemaName, validateRequest: true } : {}),
     });
     if (ans.type !== 'success') throw invalid('invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
-    return {
+    // Frozen: a remembered decision is shared by every request that gets it.
+    return Object.freeze({
       decision: ans.response.decision,
-      reasons: ans.response.diagnostics.reason,
-      errors: ans.response.diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`),
+      reasons: Object.freeze(ans.response.diagnostics.reason) as string[],
+      errors: Object.freeze(ans.response.diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`)) as string[],
       policyVersion: snap.version,
-    };
+    });
   }
 
   close(): void {

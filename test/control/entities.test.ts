@@ -75,6 +75,26 @@ describe('entity slicing', () => {
     engine.close();
   });
 
+  it('remembers decisions per policy version only: an entities change is a new version with a fresh cache', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stele-decisions-'));
+    writeFileSync(join(dir, 'policies.cedar'), POLICIES);
+    writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
+    const engine = await PolicyEngine.open(dir, silent, { decisionCacheSize: 100, pollMs: 60_000 });
+    const req = { principal: { type: 'User', id: 'alice' }, action: { type: 'Action', id: 'read' }, resource: { type: 'Document', id: 'q3' }, context: { ip: '10.0.0.1' } };
+    const first = engine.evaluate(req);
+    expect(first.decision).toBe('allow');
+    expect(engine.evaluate({ ...req, context: { ip: '10.0.0.1' } })).toBe(first);
+    expect(Object.isFrozen(first.reasons)).toBe(true);
+    // alice leaves eng (and so staff): only the entities change.
+    const moved = ENTITIES.map((e) => (('id' in e.uid ? e.uid.id : '') === 'alice' ? { ...e, parents: [] } : e));
+    writeFileSync(join(dir, 'entities.json'), JSON.stringify(moved));
+    expect(await engine.reload()).toBe(true);
+    const after = engine.evaluate(req);
+    expect(after.policyVersion).not.toBe(first.policyVersion);
+    expect(after.decision).toBe('deny');
+    engine.close();
+  });
+
   it('hands Cedar only what the request reaches', () => {
     const est = (text: string) => {
       const parts = cedar.policySetTextToParts(text);
