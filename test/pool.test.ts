@@ -7,10 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type AnchorRequest, anchorRequest, buildEntry } from '../src/anchor.js';
 import { ZERO_HASH, canonicalEntryBytes } from '../src/entry.js';
 import { HASH_SIZE, bytesEqual, leafHash } from '../src/hash.js';
-import { RightEdge, packCanonicals } from '../src/sequencer/edge.js';
-import { type Segment, SequencingPool, packBatch } from '../src/sequencer/pool.js';
+import { RightEdge, frame } from '../src/sequencer/edge.js';
+import { encodeBundle } from '../src/tiles.js';
+import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
 import { RecordBuffer, UnrecordableRequestError } from '../src/sequencer/records.js';
 import { sequenceRun } from '../src/sequencer/sequencing.js';
+import { StagingBuffer } from '../src/sequencer/staging-buffer.js';
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 const req = (i: number, artifact?: string): AnchorRequest => anchorRequest('ledger_anchor', 'Anchored', digest(i), artifact ? { artifact, scope: 'ci' } : {});
@@ -30,11 +32,14 @@ const places = (batch: Segment<number>[]) => batch.flatMap((s) => Array.from({ l
 /** Appends a taken batch through appendHashed, checked against a plain append of the same entries. */
 function appendBoth(edge: RightEdge, batch: Segment<number>[]) {
   const entries = places(batch).map((p) => p.entry);
-  const packed = packBatch(batch);
+  const packed = batchEntries(batch);
   const hashed = edge.appendHashed(packed);
   const plain = edge.append(entries.map((e) => canonicalEntryBytes(e)));
   expect(bytesEqual(hashed.root, plain.root)).toBe(true);
-  expect(bytesEqual(packed.canonicals, packCanonicals(entries.map((e) => canonicalEntryBytes(e))).canonicals)).toBe(true);
+  // The staged bundle frames exactly the batch's canonical entries, in a kept buffer or not.
+  const bundle = encodeBundle(entries.map((e) => canonicalEntryBytes(e)));
+  expect(bytesEqual(frame([], packed.canonicals), bundle)).toBe(true);
+  expect(bytesEqual(new StagingBuffer().fill(packed.canonicals), bundle)).toBe(true);
   expect(bytesEqual(packed.entryHashes, plain.entryHashes)).toBe(true);
   for (let k = 0; k < entries.length; k++) {
     expect(bytesEqual(packed.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE), leafHash(plain.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE)))).toBe(true);
@@ -169,7 +174,7 @@ describe('SequencingPool (worker thread)', () => {
     appendBoth(edge, again);
     // A batch sequenced from another edge is refused by the edge itself.
     pool.putBack(again, tipOf(edge, 9_000));
-    const stale = packBatch(await pool.take(3));
+    const stale = batchEntries(await pool.take(3));
     expect(() => RightEdge.empty().appendHashed(stale)).toThrow(/not chained/);
   });
 

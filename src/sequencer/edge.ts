@@ -1,8 +1,10 @@
 // The right edge of the tree: the partial tile at every level plus the partial entry and
 // record bundles. Appending a batch to it is pure and synchronous: it yields the new edge,
 // every tile and bundle the batch creates, and the new root. Memory is bounded by the
-// edge (≤ 255 hashes a level), never by the log's size. A batch comes packed in a few flat
-// buffers (PackedEntries) and its bundles are written straight from them.
+// edge (≤ 255 hashes a level), never by the log's size. A batch comes as a few packed
+// buffers (BatchEntries: the sequencing runs' canonical entries, flat hashes) and its bundles
+// are framed straight from them, each in a buffer of its own: no buffer the size of the
+// batch is made and freed per batch (freed large buffers are what fragments the allocator).
 import { HASH_SIZE, bytesEqual, concatBytes, leafHash } from '../hash.js';
 import { ZERO_HASH, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
@@ -12,10 +14,17 @@ import { HashTile, TILE_WIDTH, type TileKind, TileSet, levelHashCount, tilePath 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
 
-/** A batch's entries packed flat: canonical entries back to back (ends[i] is where the i-th ends), 32-byte entry and leaf hashes. */
-export interface PackedEntries {
-  readonly canonicals: Uint8Array;
+/** Items [from, to) of a packed buffer: item j is bytes[j === 0 ? 0 : ends[j - 1], ends[j]). */
+export interface Packed {
+  readonly bytes: Uint8Array;
   readonly ends: Uint32Array;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** A batch: its canonical entries in one or more packed pieces, its entry and leaf hashes flat (32 bytes each). */
+export interface BatchEntries {
+  readonly canonicals: readonly Packed[];
   readonly entryHashes: Uint8Array;
   readonly leafHashes: Uint8Array;
 }
@@ -75,7 +84,6 @@ export class RightEdge {
   /** Appends canonical entries (already validated) as leaves size, size+1, … */
   append(canonicals: readonly Uint8Array[]): BatchResult {
     const n = canonicals.length;
-    const packed = packCanonicals(canonicals);
     const entryHashes = new Uint8Array(n * HASH_SIZE);
     const leafHashes = new Uint8Array(n * HASH_SIZE);
     let prior = this.lastEntryHash;
@@ -84,26 +92,28 @@ export class RightEdge {
       entryHashes.set(prior, i * HASH_SIZE);
       leafHashes.set(leafHash(prior), i * HASH_SIZE);
     });
-    return this.appendHashed({ ...packed, entryHashes, leafHashes });
+    return this.appendHashed({ canonicals: [packCanonicals(canonicals)], entryHashes, leafHashes });
   }
 
   /**
    * Appends entries whose entry and leaf hashes were computed as they arrived, chained from
    * this edge (the first link is checked: a batch sequenced from a stale edge is refused).
    */
-  appendHashed(batch: PackedEntries): BatchResult {
-    const { canonicals, ends, entryHashes, leafHashes } = batch;
-    const n = ends.length;
+  appendHashed(batch: BatchEntries): BatchResult {
+    const { canonicals, entryHashes, leafHashes } = batch;
+    let n = 0;
+    for (const p of canonicals) n += p.to - p.from;
     if (n === 0) throw new RangeError('empty batch');
     if (entryHashes.length !== n * HASH_SIZE || leafHashes.length !== n * HASH_SIZE) throw new RangeError('batch hashes do not match its entries');
-    if (!bytesEqual(entryHash(this.size, canonicals.subarray(0, ends[0]!), this.lastEntryHash), entryHashes.subarray(0, HASH_SIZE))) {
+    const first = canonicals.find((p) => p.to > p.from)!;
+    if (!bytesEqual(entryHash(this.size, itemOf(first, first.from), this.lastEntryHash), entryHashes.subarray(0, HASH_SIZE))) {
       throw new RangeError(`batch is not chained to the edge at size ${this.size}`);
     }
     const prior = entryHashes.slice((n - 1) * HASH_SIZE);
 
     const objects: StoredObject[] = [];
-    const entries = this.bundles('entries', this.entries, hashItems(entryHashes), objects);
-    const records = this.bundles('records', this.records, canonicalItems(batch), objects);
+    const entries = this.bundles('entries', this.entries, [hashes(entryHashes)], objects);
+    const records = this.bundles('records', this.records, canonicals, objects);
 
     const tiles = new TileSet(this.partialTiles());
     const rows: Uint8Array[] = [];
@@ -133,71 +143,84 @@ export class RightEdge {
     return { edge, objects, entryHashes, tiles, root: treeHashSync(size, tiles.lookup(size)) };
   }
 
-  /** Emits the bundles of one kind that the batch touches; returns the new partial bundle. */
-  private bundles(kind: TileKind, old: readonly Uint8Array[], added: Items, out: StoredObject[]): Uint8Array[] {
-    const total = old.length + added.count;
+  /** Emits the bundles of one kind that the batch touches; returns the new partial bundle (copied). */
+  private bundles(kind: TileKind, old: readonly Uint8Array[], added: readonly Packed[], out: StoredObject[]): Uint8Array[] {
+    let total = old.length;
+    for (const p of added) total += p.to - p.from;
     const first = Math.floor(this.size / TILE_WIDTH);
     for (let from = 0; from < total; from += TILE_WIDTH) {
       const to = Math.min(total, from + TILE_WIDTH);
-      out.push({ key: tilePath({ kind, index: first + from / TILE_WIDTH, width: to - from }), data: encodeItems(old, added, from, to) });
+      const items = sliceItems(old, added, from, to);
+      out.push({ key: tilePath({ kind, index: first + from / TILE_WIDTH, width: to - from }), data: frame(items.old, items.pieces) });
     }
-    // Copies again: the edge must not hold the batch's buffers.
-    const partial: Uint8Array[] = [];
-    for (let i = total - (total % TILE_WIDTH); i < total; i++) partial.push(i < old.length ? old[i]! : added.bytes.slice(added.start(i - old.length), added.end(i - old.length)));
-    return partial;
+    const rest = sliceItems(old, added, total - (total % TILE_WIDTH), total);
+    return [...rest.old, ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => itemOf(p, p.from + j).slice()))];
   }
 }
 
-/** Items packed in one buffer: item k is bytes[start(k), end(k)). */
-interface Items {
-  readonly count: number;
-  readonly bytes: Buffer;
-  start(k: number): number;
-  end(k: number): number;
+/** Items [from, to) of `old` followed by the pieces' items. */
+function sliceItems(old: readonly Uint8Array[], pieces: readonly Packed[], from: number, to: number): { old: Uint8Array[]; pieces: Packed[] } {
+  const out: Packed[] = [];
+  let base = old.length;
+  for (const p of pieces) {
+    const n = p.to - p.from;
+    const a = Math.max(from, base);
+    const b = Math.min(to, base + n);
+    if (a < b) out.push({ ...p, from: p.from + a - base, to: p.from + b - base });
+    base += n;
+  }
+  return { old: old.slice(from, Math.min(to, old.length)), pieces: out };
 }
 
-const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+const itemOf = (p: Packed, j: number): Uint8Array => p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
 
-function hashItems(hashes: Uint8Array): Items {
-  return { count: hashes.length / HASH_SIZE, bytes: asBuffer(hashes), start: (k) => k * HASH_SIZE, end: (k) => (k + 1) * HASH_SIZE };
+/** Flat 32-byte hashes as a packed piece. */
+function hashes(flat: Uint8Array): Packed {
+  const n = flat.length / HASH_SIZE;
+  const ends = new Uint32Array(n);
+  for (let j = 0; j < n; j++) ends[j] = (j + 1) * HASH_SIZE;
+  return { bytes: flat, ends, from: 0, to: n };
 }
 
-function canonicalItems({ canonicals, ends }: Pick<PackedEntries, 'canonicals' | 'ends'>): Items {
-  return { count: ends.length, bytes: asBuffer(canonicals), start: (k) => (k === 0 ? 0 : ends[k - 1]!), end: (k) => ends[k]! };
+/** Bytes of the bundle framing of `old` then the pieces' items. */
+export function framedSize(old: readonly Uint8Array[], pieces: readonly Packed[]): number {
+  let size = 0;
+  for (const o of old) size += 2 + o.length;
+  for (const p of pieces) {
+    if (p.to > p.from) size += 2 * (p.to - p.from) + p.ends[p.to - 1]! - (p.from === 0 ? 0 : p.ends[p.from - 1]!);
+  }
+  return size;
 }
 
-/** Bundle framing (as encodeBundle) of items [from, to) of `old` followed by `added`, copied straight from their buffers. */
-function encodeItems(old: readonly Uint8Array[], added: Items, from: number, to: number): Uint8Array {
-  const length = (i: number) => (i < old.length ? old[i]!.length : added.end(i - old.length) - added.start(i - old.length));
-  let n = 0;
-  for (let i = from; i < to; i++) n += 2 + length(i);
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (let i = from; i < to; i++) {
-    const len = length(i);
+/**
+ * Bundle framing (as encodeBundle: a 2-byte big-endian length, then the bytes) of `old`
+ * then every piece's items, written at the start of `into` (a new buffer if not given).
+ */
+export function frame(old: readonly Uint8Array[], pieces: readonly Packed[], into?: Uint8Array): Uint8Array {
+  const size = framedSize(old, pieces);
+  const bytes = into ? into.subarray(0, size) : new Uint8Array(size);
+  let at = 0;
+  const put = (src: Uint8Array, start: number, end: number) => {
+    const len = end - start;
     if (len > 0xffff) throw new RangeError(`bundle item of ${len} bytes exceeds 65,535`);
-    out[off] = len >>> 8;
-    out[off + 1] = len & 0xff;
-    if (i < old.length) out.set(old[i]!, off + 2);
-    else added.bytes.copy(out, off + 2, added.start(i - old.length), added.end(i - old.length));
-    off += 2 + len;
-  }
-  return out;
+    bytes[at] = len >>> 8;
+    bytes[at + 1] = len & 0xff;
+    bytes.set(src.subarray(start, end), at + 2);
+    at += 2 + len;
+  };
+  for (const o of old) put(o, 0, o.length);
+  for (const p of pieces) for (let j = p.from; j < p.to; j++) put(p.bytes, j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
+  return bytes;
 }
 
-/** The record bundle of a batch's canonical entries (what a staged batch holds). */
-export function encodeRecords(batch: Pick<PackedEntries, 'canonicals' | 'ends'>): Uint8Array {
-  return encodeItems([], canonicalItems(batch), 0, batch.ends.length);
-}
-
-/** Canonical entries packed back to back, with where each ends. */
-export function packCanonicals(canonicals: readonly Uint8Array[]): Pick<PackedEntries, 'canonicals' | 'ends'> {
+/** Canonical entries packed back to back as one piece. */
+export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {
   const ends = new Uint32Array(canonicals.length);
   let at = 0;
   canonicals.forEach((c, i) => (ends[i] = at += c.length));
-  const packed = new Uint8Array(at);
-  canonicals.forEach((c, i) => packed.set(c, i === 0 ? 0 : ends[i - 1]!));
-  return { canonicals: packed, ends };
+  const bytes = new Uint8Array(at);
+  canonicals.forEach((c, i) => bytes.set(c, i === 0 ? 0 : ends[i - 1]!));
+  return { bytes, ends, from: 0, to: canonicals.length };
 }
 
 /** Drops trailing empty levels so the edge's shape depends only on its size. */

@@ -18,7 +18,7 @@ import { Worker } from 'node:worker_threads';
 import { type AnchorRequest, buildEntry } from '../anchor.js';
 import type { CanonicalEntry } from '../entry.js';
 import { HASH_SIZE } from '../hash.js';
-import type { PackedEntries } from './edge.js';
+import type { BatchEntries, Packed } from './edge.js';
 import { RecordBuffer } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
@@ -149,29 +149,24 @@ export class Segment<R> {
     return buildEntry(this.records.request(i), p.timestamp, this.ids[i - p.from] || undefined);
   }
 
-  /**
-   * Copies the segment's canonical entries and hashes into packed buffers at entry `k`
-   * (and byte `at`), then lets go of the run's buffers: the batch keeps one copy.
-   */
-  packInto(out: PackedEntries, k: number, at: number): number {
-    const run = this.run!;
-    const k0 = this.lo - this.placement!.from;
-    const k1 = this.hi - this.placement!.from;
-    const from = k0 === 0 ? 0 : run.ends[k0 - 1]!;
-    const to = run.ends[k1 - 1]!;
-    out.canonicals.set(run.canonicals.subarray(from, to), at);
-    for (let j = k0; j < k1; j++) out.ends[k + j - k0] = at + run.ends[j]! - from;
-    out.entryHashes.set(run.entryHashes.subarray(k0 * HASH_SIZE, k1 * HASH_SIZE), k * HASH_SIZE);
-    out.leafHashes.set(run.leafHashes.subarray(k0 * HASH_SIZE, k1 * HASH_SIZE), k * HASH_SIZE);
-    this.run = undefined;
-    return at + to - from;
+  /** Its canonical entries: a piece of the run's buffer. */
+  canonicals(): Packed {
+    const from = this.placement!.from;
+    return { bytes: this.run!.canonicals, ends: this.run!.ends, from: this.lo - from, to: this.hi - from };
   }
 
-  /** Bytes of canonical entries packInto copies. */
-  get canonicalBytes(): number {
+  /** Copies its entry and leaf hashes into flat buffers at entry `k`. */
+  copyHashes(entryHashes: Uint8Array, leafHashes: Uint8Array, k: number): void {
     const run = this.run!;
-    const k0 = this.lo - this.placement!.from;
-    return run.ends[this.hi - this.placement!.from - 1]! - (k0 === 0 ? 0 : run.ends[k0 - 1]!);
+    const k0 = (this.lo - this.placement!.from) * HASH_SIZE;
+    const k1 = (this.hi - this.placement!.from) * HASH_SIZE;
+    entryHashes.set(run.entryHashes.subarray(k0, k1), k * HASH_SIZE);
+    leafHashes.set(run.leafHashes.subarray(k0, k1), k * HASH_SIZE);
+  }
+
+  /** Lets go of the run's buffers once its batch is built (the batch's bundles hold copies). */
+  releaseRun(): void {
+    this.run = undefined;
   }
 
   onCommitted(i: number): OnCommitted | undefined {
@@ -391,20 +386,16 @@ function startWorker(): Worker {
   return worker;
 }
 
-/** A taken batch's canonical entries and hashes, copied out of its runs into one set of buffers. */
-export function packBatch<R>(batch: readonly Segment<R>[]): PackedEntries {
+/** A taken batch as the edge appends it: its runs' canonical entries in place, its hashes copied flat. */
+export function batchEntries<R>(batch: readonly Segment<R>[]): BatchEntries {
   let n = 0;
-  let bytes = 0;
-  for (const s of batch) {
-    n += s.count;
-    bytes += s.canonicalBytes;
-  }
-  const out = { canonicals: new Uint8Array(bytes), ends: new Uint32Array(n), entryHashes: new Uint8Array(n * HASH_SIZE), leafHashes: new Uint8Array(n * HASH_SIZE) };
+  for (const s of batch) n += s.count;
+  const entryHashes = new Uint8Array(n * HASH_SIZE);
+  const leafHashes = new Uint8Array(n * HASH_SIZE);
   let k = 0;
-  let at = 0;
   for (const s of batch) {
-    at = s.packInto(out, k, at);
+    s.copyHashes(entryHashes, leafHashes, k);
     k += s.count;
   }
-  return out;
+  return { canonicals: batch.map((s) => s.canonicals()), entryHashes, leafHashes };
 }

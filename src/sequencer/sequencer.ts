@@ -23,11 +23,12 @@ import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
-import { type BatchResult, RightEdge, encodeRecords } from './edge.js';
-import { type OnCommitted, type Segment, SequencingPool, packBatch, rejection } from './pool.js';
+import { type BatchResult, RightEdge } from './edge.js';
+import { type OnCommitted, type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
 import { UnrecordableRequestError } from './records.js';
 import { loadEdge } from './recover.js';
+import { StagingBuffer } from './staging-buffer.js';
 
 /** A checkpoint as published: signed note (with any cosignatures) plus its time. */
 export interface PublishedCheckpoint extends SignedCheckpoint {
@@ -108,8 +109,8 @@ export class SequencerStoppedError extends Error {
 interface Prepared {
   readonly result: BatchResult;
   readonly checkpoint: PublishedCheckpoint;
-  /** The batch's record bundle, to stage; dropped once staged (it is as big as the batch). */
-  staged: Uint8Array | undefined;
+  /** The batch's record bundle, to stage (a view of the kept staging buffer). */
+  readonly staged: Uint8Array;
   readonly count: number;
 }
 
@@ -142,6 +143,7 @@ export class Sequencer {
   private readonly reader: LogReader;
 
   private edge = RightEdge.empty();
+  private readonly stagingBuffer = new StagingBuffer();
   /** The lock's checkpoint (log signature only). */
   private committed!: PublishedCheckpoint;
   /** The public checkpoint; set by open() before anyone can read it. */
@@ -356,22 +358,22 @@ export class Sequencer {
 
   /** Builds the batch's tiles, bundles and signed checkpoint in memory (its entries are sequenced). */
   private async prepare(batch: Pending[]): Promise<Prepared> {
-    // The packed copy lives only here: the edge and the staged bundle copy what they keep.
-    const packed = packBatch(batch);
-    const result = this.edge.appendHashed(packed);
-    const staged = encodeRecords(packed);
+    const entries = batchEntries(batch);
+    const result = this.edge.appendHashed(entries);
+    const staged = this.stagingBuffer.fill(entries.canonicals);
+    // The bundles hold copies of the canonical entries: the runs' buffers can go.
+    for (const s of batch) s.releaseRun();
     // A checkpoint is never older than the entries it covers (runs' times never go back).
     const timestamp = this.nextTimestamp(Date.parse(batch[batch.length - 1]!.timestamp));
     const signed = await signCheckpoint({ origin: this.opts.origin, size: result.edge.size, root: result.root }, this.opts.signer);
-    return { result, checkpoint: { ...signed, timestamp }, staged, count: packed.ends.length };
+    return { result, checkpoint: { ...signed, timestamp }, staged, count: entries.entryHashes.length / HASH_SIZE };
   }
 
   /** Stages, commits in the lock, and writes the tiles of a prepared batch. */
-  private async commit(prepared: Prepared, committed: () => void): Promise<void> {
-    const { result, checkpoint } = prepared;
+  private async commit({ result, checkpoint, staged }: Prepared, committed: () => void): Promise<void> {
     const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
-    await this.opts.staging.createAll([{ key: stagedKey, data: prepared.staged! }]);
-    prepared.staged = undefined;
+    await this.opts.staging.createAll([{ key: stagedKey, data: staged }]);
+    this.stagingBuffer.release();
     const state: LockState = {
       size: checkpoint.size,
       root: toHex(checkpoint.root),
