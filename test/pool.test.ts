@@ -10,7 +10,7 @@ import { HASH_SIZE, bytesEqual, leafHash } from '../src/hash.js';
 import { RightEdge, frame } from '../src/sequencer/edge.js';
 import { encodeBundle } from '../src/tiles.js';
 import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
-import { RecordBuffer, UnrecordableRequestError } from '../src/sequencer/records.js';
+import { RecordBuffer, Repeats, UnrecordableRequestError } from '../src/sequencer/records.js';
 import { sequenceRun } from '../src/sequencer/sequencing.js';
 import { StagingBuffer } from '../src/sequencer/staging-buffer.js';
 
@@ -60,6 +60,9 @@ describe('request records', () => {
     const b = new RecordBuffer(1);
     odd.forEach((r) => b.append(r));
     expect(odd.map((_, i) => b.request(i))).toEqual(odd);
+    // Strings that repeat from record to record are shared, and only those.
+    const repeats = new Repeats();
+    expect([...odd, ...odd].map((_, i) => b.request(i % odd.length, repeats))).toEqual([...odd, ...odd]);
   });
 
   it('refuse at once a request that can never be an entry, keeping nothing of it', () => {

@@ -19,7 +19,7 @@ import { type AnchorRequest, buildEntry } from '../anchor.js';
 import type { CanonicalEntry } from '../entry.js';
 import { HASH_SIZE } from '../hash.js';
 import type { BatchEntries, Packed } from './edge.js';
-import { RecordBuffer } from './records.js';
+import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
 
@@ -56,6 +56,7 @@ export class Segment<R> {
   private run: SequencedRun | undefined;
   private placement: Placement | undefined;
   private ids: string[] | undefined;
+  private repeats: Repeats | undefined;
   /** Sent to the worker at least once: nothing is appended any more. */
   private sealed = false;
 
@@ -146,7 +147,7 @@ export class Segment<R> {
   entry(i: number): CanonicalEntry {
     const p = this.placement!;
     this.ids ??= p.artifactIds.split('\n');
-    return buildEntry(this.records.request(i), p.timestamp, this.ids[i - p.from] || undefined);
+    return buildEntry(this.records.request(i, (this.repeats ??= new Repeats())), p.timestamp, this.ids[i - p.from] || undefined);
   }
 
   /** Its canonical entries: a piece of the run's buffer. */

@@ -75,8 +75,14 @@ export class PublishedBatch implements IntegratedBatch {
     return proveInclusionSync(seq, size, this.tiles.lookup(size));
   }
 
-  /** Resolves every waiting request with its receipt (clearing its slot). */
+  /**
+   * Resolves every waiting request with its receipt (clearing its slot), once every listener
+   * has seen the batch. The entry objects built for the listeners are let go first: kept
+   * for as long as any receipt is, a batch's worth of them outlives young-generation
+   * collections and piles up in the old generation; a receipt builds its own entry if asked.
+   */
   acknowledge(): void {
+    this.built = this.u.entries;
     let seq = this.u.fromSize;
     for (const s of this.u.batch) for (let i = s.lo; i < s.hi; i++) s.settle(i, new Receipt(this, seq++));
   }

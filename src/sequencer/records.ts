@@ -44,7 +44,7 @@ export class RecordBuffer {
   private endsBuf: Uint32Array;
   private n = 0;
 
-  constructor(capacityRecords = 64) {
+  constructor(capacityRecords = 256) {
     this.buf = Buffer.allocUnsafeSlow(capacityRecords * 128);
     this.endsBuf = new Uint32Array(capacityRecords);
   }
@@ -107,14 +107,17 @@ export class RecordBuffer {
     return { bytes: new Uint8Array(this.buf.subarray(base, to === 0 ? 0 : this.endsBuf[to - 1]!)), ends };
   }
 
-  /** Record i decoded again. */
-  request(i: number): AnchorRequest {
-    return decodeRecord(this.buf, i === 0 ? 0 : this.endsBuf[i - 1]!, this.endsBuf[i]!);
+  /** Record i decoded again (`repeats`: reuse strings that repeat from record to record). */
+  request(i: number, repeats?: Repeats): AnchorRequest {
+    return decodeRecord(this.buf, i === 0 ? 0 : this.endsBuf[i - 1]!, this.endsBuf[i]!, repeats);
   }
 
-  /** Gives back memory a sealed buffer will never use. */
+  /**
+   * Gives back memory a sealed buffer will never use — when that is most of it (a run cut
+   * short by a quiet moment); a full run's buffer is kept as it is rather than copied again.
+   */
   trim(): void {
-    if (this.buf.length > this.used * 1.25) this.buf = Buffer.from(this.buf.subarray(0, this.used));
+    if (this.buf.length > this.used * 2) this.buf = Buffer.from(this.buf.subarray(0, this.used));
     if (this.endsBuf.length > this.n) this.endsBuf = this.endsBuf.slice(0, this.n);
   }
 
@@ -146,8 +149,28 @@ export class RecordBuffer {
   }
 }
 
+/**
+ * The last string decoded for each field that tends to repeat (type, result, scope, tenant),
+ * handed out again while the next record holds the same bytes: a batch's entry objects then
+ * share one string per value instead of each holding copies (they are built by the tens of
+ * thousands per batch).
+ */
+export class Repeats {
+  private readonly last = [0, 1, 2, 3].map(() => ({ bytes: undefined as Buffer | undefined, at: 0, length: -1, value: '' }));
+
+  decode(field: number, b: Buffer, at: number, length: number): string {
+    const l = this.last[field]!;
+    if (l.length === length && l.bytes && b.compare(l.bytes, l.at, l.at + length, at, at + length) === 0) return l.value;
+    l.bytes = b;
+    l.at = at;
+    l.length = length;
+    l.value = b.toString('utf8', at, at + length);
+    return l.value;
+  }
+}
+
 /** Decodes the record in `bytes[start, end)`. */
-export function decodeRecord(bytes: Uint8Array, start: number, end: number): AnchorRequest {
+export function decodeRecord(bytes: Uint8Array, start: number, end: number, repeats?: Repeats): AnchorRequest {
   const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const flags = b[start]!;
   let at = start + 1;
@@ -160,13 +183,14 @@ export function decodeRecord(bytes: Uint8Array, start: number, end: number): Anc
     });
     return r;
   }
-  const str = (): string => {
+  /** The next string; `field` names a repeating one (see Repeats). */
+  const str = (field?: number): string => {
     const n = b.readUInt16BE(at);
     at += 2 + n;
-    return b.toString('utf8', at - n, at);
+    return repeats && field !== undefined ? repeats.decode(field, b, at - n, n) : b.toString('utf8', at - n, at);
   };
-  const type = str();
-  const result = str();
+  const type = str(0);
+  const result = str(1);
   let digest: string;
   if (flags & PACKED_DIGEST) {
     digest = b.toString('hex', at, at + 32);
@@ -174,8 +198,8 @@ export function decodeRecord(bytes: Uint8Array, start: number, end: number): Anc
   } else digest = str();
   const r: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = { type, result, digest };
   if (flags & HAS_ARTIFACT) r.artifact = str();
-  if (flags & HAS_SCOPE) r.scope = str();
-  if (flags & HAS_TENANT) r.tenant = str();
+  if (flags & HAS_SCOPE) r.scope = str(2);
+  if (flags & HAS_TENANT) r.tenant = str(3);
   if (at !== end) throw new RangeError('malformed request record');
   return r;
 }

@@ -7,7 +7,7 @@
 import { buildEntry } from '../anchor.js';
 import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
 import { HASH_SIZE, leafHash } from '../hash.js';
-import { decodeRecord } from './records.js';
+import { Repeats, decodeRecord } from './records.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */
 export interface ChainState {
@@ -47,12 +47,13 @@ export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number)
   const artifactIds: string[] = [];
   const bytes: Uint8Array[] = [];
   let total = 0;
+  const repeats = new Repeats();
   for (let i = 0; i < records.ends.length; i++) {
     // One request that cannot be an entry is refused alone; it never stops the run.
     let canonical: Uint8Array;
     let artifactId: string | undefined;
     try {
-      const entry = buildEntry(decodeRecord(records.bytes, i === 0 ? 0 : records.ends[i - 1]!, records.ends[i]!), timestamp);
+      const entry = buildEntry(decodeRecord(records.bytes, i === 0 ? 0 : records.ends[i - 1]!, records.ends[i]!, repeats), timestamp);
       artifactId = entry.artifactId;
       canonical = canonicalEntryBytes(entry);
     } catch (e) {
