@@ -106,6 +106,7 @@ describe('crash safety under SIGKILL', () => {
     const logDir = path.join(dataDir, 'log');
 
     const acked = new Map<number, Ack>();
+    const ackedRounds = new Set<number>();
     const tileBytes = new Map<string, string>(); // path → sha256 of the bytes first seen
     const roundCheckpoints: string[] = [];
     const problems: string[] = [];
@@ -122,6 +123,7 @@ describe('crash safety under SIGKILL', () => {
         problems.push(`seq ${seq} acknowledged twice with different entries (rounds ${had.round} and ${round}): a fork`);
       }
       acked.set(seq, { entryHash: m[2]!, digest: m[3]!, round });
+      ackedRounds.add(round);
     };
 
     const snapshotTiles = async (round: number) => {
@@ -138,14 +140,17 @@ describe('crash safety under SIGKILL', () => {
       const before = acked.size;
       const started = Date.now();
       const run = startChild(dataDir, onAck(round));
-      // Even rounds: kill 100–600 ms into steady load. Odd rounds: kill 300–1,200 ms after
-      // spawn, which can land during startup, recovery or the re-application of a staged batch.
+      // Even rounds: kill 100–600 ms into steady load, once the round's first anchor is
+      // acknowledged (a busy machine may take a while to get there). Odd rounds: kill
+      // 300–1,200 ms after spawn, which can land during startup, recovery or the
+      // re-application of a staged batch.
       let delay: number;
       if (round % 2 === 0) {
         await within(run.ready, 20_000, `round ${round}: child start`).catch((e: Error) => {
           run.child.kill('SIGKILL');
           throw new Error(`${e.message}\n${run.stderr()}`);
         });
+        for (const until = Date.now() + 20_000; !ackedRounds.has(round) && Date.now() < until; ) await sleep(10);
         delay = randomInt(100, 600);
         await sleep(delay);
       } else {
