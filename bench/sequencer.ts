@@ -46,7 +46,7 @@ async function throughput(total: number, marks: { at: number; label: string }[],
     let largest = 0;
     sequencer.onPublished((_c, b) => {
       batches++;
-      if (b) largest = Math.max(largest, b.entries.length);
+      if (b) largest = Math.max(largest, b.count);
     });
     const CHUNK = 8192;
     const WINDOW = 4 * 65_536; // in flight: enough for back-to-back full batches, bounded memory

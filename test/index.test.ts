@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CanonicalEntry } from '../src/entry.js';
 import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
-import type { IntegratedBatch } from '../src/sequencer/sequencer.js';
+import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/sequencer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 const entry = (d: number, type: string, artifactId?: string): CanonicalEntry => ({ v: 1, type, result: 'r', digest: digest(d), timestamp: 't', ...(artifactId ? { artifact: 'x', artifactId } : {}) });
-const batch = (fromSize: number, entries: CanonicalEntry[]) => ({ fromSize, entries, entryHashes: [], checkpoint: {} }) as unknown as IntegratedBatch;
+const batch = (fromSize: number, entries: CanonicalEntry[]): IntegratedBatch => batchOfEntries(fromSize, entries, [], {} as PublishedCheckpoint);
 
 describe('LmdbIndex', () => {
   it('answers for a batch as soon as onBatch returns, keeps first digest / latest artifact, and persists once', async () => {

@@ -43,7 +43,7 @@ export class Metrics {
     this.treeSize.set(cp.size);
     this.checkpointAge.set(Date.parse(cp.timestamp) / 1000);
     if (batch) {
-      this.batchSize.observe(batch.entries.length);
+      this.batchSize.observe(batch.count);
       if (batch.integrationMs !== undefined) this.integration.observe(batch.integrationMs / 1000);
     }
   }

@@ -62,7 +62,7 @@ export class DynamoIndex implements LookupIndex {
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {
-    const end = batch.fromSize + batch.entries.length;
+    const end = batch.fromSize + batch.count;
     let indexed = await this.indexedSize();
     if (end <= indexed) return;
     if (batch.fromSize > indexed) throw new IndexGapError(`index holds ${indexed} leaves; batch starts at ${batch.fromSize}`);
@@ -71,7 +71,7 @@ export class DynamoIndex implements LookupIndex {
     const digests = new Map<string, number>();
     const artifacts = new Map<string, number>();
     for (let seq = start; seq < end; seq++) {
-      const e = batch.entries[seq - batch.fromSize]!;
+      const e = batch.entryAt(seq);
       if (!digests.has(e.digest)) digests.set(e.digest, seq);
       if (e.artifactId) artifacts.set(e.artifactId, seq);
     }
@@ -83,7 +83,7 @@ export class DynamoIndex implements LookupIndex {
     for (;;) {
       const counts = new Map<string, number>();
       for (let seq = indexed; seq < end; seq++) {
-        const type = batch.entries[seq - batch.fromSize]!.type;
+        const type = batch.entryAt(seq).type;
         counts.set(type, (counts.get(type) ?? 0) + 1);
       }
       const names: Record<string, string> = { '#size': 'size' };

@@ -2,7 +2,7 @@
 // bundles when it lags (first start, a listener failure, `stele index rebuild`).
 import { parseCanonicalEntry } from '../entry.js';
 import type { LogReader } from '../reader.js';
-import type { BatchListener, IntegratedBatch, PublishedCheckpoint } from '../sequencer/sequencer.js';
+import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/sequencer.js';
 import { TILE_WIDTH } from '../tiles.js';
 import type { LookupIndex } from './types.js';
 
@@ -23,12 +23,14 @@ export async function catchUpIndex(
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
     const [records, entryHashes] = await Promise.all([reader.bundle('records', n, width), reader.bundle('entries', n, width)]);
     const skip = from - n * TILE_WIDTH;
-    await index.onBatch({
-      fromSize: from,
-      entries: records.slice(skip).map((r) => parseCanonicalEntry(r)),
-      entryHashes: entryHashes.slice(skip),
-      checkpoint,
-    });
+    await index.onBatch(
+      batchOfEntries(
+        from,
+        records.slice(skip).map((r) => parseCanonicalEntry(r)),
+        entryHashes.slice(skip),
+        checkpoint,
+      ),
+    );
     from = n * TILE_WIDTH + width;
     onProgress?.(from, size);
   }

@@ -45,12 +45,12 @@ export class LmdbIndex implements LookupIndex {
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {
-    const end = batch.fromSize + batch.entries.length;
+    const end = batch.fromSize + batch.count;
     if (end <= this.size) return;
     if (batch.fromSize > this.size) throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
     const p: Pending = { end, digests: new Map(), artifacts: new Map(), counts: new Map() };
     for (let seq = this.size; seq < end; seq++) {
-      const e = batch.entries[seq - batch.fromSize]!;
+      const e = batch.entryAt(seq);
       // The earliest entry of a digest wins: keep one already indexed or pending.
       if (!p.digests.has(e.digest) && this.findDigest(e.digest) === undefined) p.digests.set(e.digest, seq);
       if (e.artifactId) p.artifacts.set(e.artifactId, seq);

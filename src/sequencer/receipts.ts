@@ -40,14 +40,8 @@ export class PublishedBatch implements IntegratedBatch {
     return this.u.fromSize;
   }
 
-  /** Built once, on first use (the lookup index reads every entry; a bare log need not). */
-  get entries(): readonly CanonicalEntry[] {
-    if (!this.built) {
-      const out: CanonicalEntry[] = [];
-      for (const s of this.u.batch) for (let i = s.lo; i < s.hi; i++) out.push(s.entry(i));
-      this.built = out;
-    }
-    return this.built;
+  get count(): number {
+    return this.u.count;
   }
 
   get entryHashes(): readonly Uint8Array[] {

@@ -61,11 +61,33 @@ export interface AnchorReceipt {
 /** What listeners (the lookup index, metrics) learn of each published batch. */
 export interface IntegratedBatch {
   readonly fromSize: number;
-  readonly entries: readonly CanonicalEntry[];
+  /** Entries in the batch: leaves fromSize .. fromSize + count - 1. */
+  readonly count: number;
+  /**
+   * Entry `seq` of the batch. Built when asked (no array of the whole batch): a listener
+   * that walks a 65,536-entry batch makes objects that die young instead of a batch's
+   * worth that outlives it in the old generation.
+   */
+  entryAt(seq: number): CanonicalEntry;
   readonly entryHashes: readonly Uint8Array[];
   readonly checkpoint: PublishedCheckpoint;
   /** Time from taking the batch to its publish, in ms (absent for recovered batches). */
   readonly integrationMs?: number;
+}
+
+/** An IntegratedBatch over entries already in memory (re-indexing from bundles, tests). */
+export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntry[], entryHashes: readonly Uint8Array[], checkpoint: PublishedCheckpoint): IntegratedBatch {
+  return {
+    fromSize,
+    count: entries.length,
+    entryAt(seq) {
+      const e = entries[seq - fromSize];
+      if (!e) throw new RangeError(`entry ${seq} is not in this batch`);
+      return e;
+    },
+    entryHashes,
+    checkpoint,
+  };
 }
 
 export interface BatchListener {

@@ -15,7 +15,7 @@ import { bytesEqual, leafHash, toHex } from '../../src/hash.js';
 import { verifyInclusion } from '../../src/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/note.js';
 import { LogReader } from '../../src/reader.js';
-import { type AnchorReceipt, type IntegratedBatch, Sequencer, SequencerStoppedError } from '../../src/sequencer/sequencer.js';
+import { type AnchorReceipt, type IntegratedBatch, Sequencer, SequencerStoppedError, batchOfEntries } from '../../src/sequencer/sequencer.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import type { LockState } from '../../src/store/lock.js';
 import { VersionConflictError } from '../../src/store/store.js';
@@ -89,12 +89,12 @@ describe('DynamoLock (dynalite)', () => {
 });
 
 function batch(fromSize: number, entries: Partial<CanonicalEntry>[]): IntegratedBatch {
-  return {
+  return batchOfEntries(
     fromSize,
-    entries: entries.map((e) => ({ v: 1, type: 'ledger_anchor', result: 'Anchored', digest: digest(0), timestamp: 't', ...e }) as CanonicalEntry),
-    entryHashes: entries.map(() => new Uint8Array(32)),
-    checkpoint: undefined as never,
-  };
+    entries.map((e) => ({ v: 1, type: 'ledger_anchor', result: 'Anchored', digest: digest(0), timestamp: 't', ...e }) as CanonicalEntry),
+    entries.map(() => new Uint8Array(32)),
+    undefined as never,
+  );
 }
 
 describe('DynamoIndex (dynalite)', () => {
