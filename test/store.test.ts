@@ -24,6 +24,21 @@ describe('FsObjectStore', () => {
     expect(readdirSync(join(s.root, 'tile/0/000.p'))).toEqual(['1']);
   });
 
+  it('links nothing of a batch in which an object cannot be written, and leaves no temporary files', async () => {
+    const s = fresh();
+    const ok = Array.from({ length: 5 }, (_, i) => ({ key: `tile/0/00${i}`, data: bytes(`t${i}`) }));
+    // A file where an object's directory should be: that object cannot be written.
+    mkdirSync(join(s.root, 'tile/entries'), { recursive: true });
+    writeFileSync(join(s.root, 'tile/entries/000.p'), 'x');
+    const blocked = { key: 'tile/entries/000.p/1', data: bytes('no') };
+    await expect(s.createAll([...ok.slice(0, 3), { key: '../escape', data: bytes('x') }, ...ok.slice(3)])).rejects.toThrow(InvalidKeyError);
+    await expect(s.createAll([...ok, blocked].reverse())).rejects.toThrow();
+    for (const o of ok) expect(await s.get(o.key)).toBeNull();
+    expect(existsSync(join(s.root, 'tile/0')) ? readdirSync(join(s.root, 'tile/0')) : []).toEqual([]);
+    await s.createAll(ok);
+    expect(readdirSync(join(s.root, 'tile/0')).sort()).toEqual(['000', '001', '002', '003', '004']);
+  });
+
   it('writes many objects in one batch', async () => {
     const s = fresh();
     const objects = Array.from({ length: 300 }, (_, i) => ({ key: `tile/entries/x001/${String(i).padStart(3, '0')}`, data: bytes(`e${i}`) }));

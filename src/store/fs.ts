@@ -26,6 +26,8 @@ export interface FsStoreOptions {
 }
 
 const MUTEX_WAIT_MS = 10_000;
+/** createAll writes, syncs and links this many objects at a time (each holds a file open meanwhile). */
+const CREATE_CHUNK = 128;
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,21 +68,50 @@ export class FsObjectStore implements ObjectStore {
 
   async createAll(objects: readonly StoredObject[]): Promise<void> {
     const dirs = new Set<string>();
-    await Promise.all(
+    const cleanups: Promise<void>[] = [];
+    try {
+      for (let at = 0; at < objects.length; at += CREATE_CHUNK) {
+        await this.createChunk(objects.slice(at, at + CREATE_CHUNK), dirs, cleanups);
+      }
+      if (this.fsync) await Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
+    } finally {
+      await Promise.all(cleanups);
+    }
+  }
+
+  /**
+   * Writes every object to its temporary file, then syncs them all, then links them into
+   * place. Syncing only once everything is written lets one journal commit carry the whole
+   * chunk, where writes and syncs interleaved would make a commit for each few files.
+   */
+  private async createChunk(objects: readonly StoredObject[], dirs: Set<string>, cleanups: Promise<void>[]): Promise<void> {
+    const results = await Promise.allSettled(
       objects.map((o) =>
         this.limit(async () => {
           const path = this.file(o.key);
           dirs.add(dirname(path));
-          await this.createOne(o.key, path, o.data);
+          await this.mkdirs(dirname(path));
+          return { key: o.key, path, data: o.data, temp: await this.writeTemp(path, o.data, false) };
         }),
       ),
     );
-    if (this.fsync) await Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
+    const written = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    try {
+      if (failed) throw failed.reason;
+      if (this.fsync) await Promise.all(written.map((w) => this.limit(() => w.temp.sync())));
+    } catch (e) {
+      // Nothing was linked: the temporary files go, the objects stay absent.
+      await Promise.all(written.map((w) => w.temp.close().catch(() => undefined)));
+      for (const w of written) cleanups.push(removeQuietly(w.temp.path));
+      throw e;
+    }
+    await Promise.all(written.map((w) => this.limit(() => w.temp.close())));
+    await Promise.all(written.map((w) => this.limit(() => this.linkInPlace(w.key, w.path, w.temp.path, w.data, cleanups))));
   }
 
-  private async createOne(key: string, path: string, data: Uint8Array): Promise<void> {
-    await this.mkdirs(dirname(path));
-    const tmp = await this.writeTemp(path, data);
+  /** Moves a written temporary file to `path` unless an object is there; identical bytes are fine. */
+  private async linkInPlace(key: string, path: string, tmp: string, data: Uint8Array, cleanups: Promise<void>[]): Promise<void> {
     this.stats.puts++;
     try {
       await fs.link(tmp, path);
@@ -89,9 +120,9 @@ export class FsObjectStore implements ObjectStore {
       const existing = await fs.readFile(path);
       if (!bytesEqual(new Uint8Array(existing), data)) throw new ImmutableConflictError(key);
     } finally {
-      // The object is in place (or refused) already: its temporary name goes without holding
-      // up the write (a crash before the unlink leaves a .tmp- file, which readers ignore).
-      void fs.unlink(tmp).catch(() => undefined);
+      // The object is in place (or refused) already: its temporary name goes while the
+      // directories are synced (a crash before the unlink leaves a .tmp- file, which readers ignore).
+      cleanups.push(removeQuietly(tmp));
     }
   }
 
@@ -102,9 +133,10 @@ export class FsObjectStore implements ObjectStore {
     return this.withMutex(path, async () => {
       const current = await this.getVersioned(key);
       if ((current?.version ?? null) !== expected) throw new VersionConflictError(key);
-      const tmp = await this.writeTemp(path, data, durable);
+      const temp = await this.writeTemp(path, data, durable);
+      await temp.close();
       this.stats.puts++;
-      await fs.rename(tmp, path);
+      await fs.rename(temp.path, path);
       if (durable) await syncDir(dirname(path));
       return contentVersion(data);
     });
@@ -131,16 +163,18 @@ export class FsObjectStore implements ObjectStore {
     this.madeDirs.add(dir);
   }
 
-  private async writeTemp(path: string, data: Uint8Array, durable = this.fsync): Promise<string> {
+  /** `data` in a fresh temporary file next to `path`, still open (synced if `durable`). */
+  private async writeTemp(path: string, data: Uint8Array, durable: boolean): Promise<{ path: string; sync(): Promise<void>; close(): Promise<void> }> {
     const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     const fh = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
     try {
       await fh.writeFile(data);
       if (durable) await fh.sync();
-    } finally {
+    } catch (e) {
       await fh.close();
+      throw e;
     }
-    return tmp;
+    return { path: tmp, sync: () => fh.sync(), close: () => fh.close() };
   }
 
   /**
@@ -184,8 +218,7 @@ async function tryLock(lock: string, owner: string): Promise<boolean> {
     if (isErr(e, 'EEXIST')) return false;
     throw e;
   } finally {
-    // Only the lock's own name matters from here on; the aside name goes in the background.
-    void fs.unlink(fresh).catch(() => undefined);
+    await fs.unlink(fresh);
   }
 }
 
@@ -238,6 +271,11 @@ async function isStale(lock: string, owner: string | null): Promise<boolean> {
   }
   const st = await fs.stat(lock).catch(() => null);
   return st !== null && Date.now() - st.mtimeMs > 5_000;
+}
+
+/** Unlinks `path`, ignoring failure (a leftover temporary file is harmless). */
+function removeQuietly(path: string): Promise<void> {
+  return fs.unlink(path).catch(() => undefined);
 }
 
 async function syncDir(dir: string): Promise<void> {
