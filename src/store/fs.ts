@@ -4,6 +4,7 @@
 // owner pid is checked, so a crashed holder never wedges the log.
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import pLimit from 'p-limit';
 import { bytesEqual } from '../hash.js';
@@ -91,7 +92,7 @@ export class FsObjectStore implements ObjectStore {
           const path = this.file(o.key);
           dirs.add(dirname(path));
           await this.mkdirs(dirname(path));
-          return { key: o.key, path, data: o.data, temp: await this.writeTemp(path, o.data, false) };
+          return { key: o.key, path, data: o.data, temp: await this.writeTemp(path, o.data) };
         }),
       ),
     );
@@ -99,14 +100,14 @@ export class FsObjectStore implements ObjectStore {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     try {
       if (failed) throw failed.reason;
-      if (this.fsync) await Promise.all(written.map((w) => this.limit(() => w.temp.sync())));
+      if (this.fsync) await Promise.all(written.map((w) => this.limit(() => w.temp.file.sync())));
     } catch (e) {
       // Nothing was linked: the temporary files go, the objects stay absent.
-      await Promise.all(written.map((w) => w.temp.close().catch(() => undefined)));
+      await Promise.all(written.map((w) => w.temp.file.close().catch(() => undefined)));
       for (const w of written) cleanups.push(removeQuietly(w.temp.path));
       throw e;
     }
-    await Promise.all(written.map((w) => this.limit(() => w.temp.close())));
+    await Promise.all(written.map((w) => this.limit(() => w.temp.file.close())));
     await Promise.all(written.map((w) => this.limit(() => this.linkInPlace(w.key, w.path, w.temp.path, w.data, cleanups))));
   }
 
@@ -133,8 +134,12 @@ export class FsObjectStore implements ObjectStore {
     return this.withMutex(path, async () => {
       const current = await this.getVersioned(key);
       if ((current?.version ?? null) !== expected) throw new VersionConflictError(key);
-      const temp = await this.writeTemp(path, data, durable);
-      await temp.close();
+      const temp = await this.writeTemp(path, data);
+      try {
+        if (durable) await temp.file.sync();
+      } finally {
+        await temp.file.close();
+      }
       this.stats.puts++;
       await fs.rename(temp.path, path);
       if (durable) await syncDir(dirname(path));
@@ -163,18 +168,17 @@ export class FsObjectStore implements ObjectStore {
     this.madeDirs.add(dir);
   }
 
-  /** `data` in a fresh temporary file next to `path`, still open (synced if `durable`). */
-  private async writeTemp(path: string, data: Uint8Array, durable: boolean): Promise<{ path: string; sync(): Promise<void>; close(): Promise<void> }> {
+  /** `data` in a fresh temporary file next to `path`, left open for the caller to sync and close. */
+  private async writeTemp(path: string, data: Uint8Array): Promise<{ path: string; file: FileHandle }> {
     const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-    const fh = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+    const file = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
     try {
-      await fh.writeFile(data);
-      if (durable) await fh.sync();
+      await file.writeFile(data);
     } catch (e) {
-      await fh.close();
+      await file.close();
       throw e;
     }
-    return { path: tmp, sync: () => fh.sync(), close: () => fh.close() };
+    return { path: tmp, file };
   }
 
   /**
