@@ -30,7 +30,7 @@ export interface ReaderStats {
 
 export interface EntryAt {
   readonly seq: number;
-  /** The record parsed (on each read of this field: the API writes `canonical` instead). */
+  /** The record parsed (on first use: the API writes `canonical` instead). */
   readonly entry: CanonicalEntry;
   /** The record: the entry's canonical JSON. */
   readonly canonical: Uint8Array;
@@ -143,7 +143,7 @@ export class LogReader {
   }
 
   /** A reader of the tree of `size` leaves; kept per size so its range memo is reused. */
-  hashReader(size: number): TileHashReader {
+  private hashReader(size: number): TileHashReader {
     let r = this.readers.get(size);
     if (!r) {
       r = new TileHashReader(size, (level, index, width) => this.tileNow(level, index, width));
@@ -179,18 +179,12 @@ export class LogReader {
     return this.run(Math.max(second, published), (r) => planConsistencyWithRoots(first, second, r.rangeMemo));
   }
 
-  /** Leaf hash of `index` as the level-0 tile records it. */
-  async leafHash(index: number, size: number): Promise<Uint8Array> {
-    return this.run(size, () => planLeafHash(index));
-  }
-
   /**
    * Entry `seq` of the tree of `size` leaves: its record and entry hash from the bundles,
    * checked against each other's leaf in the hash tile.
    */
   async entry(seq: number, size: number): Promise<EntryAt> {
-    const { auditPath: _none, ...at } = await this.readEntry(seq, size, false);
-    return at;
+    return this.readEntry(seq, size, false);
   }
 
   /** As entry, with the audit path; the leaf and the path come from one read of each tile. */
@@ -219,16 +213,24 @@ export class LogReader {
         parseCanonicalEntry(canonical);
         records.markChecked(i);
       }
-      return {
-        seq,
-        get entry() {
-          return parseCanonicalEntry(canonical);
-        },
-        canonical,
-        entryHash,
-        leafHash: leaf,
-        auditPath,
-      };
+      return new ReadEntry(seq, canonical, entryHash, leaf, auditPath);
     });
+  }
+}
+
+/** An entry as read from the bundles; its record is parsed on the first read of `entry`. */
+class ReadEntry implements EntryWithProof {
+  private parsed: CanonicalEntry | undefined;
+
+  constructor(
+    readonly seq: number,
+    readonly canonical: Uint8Array,
+    readonly entryHash: Uint8Array,
+    readonly leafHash: Uint8Array,
+    readonly auditPath: Uint8Array[],
+  ) {}
+
+  get entry(): CanonicalEntry {
+    return (this.parsed ??= parseCanonicalEntry(this.canonical));
   }
 }

@@ -547,7 +547,7 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
     } else {
       const r = (view as TilesView).reader;
       const p = cc.size;
-      [firstRoot, secondRoot, proof] = await Promise.all([r.treeHash(a, p), r.treeHash(b, p), r.consistencyProof(a, b, p)]);
+      ({ firstRoot, secondRoot, proof } = await r.consistency(a, b, p));
     }
   } catch (e) {
     if (!(e instanceof ApiError) && (e as { kind?: string }).kind !== undefined) throw e;
