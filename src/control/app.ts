@@ -113,8 +113,6 @@ async function readJson(ctx: Context, s: ControlServices, optional = false): Pro
     const t = (e as { type?: string }).type;
     if (t === 'entity.too.large') throw new ControlError(413, 'body_too_large', `request body exceeds ${s.config.bodyLimitBytes} bytes`);
     if (t === 'request.size.invalid') throw invalid('invalid_body', 'request body length does not match Content-Length');
-    // The client went away mid-body: its mistake (answered, if anyone still listens), not a server error.
-    if (t === 'request.aborted' || t === 'stream.not.readable' || ctx.req.destroyed) throw invalid('request_aborted', 'the request body did not arrive: the client closed the request');
     throw e;
   }
   if (text.trim() === '' && optional) return {};

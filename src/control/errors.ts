@@ -33,7 +33,9 @@ export function renderControlError(ctx: Context, e: unknown, logger: Logger): vo
   else {
     const h = e as { status?: number; type?: string; message?: string };
     if (h?.status === 413 || h?.type === 'entity.too.large') err = new ApiError(413, 'body_too_large', 'request body is too large');
-    else if (h?.status === 400 && h?.type === 'request.aborted') err = new ApiError(400, 'request_aborted', 'request body was not received in full');
+    // The client went away mid-body (raw-body says aborted, or not readable once the socket
+    // is gone): its doing, answered if anyone still listens, not a server error.
+    else if (h?.type === 'request.aborted' || h?.type === 'stream.not.readable') err = new ApiError(400, 'request_aborted', 'request body was not received in full');
     else {
       logger.error({ err: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e), path: ctx.path }, 'control-plane request failed');
       err = new ApiError(500, 'internal', 'internal error');

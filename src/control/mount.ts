@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { AnchorRequest } from '../anchor.js';
 import { createKmsClient } from '../aws/kms.js';
 import type { LogReader } from '../reader.js';
+import type { OnCommitted } from '../sequencer/pool.js';
 import type { AnchorReceipt, PublishedCheckpoint } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { controlMiddleware } from './app.js';
@@ -26,9 +27,11 @@ import { ControlSigner } from './signing.js';
 
 /** What the control plane needs from the ledger it records its decisions in. */
 export interface ControlDeps {
-  /** Appends an entry (policy_evaluation, access_decision, key_epoch, …) and resolves once it is published. */
-  /** Anchors an entry; `onCommitted` hears its place once its batch is committed (see Sequencer.submit). */
-  submit(request: AnchorRequest, onCommitted?: (seq: number, entryHash: Uint8Array) => void): Promise<AnchorReceipt>;
+  /**
+   * Anchors an entry (policy_evaluation, access_decision, key_epoch, …) and resolves once it
+   * is published; `onCommitted` hears its place once its batch is committed (Sequencer.submit).
+   */
+  submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt>;
   readonly reader: LogReader;
   checkpoint(): PublishedCheckpoint;
   /** Directory for the control plane's own state (keys, epochs, audit events, policies). */
