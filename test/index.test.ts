@@ -54,4 +54,27 @@ describe('LmdbIndex', () => {
     }
     await index.close();
   });
+
+  it('after a failed write keeps later batches in memory only, so the next start re-indexes from the lost one', async () => {
+    const path = join(dir, 'failed');
+    let index = new LmdbIndex(path);
+    await index.onBatch(batch(0, [entry(20, 'anchor')]));
+    const db = (index as unknown as { db: { transaction: (f: () => void) => Promise<unknown> } }).db;
+    const transaction = db.transaction.bind(db);
+    let failures = 1;
+    db.transaction = (f) => (failures-- > 0 ? Promise.reject(new Error('disk full')) : transaction(f));
+    await index.onBatch(batch(1, [entry(21, 'anchor')]));
+    await index.onBatch(batch(2, [entry(22, 'verify')]));
+    // Lookups still see both batches...
+    expect(await index.findByDigest(digest(21))).toBe(1);
+    expect(await index.findByDigest(digest(22))).toBe(2);
+    expect(await index.indexedSize()).toBe(3);
+    await index.close();
+    // ...but only the batch before the failure was stored: a start re-indexes from there.
+    index = new LmdbIndex(path);
+    expect(await index.indexedSize()).toBe(1);
+    expect(await index.findByDigest(digest(22))).toBeUndefined();
+    expect(await index.countsByType()).toEqual({ anchor: 1 });
+    await index.close();
+  });
 });

@@ -34,6 +34,12 @@ export class LmdbIndex implements LookupIndex {
   /** Leaves covered, committed or not. */
   private size: number;
   private writes: Promise<void> = Promise.resolve();
+  /**
+   * Set by a failed transaction: later batches then stay in memory only. Committing them
+   * would move the stored size past the lost batch, and the next start, which re-indexes
+   * from the stored size, would never fill it in.
+   */
+  private writeFailed = false;
 
   constructor(
     path: string,
@@ -61,11 +67,13 @@ export class LmdbIndex implements LookupIndex {
     const written = this.writes.then(() => this.commit(p));
     this.writes = written.catch((e: unknown) => {
       // The batch stays in memory (lookups still see it); the next start re-indexes it.
-      this.logger?.error({ err: (e as Error).message }, 'index write failed; the entries are re-indexed at the next start');
+      this.writeFailed = true;
+      this.logger?.error({ err: (e as Error).message }, 'index write failed; this and later entries are re-indexed at the next start');
     });
   }
 
   private async commit(p: Pending): Promise<void> {
+    if (this.writeFailed) return;
     await this.db.transaction(() => {
       // onBatch kept only digests new to the index (nothing else writes it meanwhile).
       for (const [digest, seq] of p.digests) this.db.put(`d:${digest}`, seq);
@@ -73,7 +81,7 @@ export class LmdbIndex implements LookupIndex {
       for (const [type, n] of p.counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
       this.db.put(SIZE_KEY, p.end);
     });
-    this.pending.splice(this.pending.indexOf(p), 1);
+    this.pending.shift(); // commits run in batch order: p is the oldest
   }
 
   private findDigest(digest: string): number | undefined {
