@@ -14,7 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 const entry = (d: number, type: string, artifactId?: string): CanonicalEntry => ({ v: 1, type, result: 'r', digest: digest(d), timestamp: 't', ...(artifactId ? { artifact: 'x', artifactId } : {}) });
-const batch = (fromSize: number, entries: CanonicalEntry[]): IntegratedBatch => batchOfEntries(fromSize, entries, [], {} as PublishedCheckpoint);
+const batch = (fromSize: number, entries: CanonicalEntry[]): IntegratedBatch => batchOfEntries(fromSize, entries, {} as PublishedCheckpoint);
 
 describe('LmdbIndex', () => {
   it('answers for a batch as soon as onBatch returns, keeps first digest / latest artifact, and persists once', async () => {

@@ -21,16 +21,9 @@ export async function catchUpIndex(
   while (from < size) {
     const n = Math.floor(from / TILE_WIDTH);
     const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const [records, entryHashes] = await Promise.all([reader.bundle('records', n, width), reader.bundle('entries', n, width)]);
+    const records = await reader.bundle('records', n, width);
     const skip = from - n * TILE_WIDTH;
-    await index.onBatch(
-      batchOfEntries(
-        from,
-        records.slice(skip).map((r) => parseCanonicalEntry(r)),
-        entryHashes.slice(skip),
-        checkpoint,
-      ),
-    );
+    await index.onBatch(batchOfEntries(from, records.slice(skip).map((r) => parseCanonicalEntry(r)), checkpoint));
     from = n * TILE_WIDTH + width;
     onProgress?.(from, size);
   }

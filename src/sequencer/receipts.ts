@@ -23,18 +23,13 @@ export interface Unpublished {
 }
 
 export class PublishedBatch implements IntegratedBatch {
-  private built: readonly CanonicalEntry[] | undefined;
-  private hashViews: Uint8Array[] | undefined;
-
   constructor(
     private readonly u: Unpublished,
     readonly checkpoint: PublishedCheckpoint,
     /** Tiles of every batch this checkpoint published: enough for their inclusion proofs. */
     private readonly tiles: TileSet,
     readonly integrationMs: number | undefined,
-  ) {
-    this.built = u.entries;
-  }
+  ) {}
 
   get fromSize(): number {
     return this.u.fromSize;
@@ -44,13 +39,8 @@ export class PublishedBatch implements IntegratedBatch {
     return this.u.count;
   }
 
-  get entryHashes(): readonly Uint8Array[] {
-    this.hashViews ??= Array.from({ length: this.u.count }, (_, k) => this.entryHash(this.u.fromSize + k));
-    return this.hashViews;
-  }
-
   entryAt(seq: number): CanonicalEntry {
-    if (this.built) return this.built[seq - this.u.fromSize]!;
+    if (this.u.entries) return this.u.entries[seq - this.u.fromSize]!;
     let k = seq - this.u.fromSize;
     for (const s of this.u.batch) {
       if (k < s.count) return s.entry(s.lo + k);
@@ -69,14 +59,8 @@ export class PublishedBatch implements IntegratedBatch {
     return proveInclusionSync(seq, size, this.tiles.lookup(size));
   }
 
-  /**
-   * Resolves every waiting request with its receipt (clearing its slot), once every listener
-   * has seen the batch. The entry objects built for the listeners are let go first: kept
-   * for as long as any receipt is, a batch's worth of them outlives young-generation
-   * collections and piles up in the old generation; a receipt builds its own entry if asked.
-   */
+  /** Resolves every waiting request with its receipt (clearing its slot), once every listener has seen the batch. */
   acknowledge(): void {
-    this.built = this.u.entries;
     let seq = this.u.fromSize;
     for (const s of this.u.batch) for (let i = s.lo; i < s.hi; i++) s.settle(i, new Receipt(this, seq++));
   }

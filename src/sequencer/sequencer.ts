@@ -69,14 +69,13 @@ export interface IntegratedBatch {
    * worth that outlives it in the old generation.
    */
   entryAt(seq: number): CanonicalEntry;
-  readonly entryHashes: readonly Uint8Array[];
   readonly checkpoint: PublishedCheckpoint;
   /** Time from taking the batch to its publish, in ms (absent for recovered batches). */
   readonly integrationMs?: number;
 }
 
 /** An IntegratedBatch over entries already in memory (re-indexing from bundles, tests). */
-export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntry[], entryHashes: readonly Uint8Array[], checkpoint: PublishedCheckpoint): IntegratedBatch {
+export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntry[], checkpoint: PublishedCheckpoint): IntegratedBatch {
   return {
     fromSize,
     count: entries.length,
@@ -85,7 +84,6 @@ export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntr
       if (!e) throw new RangeError(`entry ${seq} is not in this batch`);
       return e;
     },
-    entryHashes,
     checkpoint,
   };
 }

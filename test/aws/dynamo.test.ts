@@ -92,7 +92,6 @@ function batch(fromSize: number, entries: Partial<CanonicalEntry>[]): Integrated
   return batchOfEntries(
     fromSize,
     entries.map((e) => ({ v: 1, type: 'ledger_anchor', result: 'Anchored', digest: digest(0), timestamp: 't', ...e }) as CanonicalEntry),
-    entries.map(() => new Uint8Array(32)),
     undefined as never,
   );
 }
