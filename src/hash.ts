@@ -58,6 +58,12 @@ export function toHex(bytes: Uint8Array): string {
 /** Parses an even-length hex string (either case); null if it is not one. */
 export function fromHex(hex: string): Uint8Array | null {
   if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return null;
+  return hexBytes(hex);
+}
+
+/** Bytes of hex already checked to be even-length hex digits. */
+function hexBytes(hex: string): Uint8Array {
+  if (NodeBuffer) return new Uint8Array(NodeBuffer.from(hex, 'hex'));
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
   return out;
@@ -73,7 +79,7 @@ export function isHash64(s: unknown): s is string {
 /** Parses 64 hex characters into 32 bytes; throws on anything else. */
 export function hashFromHex(s: string): Uint8Array {
   if (!isHash64(s)) throw new Error('expected 64 hexadecimal characters');
-  return fromHex(s)!;
+  return hexBytes(s);
 }
 
 export function toBase64(bytes: Uint8Array): string {
