@@ -94,11 +94,6 @@ export class RecordBuffer {
     this.close();
   }
 
-  /** The records so far, and where each ends (views; copy before writing more). */
-  view(): { bytes: Uint8Array; ends: Uint32Array } {
-    return { bytes: this.buf.subarray(0, this.used), ends: this.endsBuf.subarray(0, this.n) };
-  }
-
   /** Records [from, to) as a fresh buffer with their own ends (what the worker is sent). */
   copy(from: number, to: number): { bytes: Uint8Array; ends: Uint32Array } {
     const base = from === 0 ? 0 : this.endsBuf[from - 1]!;
