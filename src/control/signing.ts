@@ -37,9 +37,14 @@ export function jsonDigest(canonical: string): string {
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
+/** The RFC 8785 JSON a signature covers: the object without its `signature`. */
+function unsignedCanonical(obj: Record<string, unknown>): string {
   const { signature: _s, ...rest } = obj;
-  return messageOf(domain, canonicalJson(rest));
+  return canonicalJson(rest);
+}
+
+function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
+  return messageOf(domain, unsignedCanonical(obj));
 }
 
 const messageOf = (domain: string, canonical: string): Buffer => Buffer.from(`${domain}\n${canonical}`, 'utf8');
@@ -74,8 +79,7 @@ export class ControlSigner {
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    const { signature: _s, ...rest } = obj;
-    return { ...obj, signature: this.signCanonical(domain, canonicalJson(rest)) };
+    return { ...obj, signature: this.signCanonical(domain, unsignedCanonical(obj)) };
   }
 
   /**
