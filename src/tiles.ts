@@ -233,20 +233,46 @@ export class TileSet {
 
 /** Entry/record bundle framing: per item a 2-byte big-endian length, then the bytes. */
 export function encodeBundle(items: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const it of items) {
-    if (it.length > 0xffff) throw new RangeError(`bundle item of ${it.length} bytes exceeds 65,535`);
-    n += 2 + it.length;
+  return frame(items, []);
+}
+
+/** Items [from, to) of a packed buffer: item j is bytes[j === 0 ? 0 : ends[j - 1], ends[j]). */
+export interface Packed {
+  readonly bytes: Uint8Array;
+  readonly ends: Uint32Array;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** Bytes of the bundle framing of `old` then the pieces' items. */
+export function framedSize(old: readonly Uint8Array[], pieces: readonly Packed[]): number {
+  let size = 0;
+  for (const o of old) size += 2 + o.length;
+  for (const p of pieces) {
+    if (p.to > p.from) size += 2 * (p.to - p.from) + p.ends[p.to - 1]! - (p.from === 0 ? 0 : p.ends[p.from - 1]!);
   }
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (const it of items) {
-    out[off] = it.length >>> 8;
-    out[off + 1] = it.length & 0xff;
-    out.set(it, off + 2);
-    off += 2 + it.length;
-  }
-  return out;
+  return size;
+}
+
+/**
+ * Bundle framing (a 2-byte big-endian length, then the bytes) of `old`
+ * then every piece's items, written at the start of `into` (a new buffer if not given).
+ */
+export function frame(old: readonly Uint8Array[], pieces: readonly Packed[], into?: Uint8Array): Uint8Array {
+  const size = framedSize(old, pieces);
+  const bytes = into ? into.subarray(0, size) : new Uint8Array(size);
+  let at = 0;
+  const put = (src: Uint8Array, start: number, end: number) => {
+    const len = end - start;
+    if (len > 0xffff) throw new RangeError(`bundle item of ${len} bytes exceeds 65,535`);
+    bytes[at] = len >>> 8;
+    bytes[at + 1] = len & 0xff;
+    bytes.set(src.subarray(start, end), at + 2);
+    at += 2 + len;
+  };
+  for (const o of old) put(o, 0, o.length);
+  for (const p of pieces) for (let j = p.from; j < p.to; j++) put(p.bytes, j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
+  return bytes;
 }
 
 /**

@@ -9,20 +9,14 @@ import { HASH_SIZE, bytesEqual, concatBytes, leafHash } from '../hash.js';
 import { ZERO_HASH, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
 import type { StoredObject } from '../store/store.js';
-import { HashTile, TILE_WIDTH, type TileKind, TileSet, levelHashCount, tilePath } from '../tiles.js';
+import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, levelHashCount, tilePath } from '../tiles.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
 
-/** Items [from, to) of a packed buffer: item j is bytes[j === 0 ? 0 : ends[j - 1], ends[j]). */
-export interface Packed {
-  readonly bytes: Uint8Array;
-  readonly ends: Uint32Array;
-  readonly from: number;
-  readonly to: number;
-}
-
 /** A batch: its canonical entries in one or more packed pieces, its entry and leaf hashes flat (32 bytes each). */
+export type { Packed } from '../tiles.js';
+
 export interface BatchEntries {
   readonly canonicals: readonly Packed[];
   readonly entryHashes: Uint8Array;
@@ -180,37 +174,6 @@ function hashes(flat: Uint8Array): Packed {
   const ends = new Uint32Array(n);
   for (let j = 0; j < n; j++) ends[j] = (j + 1) * HASH_SIZE;
   return { bytes: flat, ends, from: 0, to: n };
-}
-
-/** Bytes of the bundle framing of `old` then the pieces' items. */
-export function framedSize(old: readonly Uint8Array[], pieces: readonly Packed[]): number {
-  let size = 0;
-  for (const o of old) size += 2 + o.length;
-  for (const p of pieces) {
-    if (p.to > p.from) size += 2 * (p.to - p.from) + p.ends[p.to - 1]! - (p.from === 0 ? 0 : p.ends[p.from - 1]!);
-  }
-  return size;
-}
-
-/**
- * Bundle framing (as encodeBundle: a 2-byte big-endian length, then the bytes) of `old`
- * then every piece's items, written at the start of `into` (a new buffer if not given).
- */
-export function frame(old: readonly Uint8Array[], pieces: readonly Packed[], into?: Uint8Array): Uint8Array {
-  const size = framedSize(old, pieces);
-  const bytes = into ? into.subarray(0, size) : new Uint8Array(size);
-  let at = 0;
-  const put = (src: Uint8Array, start: number, end: number) => {
-    const len = end - start;
-    if (len > 0xffff) throw new RangeError(`bundle item of ${len} bytes exceeds 65,535`);
-    bytes[at] = len >>> 8;
-    bytes[at + 1] = len & 0xff;
-    bytes.set(src.subarray(start, end), at + 2);
-    at += 2 + len;
-  };
-  for (const o of old) put(o, 0, o.length);
-  for (const p of pieces) for (let j = p.from; j < p.to; j++) put(p.bytes, j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
-  return bytes;
 }
 
 /** Canonical entries packed back to back as one piece. */
