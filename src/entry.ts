@@ -1,7 +1,7 @@
 // Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
 // entry ids and artifact ids (DESIGN.md §1.1, §1.4, §1.5).
 import canonicalizeCjs from 'canonicalize';
-import { HASH_SIZE, sha256, toHex } from './hash.js';
+import { HASH_SIZE, leafHash, sha256, toHex } from './hash.js';
 
 /** The canonical entry: everything entry_hash commits to (no seq, id or proof). */
 export interface CanonicalEntry {
@@ -60,6 +60,22 @@ export function entryHash(seq: number, canonical: Uint8Array, prior: Uint8Array)
   input.set(canonical, CANONICAL_AT);
   input.set(prior, CANONICAL_AT + canonical.length);
   return sha256(input);
+}
+
+/**
+ * The chain over canonical entries at seq, seq+1, … from `prior`: their entry hashes and
+ * leaf hashes, each flat (32 bytes per entry), and the last entry hash.
+ */
+export function chainEntryHashes(canonicals: readonly Uint8Array[], seq: number, prior: Uint8Array): { entryHashes: Uint8Array; leafHashes: Uint8Array; last: Uint8Array } {
+  const entryHashes = new Uint8Array(canonicals.length * HASH_SIZE);
+  const leafHashes = new Uint8Array(canonicals.length * HASH_SIZE);
+  let last = prior;
+  canonicals.forEach((c, i) => {
+    last = entryHash(seq + i, c, last);
+    entryHashes.set(last, i * HASH_SIZE);
+    leafHashes.set(leafHash(last), i * HASH_SIZE);
+  });
+  return { entryHashes, leafHashes, last };
 }
 
 /** led_<seq>_<first 12 hex of entry_hash>. */

@@ -244,6 +244,16 @@ export interface Packed {
   readonly to: number;
 }
 
+/** Items (canonical entries) packed back to back as one piece. */
+export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {
+  const ends = new Uint32Array(canonicals.length);
+  let at = 0;
+  canonicals.forEach((c, i) => (ends[i] = at += c.length));
+  const bytes = new Uint8Array(at);
+  canonicals.forEach((c, i) => bytes.set(c, i === 0 ? 0 : ends[i - 1]!));
+  return { bytes, ends, from: 0, to: canonicals.length };
+}
+
 /** Bytes of the bundle framing of `old` then the pieces' items. */
 export function framedSize(old: readonly Uint8Array[], pieces: readonly Packed[]): number {
   let size = 0;

@@ -5,11 +5,11 @@
 // buffers (BatchEntries: the sequencing runs' canonical entries, flat hashes) and its bundles
 // are framed straight from them, each in a buffer of its own: no buffer the size of the
 // batch is made and freed per batch (freed large buffers are what fragments the allocator).
-import { HASH_SIZE, bytesEqual, concatBytes, leafHash } from '../hash.js';
-import { ZERO_HASH, entryHash } from '../entry.js';
+import { HASH_SIZE, bytesEqual, concatBytes } from '../hash.js';
+import { ZERO_HASH, chainEntryHashes, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
 import type { StoredObject } from '../store/store.js';
-import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, levelHashCount, tilePath } from '../tiles.js';
+import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, levelHashCount, packCanonicals, tilePath } from '../tiles.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
@@ -77,15 +77,7 @@ export class RightEdge {
 
   /** Appends canonical entries (already validated) as leaves size, size+1, … */
   append(canonicals: readonly Uint8Array[]): BatchResult {
-    const n = canonicals.length;
-    const entryHashes = new Uint8Array(n * HASH_SIZE);
-    const leafHashes = new Uint8Array(n * HASH_SIZE);
-    let prior = this.lastEntryHash;
-    canonicals.forEach((c, i) => {
-      prior = entryHash(this.size + i, c, prior);
-      entryHashes.set(prior, i * HASH_SIZE);
-      leafHashes.set(leafHash(prior), i * HASH_SIZE);
-    });
+    const { entryHashes, leafHashes } = chainEntryHashes(canonicals, this.size, this.lastEntryHash);
     return this.appendHashed({ canonicals: [packCanonicals(canonicals)], entryHashes, leafHashes });
   }
 
@@ -174,16 +166,6 @@ function hashes(flat: Uint8Array): Packed {
   const ends = new Uint32Array(n);
   for (let j = 0; j < n; j++) ends[j] = (j + 1) * HASH_SIZE;
   return { bytes: flat, ends, from: 0, to: n };
-}
-
-/** Canonical entries packed back to back as one piece. */
-export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {
-  const ends = new Uint32Array(canonicals.length);
-  let at = 0;
-  canonicals.forEach((c, i) => (ends[i] = at += c.length));
-  const bytes = new Uint8Array(at);
-  canonicals.forEach((c, i) => bytes.set(c, i === 0 ? 0 : ends[i - 1]!));
-  return { bytes, ends, from: 0, to: canonicals.length };
 }
 
 /** Drops trailing empty levels so the edge's shape depends only on its size. */

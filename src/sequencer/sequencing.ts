@@ -5,8 +5,8 @@
 // (src/sequencer/records.ts) and the results go back in a few flat buffers that move between
 // threads without copying — never an object per request on either side.
 import { buildEntry } from '../anchor.js';
-import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, entryHash } from '../entry.js';
-import { HASH_SIZE, leafHash } from '../hash.js';
+import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, chainEntryHashes } from '../entry.js';
+import { packCanonicals } from '../tiles.js';
 import { Repeats, decodeRecord } from './records.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */
@@ -46,7 +46,6 @@ export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number)
   const refused: { at: number; why: string }[] = [];
   const artifactIds: string[] = [];
   const bytes: Uint8Array[] = [];
-  let total = 0;
   const repeats = new Repeats();
   for (let i = 0; i < records.ends.length; i++) {
     // One request that cannot be an entry is refused alone; it never stops the run.
@@ -66,24 +65,9 @@ export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number)
     }
     artifactIds.push(artifactId ?? '');
     bytes.push(canonical);
-    total += canonical.length;
   }
-  const n = bytes.length;
-  const canonicals = new Uint8Array(total);
-  const ends = new Uint32Array(n);
-  const entryHashes = new Uint8Array(n * HASH_SIZE);
-  const leafHashes = new Uint8Array(n * HASH_SIZE);
-  let prior = from.prior;
-  let at = 0;
-  for (let i = 0; i < n; i++) {
-    const c = bytes[i]!;
-    canonicals.set(c, at);
-    at += c.length;
-    ends[i] = at;
-    prior = entryHash(from.next + i, c, prior);
-    entryHashes.set(prior, i * HASH_SIZE);
-    leafHashes.set(leafHash(prior), i * HASH_SIZE);
-  }
-  const state = { next: from.next + n, prior: new Uint8Array(prior), lastMs };
+  const { bytes: canonicals, ends } = packCanonicals(bytes);
+  const { entryHashes, leafHashes, last } = chainEntryHashes(bytes, from.next, from.prior);
+  const state = { next: from.next + bytes.length, prior: new Uint8Array(last), lastMs };
   return { timestamp, refused, artifactIds: artifactIds.join('\n'), canonicals, ends, entryHashes, leafHashes, state };
 }
