@@ -356,12 +356,15 @@ export class Sequencer {
         if (this.committed.size !== fromSize) {
           return this.fail(new SequencerStoppedError('the log advanced past a failed batch; another writer is active'), batch);
         }
-        // Nothing was committed: the requests go back to the front of the pool.
+        // Nothing was committed: the requests go back to the front of the pool, which
+        // sequences them again from the reloaded edge.
         this.pool.putBack(batch, this.tip());
         await sleep(RETRY_DELAY_MS);
         return;
       }
-      // The lock held our batch and recover() re-applied it from staging.
+      // The lock held our batch and recover() re-applied it from staging: the requests
+      // waiting behind it are sequenced again from the reloaded edge.
+      this.pool.reset(this.tip());
     }
     announce();
     this.unpublished.push({ fromSize, count: prepared.count, batch, entryHashes: prepared.result.entryHashes, started });
@@ -461,7 +464,6 @@ export class Sequencer {
     for (;;) {
       try {
         await this.recover(false);
-        this.pool.reset(this.tip());
         return true;
       } catch (e) {
         if (isConflict(e)) {
