@@ -3,8 +3,8 @@
 // also works outside secure contexts). Parsing notes, vkeys' parts and checkpoint bodies is
 // the log's own code (src/note.ts, src/checkpoint.ts), bundled as is.
 import * as ed from '@noble/ed25519';
-import { bytesEqual, fromBase64, sha256, toHex } from '../hash.js';
-import { NoteError, type NoteSignature, type ParsedNote, SIG_COSIGNATURE_V1, SIG_ED25519, cosignatureMessage, isValidKeyName, keyHash } from '../note.js';
+import { bytesEqual } from '../hash.js';
+import { type NoteSignature, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../note.js';
 import { readU64be, utf8 } from './bytes.js';
 
 export { parseCheckpointBody } from '../checkpoint.js';
@@ -21,24 +21,10 @@ export interface Verifier {
   readonly keyId: string;
 }
 
-/** `<name>+<8 hex key hash>+<base64(type ‖ 32-byte key)>`; throws NoteError. */
+/** `<name>+<8 hex key hash>+<base64(type ‖ 32-byte key)>` (src/note.ts parses it); throws NoteError. */
 export function parseVkey(text: string): Verifier {
-  const vkey = text.trim();
-  const a = vkey.indexOf('+');
-  const b = a < 0 ? -1 : vkey.indexOf('+', a + 1);
-  if (b < 0) throw new NoteError('a vkey has the form <name>+<hash>+<base64 key>');
-  const name = vkey.slice(0, a);
-  const hashHex = vkey.slice(a + 1, b);
-  const raw = fromBase64(vkey.slice(b + 1));
-  if (!isValidKeyName(name)) throw new NoteError('invalid key name in vkey');
-  if (!/^[0-9a-f]{8}$/.test(hashHex)) throw new NoteError('vkey key hash must be 8 lowercase hex characters');
-  if (!raw || raw.length !== 33) throw new NoteError('vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
-  const type = raw[0]!;
-  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw new NoteError(`unsupported vkey type 0x${type.toString(16)}`);
-  const publicKey = raw.subarray(1);
-  const kh = keyHash(name, type, publicKey);
-  if (toHex(kh) !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
-  return { name, type, publicKey, keyHash: kh, vkey, keyId: toHex(sha256(publicKey)) };
+  const v = parseNoteVkey(text);
+  return { ...v, vkey: text.trim(), keyId: keyIdOf(v.publicKey) };
 }
 
 export type SignatureCheck =
