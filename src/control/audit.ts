@@ -174,7 +174,7 @@ export class AuditLog {
   }
 
   /** Signs an event: its canonical form is composed around the record's canonical JSON. */
-  private seal(p: Pending): { stored: StoredEvent; full: AuditEvent } {
+  private async seal(p: Pending): Promise<{ stored: StoredEvent; full: AuditEvent }> {
     const { id, type, record, recordJson, digest, ledgerEntryId } = p;
     const time = new Date(p.ms).toISOString();
     const keyId = this.signer.keyId;
@@ -182,7 +182,7 @@ export class AuditLog {
     // RFC 8785: members sorted by key (digest < id < key_id < ledger_entry_id < record < time
     // < type < v); strings and integers serialise exactly as JSON.stringify does.
     const canonical = `{"digest":${str(digest)},"id":${id},"key_id":${str(keyId)},"ledger_entry_id":${str(ledgerEntryId)},"record":${recordJson},"time":${str(time)},"type":${str(type)},"v":1}`;
-    const signature = this.signer.signCanonical(AUDIT_DOMAIN, canonical);
+    const signature = await this.signer.signCanonical(AUDIT_DOMAIN, canonical);
     const json = `{"v":1,"id":${id},"type":${str(type)},"time":${str(time)},"record":${recordJson},"digest":${str(digest)},"ledger_entry_id":${str(ledgerEntryId)},"key_id":${str(keyId)},"signature":${str(signature)}}`;
     return {
       stored: { id, type, ms: p.ms, json },
@@ -197,7 +197,8 @@ export class AuditLog {
         this.pending = [];
         let sealed: { stored: StoredEvent; full: AuditEvent }[];
         try {
-          sealed = batch.map((p) => this.seal(p));
+          // The group's signatures are computed side by side on the thread pool.
+          sealed = await Promise.all(batch.map((p) => this.seal(p)));
           await this.write(sealed.map((e) => e.stored));
         } catch (e) {
           this.failed = new Error(`the audit log could not be written: ${(e as Error).message}`);

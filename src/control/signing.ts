@@ -2,6 +2,8 @@
 // checkpoints: the log key stays the log's). The key file is the same mode-0600
 // PRIVATE+KEY form as the log's (src/signer.ts); signing goes through node:crypto, which
 // is several times faster than the pure-JS signer and matters at one signature per request.
+// Audit events are signed on the libuv thread pool (signCanonical): at ~45 µs a signature,
+// signing them on the event loop took a tenth of its time under load.
 //
 // A signed object is JSON: its signature is `ed25519:<base64>` over
 //   <domain> ‖ 0x0A ‖ RFC 8785 canonical JSON of the object without `signature`
@@ -48,6 +50,7 @@ function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
 }
 
 const messageOf = (domain: string, canonical: string): Buffer => Buffer.from(`${domain}\n${canonical}`, 'utf8');
+const signatureValue = (sig: Buffer): string => `ed25519:${sig.toString('base64')}`;
 
 export class ControlSigner {
   readonly keyId: string;
@@ -79,16 +82,19 @@ export class ControlSigner {
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    return { ...obj, signature: this.signCanonical(domain, unsignedCanonical(obj)) };
+    return { ...obj, signature: signatureValue(sign(null, messageOf(domain, unsignedCanonical(obj)), this.key)) };
   }
 
   /**
    * The `signature` value for an object whose RFC 8785 JSON (without `signature`) the caller
    * has already composed: the audit log builds it from the record's canonical JSON, which it
-   * has anyway, instead of canonicalising the whole event again.
+   * has anyway, instead of canonicalising the whole event again. Computed on the thread pool,
+   * so the event loop only hands the message over.
    */
-  signCanonical(domain: string, canonical: string): string {
-    return `ed25519:${sign(null, messageOf(domain, canonical), this.key).toString('base64')}`;
+  signCanonical(domain: string, canonical: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      sign(null, messageOf(domain, canonical), this.key, (err, sig) => (err ? reject(err) : resolve(signatureValue(sig))));
+    });
   }
 
   /** The public identity clients pin: name, key id, base64 public key. */
