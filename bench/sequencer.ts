@@ -24,17 +24,22 @@ function request(i: number): AnchorRequest {
   return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`, scope: 'acme/ci' });
 }
 
+/**
+ * The logs' directories are removed only when every run is done. ext4 passes over inodes
+ * freed in the last minute or so when it allocates new ones, so deleting the 2M-anchor log
+ * just before the latency run made each file created in it cost ~0.5 ms instead of ~20 µs:
+ * a cost of the benchmark's clean-up, not of the sequencer (a log's directory never sees such deletions).
+ */
+const dataDirs: string[] = [];
+
 async function withLog<T>(fsync: boolean, fn: (log: Awaited<ReturnType<typeof openLocalLog>>) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-seq-'));
+  dataDirs.push(dataDir);
+  const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync, batchInterval: INTERVAL_MS, maxPending: 1_000_000 });
   try {
-    const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync, batchInterval: INTERVAL_MS, maxPending: 1_000_000 });
-    try {
-      return await fn(log);
-    } finally {
-      await log.sequencer.close();
-    }
+    return await fn(log);
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    await log.sequencer.close();
   }
 }
 
@@ -154,17 +159,21 @@ export default async function main(args: string[] = []): Promise<void> {
   // Throughput and RSS first, in a fresh process, so the RSS peaks are the sequencer's.
   const rssBase = process.memoryUsage.rss() / MiB;
   figure('rss_at_start', Math.round(rssBase), 'MiB');
-  const rate = await throughput(total, marks, fsync);
-  const sha = sha3Rate(sha256);
-  figure('sha256_x3_rate', Math.round(sha.wall), 'entries/s');
-  figure('sha256_x3_rate_per_cpu_second', Math.round(sha.cpu), 'entries/CPU-s');
-  figure('sequencer_vs_sha256_x3', Number((rate.wall / sha.wall).toFixed(3)), 'ratio');
-  note('the same ratio per CPU second (steadier when other work shares the machine):');
-  figure('sequencer_vs_sha256_x3_per_cpu', Number((rate.cpu / sha.cpu).toFixed(3)), 'ratio');
-  note('for comparison: the same three hashes calling node:crypto hash() directly (src/hash.ts wraps it)');
-  const native = sha3Rate((input) => nodeHash('sha256', input, 'buffer'));
-  figure('sha256_x3_rate_node_crypto', Math.round(native.wall), 'entries/s');
-  figure('sha256_x3_rate_node_crypto_per_cpu_second', Math.round(native.cpu), 'entries/CPU-s');
-  await latency(10_000, QUICK ? 3 : 10);
+  try {
+    const rate = await throughput(total, marks, fsync);
+    const sha = sha3Rate(sha256);
+    figure('sha256_x3_rate', Math.round(sha.wall), 'entries/s');
+    figure('sha256_x3_rate_per_cpu_second', Math.round(sha.cpu), 'entries/CPU-s');
+    figure('sequencer_vs_sha256_x3', Number((rate.wall / sha.wall).toFixed(3)), 'ratio');
+    note('the same ratio per CPU second (steadier when other work shares the machine):');
+    figure('sequencer_vs_sha256_x3_per_cpu', Number((rate.cpu / sha.cpu).toFixed(3)), 'ratio');
+    note('for comparison: the same three hashes calling node:crypto hash() directly (src/hash.ts wraps it)');
+    const native = sha3Rate((input) => nodeHash('sha256', input, 'buffer'));
+    figure('sha256_x3_rate_node_crypto', Math.round(native.wall), 'entries/s');
+    figure('sha256_x3_rate_node_crypto_per_cpu_second', Math.round(native.cpu), 'entries/CPU-s');
+    await latency(10_000, QUICK ? 3 : 10);
+  } finally {
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  }
   note(`load average at end ${loadavg()[0]!.toFixed(2)} (other work on the machine skews these figures)`);
 }

@@ -39,6 +39,31 @@ describe('FsObjectStore', () => {
     expect(readdirSync(join(s.root, 'tile/0')).sort()).toEqual(['000', '001', '002', '003', '004']);
   });
 
+  it('durable:false objects are readable at once and persist() syncs them; torn copies are repaired only when asked', async () => {
+    const s = fresh();
+    const tile = { key: 'tile/0/001.p/3', data: bytes('0123456789abcdef') };
+    await s.createAll([tile], { durable: false });
+    expect(Buffer.from((await s.get(tile.key))!).toString()).toBe('0123456789abcdef');
+    await s.persist([tile.key]);
+    await expect(s.persist(['tile/0/404'])).rejects.toThrow(/ENOENT/);
+
+    // What a power loss can leave of a write never synced: nothing, a prefix, zeros.
+    const file = join(s.root, tile.key);
+    for (const torn of ['', '0123', '0123\0\0\0\0\0\0\0\0\0\0\0\0', '\0\0\0\0']) {
+      writeFileSync(file, torn);
+      await expect(s.createAll([tile])).rejects.toThrow(ImmutableConflictError);
+      await s.createAll([tile], { repairTorn: true });
+      expect(Buffer.from((await s.get(tile.key))!).toString()).toBe('0123456789abcdef');
+    }
+    // Anything else is another object, and repairTorn refuses it like any create.
+    for (const other of ['0124', '0123456789abcdefX', '0123456789abcdeF']) {
+      writeFileSync(file, other);
+      await expect(s.createAll([tile], { repairTorn: true })).rejects.toThrow(ImmutableConflictError);
+      expect(Buffer.from((await s.get(tile.key))!).toString()).toBe(other);
+    }
+    expect(readdirSync(join(s.root, 'tile/0/001.p'))).toEqual(['3']);
+  });
+
   it('writes many objects in one batch', async () => {
     const s = fresh();
     const objects = Array.from({ length: 300 }, (_, i) => ({ key: `tile/entries/x001/${String(i).padStart(3, '0')}`, data: bytes(`e${i}`) }));

@@ -177,10 +177,13 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  /** Every PUT is durable once answered and never torn, so CreateOptions change nothing here. */
   async createAll(objects: readonly StoredObject[]): Promise<void> {
     for (const o of objects) this.s3Key(o.key);
     await Promise.all(objects.map((o) => this.limit(() => this.createOne(o.key, o.data))));
   }
+
+  async persist(): Promise<void> {}
 
   private async createOne(key: string, data: Uint8Array): Promise<void> {
     for (let attempt = 0; ; attempt++) {

@@ -21,7 +21,7 @@ import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '.
 import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
-import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
+import { ImmutableConflictError, type ObjectStore, type StoredObject, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { type OnCommitted, type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
@@ -172,6 +172,8 @@ export class Sequencer {
   /** Tiles of the unpublished batches: enough for their inclusion proofs at any later size. */
   private unpublishedTiles = new TileSet();
   private lockVersion: string | null = null;
+  /** The last committed batch's write-behind fsyncs (commit() waits for it before the next lock swap). */
+  private persisting: Promise<void> = Promise.resolve();
   private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
 
   private constructor(private readonly opts: SequencerOptions) {
@@ -277,6 +279,8 @@ export class Sequencer {
     const left = this.unpublished.flatMap((u) => u.batch);
     this.unpublished = [];
     rejectAll(left, new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart'));
+    // Left unfinished, the staged batch is re-applied on the next start.
+    await this.persisting.catch((e) => this.logError('making the last batch durable failed; it is re-applied on restart', e));
     await this.pool.close();
   }
 
@@ -392,11 +396,17 @@ export class Sequencer {
     return { result, checkpoint: { ...signed, timestamp }, staged, count: entries.entryHashes.length / HASH_SIZE };
   }
 
-  /** Stages, commits in the lock, and writes the tiles of a prepared batch. */
+  /**
+   * Stages, commits in the lock, and writes the tiles of a prepared batch. The tiles are
+   * written without waiting for fsync: the staged copy is durable, and stays until they are
+   * (see persistBatch), so a power loss at any point is repaired by recover().
+   */
   private async commit({ result, checkpoint, staged }: Prepared, committed: () => void): Promise<void> {
     const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
     await this.opts.staging.createAll([{ key: stagedKey, data: staged }]);
     this.stagingBuffer.release();
+    // The lock names one staged batch: the one before must be durable before it is forgotten.
+    await this.persisting;
     const state: LockState = {
       size: checkpoint.size,
       root: toHex(checkpoint.root),
@@ -406,12 +416,23 @@ export class Sequencer {
     };
     this.lockVersion = await this.opts.lock.swap(this.lockVersion, state);
     committed();
-    await this.apply(result, checkpoint, stagedKey);
+    await this.opts.store.createAll(result.objects, { durable: false });
+    this.edge = result.edge;
+    this.committed = checkpoint;
+    const persisting = this.persistBatch(result.objects, stagedKey);
+    persisting.catch(() => undefined); // its failure surfaces at the next commit, or in close()
+    this.persisting = persisting;
   }
 
-  /** Writes a committed batch's objects, then drops its staging object. */
-  private async apply(result: BatchResult, checkpoint: PublishedCheckpoint, stagedKey: string): Promise<void> {
-    await this.opts.store.createAll(result.objects);
+  /** Makes a committed batch's objects durable, then drops its staging object. */
+  private async persistBatch(objects: readonly StoredObject[], stagedKey: string): Promise<void> {
+    await this.opts.store.persist(objects.map((o) => o.key));
+    await this.opts.staging.delete(stagedKey);
+  }
+
+  /** Writes the objects of the batch staged in the lock durably (repairing torn copies), then drops its staging object. */
+  private async reapply(result: BatchResult, checkpoint: PublishedCheckpoint, stagedKey: string): Promise<void> {
+    await this.opts.store.createAll(result.objects, { repairTorn: true });
     this.edge = result.edge;
     this.committed = checkpoint;
     await this.opts.staging.delete(stagedKey);
@@ -538,6 +559,9 @@ export class Sequencer {
   /** Reads the lock, re-applies a staged batch, loads and verifies the right edge. */
   private async recover(notifyStaged: boolean): Promise<void> {
     const { store, staging, lock, signer, origin } = this.opts;
+    // A write-behind still running would race the re-apply below; its failure is repaired there.
+    await this.persisting.catch(() => undefined);
+    this.persisting = Promise.resolve();
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
     const [noteObj, jsonObj] = await Promise.all([store.getVersioned(CHECKPOINT_KEY), store.getVersioned(CHECKPOINT_JSON_KEY)]);
     this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
@@ -564,7 +588,7 @@ export class Sequencer {
       if (!bytesEqual(result.root, committed.root) || result.edge.size !== committed.size) {
         throw new Error(`staged batch ${state.staged.key} does not reproduce the committed root`);
       }
-      await this.apply(result, committed, state.staged.key);
+      await this.reapply(result, committed, state.staged.key);
       this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
       if (notifyStaged) {
         const entries = records.map((r) => parseCanonicalEntry(r));

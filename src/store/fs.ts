@@ -1,6 +1,8 @@
 // ObjectStore on a local directory. Immutable objects are written to a temporary file,
 // fsynced, then hard-linked into place (link fails if the name exists, so a create is
-// atomic and never exposes a half-written tile). Swaps hold a per-key mutex file whose
+// atomic and never exposes a half-written tile). With durable:false the fsyncs wait for
+// persist(): after a power loss such an object may be empty or cut short, and the writer
+// re-creates it from its own durable copy with repairTorn. Swaps hold a per-key mutex file whose
 // owner pid is checked, so a crashed holder never wedges the log.
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
@@ -11,6 +13,7 @@ import { bytesEqual } from '../hash.js';
 import {
   ImmutableConflictError,
   type ObjectStore,
+  type CreateOptions,
   type StoreStats,
   type StoredObject,
   type SwapOptions,
@@ -24,6 +27,14 @@ export interface FsStoreOptions {
   readonly fsync?: boolean;
   /** Parallel file writes in createAll (default 16). */
   readonly concurrency?: number;
+}
+
+/** One createAll call's settings and what its chunks leave to do at the end. */
+interface ChunkWrite {
+  readonly durable: boolean;
+  readonly repairTorn: boolean;
+  readonly dirs: Set<string>;
+  readonly cleanups: Promise<void>[];
 }
 
 const MUTEX_WAIT_MS = 10_000;
@@ -67,17 +78,42 @@ export class FsObjectStore implements ObjectStore {
     return data && { data, version: contentVersion(data) };
   }
 
-  async createAll(objects: readonly StoredObject[]): Promise<void> {
+  async createAll(objects: readonly StoredObject[], options: CreateOptions = {}): Promise<void> {
     const dirs = new Set<string>();
     const cleanups: Promise<void>[] = [];
+    const write: ChunkWrite = { durable: this.fsync && options.durable !== false, repairTorn: options.repairTorn === true, dirs, cleanups };
     try {
       for (let at = 0; at < objects.length; at += CREATE_CHUNK) {
-        await this.createChunk(objects.slice(at, at + CREATE_CHUNK), dirs, cleanups);
+        await this.createChunk(objects.slice(at, at + CREATE_CHUNK), write);
       }
-      if (this.fsync) await Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
+      if (write.durable) await this.syncDirs(dirs);
     } finally {
       await Promise.all(cleanups);
     }
+  }
+
+  async persist(keys: readonly string[]): Promise<void> {
+    if (!this.fsync) return;
+    const dirs = new Set<string>();
+    await Promise.all(
+      keys.map((key) =>
+        this.limit(async () => {
+          const path = this.file(key);
+          dirs.add(dirname(path));
+          const fh = await fs.open(path, constants.O_RDONLY);
+          try {
+            await fh.sync();
+          } finally {
+            await fh.close();
+          }
+        }),
+      ),
+    );
+    await this.syncDirs(dirs);
+  }
+
+  private syncDirs(dirs: ReadonlySet<string>): Promise<unknown> {
+    return Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
   }
 
   /**
@@ -85,7 +121,7 @@ export class FsObjectStore implements ObjectStore {
    * place. Syncing only once everything is written lets one journal commit carry the whole
    * chunk, where writes and syncs interleaved would make a commit for each few files.
    */
-  private async createChunk(objects: readonly StoredObject[], dirs: Set<string>, cleanups: Promise<void>[]): Promise<void> {
+  private async createChunk(objects: readonly StoredObject[], { durable, repairTorn, dirs, cleanups }: ChunkWrite): Promise<void> {
     const results = await Promise.allSettled(
       objects.map((o) =>
         this.limit(async () => {
@@ -100,7 +136,7 @@ export class FsObjectStore implements ObjectStore {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     try {
       if (failed) throw failed.reason;
-      if (this.fsync) await Promise.all(written.map((w) => this.limit(() => w.temp.file.sync())));
+      if (durable) await Promise.all(written.map((w) => this.limit(() => w.temp.file.sync())));
     } catch (e) {
       // Nothing was linked: the temporary files go, the objects stay absent.
       await Promise.all(written.map((w) => w.temp.file.close().catch(() => undefined)));
@@ -108,18 +144,23 @@ export class FsObjectStore implements ObjectStore {
       throw e;
     }
     await Promise.all(written.map((w) => this.limit(() => w.temp.file.close())));
-    await Promise.all(written.map((w) => this.limit(() => this.linkInPlace(w.key, w.path, w.temp.path, w.data, cleanups))));
+    await Promise.all(written.map((w) => this.limit(() => this.linkInPlace(w.key, w.path, w.temp.path, w.data, repairTorn, cleanups))));
   }
 
-  /** Moves a written temporary file to `path` unless an object is there; identical bytes are fine. */
-  private async linkInPlace(key: string, path: string, tmp: string, data: Uint8Array, cleanups: Promise<void>[]): Promise<void> {
+  /**
+   * Moves a written temporary file to `path` unless an object is there; identical bytes are
+   * fine, and with `repairTorn` a torn copy is replaced.
+   */
+  private async linkInPlace(key: string, path: string, tmp: string, data: Uint8Array, repairTorn: boolean, cleanups: Promise<void>[]): Promise<void> {
     this.stats.puts++;
     try {
       await fs.link(tmp, path);
     } catch (e) {
       if (!isErr(e, 'EEXIST')) throw e;
-      const existing = await fs.readFile(path);
-      if (!bytesEqual(new Uint8Array(existing), data)) throw new ImmutableConflictError(key);
+      const existing = new Uint8Array(await fs.readFile(path));
+      if (bytesEqual(existing, data)) return;
+      if (!repairTorn || !couldBeTorn(existing, data)) throw new ImmutableConflictError(key);
+      await fs.rename(tmp, path);
     } finally {
       // The object is in place (or refused) already: its temporary name goes while the
       // directories are synced (a crash before the unlink leaves a .tmp- file, which readers ignore).
@@ -275,6 +316,13 @@ async function isStale(lock: string, owner: string | null): Promise<boolean> {
   }
   const st = await fs.stat(lock).catch(() => null);
   return st !== null && Date.now() - st.mtimeMs > 5_000;
+}
+
+/** What a power loss can leave of `want` written without fsync: a prefix, with zeros where data was due. */
+function couldBeTorn(found: Uint8Array, want: Uint8Array): boolean {
+  if (found.length > want.length) return false;
+  for (let i = 0; i < found.length; i++) if (found[i] !== want[i] && found[i] !== 0) return false;
+  return true;
 }
 
 /** Unlinks `path`, ignoring failure (a leftover temporary file is harmless). */

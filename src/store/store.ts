@@ -46,6 +46,21 @@ export interface SwapOptions {
   readonly durable?: boolean;
 }
 
+export interface CreateOptions {
+  /**
+   * false: the objects are in place and readable when createAll returns, but survive a power
+   * loss only once persist() has returned for them. The caller must hold another durable copy
+   * until then (the sequencer's staged batch) and create them again after a crash, with
+   * `repairTorn`. Default true.
+   */
+  readonly durable?: boolean;
+  /**
+   * Re-creating objects first created with durable:false: an existing object that a power loss
+   * cut short (a prefix of the bytes, or zeros where bytes were due) is replaced, not refused.
+   */
+  readonly repairTorn?: boolean;
+}
+
 /** Read access to a log's objects: a store, an HTTP origin or CDN, a mirror directory. */
 export interface ObjectReader {
   /** The object's bytes, or null if absent. */
@@ -58,7 +73,9 @@ export interface ObjectStore extends ObjectReader {
    * Creates immutable objects durably, with bounded parallelism. An object that already
    * exists with identical bytes counts as created; different bytes throw ImmutableConflictError.
    */
-  createAll(objects: readonly StoredObject[]): Promise<void>;
+  createAll(objects: readonly StoredObject[], options?: CreateOptions): Promise<void>;
+  /** Makes objects created with durable:false survive a power loss (a no-op where every write is durable). */
+  persist(keys: readonly string[]): Promise<void>;
   /**
    * Replaces `key` only if its current version is `expected` (null: only if absent);
    * returns the new version or throws VersionConflictError.
