@@ -9,7 +9,7 @@ import { HASH_SIZE, bytesEqual, concatBytes } from '../hash.js';
 import { ZERO_HASH, chainEntryHashes, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
 import type { StoredObject } from '../store/store.js';
-import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, levelHashCount, packCanonicals, tilePath } from '../tiles.js';
+import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, framedSize, levelHashCount, packCanonicals, tilePath } from '../tiles.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
@@ -134,10 +134,23 @@ export class RightEdge {
     let total = old.length;
     for (const p of added) total += p.to - p.from;
     const first = Math.floor(this.size / TILE_WIDTH);
+    const framed: { key: string; items: ReturnType<typeof sliceItems>; size: number }[] = [];
+    let bytes = 0;
     for (let from = 0; from < total; from += TILE_WIDTH) {
       const to = Math.min(total, from + TILE_WIDTH);
       const items = sliceItems(old, added, from, to);
-      out.push({ key: tilePath({ kind, index: first + from / TILE_WIDTH, width: to - from }), data: frame(items.old, items.pieces) });
+      const size = framedSize(items.old, items.pieces);
+      framed.push({ key: tilePath({ kind, index: first + from / TILE_WIDTH, width: to - from }), items, size });
+      bytes += size;
+    }
+    // One buffer for all of the batch's bundles of this kind: large enough for malloc to map
+    // it on its own and unmap it once the batch is gone, where hundreds of 8-70 KB buffers
+    // freed every batch would fragment the heap and grow the process.
+    const into = new Uint8Array(bytes);
+    let at = 0;
+    for (const f of framed) {
+      out.push({ key: f.key, data: frame(f.items.old, f.items.pieces, into.subarray(at, at + f.size)) });
+      at += f.size;
     }
     const rest = sliceItems(old, added, total - (total % TILE_WIDTH), total);
     return [...rest.old, ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => itemOf(p, p.from + j).slice()))];

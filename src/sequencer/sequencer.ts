@@ -21,7 +21,7 @@ import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '.
 import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
-import { ImmutableConflictError, type ObjectStore, type StoredObject, VersionConflictError } from '../store/store.js';
+import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { type OnCommitted, type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
@@ -419,14 +419,14 @@ export class Sequencer {
     await this.opts.store.createAll(result.objects, { durable: false });
     this.edge = result.edge;
     this.committed = checkpoint;
-    const persisting = this.persistBatch(result.objects, stagedKey);
+    const persisting = this.persistBatch(result.objects.map((o) => o.key), stagedKey);
     persisting.catch(() => undefined); // its failure surfaces at the next commit, or in close()
     this.persisting = persisting;
   }
 
   /** Makes a committed batch's objects durable, then drops its staging object. */
-  private async persistBatch(objects: readonly StoredObject[], stagedKey: string): Promise<void> {
-    await this.opts.store.persist(objects.map((o) => o.key));
+  private async persistBatch(keys: readonly string[], stagedKey: string): Promise<void> {
+    await this.opts.store.persist(keys);
     await this.opts.staging.delete(stagedKey);
   }
 
