@@ -71,6 +71,12 @@ interface Pending {
   reject(e: Error): void;
 }
 
+/** An event as stored and streamed, and as answered to the caller that appended it. */
+interface Sealed {
+  readonly stored: StoredEvent;
+  readonly full: AuditEvent;
+}
+
 const segName = (first: number) => `seg-${String(first).padStart(12, '0')}.jsonl`;
 
 function toStored(json: string): StoredEvent {
@@ -173,21 +179,24 @@ export class AuditLog {
     });
   }
 
-  /** Signs an event: its canonical form is composed around the record's canonical JSON. */
-  private async seal(p: Pending): Promise<{ stored: StoredEvent; full: AuditEvent }> {
-    const { id, type, record, recordJson, digest, ledgerEntryId } = p;
-    const time = new Date(p.ms).toISOString();
+  /** Signs a group of events in one call to the signing thread; each event's canonical form is composed around its record's canonical JSON. */
+  private async seal(batch: readonly Pending[]): Promise<Sealed[]> {
     const keyId = this.signer.keyId;
     const str = JSON.stringify;
+    const times = batch.map((p) => new Date(p.ms).toISOString());
     // RFC 8785: members sorted by key (digest < id < key_id < ledger_entry_id < record < time
     // < type < v); strings and integers serialise exactly as JSON.stringify does.
-    const canonical = `{"digest":${str(digest)},"id":${id},"key_id":${str(keyId)},"ledger_entry_id":${str(ledgerEntryId)},"record":${recordJson},"time":${str(time)},"type":${str(type)},"v":1}`;
-    const signature = await this.signer.signCanonical(AUDIT_DOMAIN, canonical);
-    const json = `{"v":1,"id":${id},"type":${str(type)},"time":${str(time)},"record":${recordJson},"digest":${str(digest)},"ledger_entry_id":${str(ledgerEntryId)},"key_id":${str(keyId)},"signature":${str(signature)}}`;
-    return {
-      stored: { id, type, ms: p.ms, json },
-      full: { v: 1, id, type, time, record, digest, ledger_entry_id: ledgerEntryId, key_id: keyId, signature },
-    };
+    const canonicals = batch.map(
+      (p, i) =>
+        `{"digest":${str(p.digest)},"id":${p.id},"key_id":${str(keyId)},"ledger_entry_id":${str(p.ledgerEntryId)},"record":${p.recordJson},"time":${str(times[i])},"type":${str(p.type)},"v":1}`,
+    );
+    const signatures = await this.signer.signCanonicals(AUDIT_DOMAIN, canonicals);
+    return batch.map(({ id, type, ms, record, recordJson, digest, ledgerEntryId }, i) => {
+      const time = times[i]!;
+      const signature = signatures[i]!;
+      const json = `{"v":1,"id":${id},"type":${str(type)},"time":${str(time)},"record":${recordJson},"digest":${str(digest)},"ledger_entry_id":${str(ledgerEntryId)},"key_id":${str(keyId)},"signature":${str(signature)}}`;
+      return { stored: { id, type, ms, json }, full: { v: 1, id, type, time, record, digest, ledger_entry_id: ledgerEntryId, key_id: keyId, signature } };
+    });
   }
 
   private async flushLoop(): Promise<void> {
@@ -195,10 +204,9 @@ export class AuditLog {
       while (this.pending.length > 0 && !this.failed) {
         const batch = this.pending;
         this.pending = [];
-        let sealed: { stored: StoredEvent; full: AuditEvent }[];
+        let sealed: Sealed[];
         try {
-          // The group's signatures are computed side by side on the thread pool.
-          sealed = await Promise.all(batch.map((p) => this.seal(p)));
+          sealed = await this.seal(batch);
           await this.write(sealed.map((e) => e.stored));
         } catch (e) {
           this.failed = new Error(`the audit log could not be written: ${(e as Error).message}`);

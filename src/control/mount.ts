@@ -98,6 +98,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   } catch (e) {
     policy?.close();
     await audit.close();
+    await signer.close();
     throw e;
   }
   const p = policy;
@@ -110,6 +111,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
       for (const end of [...streams]) end();
       p.close();
       await audit.close();
+      await signer.close();
     },
   };
 }

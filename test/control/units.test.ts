@@ -195,6 +195,25 @@ describe('audit log', () => {
   });
 });
 
+describe('control signer', () => {
+  it('signs groups on its thread in order; a stopped thread fails what it owed and the next group starts a new one', async () => {
+    const signer = await ControlSigner.open(join(tmp('signer'), 'control.key'), 'stele-control');
+    const objects = Array.from({ length: 5 }, (_, i) => ({ i, key_id: signer.keyId }));
+    const signatures = await signer.signCanonicals(AUDIT_DOMAIN, objects.map((o) => canonicalJson(o)));
+    expect(signatures).toHaveLength(5);
+    objects.forEach((o, i) => expect(verifySigned(AUDIT_DOMAIN, { ...o, signature: signatures[i] }, signer.publicKey)).toBe(true));
+    // Ed25519 is deterministic: the thread's signature is the one sign() makes on the event loop.
+    expect(signatures[0]).toBe(signer.sign(AUDIT_DOMAIN, objects[0]!).signature);
+
+    const owed = expect(signer.signCanonicals(AUDIT_DOMAIN, ['{}'])).rejects.toThrow(/signing thread was stopped/);
+    await signer.close();
+    await owed;
+    const [again] = await signer.signCanonicals(AUDIT_DOMAIN, [canonicalJson(objects[1])]);
+    expect(again).toBe(signatures[1]);
+    await signer.close();
+  });
+});
+
 /** A stand-in for AWS KMS speaking its JSON 1.1 wire protocol for CreateKey, DescribeKey, Encrypt, Decrypt and DisableKey. */
 async function kmsStandIn() {
   const keys = new Map<string, { key: Buffer; enabled: boolean }>();
