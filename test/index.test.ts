@@ -45,13 +45,24 @@ describe('LmdbIndex', () => {
     await index.close();
   });
 
-  it('counts each batch once while its transaction commits', async () => {
-    const index = new LmdbIndex(join(dir, 'b'));
+  it('counts each batch once while its transaction commits; batches commit in groups', async () => {
+    const path = join(dir, 'b');
+    let index = new LmdbIndex(path);
+    const db = (index as unknown as { db: { transaction: (f: () => void) => Promise<unknown> } }).db;
+    const transaction = db.transaction.bind(db);
+    let transactions = 0;
+    db.transaction = (f) => (transactions++, transaction(f));
     for (let b = 0; b < 20; b++) {
       await index.onBatch(batch(b * 10, Array.from({ length: 10 }, (_, i) => entry(b * 10 + i, i % 2 ? 'odd' : 'even'))));
+      if (b % 7 === 6) void index.flush(); // a commit in flight while later batches arrive
       const counts = await index.countsByType();
       expect(counts.odd! + counts.even!).toBe((b + 1) * 10);
     }
+    await index.close();
+    expect(transactions).toBe(3); // batches 0-6, 7-13 and 14-19
+    index = new LmdbIndex(path);
+    expect(await index.indexedSize()).toBe(200);
+    expect(await index.countsByType()).toEqual({ odd: 100, even: 100 });
     await index.close();
   });
 
@@ -59,11 +70,13 @@ describe('LmdbIndex', () => {
     const path = join(dir, 'failed');
     let index = new LmdbIndex(path);
     await index.onBatch(batch(0, [entry(20, 'anchor')]));
+    await index.flush();
     const db = (index as unknown as { db: { transaction: (f: () => void) => Promise<unknown> } }).db;
     const transaction = db.transaction.bind(db);
     let failures = 1;
     db.transaction = (f) => (failures-- > 0 ? Promise.reject(new Error('disk full')) : transaction(f));
     await index.onBatch(batch(1, [entry(21, 'anchor')]));
+    await index.flush();
     await index.onBatch(batch(2, [entry(22, 'verify')]));
     // Lookups still see both batches...
     expect(await index.findByDigest(digest(21))).toBe(1);

@@ -2,8 +2,10 @@
 // batch seen twice (recovery re-applying a staged batch) changes nothing.
 //
 // Writes are behind the batch, not in its way: onBatch records the batch in memory (so a
-// lookup right after an anchor is acknowledged finds it) and returns; the transaction
-// commits in the background, in batch order. The index is derived data: a batch whose
+// lookup right after an anchor is acknowledged finds it) and returns; the batches of the
+// last COMMIT_EVERY_MS commit together in one background transaction, in batch order. (A
+// commit is an fsync: one per batch put a journal commit beside each checkpoint write,
+// stalling its renames, when small batches run back to back.) The index is derived data: a batch whose
 // transaction a crash loses is indexed again from the record bundles at the next start
 // (src/index/catchup.ts), from the size the index itself records.
 import { mkdirSync } from 'node:fs';
@@ -13,6 +15,7 @@ import type { IntegratedBatch } from '../sequencer/sequencer.js';
 import type { LookupIndex } from './types.js';
 
 const SIZE_KEY = 'meta:size';
+const COMMIT_EVERY_MS = 250;
 
 export class IndexGapError extends Error {
   override name = 'IndexGapError';
@@ -29,8 +32,10 @@ interface Pending {
 
 export class LmdbIndex implements LookupIndex {
   private readonly db: RootDatabase<number, string>;
-  /** Batches handed to a transaction that has not committed yet, oldest first. */
+  /** Batches not committed yet, oldest first; the first `handed` of them are in a transaction. */
   private readonly pending: Pending[] = [];
+  private handed = 0;
+  private commitTimer: NodeJS.Timeout | undefined;
   /** Leaves covered, committed or not. */
   private size: number;
   private writes: Promise<void> = Promise.resolve();
@@ -64,24 +69,40 @@ export class LmdbIndex implements LookupIndex {
     }
     this.pending.push(p);
     this.size = end;
-    const written = this.writes.then(() => this.commit(p));
+    this.commitTimer ??= setTimeout(() => this.commitPending(), COMMIT_EVERY_MS).unref();
+  }
+
+  /** Hands every batch not yet handed to one transaction, queued behind those before. */
+  private commitPending(): void {
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    const group = this.pending.slice(this.handed);
+    if (group.length === 0) return;
+    this.handed = this.pending.length;
+    const written = this.writes.then(() => this.commit(group));
     this.writes = written.catch((e: unknown) => {
-      // The batch stays in memory (lookups still see it); the next start re-indexes it.
+      // The batches stay in memory (lookups still see them); the next start re-indexes them.
       this.writeFailed = true;
-      this.logger?.error({ err: (e as Error).message }, 'index write failed; this and later entries are re-indexed at the next start');
+      this.logger?.error({ err: (e as Error).message }, 'index write failed; these and later entries are re-indexed at the next start');
     });
   }
 
-  private async commit(p: Pending): Promise<void> {
+  private async commit(group: readonly Pending[]): Promise<void> {
     if (this.writeFailed) return;
     await this.db.transaction(() => {
-      // onBatch kept only digests new to the index (nothing else writes it meanwhile).
-      for (const [digest, seq] of p.digests) this.db.put(`d:${digest}`, seq);
-      for (const [artifactId, seq] of p.artifacts) this.db.put(`a:${artifactId}`, seq);
-      for (const [type, n] of p.counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
-      this.db.put(SIZE_KEY, p.end);
+      const counts = new Map<string, number>();
+      for (const p of group) {
+        // onBatch kept only digests new to the index (nothing else writes it meanwhile).
+        for (const [digest, seq] of p.digests) this.db.put(`d:${digest}`, seq);
+        for (const [artifactId, seq] of p.artifacts) this.db.put(`a:${artifactId}`, seq);
+        for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
+      }
+      for (const [type, n] of counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
+      this.db.put(SIZE_KEY, group[group.length - 1]!.end);
     });
-    this.pending.shift(); // commits run in batch order: p is the oldest
+    // Commits run in batch order: the group is the oldest pending.
+    this.pending.splice(0, group.length);
+    this.handed -= group.length;
   }
 
   private findDigest(digest: string): number | undefined {
@@ -118,9 +139,15 @@ export class LmdbIndex implements LookupIndex {
     return out;
   }
 
-  /** Waits for the writes in flight, then closes the database. */
-  async close(): Promise<void> {
+  /** Commits every pending batch now and waits for it (a failed write is logged, as always). */
+  async flush(): Promise<void> {
+    this.commitPending();
     await this.writes;
+  }
+
+  /** Flushes, then closes the database. */
+  async close(): Promise<void> {
+    await this.flush();
     await this.db.close();
   }
 }

@@ -172,7 +172,9 @@ export class Sequencer {
   /** Tiles of the unpublished batches: enough for their inclusion proofs at any later size. */
   private unpublishedTiles = new TileSet();
   private lockVersion: string | null = null;
-  /** The last committed batch's write-behind fsyncs (commit() waits for it before the next lock swap). */
+  /** The last committed batch, written but not yet durable: its object keys and staging key. */
+  private unpersisted: { keys: string[]; stagedKey: string } | undefined;
+  /** Its fsyncs once started (commit() waits for them before the next lock swap). */
   private persisting: Promise<void> = Promise.resolve();
   private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
 
@@ -280,6 +282,7 @@ export class Sequencer {
     this.unpublished = [];
     rejectAll(left, new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart'));
     // Left unfinished, the staged batch is re-applied on the next start.
+    this.startPersisting();
     await this.persisting.catch((e) => this.logError('making the last batch durable failed; it is re-applied on restart', e));
     await this.pool.close();
   }
@@ -380,6 +383,8 @@ export class Sequencer {
     } catch (e) {
       if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the public checkpoint (${(e as Error).message})`), []);
       this.logError('publishing the checkpoint failed; retrying next round', e);
+    } finally {
+      this.startPersisting();
     }
   }
 
@@ -406,6 +411,7 @@ export class Sequencer {
     await this.opts.staging.createAll([{ key: stagedKey, data: staged }]);
     this.stagingBuffer.release();
     // The lock names one staged batch: the one before must be durable before it is forgotten.
+    this.startPersisting();
     await this.persisting;
     const state: LockState = {
       size: checkpoint.size,
@@ -419,7 +425,18 @@ export class Sequencer {
     await this.opts.store.createAll(result.objects, { durable: false });
     this.edge = result.edge;
     this.committed = checkpoint;
-    const persisting = this.persistBatch(result.objects.map((o) => o.key), stagedKey);
+    this.unpersisted = { keys: result.objects.map((o) => o.key), stagedKey };
+  }
+
+  /**
+   * Starts the fsyncs of the last committed batch. integrate() starts them once the batch is
+   * acknowledged: run during the publish, they held up its renames behind journal commits.
+   */
+  private startPersisting(): void {
+    const u = this.unpersisted;
+    if (!u) return;
+    this.unpersisted = undefined;
+    const persisting = this.persistBatch(u.keys, u.stagedKey);
     persisting.catch(() => undefined); // its failure surfaces at the next commit, or in close()
     this.persisting = persisting;
   }
@@ -562,6 +579,7 @@ export class Sequencer {
     // A write-behind still running would race the re-apply below; its failure is repaired there.
     await this.persisting.catch(() => undefined);
     this.persisting = Promise.resolve();
+    this.unpersisted = undefined;
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
     const [noteObj, jsonObj] = await Promise.all([store.getVersioned(CHECKPOINT_KEY), store.getVersioned(CHECKPOINT_JSON_KEY)]);
     this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
