@@ -11,11 +11,10 @@
 // answered decision.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOidcProvider } from '../test/helpers/oidc.js';
-import { QUICK, figure as printFigure, note } from './util.js';
+import { QUICK, ScratchDirs, figure as printFigure, note } from './util.js';
 
 interface CannonResult {
   requests: { average: number; total: number };
@@ -143,9 +142,12 @@ async function run(o: RunOptions, issuer: string, tokens: { svc: string; analyst
   }
 }
 
+/** The runs' data directories, removed when all runs are done (see ScratchDirs). */
+const scratch = new ScratchDirs();
+
 async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; analyst: string }): Promise<void> {
   const { label } = o;
-  const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-control-'));
+  const dataDir = scratch.make('stele-bench-control-');
   const controlDir = join(dataDir, 'control');
   mkdirSync(join(controlDir, 'policy'), { recursive: true });
   writeFileSync(join(controlDir, 'policy', 'policies.cedar'), POLICIES);
@@ -210,7 +212,6 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     for (const [name, value, unit] of figures) printFigure(name, value, unit);
   } finally {
     await stop(child);
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -246,5 +247,6 @@ export default async function main(): Promise<void> {
     }
   } finally {
     await idp.close();
+    scratch.removeAll();
   }
 }

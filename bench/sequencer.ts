@@ -7,13 +7,11 @@
 // `--quick` / BENCH_QUICK=1: 200,000 anchors, RSS at 20,000 and 200,000, 3 s of latency.
 // `--no-fsync`: run (a) and (c) with fsync off (reported in the output).
 import { hash as nodeHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
 import { sha256 } from '../src/hash.js';
 import { openLocalLog } from '../src/log/local.js';
-import { MiB, QUICK, RssSampler, cpuSeconds, figure, note, now, percentile, rates, sleep } from './util.js';
+import { MiB, QUICK, RssSampler, ScratchDirs, cpuSeconds, figure, note, now, percentile, rates, sleep } from './util.js';
 
 const ORIGIN = 'bench.stele/sequencer';
 const INTERVAL_MS = 1000;
@@ -24,17 +22,11 @@ function request(i: number): AnchorRequest {
   return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`, scope: 'acme/ci' });
 }
 
-/**
- * The logs' directories are removed only when every run is done. ext4 passes over inodes
- * freed in the last minute or so when it allocates new ones, so deleting the 2M-anchor log
- * just before the latency run made each file created in it cost ~0.5 ms instead of ~20 µs:
- * a cost of the benchmark's clean-up, not of the sequencer (a log's directory never sees such deletions).
- */
-const dataDirs: string[] = [];
+/** The logs' directories, removed when every run is done (deleting the 2M-anchor log had slowed the latency run's file creates 20-fold). */
+const scratch = new ScratchDirs();
 
 async function withLog<T>(fsync: boolean, fn: (log: Awaited<ReturnType<typeof openLocalLog>>) => Promise<T>): Promise<T> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-seq-'));
-  dataDirs.push(dataDir);
+  const dataDir = scratch.make('stele-bench-seq-');
   const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync, batchInterval: INTERVAL_MS, maxPending: 1_000_000 });
   try {
     return await fn(log);
@@ -173,7 +165,7 @@ export default async function main(args: string[] = []): Promise<void> {
     figure('sha256_x3_rate_node_crypto_per_cpu_second', Math.round(native.cpu), 'entries/CPU-s');
     await latency(10_000, QUICK ? 3 : 10);
   } finally {
-    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+    scratch.removeAll();
   }
   note(`load average at end ${loadavg()[0]!.toFixed(2)} (other work on the machine skews these figures)`);
 }
