@@ -2,13 +2,13 @@
 // offline): the bucket is private, CloudFront caches the checkpoint ≤ 2 s and tiles as
 // immutable and never caches the API, the key is Ed25519 for signing, the API role can
 // neither write tiles nor sign, and exactly one sequencer task runs.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SteleStack } from '../infra/stack.js';
+import { scratchDir } from './helpers/tmp.js';
 
 type Json = Record<string, any>;
 
@@ -160,7 +160,7 @@ describe('infra/stack.ts (CDK assertions)', () => {
 
 describe('infra/stack.ts: the explorer', () => {
   it('is published beside the tiles (never pruning the log) and served at /', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-explorer-'));
+    const dir = scratchDir('stele-explorer-');
     writeFileSync(join(dir, 'index.html'), '<!doctype html><title>x</title>');
     const t = Template.fromStack(new SteleStack(new App(), 'WithExplorer', { explorerDir: dir }));
     t.hasResourceProperties('Custom::CDKBucketDeployment', { DestinationBucketKeyPrefix: 'log/', Prune: false });

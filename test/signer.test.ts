@@ -1,15 +1,15 @@
 // The local log key: created once with mode 0600, refused when exposed or for another origin;
 // private keys and vkeys round-trip even when their base64 contains '+'.
-import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/note.js';
 import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/signer.js';
+import { scratchDir } from './helpers/tmp.js';
 
 describe('local key file', () => {
   it('is created with mode 0600 and reloaded unchanged', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-key-'));
+    const dir = scratchDir('stele-key-');
     const path = join(dir, 'private', 'log.key');
     const first = await loadOrCreateKey(path, 'key.test/log');
     expect(first.created).toBe(true);
@@ -21,7 +21,7 @@ describe('local key file', () => {
   });
 
   it('refuses a key readable by others, or made for another origin', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-key-'));
+    const dir = scratchDir('stele-key-');
     const path = join(dir, 'log.key');
     await loadOrCreateKey(path, 'key.test/log');
     await expect(loadOrCreateKey(path, 'other.test/log')).rejects.toThrow(KeyFileError);
@@ -30,7 +30,7 @@ describe('local key file', () => {
   });
 
   it('refuses a corrupted key file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-key-'));
+    const dir = scratchDir('stele-key-');
     const path = join(dir, 'log.key');
     const text = formatPrivateKey('key.test/log', new Uint8Array(32).fill(7));
     writeFileSync(path, text.replace(/\+[0-9a-f]{8}\+/, '+00000000+'), { mode: 0o600 });

@@ -1,16 +1,16 @@
 // The local-directory object store: atomic immutable creates, compare-and-swap, key
 // validation, and a swap mutex that survives a crashed holder.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../src/store/fs.js';
 import { StoreLock } from '../src/store/lock.js';
 import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../src/store/store.js';
+import { scratchDir } from './helpers/tmp.js';
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
-const fresh = () => new FsObjectStore(mkdtempSync(join(tmpdir(), 'stele-store-')));
+const fresh = () => new FsObjectStore(scratchDir('stele-store-'));
 
 describe('FsObjectStore', () => {
   it('creates immutable objects once: identical bytes succeed, different bytes fail', async () => {

@@ -1,8 +1,5 @@
 // Witnesses: the tlog-witness add-checkpoint protocol (statuses, durable and monotonic
 // state), a log collecting cosignatures from three witnesses, and split-view detection.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCheckpoint, signCheckpoint } from '../src/checkpoint.js';
@@ -15,12 +12,13 @@ import { type RunningWitness, startWitness } from '../src/witness/host.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../src/witness/protocol.js';
 import { Witness } from '../src/witness/witness.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
+import { scratchDir } from './helpers/tmp.js';
 
 const ORIGIN = 'witness.test/log';
 const logKey = new SeedSigner(ORIGIN, new Uint8Array(32).fill(1));
 const logVerifier = makeVerifier(ORIGIN, SIG_ED25519, logKey.publicKey);
 const silent = pino({ level: 'silent' });
-const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
+const tmp = (p: string) => scratchDir(p);
 
 /** A tree of n leaves; `fork` changes one leaf so the same size has another root. */
 function leaves(n: number, fork = false): Uint8Array[] {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
 import { digestOf, getJson, postAnchor } from './server.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 interface Banner {
   url: string;
@@ -127,7 +128,7 @@ describe('stele serve (process)', () => {
       [['--origin', 'has space'], /origin/],
     ];
     for (const [args, message] of cases) {
-      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', mkdtempSync(join(tmpdir(), 'stele-bad-')), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 20_000 });
+      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', scratchDir('stele-bad-'), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 20_000 });
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(message);

@@ -1,15 +1,13 @@
 // Starts `startServer` in-process on a loopback port over a fresh data directory.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { SERVE_DEFAULTS } from '../../src/config.js';
 import { type RunningServer, type ServeConfig, startServer } from '../../src/serve.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 export async function startTestServer(overrides: Partial<ServeConfig> = {}): Promise<RunningServer> {
   const cfg: ServeConfig = {
     ...SERVE_DEFAULTS,
-    dataDir: mkdtempSync(join(tmpdir(), 'stele-api-')),
+    dataDir: scratchDir('stele-api-'),
     origin: 'api.test/log',
     port: 0,
     batchIntervalMs: 20,

@@ -2,14 +2,14 @@
 // request can reach. Its decisions, reasons and errors must be exactly those of Cedar given
 // the whole store, for policies that walk parents, attribute and tag references, entity
 // literals in conditions and entities named in the context.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { EntitySlicer } from '../../src/control/entities.js';
 import { PolicyEngine, type EntityRef } from '../../src/control/policy.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const POLICIES = `
 @id("staff-read") permit (principal in Group::"staff", action == Action::"read", resource) when { resource.dept == "eng" };
@@ -37,7 +37,7 @@ const silent = pino({ level: 'silent' });
 
 describe('entity slicing', () => {
   it('gives the same decision, reasons and errors as the whole entity store', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-slice-'));
+    const dir = scratchDir('stele-slice-');
     writeFileSync(join(dir, 'policies.cedar'), POLICIES);
     writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
     const engine = await PolicyEngine.open(dir, silent);
@@ -76,7 +76,7 @@ describe('entity slicing', () => {
   });
 
   it('remembers decisions per policy version only: an entities change is a new version with a fresh cache', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stele-decisions-'));
+    const dir = scratchDir('stele-decisions-');
     writeFileSync(join(dir, 'policies.cedar'), POLICIES);
     writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
     const engine = await PolicyEngine.open(dir, silent, { decisionCacheSize: 100, pollMs: 60_000 });

@@ -1,11 +1,11 @@
 // A ledger with the control plane mounted (stele serve --enterprise, in-process), a real
 // OpenID Provider on loopback issuing its tokens, and Cedar policy files on disk.
-import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/serve.js';
 import { getJson, startTestServer } from '../api/server.js';
 import { type OidcClientSpec, type TestOidcProvider, startOidcProvider } from '../helpers/oidc.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 export const AUDIENCE = 'https://control.stele.test/v1';
 
@@ -62,7 +62,7 @@ export interface ControlFixture {
 
 export async function startControl(o: { toml?: string; alg?: 'ES256' | 'RS256' | 'EdDSA'; batchIntervalMs?: number } = {}): Promise<ControlFixture> {
   const idp = await startOidcProvider({ clients: CLIENTS, defaultResource: AUDIENCE, alg: o.alg ?? 'ES256' });
-  const dataDir = mkdtempSync(join(tmpdir(), 'stele-control-'));
+  const dataDir = scratchDir('stele-control-');
   const controlDir = join(dataDir, 'control');
   const policyDir = join(controlDir, 'policy');
   mkdirSync(policyDir, { recursive: true });

@@ -2,10 +2,9 @@
 // the same DEK out, before and after rotations), the epoch chain, the audit log's
 // durability and replay, and the AWS KMS KEK adapter against a wire-protocol stand-in.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { appendFileSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -17,9 +16,10 @@ import { AwsKmsKekProvider, type KekProvider, LocalKekProvider } from '../../src
 import { decodeEnvelope, encodeEnvelope, issueLease, newLeaseId, unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, ControlSigner, canonicalJson, verifySigned } from '../../src/control/signing.js';
 import { FsObjectStore } from '../../src/store/fs.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const silent = pino({ level: 'silent' });
-const tmp = (p: string) => mkdtempSync(join(tmpdir(), `stele-${p}-`));
+const tmp = (p: string) => scratchDir(`stele-${p}-`);
 const OIDC = { issuer: 'https://idp.example.com', audience: 'https://stele.example.com/v1' };
 
 describe('control configuration', () => {
