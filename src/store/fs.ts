@@ -5,7 +5,7 @@
 // re-creates it from its own durable copy with repairTorn. Swaps hold a per-key mutex file whose
 // owner pid is checked, so a crashed holder never wedges the log.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, promises as fs, fsync, openSync } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import pLimit from 'p-limit';
@@ -100,7 +100,12 @@ export class FsObjectStore implements ObjectStore {
         this.limit(async () => {
           const path = this.file(key);
           dirs.add(dirname(path));
-          await syncPath(path);
+          const fh = await fs.open(path, constants.O_RDONLY);
+          try {
+            await fh.sync();
+          } finally {
+            await fh.close();
+          }
         }),
       ),
     );
@@ -108,7 +113,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   private syncDirs(dirs: ReadonlySet<string>): Promise<unknown> {
-    return Promise.all([...dirs].map((d) => this.limit(() => syncPath(d))));
+    return Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
   }
 
   /**
@@ -178,7 +183,7 @@ export class FsObjectStore implements ObjectStore {
       }
       this.stats.puts++;
       await fs.rename(temp.path, path);
-      if (durable) await syncPath(dirname(path));
+      if (durable) await syncDir(dirname(path));
       return contentVersion(data);
     });
   }
@@ -197,7 +202,7 @@ export class FsObjectStore implements ObjectStore {
       // A new directory survives a power loss only once its entry in its parent is synced:
       // sync the parent of every directory just created, from `dir` up to `first`.
       for (let d = dir; ; d = dirname(d)) {
-        await syncPath(dirname(d));
+        await syncDir(dirname(d));
         if (d === first || dirname(d) === d) break;
       }
     }
@@ -325,17 +330,12 @@ function removeQuietly(path: string): Promise<void> {
   return fs.unlink(path).catch(() => undefined);
 }
 
-/**
- * fsyncs the file or directory at `path`. Opening and closing a name that exists takes
- * microseconds, so they run in place and only the fsync goes to the thread pool: one round
- * trip instead of three, each of which waited its turn behind a busy event loop.
- */
-async function syncPath(path: string): Promise<void> {
-  const fd = openSync(path, constants.O_RDONLY);
+async function syncDir(dir: string): Promise<void> {
+  const fh = await fs.open(dir, constants.O_RDONLY);
   try {
-    await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+    await fh.sync();
   } finally {
-    closeSync(fd);
+    await fh.close();
   }
 }
 
