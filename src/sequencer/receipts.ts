@@ -12,10 +12,9 @@ import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './sequ
 /** A batch in the lock and in the tiles, not yet in a published checkpoint. */
 export interface Unpublished {
   readonly fromSize: number;
-  readonly count: number;
   /** The requests waiting for it (none for a batch re-applied from staging). */
   readonly batch: readonly Segment<AnchorReceipt>[];
-  /** Its entry hashes, 32 bytes each. */
+  /** Its entry hashes, 32 bytes each (so its size is their length / 32). */
   readonly entryHashes: Uint8Array;
   /** Its entries, when already parsed (a re-applied batch has no segments to build them from). */
   readonly entries?: readonly CanonicalEntry[];
@@ -36,7 +35,7 @@ export class PublishedBatch implements IntegratedBatch {
   }
 
   get count(): number {
-    return this.u.count;
+    return this.u.entryHashes.length / HASH_SIZE;
   }
 
   entryAt(seq: number): CanonicalEntry {

@@ -131,7 +131,6 @@ interface Prepared {
   readonly checkpoint: PublishedCheckpoint;
   /** The batch's record bundle, to stage (a view of the kept staging buffer). */
   readonly staged: Uint8Array;
-  readonly count: number;
 }
 
 /** A run of waiting requests (src/sequencer/pool.ts); a batch is a few of them. */
@@ -374,7 +373,7 @@ export class Sequencer {
       this.pool.reset(this.tip());
     }
     announce();
-    this.unpublished.push({ fromSize, count: prepared.count, batch, entryHashes: prepared.result.entryHashes, started });
+    this.unpublished.push({ fromSize, batch, entryHashes: prepared.result.entryHashes, started });
     for (const t of prepared.result.tiles.all()) this.unpublishedTiles.add(t);
     // Its bundles and tiles are written: let them go while the checkpoint is published.
     prepared = undefined;
@@ -398,7 +397,7 @@ export class Sequencer {
     // A checkpoint is never older than the entries it covers (runs' times never go back).
     const timestamp = this.nextTimestamp(Date.parse(batch[batch.length - 1]!.timestamp));
     const signed = await signCheckpoint({ origin: this.opts.origin, size: result.edge.size, root: result.root }, this.opts.signer);
-    return { result, checkpoint: { ...signed, timestamp }, staged, count: entries.entryHashes.length / HASH_SIZE };
+    return { result, checkpoint: { ...signed, timestamp }, staged };
   }
 
   /**
@@ -610,7 +609,7 @@ export class Sequencer {
       this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
       if (notifyStaged) {
         const entries = records.map((r) => parseCanonicalEntry(r));
-        this.unpublished.push({ fromSize: state.staged.fromSize, count: records.length, batch: [], entries, entryHashes: result.entryHashes });
+        this.unpublished.push({ fromSize: state.staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
         for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
       }
       return;
