@@ -97,15 +97,10 @@ export class FsObjectStore implements ObjectStore {
     const dirs = new Set<string>();
     await Promise.all(
       keys.map((key) =>
-        this.limit(async () => {
+        this.limit(() => {
           const path = this.file(key);
           dirs.add(dirname(path));
-          const fh = await fs.open(path, constants.O_RDONLY);
-          try {
-            await fh.sync();
-          } finally {
-            await fh.close();
-          }
+          return syncPath(path);
         }),
       ),
     );
@@ -113,7 +108,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   private syncDirs(dirs: ReadonlySet<string>): Promise<unknown> {
-    return Promise.all([...dirs].map((d) => this.limit(() => syncDir(d))));
+    return Promise.all([...dirs].map((d) => this.limit(() => syncPath(d))));
   }
 
   /**
@@ -183,7 +178,7 @@ export class FsObjectStore implements ObjectStore {
       }
       this.stats.puts++;
       await fs.rename(temp.path, path);
-      if (durable) await syncDir(dirname(path));
+      if (durable) await syncPath(dirname(path));
       return contentVersion(data);
     });
   }
@@ -202,7 +197,7 @@ export class FsObjectStore implements ObjectStore {
       // A new directory survives a power loss only once its entry in its parent is synced:
       // sync the parent of every directory just created, from `dir` up to `first`.
       for (let d = dir; ; d = dirname(d)) {
-        await syncDir(dirname(d));
+        await syncPath(dirname(d));
         if (d === first || dirname(d) === d) break;
       }
     }
@@ -330,8 +325,9 @@ function removeQuietly(path: string): Promise<void> {
   return fs.unlink(path).catch(() => undefined);
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await fs.open(dir, constants.O_RDONLY);
+/** fsyncs an existing file or directory. */
+async function syncPath(path: string): Promise<void> {
+  const fh = await fs.open(path, constants.O_RDONLY);
   try {
     await fh.sync();
   } finally {
