@@ -88,17 +88,12 @@ async function mirror(prefix: string): Promise<string> {
  * Waits until nothing is staged: a batch's staging object goes once its objects are durable,
  * which the sequencer finishes just after the acknowledgement.
  */
-async function stagingDrained(stagingPrefix: string): Promise<void> {
-  const end = Date.now() + 5_000;
-  while ((await listAll(stagingPrefix)).size > 0) {
-    if (Date.now() > end) throw new Error('staged batches were never cleaned up');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const stagingDrained = (stagingPrefix: string): Promise<void> =>
+  waitFor(async () => (await listAll(stagingPrefix)).size === 0, 5_000, 'staged batches to be cleaned up');
 
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
