@@ -50,6 +50,7 @@ function signedMessage(domain: string, obj: Record<string, unknown>): Buffer {
 }
 
 const messageText = (domain: string, canonical: string): string => `${domain}\n${canonical}`;
+const SIG_PREFIX = 'ed25519:';
 const messageOf = (domain: string, canonical: string): Buffer => Buffer.from(messageText(domain, canonical), 'utf8');
 
 export class ControlSigner {
@@ -84,7 +85,7 @@ export class ControlSigner {
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    return { ...obj, signature: `ed25519:${sign(null, messageOf(domain, unsignedCanonical(obj)), this.key).toString('base64')}` };
+    return { ...obj, signature: SIG_PREFIX + sign(null, messageOf(domain, unsignedCanonical(obj)), this.key).toString('base64') };
   }
 
   /**
@@ -95,7 +96,7 @@ export class ControlSigner {
    */
   async signCanonicals(domain: string, canonicals: readonly string[]): Promise<string[]> {
     const signatures = await this.thread.sign(canonicals.map((c) => messageText(domain, c)));
-    return signatures.map((b64) => `ed25519:${b64}`);
+    return signatures.map((b64) => SIG_PREFIX + b64);
   }
 
   /** Stops the signing thread (sign() keeps working; a later signCanonicals starts it again). */
@@ -112,8 +113,8 @@ export class ControlSigner {
 /** Verifies `obj.signature` against a raw 32-byte Ed25519 public key. */
 export function verifySigned(domain: string, obj: Record<string, unknown>, publicKey: Uint8Array): boolean {
   const sig = obj.signature;
-  if (typeof sig !== 'string' || !sig.startsWith('ed25519:')) return false;
-  const raw = Buffer.from(sig.slice('ed25519:'.length), 'base64');
+  if (typeof sig !== 'string' || !sig.startsWith(SIG_PREFIX)) return false;
+  const raw = Buffer.from(sig.slice(SIG_PREFIX.length), 'base64');
   if (raw.length !== 64) return false;
   const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(publicKey)]), format: 'der', type: 'spki' });
   return verify(null, signedMessage(domain, obj), key, raw);
