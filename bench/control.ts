@@ -70,11 +70,16 @@ async function startControlServer(dataDir: string, fsync: boolean): Promise<{ ur
   return { url: JSON.parse(first[0].toString().split('\n')[0]!).url as string, child };
 }
 
+interface ServerCpu {
+  readonly main: number;
+  readonly all: number;
+}
+
 /**
  * CPU time (ms) the server process has used: its main thread, and all its threads (workers,
  * the libuv pool); from /proc, so Linux only (undefined elsewhere).
  */
-function serverCpu(pid: number | undefined): { main: number; all: number } | undefined {
+function serverCpu(pid: number | undefined): ServerCpu | undefined {
   if (pid === undefined) return undefined;
   const ticks = (stat: string) => {
     // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
@@ -175,6 +180,12 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     // Printed only once the whole run has succeeded (a crashed run is retried).
     const figures: [string, number, string][] = [];
     const figure = (name: string, value: number, unit: string) => figures.push([name, value, unit]);
+    /** Server CPU per answered request: the main thread, and all threads. */
+    const cpuFigures = (name: string, before: ServerCpu | undefined, after: ServerCpu | undefined, answered: number, unit: string) => {
+      if (!before || !after || answered === 0) return;
+      figure(`${name}_main${label}`, ((after.main - before.main) * 1000) / answered, unit);
+      figure(`${name}_all${label}`, ((after.all - before.all) * 1000) / answered, unit);
+    };
 
     figure(`control_evaluate_rps${label}`, r.requests.average, 'req/s');
     figure(`control_evaluate_p50${label}`, r.latency.p50, 'ms');
@@ -185,10 +196,7 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     figure(`control_evaluate_anchored${label}`, ledgerAfter - ledgerBefore, 'ledger entries');
     figure(`control_evaluate_audited${label}`, auditAfter.count, 'audit events');
     // CPU time is steadier than req/s on a shared machine: it says what each decision costs.
-    if (cpuBefore && cpuAfter && r['2xx'] > 0) {
-      figure(`control_evaluate_cpu_main${label}`, ((cpuAfter.main - cpuBefore.main) * 1000) / r['2xx'], 'µs/decision');
-      figure(`control_evaluate_cpu_all${label}`, ((cpuAfter.all - cpuBefore.all) * 1000) / r['2xx'], 'µs/decision');
-    }
+    cpuFigures('control_evaluate_cpu', cpuBefore, cpuAfter, r['2xx'], 'µs/decision');
     if (o.ledgerBaseline) {
       let i = 0;
       const before = serverCpu(child.pid);
@@ -203,11 +211,7 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
       figure(`ledger_anchor_rps${label}`, a.requests.average, 'req/s');
       figure(`ledger_anchor_p50${label}`, a.latency.p50, 'ms');
       figure(`ledger_anchor_p99${label}`, a.latency.p99, 'ms');
-      const after = serverCpu(child.pid);
-      if (before && after && a['2xx'] > 0) {
-        figure(`ledger_anchor_cpu_main${label}`, ((after.main - before.main) * 1000) / a['2xx'], 'µs/anchor');
-        figure(`ledger_anchor_cpu_all${label}`, ((after.all - before.all) * 1000) / a['2xx'], 'µs/anchor');
-      }
+      cpuFigures('ledger_anchor_cpu', before, serverCpu(child.pid), a['2xx'], 'µs/anchor');
     }
     for (const [name, value, unit] of figures) printFigure(name, value, unit);
   } finally {
