@@ -244,6 +244,9 @@ export interface Packed {
   readonly to: number;
 }
 
+/** Item j of a packed piece (a view of its bytes). */
+export const packedItem = (p: Packed, j: number): Uint8Array => p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
+
 /** Items (canonical entries) packed back to back as one piece. */
 export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {
   const ends = new Uint32Array(canonicals.length);

@@ -2,14 +2,13 @@
 // record bundles. Appending a batch to it is pure and synchronous: it yields the new edge,
 // every tile and bundle the batch creates, and the new root. Memory is bounded by the
 // edge (≤ 255 hashes a level), never by the log's size. A batch comes as a few packed
-// buffers (BatchEntries: the sequencing runs' canonical entries, flat hashes) and its bundles
-// are framed straight from them, each in a buffer of its own: no buffer the size of the
-// batch is made and freed per batch (freed large buffers are what fragments the allocator).
+// buffers (BatchEntries: the sequencing runs' canonical entries, flat hashes), and its
+// bundles of each kind are framed straight from them into one buffer (see bundles()).
 import { HASH_SIZE, bytesEqual, concatBytes } from '../hash.js';
 import { ZERO_HASH, chainEntryHashes, entryHash } from '../entry.js';
 import { treeHashSync } from '../merkle.js';
 import type { StoredObject } from '../store/store.js';
-import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, framedSize, levelHashCount, packCanonicals, tilePath } from '../tiles.js';
+import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, framedSize, levelHashCount, packCanonicals, packedItem, tilePath } from '../tiles.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
@@ -92,7 +91,7 @@ export class RightEdge {
     if (n === 0) throw new RangeError('empty batch');
     if (entryHashes.length !== n * HASH_SIZE || leafHashes.length !== n * HASH_SIZE) throw new RangeError('batch hashes do not match its entries');
     const first = canonicals.find((p) => p.to > p.from)!;
-    if (!bytesEqual(entryHash(this.size, itemOf(first, first.from), this.lastEntryHash), entryHashes.subarray(0, HASH_SIZE))) {
+    if (!bytesEqual(entryHash(this.size, packedItem(first, first.from), this.lastEntryHash), entryHashes.subarray(0, HASH_SIZE))) {
       throw new RangeError(`batch is not chained to the edge at size ${this.size}`);
     }
     const prior = entryHashes.slice((n - 1) * HASH_SIZE);
@@ -153,7 +152,7 @@ export class RightEdge {
       at += f.size;
     }
     const rest = sliceItems(old, added, total - (total % TILE_WIDTH), total);
-    return [...rest.old, ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => itemOf(p, p.from + j).slice()))];
+    return [...rest.old, ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => packedItem(p, p.from + j).slice()))];
   }
 }
 
@@ -170,8 +169,6 @@ function sliceItems(old: readonly Uint8Array[], pieces: readonly Packed[], from:
   }
   return { old: old.slice(from, Math.min(to, old.length)), pieces: out };
 }
-
-const itemOf = (p: Packed, j: number): Uint8Array => p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
 
 /** Flat 32-byte hashes as a packed piece. */
 function hashes(flat: Uint8Array): Packed {
