@@ -1,7 +1,7 @@
 // The local-directory object store: atomic immutable creates, compare-and-swap, key
 // validation, and a swap mutex that survives a crashed holder.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../src/store/fs.js';
@@ -111,7 +111,20 @@ describe('FsObjectStore', () => {
     expect(existsSync(join(s.root, 'checkpoint'))).toBe(false);
     unlinkSync(join(s.root, 'checkpoint.lock'));
     await swapping;
-    expect(readdirSync(s.root).sort()).toEqual(['checkpoint']);
+    // Besides the object, only this process's mutex badge stays (removed at exit).
+    expect(readdirSync(s.root).sort()).toEqual([expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)), 'checkpoint']);
+  });
+
+  it('takes swap mutexes with one badge file per process and directory; badges of dead processes are removed', async () => {
+    const s = fresh();
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    writeFileSync(join(s.root, `.mutex-owner-${dead}-0123456789abcdef`), `${dead} 0123456789abcdef`);
+    let version: string | null = null;
+    for (let i = 0; i < 5; i++) version = await s.swap('checkpoint', bytes(`v${i}`), version);
+    await s.swap('checkpoint.json', bytes('{}'), null);
+    const left = readdirSync(s.root).sort();
+    expect(left).toEqual([expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)), 'checkpoint', 'checkpoint.json']);
+    expect(readFileSync(join(s.root, left[0]!), 'utf8')).toMatch(new RegExp(`^${process.pid} [0-9a-f]{16}$`));
   });
 
   it('rejects keys that could escape the store', async () => {
