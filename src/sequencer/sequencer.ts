@@ -382,8 +382,6 @@ export class Sequencer {
     } catch (e) {
       if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the public checkpoint (${(e as Error).message})`), []);
       this.logError('publishing the checkpoint failed; retrying next round', e);
-    } finally {
-      this.startPersisting();
     }
   }
 
@@ -425,11 +423,15 @@ export class Sequencer {
     this.edge = result.edge;
     this.committed = checkpoint;
     this.unpersisted = { keys: result.objects.map((o) => o.key), stagedKey };
+    this.startPersisting();
   }
 
   /**
-   * Starts the fsyncs of the last committed batch. integrate() starts them once the batch is
-   * acknowledged: run during the publish, they slowed its renames (5 ms instead of 1).
+   * Starts the fsyncs of the last committed batch as soon as its objects are written. They run
+   * beside the publish, whose renames they slow a little (1.6 to 2.0 ms a checkpoint), and are
+   * then mostly done when the next batch's lock swap has to wait for them: under 64 control
+   * connections the write-behind took 2.3 ms a batch instead of 6.6-8.1 ms when it started at
+   * the acknowledgement, and batches integrated in 12.5 ms instead of 13-16 ms.
    */
   private startPersisting(): void {
     const u = this.unpersisted;
