@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/anchor.js';
 import { bytesEqual, leafHash, toHex } from '../src/hash.js';
 import { openLocalLog } from '../src/log/local.js';
@@ -22,7 +22,7 @@ import {
   SequencerStoppedError,
 } from '../src/sequencer/sequencer.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { type LockState, type SequencerLock, StoreLock } from '../src/store/lock.js';
+import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } from '../src/store/lock.js';
 import type { CreateOptions, ObjectStore, StoredObject, VersionedObject } from '../src/store/store.js';
 import { auditLogDir, tileFile, verifyCheckpointNote, writeTestKey } from './helpers/audit.js';
 import { naiveLeafHash } from './helpers/naive.js';
@@ -368,6 +368,9 @@ class WatchedLock implements SequencerLock {
   readonly installed: LockState[] = [];
   beforeSwap: ((next: LockState) => Promise<string> | null) | undefined;
   constructor(private readonly inner: SequencerLock) {}
+  get inlineLimit() {
+    return this.inner.inlineLimit;
+  }
   read() {
     return this.inner.read();
   }
@@ -382,12 +385,15 @@ class WatchedLock implements SequencerLock {
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 
+/** How the crash tests' sequencers stage a batch: 0, always as a staging object; else inline in the lock record up to this many characters. */
+let inlineLimit = 0;
+
 async function openFaulty(dataDir: string) {
   const signer = new SeedSigner(ORIGIN, new Uint8Array(32).fill(7));
   const publicStore = new FsObjectStore(path.join(dataDir, 'log'), { fsync: false });
   const privateStore = new FsObjectStore(path.join(dataDir, 'private'), { fsync: false });
   const store = new FaultyStore(publicStore);
-  const lock = new WatchedLock(new StoreLock(privateStore));
+  const lock = new WatchedLock(new StoreLock(privateStore, 'lock.json', inlineLimit));
   const sequencer = await Sequencer.open({ origin: ORIGIN, signer, store, staging: privateStore, lock, batchInterval: 5, maxBatch: 1000 });
   return { sequencer, store, lock, signer, publicStore, privateStore };
 }
@@ -395,7 +401,17 @@ async function openFaulty(dataDir: string) {
 const publicSize = async (dataDir: string): Promise<number> =>
   Number((await readFile(path.join(dataDir, 'log', 'checkpoint'), 'utf8')).split('\n')[1]);
 
-describe('crash between the lock swap and the tile writes', () => {
+/** The staging objects on disk (none if the directory was never made). */
+const stagingObjects = (dataDir: string): Promise<string[]> => readdir(path.join(dataDir, 'private', 'staging')).catch(() => []);
+
+describe.each([
+  ['as a staging object', 0],
+  ['inline in the lock record', DEFAULT_INLINE_LIMIT],
+])('crash between the lock swap and the tile writes, the batch staged %s', (_, limit) => {
+  beforeAll(() => {
+    inlineLimit = limit;
+  });
+
   it('a failed tile write after the commit is re-applied from staging and every entry is acknowledged', async () => {
     const dataDir = await tempDir();
     const s = await openFaulty(dataDir);
@@ -422,6 +438,7 @@ describe('crash between the lock swap and the tile writes', () => {
     // the staged batch, while the public checkpoint still said 300.
     expect(lockAtFailure?.size).toBe(1000);
     expect(lockAtFailure?.staged?.fromSize).toBe(300);
+    expect(lockAtFailure?.staged?.records !== undefined).toBe(inlineLimit > 0);
     expect(publicAtFailure).toBe(300);
 
     expect(second.map((r) => r.seq)).toEqual(Array.from({ length: 700 }, (_, i) => 300 + i));
@@ -434,7 +451,7 @@ describe('crash between the lock swap and the tile writes', () => {
       expect(hex(audit.entryHashes[r.seq]!)).toBe(hex(r.entryHash));
       expect(verifyInclusion(r.seq, r.checkpoint.size, naiveLeafHash(r.entryHash), r.inclusionProof(), audit.tree.root(r.checkpoint.size))).toBe(true);
     }
-    expect(await readdir(path.join(dataDir, 'private', 'staging'))).toEqual([]);
+    expect(await stagingObjects(dataDir)).toEqual([]);
   });
 
   it('a sequencer that dies after the commit: the next one re-applies the staged batch before anything else', async () => {
@@ -489,7 +506,10 @@ describe('crash between the lock swap and the tile writes', () => {
     s.store.persistHook = () => never<void>();
     const acked = await Promise.all(Array.from({ length: 500 }, (_, i) => s.sequencer.submit(request('w2', i))));
     expect(acked.at(-1)!.checkpoint.size).toBe(800);
-    expect(await readdir(path.join(dataDir, 'private', 'staging'))).toHaveLength(1);
+    // The batch's records are durable in a staging object, or in the lock record itself.
+    expect(await stagingObjects(dataDir)).toHaveLength(inlineLimit > 0 ? 0 : 1);
+    expect(s.lock.installed.at(-1)!.staged).toMatchObject({ fromSize: 300 });
+    expect(s.lock.installed.at(-1)!.staged!.records !== undefined).toBe(inlineLimit > 0);
 
     // What the disk kept of the unsynced files: one missing, one empty, one cut short, one zeroed.
     const tiles = written.filter((k) => k.startsWith('tile/0/') || k.startsWith('tile/entries/'));
@@ -502,9 +522,11 @@ describe('crash between the lock swap and the tile writes', () => {
 
     const next = await openFaulty(dataDir);
     expect(next.sequencer.checkpoint.size).toBe(800);
-    expect(await readdir(path.join(dataDir, 'private', 'staging'))).toEqual([]);
+    expect(await stagingObjects(dataDir)).toEqual([]);
     await next.sequencer.submit(request('w3', 0));
     await next.sequencer.close();
+    // A clean close leaves nothing staged: the next start re-applies nothing.
+    expect(next.lock.installed.at(-1)!.staged).toBeUndefined();
     const audit = await auditLogDir(path.join(dataDir, 'log'), ORIGIN, next.signer.publicKey);
     expect(audit.checkpoint.size).toBe(801);
     for (const r of acked) expect(hex(audit.entryHashes[r.seq]!)).toBe(hex(r.entryHash));
@@ -564,7 +586,8 @@ describe('crash between the lock swap and the tile writes', () => {
     void s.sequencer.submit(request('e2', 0));
     for (let i = 0; i < 200 && !staged; i++) await new Promise((r) => setTimeout(r, 10));
     expect(staged).toBe(true);
-    expect((await readdir(path.join(dataDir, 'private', 'staging'))).length).toBe(1); // the orphaned staging object
+    // The orphaned staging object, unless the batch was small enough to ride in the lock record.
+    expect(await stagingObjects(dataDir)).toHaveLength(inlineLimit > 0 ? 0 : 1);
 
     const next = await openFaulty(dataDir);
     expect(next.sequencer.checkpoint.size).toBe(50);

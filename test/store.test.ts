@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFile
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../src/store/fs.js';
-import { StoreLock } from '../src/store/lock.js';
+import { LockFormatError, StoreLock, parseLockState } from '../src/store/lock.js';
 import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../src/store/store.js';
 import { scratchDir } from './helpers/tmp.js';
 
@@ -125,6 +125,20 @@ describe('FsObjectStore', () => {
     const left = readdirSync(s.root).sort();
     expect(left).toEqual([expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)), 'checkpoint', 'checkpoint.json']);
     expect(readFileSync(join(s.root, left[0]!), 'utf8')).toMatch(new RegExp(`^${process.pid} [0-9a-f]{16}$`));
+  });
+
+  it('reads a lock record whose staged batch is a staging object or inline records; malformed ones are refused', () => {
+    const root = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    const base = { size: 9, root, timestamp: '2026-01-01T00:00:00.000Z', note: 'n' };
+    const parse = (staged: unknown) => parseLockState(bytes(JSON.stringify({ ...base, staged })));
+    const keyed = { key: 'staging/0-ab', fromSize: 0, fromRoot: root };
+    const inline = { records: 'AAE=', fromSize: 4, fromRoot: root };
+    expect(parse(keyed).staged).toEqual(keyed);
+    expect(parse(inline).staged).toEqual(inline);
+    expect(parseLockState(bytes(JSON.stringify(base))).staged).toBeUndefined();
+    for (const bad of [{ ...keyed, records: 'AAE=' }, { fromSize: 0, fromRoot: root }, { ...inline, fromRoot: 'zz' }, { ...inline, fromSize: -4 }, { ...inline, fromSize: 0.5 }, null, 'staging/0-ab']) {
+      expect(() => parse(bad), JSON.stringify(bad)).toThrow(LockFormatError);
+    }
   });
 
   it('rejects keys that could escape the store', async () => {

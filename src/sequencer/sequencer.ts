@@ -2,7 +2,8 @@
 // entry and leaf hashes; src/sequencer/pool.ts), integrates them in batches, and publishes
 // each batch so that a crash between any two writes is recoverable and the log never forks:
 //   1. append the batch to the in-memory right edge (tiles, bundles, root) and sign;
-//   2. stage the batch's records durably under a fresh key;
+//   2. stage the batch's records durably: under a fresh key, or for a small batch inline in
+//      the lock record of step 3, so that its one durable write carries them;
 //   3. compare-and-swap the lock record to the new size (the commit point);
 //   4. create the tiles and bundles;
 //   5. collect witness cosignatures (if a policy is set) and swap the public checkpoint;
@@ -20,7 +21,7 @@ import { proveConsistency } from '../merkle.js';
 import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
-import type { LockState, SequencerLock } from '../store/lock.js';
+import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
@@ -144,6 +145,8 @@ function rejectAll(segments: readonly Pending[], err: Error): void {
 
 const RETRY_DELAY_MS = 500;
 const FIRST_PUBLISH_TIMEOUT_MS = 30_000;
+/** Characters of the base64 text of `n` bytes. */
+const base64Length = (n: number) => 4 * Math.ceil(n / 3);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError;
 
@@ -171,8 +174,10 @@ export class Sequencer {
   /** Tiles of the unpublished batches: enough for their inclusion proofs at any later size. */
   private unpublishedTiles = new TileSet();
   private lockVersion: string | null = null;
+  /** The lock record as this sequencer last wrote or read it. */
+  private lockState: LockState | undefined;
   /** The last committed batch, written but not yet durable: its object keys and staging key. */
-  private unpersisted: { keys: string[]; stagedKey: string } | undefined;
+  private unpersisted: { keys: string[]; staged: StagedBatch } | undefined;
   /** Its fsyncs once started (commit() waits for them before the next lock swap). */
   private persisting: Promise<void> = Promise.resolve();
   private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
@@ -282,7 +287,12 @@ export class Sequencer {
     rejectAll(left, new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart'));
     // Left unfinished, the staged batch is re-applied on the next start.
     this.startPersisting();
-    await this.persisting.catch((e) => this.logError('making the last batch durable failed; it is re-applied on restart', e));
+    try {
+      await this.persisting;
+      await this.forgetStaged();
+    } catch (e) {
+      this.logError('making the last batch durable failed; it is re-applied on restart', e);
+    }
     await this.pool.close();
   }
 
@@ -403,10 +413,8 @@ export class Sequencer {
    * written without waiting for fsync: the staged copy is durable, and stays until they are
    * (see persistBatch), so a power loss at any point is repaired by recover().
    */
-  private async commit({ result, checkpoint, staged }: Prepared, committed: () => void): Promise<void> {
-    const stagedKey = `staging/${this.committed.size}-${randomBytes(8).toString('hex')}`;
-    await this.opts.staging.createAll([{ key: stagedKey, data: staged }]);
-    this.stagingBuffer.release();
+  private async commit({ result, checkpoint, staged: bundle }: Prepared, committed: () => void): Promise<void> {
+    const staged = await this.stage(bundle);
     // The lock names one staged batch: the one before must be durable before it is forgotten.
     this.startPersisting();
     await this.persisting;
@@ -415,15 +423,34 @@ export class Sequencer {
       root: toHex(checkpoint.root),
       timestamp: checkpoint.timestamp,
       note: checkpoint.note,
-      staged: { key: stagedKey, fromSize: this.committed.size, fromRoot: toHex(this.committed.root) },
+      staged,
     };
     this.lockVersion = await this.opts.lock.swap(this.lockVersion, state);
+    this.lockState = state;
     committed();
     await this.opts.store.createAll(result.objects, { durable: false });
     this.edge = result.edge;
     this.committed = checkpoint;
-    this.unpersisted = { keys: result.objects.map((o) => o.key), stagedKey };
+    this.unpersisted = { keys: result.objects.map((o) => o.key), staged };
     this.startPersisting();
+  }
+
+  /**
+   * Makes the batch's record bundle durable ahead of the commit: inline in the lock record when
+   * it is within the lock's limit (the commit's one durable write carries it), else as a
+   * staging object under a fresh key.
+   */
+  private async stage(bundle: Uint8Array): Promise<StagedBatch> {
+    const from = { fromSize: this.committed.size, fromRoot: toHex(this.committed.root) };
+    if (base64Length(bundle.length) <= (this.opts.lock.inlineLimit ?? 0)) {
+      const records = Buffer.from(bundle.buffer, bundle.byteOffset, bundle.byteLength).toString('base64');
+      this.stagingBuffer.release();
+      return { ...from, records };
+    }
+    const key = `staging/${from.fromSize}-${randomBytes(8).toString('hex')}`;
+    await this.opts.staging.createAll([{ key, data: bundle }]);
+    this.stagingBuffer.release();
+    return { ...from, key };
   }
 
   /**
@@ -437,23 +464,35 @@ export class Sequencer {
     const u = this.unpersisted;
     if (!u) return;
     this.unpersisted = undefined;
-    const persisting = this.persistBatch(u.keys, u.stagedKey);
+    const persisting = this.persistBatch(u.keys, u.staged);
     persisting.catch(() => undefined); // its failure surfaces at the next commit, or in close()
     this.persisting = persisting;
   }
 
-  /** Makes a committed batch's objects durable, then drops its staging object. */
-  private async persistBatch(keys: readonly string[], stagedKey: string): Promise<void> {
+  /** Makes a committed batch's objects durable, then drops its staging object (if it has one). */
+  private async persistBatch(keys: readonly string[], staged: StagedBatch): Promise<void> {
     await this.opts.store.persist(keys);
-    await this.opts.staging.delete(stagedKey);
+    if (staged.key !== undefined) await this.opts.staging.delete(staged.key);
   }
 
   /** Writes the objects of the batch staged in the lock durably (repairing torn copies), then drops its staging object. */
-  private async reapply(result: BatchResult, checkpoint: PublishedCheckpoint, stagedKey: string): Promise<void> {
+  private async reapply(result: BatchResult, checkpoint: PublishedCheckpoint, staged: StagedBatch): Promise<void> {
     await this.opts.store.createAll(result.objects, { repairTorn: true });
     this.edge = result.edge;
     this.committed = checkpoint;
-    await this.opts.staging.delete(stagedKey);
+    if (staged.key !== undefined) await this.opts.staging.delete(staged.key);
+  }
+
+  /**
+   * Rewrites the lock record without its staged batch once that is durable (closing): the next
+   * start then re-applies nothing and verifies the edge as stored.
+   */
+  private async forgetStaged(): Promise<void> {
+    const state = this.lockState;
+    if (this.stopped || !state?.staged || this.unpersisted) return;
+    const { staged: _, ...clean } = state;
+    this.lockVersion = await this.opts.lock.swap(this.lockVersion, clean);
+    this.lockState = clean;
   }
 
   /**
@@ -597,21 +636,25 @@ export class Sequencer {
     if (opened.size !== state.size || toHex(opened.root) !== state.root) throw new Error('lock record note does not match its size and root');
     const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
     this.lockVersion = version;
+    this.lockState = state;
     this.published = this.readPublished(jsonObj?.data, verifier) ?? this.published;
 
-    const stagedData = state.staged ? await staging.get(state.staged.key) : null;
-    if (state.staged && stagedData) {
-      const records = decodeBundle(stagedData, state.staged.key, Number.MAX_SAFE_INTEGER);
-      const base = await loadEdge(store, state.staged.fromSize, hashFromHex(state.staged.fromRoot));
+    const staged = state.staged;
+    // A staging object is deleted only once the batch's objects are durable: then there is nothing to re-apply.
+    const stagedData = staged && (staged.key !== undefined ? await staging.get(staged.key) : Buffer.from(staged.records, 'base64'));
+    if (staged && stagedData) {
+      const label = staged.key ?? `the batch staged in the lock from ${staged.fromSize}`;
+      const records = decodeBundle(stagedData, label, Number.MAX_SAFE_INTEGER);
+      const base = await loadEdge(store, staged.fromSize, hashFromHex(staged.fromRoot));
       const result = base.append(records);
       if (!bytesEqual(result.root, committed.root) || result.edge.size !== committed.size) {
-        throw new Error(`staged batch ${state.staged.key} does not reproduce the committed root`);
+        throw new Error(`staged batch ${label} does not reproduce the committed root`);
       }
-      await this.reapply(result, committed, state.staged.key);
+      await this.reapply(result, committed, staged);
       this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
       if (notifyStaged) {
         const entries = records.map((r) => parseCanonicalEntry(r));
-        this.unpublished.push({ fromSize: state.staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
+        this.unpublished.push({ fromSize: staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
         for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
       }
       return;

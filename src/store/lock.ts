@@ -4,12 +4,12 @@
 // or DynamoDB conditional writes.
 import type { ObjectStore } from './store.js';
 
-export interface StagedBatch {
-  /** Key of the staging object holding the batch's records. */
-  readonly key: string;
-  readonly fromSize: number;
-  readonly fromRoot: string;
-}
+/**
+ * The committed batch whose objects may not be durable yet: enough to write them again. Its
+ * record bundle is a staging object (`key`) or, for a small batch, carried in the lock record
+ * itself (`records`, base64), which saves the staging object's write, fsyncs and delete.
+ */
+export type StagedBatch = { readonly fromSize: number; readonly fromRoot: string } & ({ readonly key: string; readonly records?: never } | { readonly records: string; readonly key?: never });
 
 export interface LockState {
   readonly size: number;
@@ -24,6 +24,8 @@ export interface LockState {
 }
 
 export interface SequencerLock {
+  /** The largest record bundle (base64 characters) a lock record may carry inline; 0 or absent: none. */
+  readonly inlineLimit?: number;
   read(): Promise<{ state: LockState; version: string } | null>;
   /** Installs `next` if the record is still at `expected` (null: absent); throws VersionConflictError. */
   swap(expected: string | null, next: LockState): Promise<string>;
@@ -54,19 +56,27 @@ export function parseLockState(bytes: Uint8Array): LockState {
     throw new LockFormatError('lock record is malformed');
   }
   if (s.staged !== undefined) {
-    const st = s.staged;
-    if (typeof st.key !== 'string' || !Number.isSafeInteger(st.fromSize) || typeof st.fromRoot !== 'string') {
+    const st = s.staged as Partial<Record<keyof StagedBatch, unknown>> | null;
+    const stored = typeof st?.key === 'string' ? st.records === undefined : typeof st?.records === 'string' && st.key === undefined;
+    if (!stored || !Number.isSafeInteger(st?.fromSize) || (st?.fromSize as number) < 0 || typeof st?.fromRoot !== 'string' || !/^[0-9a-f]{64}$/.test(st.fromRoot)) {
       throw new LockFormatError('lock record has a malformed staged batch');
     }
   }
   return s as LockState;
 }
 
+/**
+ * Inline staging for a lock record in a file or an S3 object: a control-plane batch (~10 KB)
+ * rides in the commit's one durable write. DynamoDB's lock carries none (items are billed per KB).
+ */
+export const DEFAULT_INLINE_LIMIT = 256 * 1024;
+
 /** A lock record kept as one object in a store that supports swap. */
 export class StoreLock implements SequencerLock {
   constructor(
     private readonly store: ObjectStore,
     private readonly key = 'lock.json',
+    readonly inlineLimit = DEFAULT_INLINE_LIMIT,
   ) {}
 
   async read(): Promise<{ state: LockState; version: string } | null> {
