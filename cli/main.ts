@@ -8,9 +8,10 @@ import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
 
-// The log's writes (tiles, bundles, fsyncs) run on libuv's thread pool; its default of
-// four threads serialises a batch's fsyncs. Read once, at the pool's first use, which has
-// not happened yet: the imports above do no asynchronous I/O.
+// The API's tile reads and the audit stream's writes run on libuv's thread pool (the local
+// store's writes have a thread of their own); its default of four threads queues them under
+// load. Read once, at the pool's first use, which has not happened yet: the imports above
+// do no asynchronous I/O.
 process.env.UV_THREADPOOL_SIZE ??= '16';
 
 const program = new Command('stele')
