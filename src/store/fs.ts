@@ -83,7 +83,7 @@ export class FsObjectStore implements ObjectStore {
 
   async persist(keys: readonly string[]): Promise<void> {
     if (!this.fsync || keys.length === 0) return;
-    await this.write({ op: 'persist', paths: keys.map((k) => this.file(k)) });
+    await this.write({ op: 'persist', paths: keys.map((k) => this.file(k)) }, [], persistThread);
   }
 
   async swap(key: string, data: Uint8Array, expected: string | null, options: SwapOptions = {}): Promise<string> {
@@ -98,8 +98,8 @@ export class FsObjectStore implements ObjectStore {
     await this.write({ op: 'delete', path: this.file(key) });
   }
 
-  private async write(request: WriteRequest, transfer: ArrayBuffer[] = []): Promise<string | undefined> {
-    const reply = await writerThread.send({ root: this.root, fsync: this.fsync, request }, transfer);
+  private async write(request: WriteRequest, transfer: ArrayBuffer[] = [], thread = writerThread): Promise<string | undefined> {
+    const reply = await thread.send({ root: this.root, fsync: this.fsync, request }, transfer);
     this.stats.puts += reply.puts;
     if (reply.error) throw rebuild(reply.error);
     return reply.result;
@@ -188,3 +188,5 @@ function startWorker(name: string): Worker {
 }
 
 const writerThread = new WriterThread();
+/** The write-behind's fsyncs run on a thread of their own, so creates and swaps never queue behind them. */
+const persistThread = new WriterThread();
