@@ -1,8 +1,7 @@
 // ObjectStore on a local directory. Reads go through libuv's pool; every write (creates,
-// swaps, persist, delete) is one request to the store's writer thread, which does it with
-// synchronous calls (src/store/fs-writer.ts says how, and why a thread).
-import { unlinkSync } from 'node:fs';
-import { promises as fs } from 'node:fs';
+// swaps, delete; persist's fsyncs on a second thread) is one request to a writer thread,
+// which does it with synchronous calls (src/store/fs-writer.ts says how, and why a thread).
+import { promises as fs, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { badgeName, contentVersion } from './fs-writer.js';
@@ -122,8 +121,8 @@ interface Waiting {
 }
 
 /**
- * The process's one writer thread, shared by its stores (writes of one store are thus done in
- * the order they were asked for). Started on first use, and referenced only while it owes an
+ * A writer thread shared by all the process's stores (the writes sent to it are done in the
+ * order they were asked for). Started on first use, and referenced only while it owes an
  * answer, so an idle store never keeps a process alive.
  */
 class WriterThread {
