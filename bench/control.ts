@@ -14,7 +14,9 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOidcProvider } from '../test/helpers/oidc.js';
-import { QUICK, ScratchDirs, figure as printFigure, note } from './util.js';
+import { loadavg } from 'node:os';
+import { sha256 } from '../src/hash.js';
+import { QUICK, ScratchDirs, figure as printFigure, note, sha256x3Rate } from './util.js';
 
 interface CannonResult {
   requests: { average: number; total: number };
@@ -225,6 +227,11 @@ export default async function main(): Promise<void> {
     defaultResource: AUDIENCE,
     alg: 'ES256',
   });
+  // This shared machine's speed varies by up to 1.5x from one run to another (a whole
+  // benchmark moves with it): the hashing rate before and after says how fast it ran.
+  const gauge = (when: string) => printFigure(`machine_sha256_x3_rate_${when}`, Math.round(sha256x3Rate(sha256, 1000).wall), 'entries/s');
+  note(`load average at start ${loadavg()[0]!.toFixed(2)}`);
+  gauge('at_start');
   try {
     const tokens = { svc: await idp.token('svc'), analyst: await idp.token('analyst') };
     note(`POST /v1/policy/evaluate, ${DURATION_S} s per run, ES256 access tokens from oidc-provider (JWKS fetched once, then cached), batch interval ${BATCH_INTERVAL_MS} ms`);
@@ -253,4 +260,5 @@ export default async function main(): Promise<void> {
     await idp.close();
     scratch.removeAll();
   }
+  gauge('at_end');
 }

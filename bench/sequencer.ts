@@ -11,7 +11,7 @@ import { cpus, loadavg } from 'node:os';
 import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
 import { sha256 } from '../src/hash.js';
 import { openLocalLog } from '../src/log/local.js';
-import { MiB, QUICK, RssSampler, ScratchDirs, cpuSeconds, figure, note, now, percentile, rates, sleep } from './util.js';
+import { MiB, QUICK, RssSampler, ScratchDirs, cpuSeconds, figure, note, now, percentile, sha256x3Rate, sleep } from './util.js';
 
 const ORIGIN = 'bench.stele/sequencer';
 const INTERVAL_MS = 1000;
@@ -89,22 +89,6 @@ async function throughput(total: number, marks: { at: number; label: string }[],
   });
 }
 
-/**
- * Raw hashing: per entry the sequencer needs at least entry_hash (domain ‖ seq ‖ ~270-byte
- * canonical entry ‖ prior), the leaf hash (0x00 ‖ 32) and on average one node hash (0x01 ‖ 64).
- */
-function sha3Rate(hash: (input: Uint8Array) => Uint8Array): { wall: number; cpu: number } {
-  const entryInput = new Uint8Array(15 + 8 + 270 + 32).fill(0x61);
-  const leafInput = new Uint8Array(1 + 32).fill(0x62);
-  const nodeInput = new Uint8Array(1 + 64).fill(0x63);
-  let sink = 0;
-  const rate = rates(() => {
-    sink ^= hash(entryInput)[0]! ^ hash(leafInput)[0]! ^ hash(nodeInput)[0]!;
-  }, 2000);
-  if (sink === 0x1ff) console.log(''); // keep the results alive
-  return rate;
-}
-
 /** (b): offer `rate` anchors/s for `seconds`; latency from submit to receipt. */
 async function latency(rate: number, seconds: number): Promise<void> {
   await withLog(true, async ({ sequencer }) => {
@@ -153,14 +137,14 @@ export default async function main(args: string[] = []): Promise<void> {
   figure('rss_at_start', Math.round(rssBase), 'MiB');
   try {
     const rate = await throughput(total, marks, fsync);
-    const sha = sha3Rate(sha256);
+    const sha = sha256x3Rate(sha256);
     figure('sha256_x3_rate', Math.round(sha.wall), 'entries/s');
     figure('sha256_x3_rate_per_cpu_second', Math.round(sha.cpu), 'entries/CPU-s');
     figure('sequencer_vs_sha256_x3', Number((rate.wall / sha.wall).toFixed(3)), 'ratio');
     note('the same ratio per CPU second (steadier when other work shares the machine):');
     figure('sequencer_vs_sha256_x3_per_cpu', Number((rate.cpu / sha.cpu).toFixed(3)), 'ratio');
     note('for comparison: the same three hashes calling node:crypto hash() directly (src/hash.ts wraps it)');
-    const native = sha3Rate((input) => nodeHash('sha256', input, 'buffer'));
+    const native = sha256x3Rate((input) => nodeHash('sha256', input, 'buffer'));
     figure('sha256_x3_rate_node_crypto', Math.round(native.wall), 'entries/s');
     figure('sha256_x3_rate_node_crypto_per_cpu_second', Math.round(native.cpu), 'entries/CPU-s');
     await latency(10_000, QUICK ? 3 : 10);

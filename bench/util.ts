@@ -104,6 +104,23 @@ export function rates(fn: () => void, ms = 1000, chunk = 1000): { wall: number; 
 }
 
 /**
+ * Raw hashing: per entry the sequencer needs at least entry_hash (domain ‖ seq ‖ ~270-byte
+ * canonical entry ‖ prior), the leaf hash (0x00 ‖ 32) and on average one node hash (0x01 ‖ 64).
+ * Also a gauge of how fast this shared machine is running at the moment.
+ */
+export function sha256x3Rate(hash: (input: Uint8Array) => Uint8Array, ms = 2000): { wall: number; cpu: number } {
+  const entryInput = new Uint8Array(15 + 8 + 270 + 32).fill(0x61);
+  const leafInput = new Uint8Array(1 + 32).fill(0x62);
+  const nodeInput = new Uint8Array(1 + 64).fill(0x63);
+  let sink = 0;
+  const rate = rates(() => {
+    sink ^= hash(entryInput)[0]! ^ hash(leafInput)[0]! ^ hash(nodeInput)[0]!;
+  }, ms);
+  if (sink === 0x1ff) console.log(''); // keep the results alive
+  return rate;
+}
+
+/**
  * Scratch directories of one benchmark, removed together once its runs are done. On an ext4
  * without a journal (as on the CI machine) the allocator passes over inodes freed in the last
  * minutes, so files created just after a big directory is deleted cost ~0.5 ms each instead
