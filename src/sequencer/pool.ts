@@ -14,7 +14,7 @@
 // its edge from storage, and every waiting request (the failed batch back at the front) is
 // sequenced again from there, so a place is never taken from a stale edge. Runs sequenced
 // before such a reset are told apart by their epoch and dropped.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { type AnchorRequest, buildEntry } from '../anchor.js';
 import type { CanonicalEntry } from '../entry.js';
 import { HASH_SIZE } from '../hash.js';
@@ -22,6 +22,7 @@ import type { BatchEntries, Packed } from './edge.js';
 import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
+import { startModuleWorker } from '../threads.js';
 
 /** Settles a waiting request's promise: with its result, or with a rejected promise. */
 export type Settle<R> = (value: R | PromiseLike<R>) => void;
@@ -373,16 +374,8 @@ export class SequencingPool<R> {
   }
 }
 
-/** The worker runs the compiled module; from TypeScript sources (tests, benches) through tsx's loader. */
 function startWorker(): Worker {
-  let worker: Worker;
-  if (import.meta.url.endsWith('.ts')) {
-    const module = new URL('./sequencing-worker.ts', import.meta.url).href;
-    const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(module)}); })`;
-    worker = new Worker(boot, { eval: true });
-  } else {
-    worker = new Worker(new URL('./sequencing-worker.js', import.meta.url));
-  }
+  const worker = startModuleWorker(import.meta.url, 'sequencing-worker');
   worker.unref();
   return worker;
 }

@@ -1,8 +1,10 @@
 // The writer thread of the local-directory store: runs each write request (src/store/fs.ts)
-// with synchronous calls (src/store/fs-writer.ts) and answers once.
+// with synchronous calls (src/store/fs-writer.ts) and answers once (src/threads.ts's
+// RequestThread sends them).
 import { parentPort, workerData } from 'node:worker_threads';
 import { FsWriter, type PathObject } from './fs-writer.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
+import type { Tagged } from '../threads.js';
 
 export type WriteRequest =
   | { readonly op: 'createAll'; readonly keys: readonly string[]; readonly paths: readonly string[]; readonly ends: readonly number[]; readonly bytes: Uint8Array; readonly durable: boolean; readonly repairTorn: boolean }
@@ -12,7 +14,6 @@ export type WriteRequest =
 
 /** A request and the writer it is for (one per store root and fsync setting). */
 export interface ToWriter {
-  readonly id: number;
   readonly root: string;
   readonly fsync: boolean;
   readonly request: WriteRequest;
@@ -27,7 +28,6 @@ export interface WriterError {
 }
 
 export interface FromWriter {
-  readonly id: number;
   readonly puts: number;
   readonly result?: string;
   readonly error?: WriterError;
@@ -59,16 +59,16 @@ function describe(e: unknown): WriterError {
   return { name: err.name ?? 'Error', message: err.message ?? String(e), ...(key !== undefined ? { key } : {}), ...(typeof err.code === 'string' ? { code: err.code } : {}) };
 }
 
-parentPort!.on('message', ({ id, root, fsync, request }: ToWriter) => {
+parentPort!.on('message', ({ id, body: { root, fsync, request } }: Tagged<ToWriter>) => {
   const name = `${fsync ? 'sync' : 'nosync'}:${root}`;
   let writer = writers.get(name);
   if (!writer) writers.set(name, (writer = new FsWriter(fsync, (workerData as { badgeName: string }).badgeName)));
   const before = writer.puts;
-  let reply: FromWriter;
+  let answer: { result?: string; error?: WriterError };
   try {
-    reply = { id, puts: 0, result: run(writer, request) };
+    answer = { result: run(writer, request) };
   } catch (e) {
-    reply = { id, puts: 0, error: describe(e) };
+    answer = { error: describe(e) };
   }
-  parentPort!.postMessage({ ...reply, puts: writer.puts - before });
+  parentPort!.postMessage({ id, body: { ...answer, puts: writer.puts - before } } satisfies Tagged<FromWriter>);
 });

@@ -3,7 +3,7 @@
 // which does it with synchronous calls (src/store/fs-writer.ts says how, and why a thread).
 import { promises as fs, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { RequestThread, startModuleWorker } from '../threads.js';
 import { badgeName, contentVersion } from './fs-writer.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';
 import {
@@ -87,7 +87,7 @@ export class FsObjectStore implements ObjectStore {
 
   async swap(key: string, data: Uint8Array, expected: string | null, options: SwapOptions = {}): Promise<string> {
     const path = this.file(key);
-    writerThread.badgeDirs.add(dirname(path));
+    badgeDirs.add(dirname(path));
     const copy = data.slice();
     return (await this.write({ op: 'swap', key, path, data: copy, expected, durable: options.durable !== false }, [copy.buffer])) as string;
   }
@@ -98,7 +98,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   private async write(request: WriteRequest, transfer: ArrayBuffer[] = [], thread = writerThread): Promise<string | undefined> {
-    const reply = await thread.send({ root: this.root, fsync: this.fsync, request }, transfer);
+    const reply = await thread.request({ root: this.root, fsync: this.fsync, request }, transfer);
     this.stats.puts += reply.puts;
     if (reply.error) throw rebuild(reply.error);
     return reply.result;
@@ -115,77 +115,24 @@ function rebuild(e: WriterError): Error {
   return err;
 }
 
-interface Waiting {
-  resolve(reply: FromWriter): void;
-  reject(e: Error): void;
-}
-
 /**
- * A writer thread shared by all the process's stores (the writes sent to it are done in the
- * order they were asked for). Started on first use, and referenced only while it owes an
- * answer, so an idle store never keeps a process alive.
+ * This process's mutex badge (src/store/fs-writer.ts): one file name, made in each directory
+ * the writer thread takes a swap mutex in, and removed from them at exit.
  */
-class WriterThread {
-  /** Directories that may hold this process's mutex badge, removed at exit. */
-  readonly badgeDirs = new Set<string>();
-  readonly badgeName = badgeName();
-  private thread: { readonly worker: Worker; readonly waiting: Map<number, Waiting> } | undefined;
-  private nextId = 0;
-
-  constructor() {
-    process.once('exit', () => {
-      for (const dir of this.badgeDirs) {
-        try {
-          unlinkSync(join(dir, this.badgeName));
-        } catch {
-          // never made, or already gone
-        }
-      }
-    });
+const BADGE = badgeName();
+const badgeDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of badgeDirs) {
+    try {
+      unlinkSync(join(dir, BADGE));
+    } catch {
+      // never made, or already gone
+    }
   }
+});
 
-  send(m: Omit<ToWriter, 'id'>, transfer: ArrayBuffer[]): Promise<FromWriter> {
-    const { worker, waiting } = this.thread ?? this.start();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      waiting.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ ...m, id }, transfer);
-    });
-  }
-
-  private start(): NonNullable<WriterThread['thread']> {
-    const worker = startWorker(this.badgeName);
-    const thread = { worker, waiting: new Map<number, Waiting>() };
-    this.thread = thread;
-    worker.on('message', (reply: FromWriter) => {
-      thread.waiting.get(reply.id)?.resolve(reply);
-      thread.waiting.delete(reply.id);
-      if (thread.waiting.size === 0) worker.unref();
-    });
-    // A failed thread fails what it owed; the next write starts a new one.
-    const stop = (e: Error) => {
-      if (this.thread === thread) this.thread = undefined;
-      for (const w of thread.waiting.values()) w.reject(e);
-      thread.waiting.clear();
-    };
-    worker.on('error', stop);
-    worker.on('exit', (code) => stop(new Error(`the store's writer thread exited (code ${code})`)));
-    return thread;
-  }
-}
-
-/** The thread runs the compiled module; from TypeScript sources (tests, benches) through tsx's loader. */
-function startWorker(name: string): Worker {
-  const workerData = { badgeName: name };
-  if (import.meta.url.endsWith('.ts')) {
-    const module = new URL('./fs-writer-thread.ts', import.meta.url).href;
-    const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(module)}); })`;
-    return new Worker(boot, { eval: true, workerData });
-  }
-  return new Worker(new URL('./fs-writer-thread.js', import.meta.url), { workerData });
-}
-
-const writerThread = new WriterThread();
+/** Writer threads shared by all the process's stores: each does the writes sent to it in the order they were asked for. */
+const startWriter = () => startModuleWorker(import.meta.url, 'fs-writer-thread', { workerData: { badgeName: BADGE } });
+const writerThread = new RequestThread<ToWriter, FromWriter>(startWriter, "store's writer thread");
 /** The write-behind's fsyncs run on a thread of their own, so creates and swaps never queue behind them. */
-const persistThread = new WriterThread();
+const persistThread = new RequestThread<ToWriter, FromWriter>(startWriter, "store's persist thread");
