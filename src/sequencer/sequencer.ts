@@ -469,17 +469,22 @@ export class Sequencer {
     this.persisting = persisting;
   }
 
-  /** Makes a committed batch's objects durable, then drops its staging object (if it has one). */
+  /** Makes a committed batch's objects durable, then drops its staged copy. */
   private async persistBatch(keys: readonly string[], staged: StagedBatch): Promise<void> {
     await this.opts.store.persist(keys);
-    if (staged.key !== undefined) await this.opts.staging.delete(staged.key);
+    await this.dropStaged(staged);
   }
 
-  /** Writes the objects of the batch staged in the lock durably (repairing torn copies), then drops its staging object. */
+  /** Writes the objects of the batch staged in the lock durably (repairing torn copies), then drops its staged copy. */
   private async reapply(result: BatchResult, checkpoint: PublishedCheckpoint, staged: StagedBatch): Promise<void> {
     await this.opts.store.createAll(result.objects, { repairTorn: true });
     this.edge = result.edge;
     this.committed = checkpoint;
+    await this.dropStaged(staged);
+  }
+
+  /** Deletes a durable batch's staging object; one staged inline goes with the next lock record. */
+  private async dropStaged(staged: StagedBatch): Promise<void> {
     if (staged.key !== undefined) await this.opts.staging.delete(staged.key);
   }
 

@@ -61,8 +61,8 @@ export class FsWriter {
     const dirs = new Set<string>();
     const temps: string[] = [];
     try {
-      // Everything is written before anything is synced, and synced before anything is linked:
-      // a failure leaves none of the objects in place.
+      // Every object is written (and synced, if durable) before any is linked: a failure
+      // leaves none of them in place.
       const written = objects.map((o) => {
         dirs.add(dirname(o.path));
         this.mkdirs(dirname(o.path));
@@ -113,7 +113,7 @@ export class FsWriter {
     this.mkdirs(dirname(path));
     const sync = durable && this.fsync;
     return this.withMutex(path, () => {
-      if ((currentVersion(path) ?? null) !== expected) throw new VersionConflictError(key);
+      if (currentVersion(path) !== expected) throw new VersionConflictError(key);
       const temp = tempName(path);
       const fd = openSync(temp, 'wx', 0o644);
       try {
