@@ -361,6 +361,9 @@ class FaultyStore implements ObjectStore {
   delete(key: string): Promise<void> {
     return this.inner.delete(key);
   }
+  list(prefix: string): AsyncIterable<string> {
+    return this.inner.list(prefix);
+  }
 }
 
 /** A lock that records every state it installs; `beforeSwap` may take over a swap. */

@@ -234,6 +234,16 @@ export class S3ObjectStore implements ObjectStore {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
   }
 
+  async *list(prefix: string): AsyncIterable<string> {
+    let token: string | undefined;
+    do {
+      this.stats.lists++;
+      const res = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }));
+      for (const o of res.Contents ?? []) if (o.Key !== undefined) yield o.Key.slice(this.prefix.length);
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+  }
+
   /** Deletes keys with DeleteObjects, 1,000 per request (DELETE requests are not billed by S3). */
   async deleteMany(keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {

@@ -97,11 +97,35 @@ export class FsObjectStore implements ObjectStore {
     await this.write({ op: 'delete', path: this.file(key) });
   }
 
+  /** Walks the directory without following symlinks (a symlink is listed as a key, never entered). */
+  async *list(prefix: string): AsyncIterable<string> {
+    const slash = prefix.lastIndexOf('/');
+    const base = prefix.slice(0, slash + 1);
+    yield* walk(this.root, base, prefix);
+  }
+
   private async write(request: WriteRequest, transfer: ArrayBuffer[] = [], thread = writerThread): Promise<string | undefined> {
     const reply = await thread.request({ root: this.root, fsync: this.fsync, request }, transfer);
     this.stats.puts += reply.puts;
     if (reply.error) throw rebuild(reply.error);
     return reply.result;
+  }
+}
+
+/** Keys under `dir` (relative key `base`, '' or ending in '/') that start with `prefix`. */
+async function* walk(root: string, base: string, prefix: string): AsyncIterable<string> {
+  let entries;
+  try {
+    entries = await fs.readdir(join(root, base), { withFileTypes: true });
+  } catch (e) {
+    if (isErr(e, 'ENOENT') || isErr(e, 'ENOTDIR')) return;
+    throw e;
+  }
+  for (const d of entries) {
+    const key = base + d.name;
+    if (d.isDirectory()) {
+      if (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix)) yield* walk(root, `${key}/`, prefix);
+    } else if (key.startsWith(prefix)) yield key;
   }
 }
 

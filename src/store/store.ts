@@ -82,6 +82,12 @@ export interface ObjectStore extends ObjectReader {
    */
   swap(key: string, data: Uint8Array, expected: string | null, options?: SwapOptions): Promise<string>;
   delete(key: string): Promise<void>;
+  /**
+   * Every key that starts with `prefix` ('' for all), in no set order, including names that
+   * are not valid keys (a local directory can hold anything). For start-up checks and fsck,
+   * never the hot path: on S3 each page of 1,000 keys is a billed LIST.
+   */
+  list(prefix: string): AsyncIterable<string>;
   readonly stats: StoreStats;
 }
 
