@@ -251,7 +251,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     log = await openAwsLog(cfg);
     await submit(log, 20, 15);
     await log.close();
-    const prefix = cfg.s3.publicPrefix;
+    const prefix = cfg.s3.publicPrefix ?? '';
     const bucket = await listAll(prefix);
 
     // A point-in-time restore brings the lock item back at size 20; the bucket says 35.
