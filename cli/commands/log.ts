@@ -2,14 +2,15 @@
 // (engines in src/log/fsck.ts and src/log/recover.ts). Modules load inside the actions.
 import type { Command } from 'commander';
 import { SERVE_DEFAULTS } from '../../src/config.js';
-import type { FsckResult } from '../../src/log/fsck.js';
-import type { LocalTarget } from '../../src/log/targets.js';
+import type { FsckResult, FsckTarget } from '../../src/log/fsck.js';
+import type { SequencerLock } from '../../src/store/lock.js';
 import type { DataDirLock } from '../../src/store/dir-lock.js';
 import { CliError, EXIT } from '../errors.js';
 import { emitJson, green, intArg, out, progress, red } from './ledger/common.js';
 
 interface LogOptions {
   dataDir?: string;
+  aws?: boolean;
   json?: boolean;
   window?: number;
 }
@@ -21,14 +22,32 @@ Exit codes:
   2  usage error, or no log in the data directory
   3  I/O error, or the data directory is in use by a server (recover)`;
 
-const dataDirOf = (opts: LogOptions): string => opts.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir;
-
-async function openTarget(dataDir: string): Promise<LocalTarget> {
+/** The log to check: the data directory, or with --aws the bucket and table `stele serve` would use. */
+async function openTarget(opts: LogOptions): Promise<{ target: FsckTarget & { lock: SequencerLock }; dataDir?: string; close(): Promise<void> }> {
+  if (opts.aws) {
+    if (opts.dataDir) throw new CliError(EXIT.USAGE, '--aws and --data-dir exclude each other');
+    // The SDK warns, over nine lines of stderr, that its 2027 releases will need Node 22: it
+    // would bury the one-line report (package.json supports Node >= 20.11).
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const { awsLogConfigFromEnv, AwsConfigError } = await import('../../src/aws/log.js');
+    const { awsTarget } = await import('../../src/log/aws-target.js');
+    let config;
+    try {
+      config = awsLogConfigFromEnv(process.env);
+    } catch (e) {
+      if (e instanceof AwsConfigError) throw new CliError(EXIT.USAGE, e.message);
+      throw e;
+    }
+    const target = await awsTarget(config);
+    return { target, close: () => target.close() };
+  }
+  const dataDir = opts.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir;
   const { localTarget, NotALogError } = await import('../../src/log/targets.js');
-  return localTarget(dataDir).catch((e: unknown) => {
+  const target = await localTarget(dataDir).catch((e: unknown) => {
     if (e instanceof NotALogError) throw new CliError(EXIT.USAGE, e.message);
     throw e;
   });
+  return { target, dataDir, close: async () => undefined };
 }
 
 /** Takes the data directory's lock (the one `stele serve` holds), or says who holds it. */
@@ -91,16 +110,19 @@ ${HELP}`,
       'check a data directory: recompute the tree as `stele ledger audit` does (every entry hash, leaf, hash tile and the root) against the newest signed checkpoint, and report missing, corrupted or extra objects, leftovers of crashed writes, symlinks, and the lock record against the checkpoint',
     )
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
+    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
     .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
     .option('--json', 'print the result as JSON')
     .addHelpText('after', HELP)
     .action(async (opts: LogOptions) => {
-      const dataDir = dataDirOf(opts);
-      const target = await openTarget(dataDir);
-      const inUse = await holder(dataDir);
+      const { target, dataDir, close } = await openTarget(opts);
+      const inUse = dataDir === undefined ? null : await holder(dataDir);
       const { fsckLog } = await import('../../src/log/fsck.js');
       const bar = progress('checking', opts.json, 'entries');
-      const r = await fsckLog(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => bar.stop());
+      const r = await fsckLog(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => {
+        bar.stop();
+        return close();
+      });
       if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
       else printFsck(r, inUse);
       if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;
@@ -112,13 +134,18 @@ ${HELP}`,
       "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it; refuses if it does not verify, if objects lie beyond it, or if the lock is newer",
     )
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
+    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
     .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
     .option('--json', 'print the result as JSON')
     .addHelpText('after', HELP)
     .action(async (opts: LogOptions) => {
-      const dataDir = dataDirOf(opts);
-      const target = await openTarget(dataDir);
-      const dirLock = await lockDir(dataDir);
+      const { target, dataDir, close } = await openTarget(opts);
+      // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
+      // commit fails against the recovered lock and it stops.
+      const dirLock = dataDir === undefined ? null : await lockDir(dataDir).catch(async (e: unknown) => {
+        await close();
+        throw e;
+      });
       const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
       const bar = progress('verifying', opts.json, 'entries');
       try {
@@ -136,7 +163,8 @@ ${HELP}`,
         if (opts.json) emitJson({ result: 'refused', reason: e.reason, message: e.message, firstBad: e.fsck?.firstBad });
         throw new CliError(e.reason === 'conflict' ? EXIT.IO : EXIT.VERIFY_FAILED, `recover refused: ${e.message}`);
       } finally {
-        await dirLock.release();
+        await dirLock?.release();
+        await close();
       }
     });
 }
