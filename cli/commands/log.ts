@@ -83,7 +83,9 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
   const lockOk = r.lock.relation === 'equal' || r.lock.relation === 'newer' || r.lock.relation === 'unchecked';
   out(`  ${mark(lockOk)}  lock record: ${r.lock.relation}: ${r.lock.detail}`);
   out(`        ${r.objectsListed} objects listed, ${r.stalePartialsChecked} older partial tiles compared`);
-  for (const f of r.findings) out(`  ${f.severity === 'problem' ? red('FAIL') : 'note'}  ${f.message}`);
+  // The tree's and the lock's own findings are the lines above.
+  const shown = (f: FsckResult['findings'][number]) => f.kind === 'tree' || (f.kind === 'lock' && f.message === r.lock.detail);
+  for (const f of r.findings) if (!shown(f)) out(`  ${f.severity === 'problem' ? red('FAIL') : 'note'}  ${f.message}`);
   const hidden = r.problems + r.notices - r.findings.length;
   if (hidden > 0) out(`        … and ${hidden} more of the kinds above (--json lists the first of each kind)`);
   if (r.firstBad) out(`  first bad object: ${r.firstBad}`);
