@@ -93,6 +93,16 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
   out(r.ok ? `Result: ${green('PASS')} — ${r.notices} notice${r.notices === 1 ? '' : 's'}` : `Result: ${red('FAIL')} — ${r.problems} problem${r.problems === 1 ? '' : 's'}, ${r.notices} notice${r.notices === 1 ? '' : 's'}`);
 }
 
+/** The options both commands take: where the log is, the read-ahead, JSON. */
+function targetOptions(cmd: Command): Command {
+  return cmd
+    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
+    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
+    .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', HELP);
+}
+
 export function registerLogCommands(program: Command): void {
   const log = program
     .command('log')
@@ -106,67 +116,57 @@ Examples:
 ${HELP}`,
     );
 
-  log
+  const fsck = log
     .command('fsck')
     .description(
       'check a data directory: recompute the tree as `stele ledger audit` does (every entry hash, leaf, hash tile and the root) against the newest signed checkpoint, and report missing, corrupted or extra objects, leftovers of crashed writes, symlinks, and the lock record against the checkpoint',
-    )
-    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
-    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
-    .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
-    .option('--json', 'print the result as JSON')
-    .addHelpText('after', HELP)
-    .action(async (opts: LogOptions) => {
-      const { target, dataDir, close } = await openTarget(opts);
-      const inUse = dataDir === undefined ? null : await holder(dataDir);
-      const { fsckLog } = await import('../../src/log/fsck.js');
-      const bar = progress('checking', opts.json, 'entries');
-      const r = await fsckLog(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => {
-        bar.stop();
-        return close();
-      });
-      if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
-      else printFsck(r, inUse);
-      if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;
+    );
+  targetOptions(fsck).action(async (opts: LogOptions) => {
+    const { target, dataDir, close } = await openTarget(opts);
+    const inUse = dataDir === undefined ? null : await holder(dataDir);
+    const { fsckLog } = await import('../../src/log/fsck.js');
+    const bar = progress('checking', opts.json, 'entries');
+    const r = await fsckLog(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => {
+      bar.stop();
+      return close();
     });
+    if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
+    else printFsck(r, inUse);
+    if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;
+  });
 
-  log
+  const recover = log
     .command('recover')
     .description(
       "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it; refuses if it does not verify, if objects lie beyond it, or if the lock is newer",
-    )
-    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
-    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
-    .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
-    .option('--json', 'print the result as JSON')
-    .addHelpText('after', HELP)
-    .action(async (opts: LogOptions) => {
-      const { target, dataDir, close } = await openTarget(opts);
-      // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
-      // commit fails against the recovered lock and it stops.
-      const dirLock = dataDir === undefined ? null : await lockDir(dataDir).catch(async (e: unknown) => {
-        await close();
-        throw e;
-      });
-      const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
-      const bar = progress('verifying', opts.json, 'entries');
-      try {
-        const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => bar.stop());
-        const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
-        if (opts.json) {
-          emitJson({ result: r.status, size: r.size, root: r.root, timestamp: r.timestamp, previous: r.previous, entriesChecked: r.fsck.audit?.entriesChecked ?? 0, notices: r.fsck.findings });
-        } else if (r.status === 'up-to-date') {
-          out(`stele: nothing to recover: ${target.lockName} already equals the published checkpoint (size ${r.size})`);
-        } else {
-          out(`stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`);
-        }
-      } catch (e) {
-        if (!(e instanceof RecoverRefusedError)) throw e;
-        if (opts.json) emitJson({ result: 'refused', reason: e.reason, message: e.message, firstBad: e.fsck?.firstBad });
-        throw new CliError(e.reason === 'conflict' ? EXIT.IO : EXIT.VERIFY_FAILED, `recover refused: ${e.message}`);
-      } finally {
-        await dirLock?.release();
-        await close();
-      }
+    );
+  targetOptions(recover).action(async (opts: LogOptions) => {
+    const { target, dataDir, close } = await openTarget(opts);
+    // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
+    // commit fails against the recovered lock and it stops.
+    const dirLock = dataDir === undefined ? null : await lockDir(dataDir).catch(async (e: unknown) => {
+      await close();
+      throw e;
     });
+    const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
+    const bar = progress('verifying', opts.json, 'entries');
+    try {
+      const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => bar.stop());
+      const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
+      if (opts.json) {
+        emitJson({ result: r.status, size: r.size, root: r.root, timestamp: r.timestamp, previous: r.previous, entriesChecked: r.fsck.audit?.entriesChecked ?? 0, findings: r.fsck.findings });
+      } else if (r.status === 'up-to-date') {
+        out(`stele: nothing to recover: ${target.lockName} already equals the published checkpoint (size ${r.size})`);
+      } else {
+        out(`stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`);
+      }
+    } catch (e) {
+      if (!(e instanceof RecoverRefusedError)) throw e;
+      if (opts.json) emitJson({ result: 'refused', reason: e.reason, message: e.message, firstBad: e.fsck?.firstBad });
+      throw new CliError(e.reason === 'conflict' ? EXIT.IO : EXIT.VERIFY_FAILED, `recover refused: ${e.message}`);
+    } finally {
+      await dirLock?.release();
+      await close();
+    }
+  });
 }
