@@ -9,6 +9,8 @@ export const EXIT = {
   USAGE: 2,
   /** Network or I/O error. */
   IO: 3,
+  /** The log's storage needs an operator: `serve` refused to start, or its sequencer stopped (see `stele log fsck`). */
+  LOG_STATE: 4,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -29,6 +31,8 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
+  if (err?.name === 'LogStateError') return { code: EXIT.LOG_STATE, message: oneLine(err.message) };
+  if (err?.code === 'ENOSPC') return { code: EXIT.IO, message: `no space left on the device${err.path ? ` holding ${err.path}` : ''}: free space on that filesystem and start again (nothing acknowledged is lost)` };
   const io = ['ENOENT', 'EACCES', 'EPERM', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EISDIR', 'ENOSPC'];
   if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
   if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {

@@ -27,7 +27,9 @@ Exit codes:
   0  success / verified
   1  a verification failed (a FAIL in the report, a bad proof or signature)
   2  usage or configuration error
-  3  network or I/O error`,
+  3  network or I/O error (a full disk, a data directory in use)
+  4  the log's storage needs an operator: serve refused to start or its sequencer stopped
+     (a lost or rolled-back lock, another writer); see \`stele log fsck\``,
   );
 
 registerServeCommands(program);

@@ -11,6 +11,8 @@ export interface ServeConfig {
   readonly port: number;
   readonly batchIntervalMs: number;
   readonly maxBatch: number;
+  /** Longest an anchor request waits for its checkpoint before a 503 (ms). */
+  readonly anchorTimeoutMs: number;
   readonly mode: 'demo' | 'production';
   /** `name=token[@tenant],…`; required in production mode. */
   readonly anchorTokens?: string;
@@ -42,6 +44,7 @@ export const SERVE_DEFAULTS: ServeConfig = {
   port: 8080,
   batchIntervalMs: 1000,
   maxBatch: 65_536,
+  anchorTimeoutMs: 10_000,
   mode: 'demo',
 };
 
@@ -53,6 +56,7 @@ const SETTINGS = {
   port: { env: 'STELE_PORT', file: 'port', kind: 'int' },
   batchIntervalMs: { env: 'STELE_BATCH_INTERVAL_MS', file: 'batch_interval_ms', kind: 'int' },
   maxBatch: { env: 'STELE_MAX_BATCH', file: 'max_batch', kind: 'int' },
+  anchorTimeoutMs: { env: 'STELE_ANCHOR_TIMEOUT_MS', file: 'anchor_timeout_ms', kind: 'int' },
   mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
   anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
   anchorRate: { env: 'STELE_ANCHOR_RATE', file: 'anchor_rate', kind: 'int' },
@@ -119,6 +123,7 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   }
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
   if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
+  if (cfg.anchorTimeoutMs < 100 || cfg.anchorTimeoutMs > 600_000) throw new ConfigError('anchor timeout must be 100..600000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');

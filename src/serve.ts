@@ -1,6 +1,6 @@
 // `stele serve`: the HTTP server over a log backend (src/serve/backends.ts): the JSON API,
 // the log's objects as the CDN serves them, metrics, and graceful shutdown.
-import type { Server } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -10,7 +10,8 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
-import { openBackend } from './serve/backends.js';
+import { type Backend, openBackend } from './serve/backends.js';
+import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
 
@@ -28,19 +29,37 @@ export interface RunningServer {
   readonly witnesses: readonly string[];
   /** Stops accepting requests, integrates the anchors already accepted, closes storage. */
   close(): Promise<void>;
+  /** Resolves if the log stops on its own (another writer, a changed lock): the process should exit. */
+  readonly stopped: Promise<Error>;
 }
 
+/**
+ * Starts in the order that keeps a mistaken second start harmless: the data directory's
+ * lock first (a second process stops there, having touched nothing), then the port (a
+ * taken port stops it before any recovery), answering 503 `starting` until the log is open.
+ */
 export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
   const guard = guardFor(cfg);
-  const backend = await openBackend(cfg, logger, env);
+  const dirLock = cfg.backend === 'aws' ? undefined : await lockDataDir(cfg.dataDir);
+  let server: Server;
+  let backend: Backend;
+  try {
+    server = await listen(cfg);
+    backend = await openBackend(cfg, logger, env);
+  } catch (e) {
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await dirLock?.release();
+    throw e;
+  }
   const { ledger } = backend;
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
+  metrics.watchHealth({ notReady: () => backend.notReady(), checkpoint: () => ledger.checkpoint(), commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures) });
   backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(ledger.checkpoint(), null);
 
   let shuttingDown = false;
-  const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, unhealthy: () => backend.unhealthy(), closing: () => shuttingDown });
+  const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, notReady: () => backend.notReady(), closing: () => shuttingDown });
   const control = cfg.enterprise
     ? await mountControlPlane(app, {
         submit: (req, onCommitted) => {
@@ -54,19 +73,14 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
         env,
       }).catch(async (e: unknown) => {
         await backend.close();
+        await new Promise<void>((r) => server.close(() => r()));
+        await dirLock?.release();
         throw e;
       })
     : undefined;
-
-  const server: Server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(cfg.port, cfg.host, () => resolve(s));
-    s.once('error', reject);
-  }).catch(async (e: unknown) => {
-    await control?.close();
-    await backend.close();
-    throw e;
-  });
-  server.keepAliveTimeout = 65_000;
+  const handle = app.callback();
+  server.removeAllListeners('request');
+  server.on('request', handle);
   const { port } = server.address() as AddressInfo;
   const host = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
 
@@ -93,10 +107,28 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
         clearInterval(sweep);
         clearTimeout(hardStop);
         await backend.close();
+        await dirLock?.release();
       })();
       return closing;
     },
+    stopped: new Promise<Error>((resolve) => backend.onStopped(resolve)),
   };
+}
+
+/** Binds the port before the log is opened; until then every request is a 503 `starting`. */
+function listen(cfg: ServeConfig): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const s = createServer((req, res) => {
+      res.writeHead(503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Retry-After': '1' });
+      res.end(JSON.stringify({ error: { code: 'starting', message: 'the log is starting (recovering and verifying its storage); retry shortly' } }));
+    });
+    s.keepAliveTimeout = 65_000;
+    s.once('error', reject);
+    s.listen(cfg.port, cfg.host, () => {
+      s.off('error', reject);
+      resolve(s);
+    });
+  });
 }
 
 function guardFor(cfg: ServeConfig): GuardOptions {

@@ -31,6 +31,7 @@ export function registerServeCommands(program: Command): void {
     .option('--port <port>', `listen port, 0 for any (env STELE_PORT; default ${SERVE_DEFAULTS.port})`)
     .option('--batch-interval <ms>', `longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS; default ${SERVE_DEFAULTS.batchIntervalMs})`)
     .option('--max-batch <n>', `largest batch (env STELE_MAX_BATCH; default ${SERVE_DEFAULTS.maxBatch})`)
+    .option('--anchor-timeout <ms>', `longest an anchor request waits for its checkpoint before a 503 (env STELE_ANCHOR_TIMEOUT_MS; default ${SERVE_DEFAULTS.anchorTimeoutMs})`)
     .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
     .option('--anchor-tokens <list>', 'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)')
     .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
@@ -42,8 +43,8 @@ export function registerServeCommands(program: Command): void {
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, json, logLevel, witness, ...rest } = opts;
-      const cfg = config({ ...rest, batchIntervalMs: batchInterval, witnesses: (witness as string[] | undefined)?.join(',') });
+      const { batchInterval, anchorTimeout, json, logLevel, witness, ...rest } = opts;
+      const cfg = config({ ...rest, batchIntervalMs: batchInterval, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') });
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');
@@ -51,6 +52,10 @@ export function registerServeCommands(program: Command): void {
         const config = e instanceof KeyFileError || e instanceof ConfigError || (e as Error)?.name === 'AwsConfigError';
         if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
+        if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
+          throw new CliError(EXIT.IO, `the filesystem holding ${cfg.dataDir} is full (no space left on device): free space there and start again; nothing acknowledged is lost`);
+        }
+        if ((e as Error)?.name === 'DataDirInUseError') throw new CliError(EXIT.IO, (e as Error).message);
         throw e;
       });
       const info = { url: server.url, origin: server.origin, keyId: server.keyId, vkey: server.vkey, dataDir: server.dataDir };
@@ -68,7 +73,12 @@ export function registerServeCommands(program: Command): void {
           ].join('\n'),
         );
       }
-      await closeOnSignal(server, log, 'shutting down: finishing the batch in flight');
+      const stopped = server.stopped.then(async (err) => {
+        // Answering 503 forever helps nobody: exit, so a supervisor or an operator looks.
+        await server.close().catch(() => undefined);
+        throw new CliError(EXIT.LOG_STATE, `the log stopped: ${err.message}`);
+      });
+      await Promise.race([closeOnSignal(server, log, 'shutting down: finishing the batch in flight'), stopped]);
     });
 
   program

@@ -1,5 +1,5 @@
 // The Koa application: request logs, metrics, one JSON error shape, the /api/ledger routes,
-// the public objects, /healthz, /metrics and the explorer.
+// the public objects, /healthz, /readyz, /metrics and the explorer.
 import { bodyParser } from '@koa/bodyparser';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
@@ -20,8 +20,8 @@ export interface AppOptions {
   readonly guard?: GuardOptions;
   /** Largest anchor body accepted (default 16 KiB; a maximal anchor is ~2 KiB). */
   readonly bodyLimitBytes?: number;
-  /** Liveness: null when healthy, else the reason. */
-  readonly unhealthy?: () => string | null;
+  /** Readiness: null while the log can take and serve anchors, else why not. */
+  readonly notReady?: () => string | null;
   /** True once the server is shutting down: answers then ask clients to close the connection. */
   readonly closing?: () => boolean;
 }
@@ -43,11 +43,15 @@ export function createApp(o: AppOptions): Koa {
 
   app.use(objectMiddleware(o.objects));
   app.use(async (ctx, next) => {
-    if (ctx.path === '/healthz' && ctx.method === 'GET') {
-      const reason = o.unhealthy?.() ?? null;
-      ctx.status = reason ? 503 : 200;
+    // /healthz is liveness (the process answers: restarting it would not help), /readyz
+    // readiness (anchors can be committed and published now): a full disk, a failing
+    // bucket or too few witnesses make the log unready, not dead.
+    if ((ctx.path === '/healthz' || ctx.path === '/readyz') && ctx.method === 'GET') {
+      const reason = o.notReady?.() ?? null;
+      const treeSize = o.ledger.checkpoint().size;
+      ctx.status = reason && ctx.path === '/readyz' ? 503 : 200;
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = reason ? { ok: false, reason } : { ok: true, treeSize: o.ledger.checkpoint().size };
+      ctx.body = { ok: true, ready: reason === null, ...(reason ? { reason } : {}), treeSize };
       return;
     }
     if (ctx.path === '/metrics' && ctx.method === 'GET') {

@@ -9,7 +9,7 @@ import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
 import type { LogReader } from '../reader.js';
-import { type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError } from '../sequencer/sequencer.js';
+import { AnchorTimeoutError, type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError, StorageUnavailableError } from '../sequencer/sequencer.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';
@@ -158,6 +158,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       receipt = await svc.submit(request);
     } catch (e) {
       if (e instanceof PoolFullError) throw new ApiError(503, 'pool_full', e.message, { 'Retry-After': '1' });
+      if (e instanceof StorageUnavailableError) throw new ApiError(503, 'storage_unavailable', e.message, { 'Retry-After': '5' });
+      if (e instanceof AnchorTimeoutError) throw new ApiError(503, 'anchor_timeout', e.message, { 'Retry-After': '5' });
       if (e instanceof SequencerStoppedError) throw new ApiError(503, 'sequencer_stopped', e.message);
       throw e;
     }

@@ -39,6 +39,33 @@ export class Metrics {
     new Gauge({ name: 'stele_tile_cache_hits', help: 'Tile and bundle reads answered from the cache', registers: [this.registry], collect() { this.set(stats.hits); } });
   }
 
+  /** Exposes readiness, the age of the published checkpoint and the sequencer's failed commits. */
+  watchHealth(h: { notReady(): string | null; checkpoint(): PublishedCheckpoint; commitFailures?(): number }): void {
+    new Gauge({ name: 'stele_ready', help: '1 while anchors can be committed and published (GET /readyz), else 0', registers: [this.registry], collect() { this.set(h.notReady() === null ? 1 : 0); } });
+    new Gauge({
+      name: 'stele_checkpoint_age_seconds',
+      help: 'Seconds since the latest checkpoint was published',
+      registers: [this.registry],
+      collect() {
+        this.set(Math.max(0, (Date.now() - Date.parse(h.checkpoint().timestamp)) / 1000));
+      },
+    });
+    if (h.commitFailures) {
+      const failures = h.commitFailures;
+      let seen = 0;
+      new Counter({
+        name: 'stele_commit_failures_total',
+        help: 'Batches or checkpoint publishes that failed (each is retried or stops the sequencer)',
+        registers: [this.registry],
+        collect() {
+          const now = failures();
+          this.inc(now - seen);
+          seen = now;
+        },
+      });
+    }
+  }
+
   onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {
     this.treeSize.set(cp.size);
     this.checkpointAge.set(Date.parse(cp.timestamp) / 1000);
@@ -70,6 +97,6 @@ export class Metrics {
 /** Low-cardinality route label: tile paths collapse to their kind. */
 function routeLabel(path: string): string {
   if (path.startsWith('/tile/')) return path.startsWith('/tile/entries/') ? '/tile/entries' : path.startsWith('/tile/records/') ? '/tile/records' : '/tile';
-  if (/^\/(api\/ledger\/[a-z]+|checkpoint|healthz|metrics)$/.test(path)) return path;
+  if (/^\/(api\/ledger\/[a-z]+|checkpoint|healthz|readyz|metrics)$/.test(path)) return path;
   return 'other';
 }

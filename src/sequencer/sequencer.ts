@@ -20,6 +20,7 @@ import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../hash.js';
 import { proveConsistency } from '../merkle.js';
 import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
+import { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
@@ -28,26 +29,11 @@ import { type BatchResult, RightEdge } from './edge.js';
 import { type OnCommitted, type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
 import { UnrecordableRequestError } from './records.js';
+import { LogStateError, assertLockCurrent, assertNothingPublished, publishedCheckpointOf } from './guard.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
 
-/** A checkpoint as published: signed note (with any cosignatures) plus its time. */
-export interface PublishedCheckpoint extends SignedCheckpoint {
-  /** ISO 8601 UTC with milliseconds; strictly increasing from one checkpoint to the next. */
-  readonly timestamp: string;
-}
-
-/** The bytes of `checkpoint.json`: the published note and its time, one object so readers never mix versions. */
-export function encodePublishedCheckpoint(c: PublishedCheckpoint): Uint8Array {
-  return Buffer.from(JSON.stringify({ note: c.note, timestamp: c.timestamp }));
-}
-
-/** Parses `checkpoint.json` and verifies its note under the log key (throws if it does not). */
-export function decodePublishedCheckpoint(json: Uint8Array, logKey: NoteVerifier): PublishedCheckpoint {
-  const { note, timestamp } = JSON.parse(Buffer.from(json).toString('utf8')) as { note: unknown; timestamp: unknown };
-  if (typeof note !== 'string' || typeof timestamp !== 'string') throw new Error('checkpoint.json lacks its note or timestamp');
-  return { ...openCheckpoint(note, logKey), timestamp };
-}
+export { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';
 
 export interface AnchorReceipt {
   readonly seq: number;
@@ -127,6 +113,16 @@ export class SequencerStoppedError extends Error {
   override name = 'SequencerStoppedError';
 }
 
+/** An anchor was not acknowledged in time; it may still be committed (look it up before anchoring again). */
+export class AnchorTimeoutError extends Error {
+  override name = 'AnchorTimeoutError';
+}
+
+/** Storage keeps failing (full, unreachable): the anchor was not recorded; retry later. */
+export class StorageUnavailableError extends Error {
+  override name = 'StorageUnavailableError';
+}
+
 interface Prepared {
   readonly result: BatchResult;
   readonly checkpoint: PublishedCheckpoint;
@@ -148,7 +144,8 @@ const FIRST_PUBLISH_TIMEOUT_MS = 30_000;
 /** Characters of the base64 text of `n` bytes. */
 const base64Length = (n: number) => 4 * Math.ceil(n / 3);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError;
+/** Another writer, or an operator, changed the log under this sequencer: it must stop, never retry. */
+const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError || e instanceof LogStateError;
 
 export class Sequencer {
   private readonly pool: SequencingPool<AnchorReceipt>;
@@ -181,6 +178,13 @@ export class Sequencer {
   /** Its fsyncs once started (commit() waits for them before the next lock swap). */
   private persisting: Promise<void> = Promise.resolve();
   private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
+  /** Set while storage keeps failing (a recovery attempt failed); submit() refuses meanwhile. */
+  private degraded: StorageUnavailableError | undefined;
+  /** Why the last publish did not happen (a failed write, or too few cosignatures), until one does. */
+  private publishTrouble: string | undefined;
+  private readonly stoppedListeners: ((err: Error) => void)[] = [];
+  /** Batches or publishes that failed, since start. */
+  commitFailures = 0;
 
   private constructor(private readonly opts: SequencerOptions) {
     this.interval = opts.batchInterval ?? 1000;
@@ -233,6 +237,18 @@ export class Sequencer {
     return this.stopped;
   }
 
+  /** Readiness: null while anchors can be committed and published, else why not. */
+  get notReady(): string | null {
+    if (this.stopped) return `sequencer stopped: ${this.stopped.message}`;
+    if (this.degraded) return this.degraded.message;
+    return this.publishTrouble ?? null;
+  }
+
+  /** Called once if the sequencer stops on its own (not by close()): its process should exit. */
+  onStopped(fn: (err: Error) => void): void {
+    this.stoppedListeners.push(fn);
+  }
+
   addListener(l: BatchListener): void {
     this.listeners.push(l);
   }
@@ -249,6 +265,7 @@ export class Sequencer {
    */
   submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
+    if (this.degraded) return Promise.reject(this.degraded);
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     // The pool keeps only the resolve function: a failure settles with a rejected promise.
@@ -365,6 +382,7 @@ export class Sequencer {
       await this.commit(prepared, announce);
     } catch (e) {
       if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the log (${(e as Error).message}); this sequencer stopped so the log cannot fork`), batch);
+      this.commitFailures++;
       this.logError('batch failed; resynchronising from storage', e);
       if (!(await this.resync(batch))) return;
       const ours = prepared !== undefined && bytesEqual(this.committed.root, prepared.checkpoint.root) && this.committed.size === prepared.checkpoint.size;
@@ -505,12 +523,23 @@ export class Sequencer {
    * tells listeners and acknowledges every batch it covers.
    */
   private async publishCommitted(): Promise<void> {
+    try {
+      await this.publishCommittedOnce();
+    } catch (e) {
+      this.commitFailures++;
+      this.publishTrouble = `publishing the checkpoint failed: ${(e as Error).message}`;
+      throw e;
+    }
+  }
+
+  private async publishCommittedOnce(): Promise<void> {
     const cp = this.committed;
     if (this.published && cp.size === this.published.size && this.unpublished.length === 0) return;
     let note = cp.note;
     if (this.opts.witnessing) {
       const cosigned = await this.opts.witnessing.cosign(cp, (old) => this.consistencyProof(old, cp.size));
       if (cosigned === null) {
+        this.publishTrouble = `witness policy not met for size ${cp.size}; its anchors wait for the next round`;
         this.opts.logger?.warn({ size: cp.size }, 'witness policy not met; the checkpoint waits for the next round');
         return;
       }
@@ -524,6 +553,7 @@ export class Sequencer {
     // the tiles): lookups of entries beyond the public size are answered 404 meanwhile.
     await Promise.all([this.writePublicCheckpoint(published), this.notifyListeners(batches)]);
     this.published = published;
+    this.publishTrouble = undefined;
     this.unpublished = [];
     this.unpublishedTiles = new TileSet();
     for (const b of batches) {
@@ -547,13 +577,21 @@ export class Sequencer {
     for (;;) {
       try {
         await this.recover(false);
+        this.degraded = undefined;
         return true;
       } catch (e) {
         if (isConflict(e)) {
-          this.fail(new SequencerStoppedError(`another writer changed the log: ${(e as Error).message}`), batch);
+          const why = e instanceof LogStateError ? e.message : `another writer changed the log: ${(e as Error).message}`;
+          this.fail(new SequencerStoppedError(why), batch);
           return false;
         }
         this.logError('recovery failed; retrying', e);
+        if (!this.degraded) {
+          // Storage keeps failing: what waits in the pool is not recorded; say so now rather
+          // than let it wait, and refuse new anchors until a recovery succeeds.
+          this.degraded = new StorageUnavailableError(`the log cannot commit anchors: ${(e as Error).message}; nothing was recorded, retry later`);
+          rejectAll(this.pool.drain(), this.degraded);
+        }
         await sleep(RETRY_DELAY_MS);
       }
     }
@@ -616,10 +654,11 @@ export class Sequencer {
     rejectAll([...batch, ...waiting, ...this.pool.drain()], err);
     if (this.timer) clearTimeout(this.timer);
     void this.pool.close();
+    for (const fn of this.stoppedListeners) fn(err);
   }
 
   /** Reads the lock, re-applies a staged batch, loads and verifies the right edge. */
-  private async recover(notifyStaged: boolean): Promise<void> {
+  private async recover(opening: boolean): Promise<void> {
     const { store, staging, lock, signer, origin } = this.opts;
     // A write-behind still running would race the re-apply below; its failure is repaired there.
     await this.persisting.catch(() => undefined);
@@ -628,8 +667,12 @@ export class Sequencer {
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
     const [noteObj, jsonObj] = await Promise.all([store.getVersioned(CHECKPOINT_KEY), store.getVersioned(CHECKPOINT_JSON_KEY)]);
     this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
+    const published = publishedCheckpointOf(jsonObj?.data, noteObj?.data, verifier);
     let held = await lock.read();
     if (!held) {
+      // Only a log with nothing published is new; while running, a lock never disappears.
+      if (!opening) throw new LogStateError('the lock record disappeared while the log was running; this sequencer stopped so the log cannot fork');
+      await assertNothingPublished(store, published);
       const timestamp = new Date(this.now()).toISOString();
       const signed = await signCheckpoint({ origin, size: 0, root: RightEdge.empty().root() }, signer);
       await lock.swap(null, { size: 0, root: toHex(signed.root), timestamp, note: signed.note });
@@ -639,6 +682,7 @@ export class Sequencer {
     const { state, version } = held;
     const opened = openCheckpoint(state.note, verifier);
     if (opened.size !== state.size || toHex(opened.root) !== state.root) throw new Error('lock record note does not match its size and root');
+    await assertLockCurrent(store, state, published);
     const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
     this.lockVersion = version;
     this.lockState = state;
@@ -657,7 +701,7 @@ export class Sequencer {
       }
       await this.reapply(result, committed, staged);
       this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
-      if (notifyStaged) {
+      if (opening) {
         const entries = records.map((r) => parseCanonicalEntry(r));
         this.unpublished.push({ fromSize: staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
         for (const t of result.tiles.all()) this.unpublishedTiles.add(t);

@@ -9,8 +9,9 @@ import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
 import { LogReader } from '../reader.js';
-import type { IntegratedBatch, PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
+import { type AnchorReceipt, AnchorTimeoutError, type IntegratedBatch, type PublishedCheckpoint, type Sequencer } from '../sequencer/sequencer.js';
 import { loadOrCreateKey } from '../signer.js';
+import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
@@ -27,7 +28,10 @@ export interface Backend {
   readonly keyCreated: boolean;
   readonly witnessEndpoints: readonly WitnessEndpoint[];
   onPublished(fn: (cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void): void;
-  unhealthy(): string | null;
+  /** Readiness: null while the log can take and serve anchors, else why not. */
+  notReady(): string | null;
+  /** Calls `fn` if the log stops on its own (another writer, a changed lock): the server should exit. */
+  onStopped(fn: (err: Error) => void): void;
   /** Integrates what was accepted, then releases storage. */
   close(): Promise<void>;
 }
@@ -37,12 +41,27 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
     // The AWS SDK loads only for this backend.
     const { awsLogConfigFromEnv } = await import('../aws/log.js');
     const aws = { ...awsLogConfigFromEnv(env), logger };
-    return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws);
+    return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws, cfg.anchorTimeoutMs);
   }
   return localBackend(cfg, logger);
 }
 
-function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], threshold: number): LedgerService {
+/**
+ * The receipt, or AnchorTimeoutError once `ms` have passed: an anchor never hangs, whatever
+ * storage or the witnesses do. It may still be committed later, which the error says.
+ */
+function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => string | null): Promise<AnchorReceipt> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const reason = why() ?? 'the log is busy';
+      reject(new AnchorTimeoutError(`not acknowledged within ${ms / 1000} s (${reason}); it may still be recorded: look it up by digest before anchoring again`));
+    }, ms);
+  });
+  return Promise.race([receipt, late]).finally(() => clearTimeout(timer));
+}
+
+function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], threshold: number, anchorTimeoutMs: number): LedgerService {
   return {
     origin,
     publicKey,
@@ -52,7 +71,7 @@ function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerS
     lifetimeEntries: () => sequencer.lifetimeEntries,
     witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
     witnessThreshold: endpoints.length > 0 ? threshold : 0,
-    submit: (req) => sequencer.submit(req),
+    submit: (req) => withDeadline(sequencer.submit(req), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
 
@@ -66,7 +85,9 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   const threshold = cfg.witnessThreshold ?? endpoints.length;
   const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, threshold }) : undefined;
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
-  let reader: LogReader | undefined;
+  // The index's reader exists before the log opens: a start that re-applies a staged batch
+  // tells the listeners about it from inside openLocalLog.
+  const reader = new LogReader(new FsObjectStore(localPaths(cfg.dataDir).publicDir));
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,
     origin: cfg.origin,
@@ -74,7 +95,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     maxBatch: cfg.maxBatch,
     fsync: cfg.fsync ?? true,
     logger,
-    listeners: [{ onBatch: (b) => indexFeeder(index, reader!).onBatch(b) }],
+    listeners: [indexFeeder(index, reader)],
     witnessing: collector,
   }).catch(async (e: unknown) => {
     await index.close();
@@ -82,21 +103,27 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     throw e;
   });
   const { sequencer, store, signer, keyCreated } = opened;
-  reader = new LogReader(store);
   await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
   return {
-    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold),
+    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold, cfg.anchorTimeoutMs),
     objects: store,
     sequencer,
     keyCreated,
     witnessEndpoints: endpoints,
-    onPublished: (fn) => sequencer.onPublished(fn),
-    unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
+    ...sequencerHealth(sequencer),
     async close() {
       await sequencer.close();
       await index.close();
       await Promise.all(demo.map((d) => d.close()));
     },
+  };
+}
+
+function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'notReady' | 'onStopped'> {
+  return {
+    onPublished: (fn) => sequencer.onPublished(fn),
+    notReady: () => sequencer.notReady,
+    onStopped: (fn) => sequencer.onStopped(fn),
   };
 }
 
@@ -109,13 +136,13 @@ function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger)
   );
 }
 
-async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
+async function awsSequencer(config: AwsLogConfig, anchorTimeoutMs: number): Promise<Backend> {
   const { openAwsLog } = await import('../aws/log.js');
   const log = await openAwsLog(config);
   if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
   await log.indexReady;
   const { sequencer } = log;
-  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0);
+  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0, anchorTimeoutMs);
   await publishExplorerConfig(log.store, ledger);
   return {
     ledger,
@@ -123,8 +150,7 @@ async function awsSequencer(config: AwsLogConfig): Promise<Backend> {
     sequencer,
     keyCreated: false,
     witnessEndpoints: [],
-    onPublished: (fn) => sequencer.onPublished(fn),
-    unhealthy: () => (sequencer.failure ? `sequencer stopped: ${sequencer.failure.message}` : null),
+    ...sequencerHealth(sequencer),
     close: () => log.close(),
   };
 }
@@ -176,7 +202,8 @@ async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend
     keyCreated: false,
     witnessEndpoints: [],
     onPublished: (fn) => listeners.push(fn),
-    unhealthy: () => failure,
+    notReady: () => (failure === null ? null : `following the checkpoint failed: ${failure}`),
+    onStopped: () => undefined,
     async close() {
       clearInterval(timer);
       await r.close();
