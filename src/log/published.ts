@@ -1,11 +1,14 @@
-// Which signed checkpoint a log has published. The sequencer swaps `checkpoint` (the note
-// tlog clients read) and `checkpoint.json` (the note and its publish time) side by side, so a
-// crash between the two can leave either one behind; both are signed by the log key, so the
-// larger is the latest the log committed to. Shared by `stele log fsck` and `stele log recover`.
+// Which signed checkpoint a log has published, with what is wrong with the two objects that
+// hold it. The sequencer swaps `checkpoint` (the note tlog clients read) and `checkpoint.json`
+// (the note and its publish time) side by side, so a crash between the two can leave either
+// one behind; both are signed by the log key, so the larger is the latest the log committed
+// to. Shared by `stele log fsck` and `stele log recover`.
 import { openCheckpoint } from '../checkpoint.js';
 import { bytesEqual, toHex } from '../hash.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
+import { publishedCheckpointOf } from '../sequencer/guard.js';
+import { decodePublishedCheckpoint } from '../sequencer/published.js';
 import type { ObjectReader } from '../store/store.js';
 
 export interface PublishedState {
@@ -28,62 +31,50 @@ export interface PublishedReading {
   readonly notices: { readonly object: string; readonly message: string }[];
 }
 
-type Opened = { size: number; root: Uint8Array; note: string; timestamp?: string };
-
-function openJson(bytes: Uint8Array, key: NoteVerifier): Opened {
-  let v: { note?: unknown; timestamp?: unknown };
-  try {
-    v = JSON.parse(Buffer.from(bytes).toString('utf8')) as { note?: unknown; timestamp?: unknown };
-  } catch {
-    throw new Error('is not JSON');
-  }
-  if (typeof v?.note !== 'string' || typeof v.timestamp !== 'string') throw new Error('lacks its note or timestamp');
-  const c = openCheckpoint(v.note, key);
-  return { size: c.size, root: c.root, note: v.note, timestamp: v.timestamp };
-}
-
-/** Reads and verifies `checkpoint` and `checkpoint.json` under the log key. */
+/**
+ * Reads `checkpoint` and `checkpoint.json`; the one to check against is the sequencer's choice
+ * (src/sequencer/guard.ts publishedCheckpointOf); this adds why each object that is not
+ * chosen failed, and whether the two disagree.
+ */
 export async function readPublished(store: ObjectReader, key: NoteVerifier): Promise<PublishedReading> {
   const [noteBytes, jsonBytes] = await Promise.all([store.get(CHECKPOINT_KEY), store.get(CHECKPOINT_JSON_KEY)]);
   const problems: PublishedReading['problems'] = [];
   const notices: PublishedReading['notices'] = [];
-  let note: Opened | null = null;
-  let json: Opened | null = null;
-  if (noteBytes) {
+  const open = <T>(object: string, fn: () => T): T | null => {
     try {
-      const text = Buffer.from(noteBytes).toString('utf8');
-      const c = openCheckpoint(text, key);
-      note = { size: c.size, root: c.root, note: text };
+      return fn();
     } catch (e) {
-      problems.push({ object: CHECKPOINT_KEY, message: `${CHECKPOINT_KEY} does not verify under the log key: ${(e as Error).message}` });
+      problems.push({ object, message: `${object} does not verify under the log key: ${(e as Error).message}` });
+      return null;
     }
-  }
-  if (jsonBytes) {
-    try {
-      json = openJson(jsonBytes, key);
-    } catch (e) {
-      problems.push({ object: CHECKPOINT_JSON_KEY, message: `${CHECKPOINT_JSON_KEY} does not verify under the log key: ${(e as Error).message}` });
-    }
-  }
+  };
+  const note = noteBytes && open(CHECKPOINT_KEY, () => openCheckpoint(Buffer.from(noteBytes).toString('utf8'), key));
+  const json = jsonBytes && open(CHECKPOINT_JSON_KEY, () => decodePublishedCheckpoint(jsonBytes, key));
   if (!noteBytes && !jsonBytes) problems.push({ object: CHECKPOINT_KEY, message: 'the log has published no checkpoint' });
-  if (note && json) {
-    if (note.size === json.size && !bytesEqual(note.root, json.root)) {
-      problems.push({
-        object: CHECKPOINT_KEY,
-        message: `${CHECKPOINT_KEY} and ${CHECKPOINT_JSON_KEY} sign two different roots for size ${note.size} (${toHex(note.root).slice(0, 16)}…, ${toHex(json.root).slice(0, 16)}…): the log forked`,
-      });
-      return { checkpoint: null, problems, notices };
-    }
-    if (note.size !== json.size) {
-      const [older, newer] = note.size < json.size ? [CHECKPOINT_KEY, CHECKPOINT_JSON_KEY] : [CHECKPOINT_JSON_KEY, CHECKPOINT_KEY];
-      notices.push({ object: older, message: `${older} (size ${Math.min(note.size, json.size)}) is behind ${newer} (size ${Math.max(note.size, json.size)}): a crash between the two swaps; the next start publishes both again` });
-    }
+  if (note && json && note.size === json.size && !bytesEqual(note.root, json.root)) {
+    problems.push({
+      object: CHECKPOINT_KEY,
+      message: `${CHECKPOINT_KEY} and ${CHECKPOINT_JSON_KEY} sign two different roots for size ${note.size} (${toHex(note.root).slice(0, 16)}…, ${toHex(json.root).slice(0, 16)}…): the log forked`,
+    });
+  } else if (note && json && note.size !== json.size) {
+    const [older, newer] = note.size < json.size ? [CHECKPOINT_KEY, CHECKPOINT_JSON_KEY] : [CHECKPOINT_JSON_KEY, CHECKPOINT_KEY];
+    notices.push({ object: older, message: `${older} (size ${Math.min(note.size, json.size)}) is behind ${newer} (size ${Math.max(note.size, json.size)}): a crash between the two swaps; the next start publishes both again` });
   }
-  const newest = note && json ? (json.size >= note.size ? json : note) : (json ?? note);
-  if (!newest) return { checkpoint: null, problems, notices };
-  const timestamp = json && json.size === newest.size ? json.timestamp : undefined;
-  const from = newest === json ? CHECKPOINT_JSON_KEY : CHECKPOINT_KEY;
-  return { checkpoint: { size: newest.size, root: newest.root, note: newest.note, from, ...(timestamp !== undefined ? { timestamp } : {}) }, problems, notices };
+  const chosen = publishedCheckpointOf(jsonBytes ?? undefined, noteBytes ?? undefined, key);
+  if (!chosen) return { checkpoint: null, problems, notices };
+  // A checkpoint only the note holds has no publish time (guard.ts leaves it empty).
+  const fromJson = chosen.timestamp !== '';
+  return {
+    checkpoint: {
+      size: chosen.size,
+      root: chosen.root,
+      note: chosen.note,
+      from: fromJson ? CHECKPOINT_JSON_KEY : CHECKPOINT_KEY,
+      ...(fromJson ? { timestamp: chosen.timestamp } : {}),
+    },
+    problems,
+    notices,
+  };
 }
 
 /**
