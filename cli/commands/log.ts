@@ -59,7 +59,10 @@ async function lockDir(dataDir: string): Promise<DataDirLock> {
   });
 }
 
-/** The pid of a server holding the directory, or null: fsck reads a live log, but says so. */
+/**
+ * The pid of a server holding the directory, or null: fsck reads a live log, but says so. The
+ * probe holds the lock for an instant; a server starting in that instant is told this pid.
+ */
 async function holder(dataDir: string): Promise<number | 'another process' | null> {
   const { lockDataDir, DataDirInUseError } = await import('../../src/store/dir-lock.js');
   try {
