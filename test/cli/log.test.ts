@@ -175,6 +175,29 @@ describe('stele log fsck', () => {
     expect((r.out.findings as Json[]).some((f) => f.kind === 'unpublished' && f.object === 'tile/0/002.p/188')).toBe(true);
   });
 
+  it('checks the tree against the newer of checkpoint and checkpoint.json, noting the one a crash left behind', async () => {
+    const d = fresh();
+    copyFileSync(join(root, backups.checkpoint401), join(d, 'log/checkpoint'));
+    const r = await fsck(d);
+    expect(r.code).toBe(0);
+    expect(r.out.checkpoint).toMatchObject({ size: 700, from: 'checkpoint.json' });
+    expect(r.out.audit.entriesChecked).toBe(700);
+    expect((r.out.findings as Json[]).filter((f) => f.kind === 'checkpoint').map((f) => [f.severity, f.object])).toEqual([['notice', 'checkpoint']]);
+  });
+
+  it('reports a checkpoint whose signature does not verify', async () => {
+    const d = fresh();
+    const file = join(d, 'log/checkpoint');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('\n700\n', '\n701\n'));
+    const r = await fsck(d);
+    expect(r.code).toBe(1);
+    expect(problems(r.out, 'checkpoint').map((f) => f.object)).toEqual(['checkpoint']);
+    expect(problems(r.out, 'checkpoint')[0]?.message).toMatch(/does not verify under the log key/);
+    const refused = await recover(d);
+    expect(refused.code).toBe(1);
+    expect(refused.out.reason).toBe('unverified');
+  });
+
   it('reports a symlink in the log directory', async () => {
     const d = fresh();
     mkdirSync(join(d, 'log/tile/0/x999'), { recursive: true });
