@@ -48,7 +48,8 @@ export async function recoverLock(target: FsckTarget & { readonly lock: Sequence
     throw new RecoverRefusedError('lock-invalid', `${target.lockName} cannot be read (${e.message}); move it aside and run recover again`);
   }
   const fsck = await fsckLog(target, opts);
-  const refuse = (reason: RefusalReason, message: string): never => {
+  // Typed where declared, so that a call narrows like a throw.
+  const refuse: (reason: RefusalReason, message: string) => never = (reason, message) => {
     throw new RecoverRefusedError(reason, message, fsck);
   };
   const cp = fsck.checkpoint;
@@ -58,19 +59,19 @@ export async function recoverLock(target: FsckTarget & { readonly lock: Sequence
   const beyond = fsck.findings.filter((f) => f.kind === 'beyond');
   if (beyond.length > 0) {
     const more = beyond.length > 1 ? ` and ${beyond.length - 1} more` : '';
-    refuse('beyond', `objects lie beyond the published tree of size ${cp!.size} (${beyond[0]!.object}${more}): a newer lost state wrote them; recovering to size ${cp!.size} could fork the log`);
+    refuse('beyond', `objects lie beyond the published tree of size ${cp.size} (${beyond[0]!.object}${more}): a newer lost state wrote them; recovering to size ${cp.size} could fork the log`);
   }
   const lock = fsck.lock;
-  if (lock.relation === 'newer') refuse('lock-newer', `nothing to recover: the lock record (size ${lock.size}) is newer than the published checkpoint (size ${cp!.size}); \`stele serve\` publishes it at start`);
+  if (lock.relation === 'newer') refuse('lock-newer', `nothing to recover: the lock record (size ${lock.size}) is newer than the published checkpoint (size ${cp.size}); \`stele serve\` publishes it at start`);
   if (lock.relation === 'forked' || lock.relation === 'invalid') refuse(lock.relation === 'forked' ? 'forked' : 'lock-invalid', lock.detail);
   if (lock.relation === 'equal') {
-    return { status: 'up-to-date', previous: { relation: 'equal', size: lock.size! }, size: cp!.size, root: cp!.root, timestamp: cp!.timestamp ?? '', fsck };
+    return { status: 'up-to-date', previous: { relation: 'equal', size: lock.size! }, size: cp.size, root: cp.root, timestamp: cp.timestamp ?? '', fsck };
   }
   // Missing or older: set it to the published checkpoint. Its publish time comes from
   // checkpoint.json; when only the note holds the newest size, now stands in (the sequencer
   // only needs checkpoint times to increase).
-  const timestamp = cp!.timestamp ?? new Date((opts.now ?? Date.now)()).toISOString();
-  const next: LockState = { size: cp!.size, root: cp!.root, timestamp, note: logSignedNote(cp!.note, target.key) };
+  const timestamp = cp.timestamp ?? new Date((opts.now ?? Date.now)()).toISOString();
+  const next: LockState = { size: cp.size, root: cp.root, timestamp, note: logSignedNote(cp.note, target.key) };
   try {
     await target.lock.swap(before?.version ?? null, next);
   } catch (e) {
