@@ -17,6 +17,26 @@ import type { LookupIndex } from './types.js';
 const SIZE_KEY = 'meta:size';
 const COMMIT_EVERY_MS = 250;
 
+/**
+ * A failed LMDB commit (a full disk) rejects, besides the transaction's promise that commit()
+ * handles, internal promises of lmdb's own that nothing can reach, which would end the
+ * process. Those failures are already reported and retried here; any other unhandled
+ * rejection still ends the process, as Node's default does.
+ */
+function ignoreLmdbCommitRejections(): void {
+  if (process.listeners('unhandledRejection').includes(onUnhandledRejection)) return;
+  process.on('unhandledRejection', onUnhandledRejection);
+}
+
+function onUnhandledRejection(reason: unknown): void {
+  const commitError = (reason as { commitError?: unknown } | null)?.commitError;
+  if (commitError instanceof Promise) {
+    commitError.catch(() => undefined);
+    return;
+  }
+  throw reason;
+}
+
 export class IndexGapError extends Error {
   override name = 'IndexGapError';
 }
@@ -39,18 +59,13 @@ export class LmdbIndex implements LookupIndex {
   /** Leaves covered, committed or not. */
   private size: number;
   private writes: Promise<void> = Promise.resolve();
-  /**
-   * Set by a failed transaction: later batches then stay in memory only. Committing them
-   * would move the stored size past the lost batch, and the next start, which re-indexes
-   * from the stored size, would never fill it in.
-   */
-  private writeFailed = false;
 
   constructor(
     path: string,
     private readonly logger?: Logger,
   ) {
     mkdirSync(path, { recursive: true });
+    ignoreLmdbCommitRejections();
     this.db = open<number, string>({ path, compression: false });
     this.size = this.db.get(SIZE_KEY) ?? 0;
   }
@@ -79,26 +94,30 @@ export class LmdbIndex implements LookupIndex {
     const group = this.pending.slice(this.handed);
     if (group.length === 0) return;
     this.handed = this.pending.length;
-    const written = this.writes.then(() => this.commit(group));
+    // Batches before the group still pending are ones whose commit failed (a full disk):
+    // they go first, in the same transaction, so the index never skips a batch.
+    const written = this.writes.then(() => this.commit(this.pending.slice(0, this.pending.indexOf(group[group.length - 1]!) + 1)));
     this.writes = written.catch((e: unknown) => {
-      // The batches stay in memory (lookups still see them); the next start re-indexes them.
-      this.writeFailed = true;
-      this.logger?.error({ err: (e as Error).message }, 'index write failed; these and later entries are re-indexed at the next start');
+      // lmdb also rejects a `commitError` promise of its own; unhandled, it would end the process.
+      (e as { commitError?: Promise<unknown> }).commitError?.catch(() => undefined);
+      // The batches stay in memory (lookups still see them) and are written with the next group.
+      this.logger?.error({ err: (e as Error).message }, 'index write failed (a full disk?); retried with the next batch, or re-indexed at the next start');
     });
   }
 
   private async commit(group: readonly Pending[]): Promise<void> {
-    if (this.writeFailed) return;
+    // putSync inside the transaction writes into it without a promise per put: a failed
+    // commit (a full disk) then rejects only the transaction's promise, which is handled.
     await this.db.transaction(() => {
       const counts = new Map<string, number>();
       for (const p of group) {
         // onBatch kept only digests new to the index (nothing else writes it meanwhile).
-        for (const [digest, seq] of p.digests) this.db.put(`d:${digest}`, seq);
-        for (const [artifactId, seq] of p.artifacts) this.db.put(`a:${artifactId}`, seq);
+        for (const [digest, seq] of p.digests) this.db.putSync(`d:${digest}`, seq);
+        for (const [artifactId, seq] of p.artifacts) this.db.putSync(`a:${artifactId}`, seq);
         for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
       }
-      for (const [type, n] of counts) this.db.put(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
-      this.db.put(SIZE_KEY, group[group.length - 1]!.end);
+      for (const [type, n] of counts) this.db.putSync(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
+      this.db.putSync(SIZE_KEY, group[group.length - 1]!.end);
     });
     // Commits run in batch order: the group is the oldest pending.
     this.pending.splice(0, group.length);

@@ -265,7 +265,7 @@ export class Sequencer {
    */
   submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
-    if (this.degraded) return Promise.reject(this.degraded);
+    if (this.degraded) return Promise.reject(new StorageUnavailableError(`${this.degraded.message}; this anchor was not recorded, retry later`));
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     // The pool keeps only the resolve function: a failure settles with a rejected promise.
@@ -589,8 +589,8 @@ export class Sequencer {
         if (!this.degraded) {
           // Storage keeps failing: what waits in the pool is not recorded; say so now rather
           // than let it wait, and refuse new anchors until a recovery succeeds.
-          this.degraded = new StorageUnavailableError(`the log cannot commit anchors: ${(e as Error).message}; nothing was recorded, retry later`);
-          rejectAll(this.pool.drain(), this.degraded);
+          this.degraded = new StorageUnavailableError(`the log cannot commit anchors: ${(e as Error).message}`);
+          rejectAll(this.pool.drain(), new StorageUnavailableError(`${this.degraded.message}; the anchors waiting were not recorded, retry later`));
         }
         await sleep(RETRY_DELAY_MS);
       }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, promises as fs, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/anchor.js';
@@ -236,6 +237,36 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
       rmSync(dir, { recursive: true, force: true });
     }
     await log.close();
+  });
+
+  it('a lost or older DynamoDB lock item: the sequencer refuses to start, never a new log or a rollback, and the bucket is untouched', async () => {
+    const cfg = await config();
+    const submit = (log: Awaited<ReturnType<typeof openAwsLog>>, from: number, n: number) =>
+      Promise.all(Array.from({ length: n }, (_, i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(from + i)))));
+    let log = await openAwsLog(cfg);
+    await submit(log, 0, 20);
+    await log.close();
+    const lock = new DynamoLock({ table: cfg.dynamo.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const older = (await lock.read())!.state;
+    log = await openAwsLog(cfg);
+    await submit(log, 20, 15);
+    await log.close();
+    const prefix = cfg.s3.publicPrefix;
+    const bucket = await listAll(prefix);
+
+    // A point-in-time restore brings the lock item back at size 20; the bucket says 35.
+    const current = (await lock.read())!;
+    expect(current.state.size).toBe(35);
+    await lock.swap(current.version, older);
+    await expect(openAwsLog(cfg)).rejects.toThrow(/lock record \(size 20\) is older than the published checkpoint \(size 35\)/);
+
+    // The item is gone altogether: not a new log either.
+    const client = new DynamoDBClient({ endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    await client.send(new DeleteItemCommand({ TableName: cfg.dynamo.table, Key: { pk: { S: `lock#${ORIGIN}` }, sk: { S: 'lock' } } }));
+    client.destroy();
+    await expect(openAwsLog(cfg)).rejects.toThrow(/published objects \(a signed checkpoint of size 35\) but no lock record/);
+    expect(await lock.read()).toBeNull();
+    expect(await listAll(prefix)).toEqual(bucket);
   });
 
   it('reads its configuration from the environment the CDK stack sets', () => {
