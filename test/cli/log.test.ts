@@ -258,10 +258,12 @@ describe('stele log recover', () => {
   it('restores the published size over an older lock record', async () => {
     const d = fresh();
     copyFileSync(join(root, backups.lock101), join(d, 'private/lock.json'));
+    expect(lockOf(d).staged).toBeDefined(); // the backup names the batch it committed
     const r = await recover(d);
     expect(r.code).toBe(0);
     expect(r.out).toMatchObject({ result: 'recovered', size: 700, previous: { relation: 'older', size: 101 } });
     expect(lockOf(d).size).toBe(700);
+    expect(lockOf(d).staged).toBeUndefined(); // that batch is long written: nothing to re-apply
     expect((await fsck(d)).code).toBe(0);
   });
 
