@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerControlCommands } from './commands/control.js';
 import { registerLedgerCommands } from './commands/ledger.js';
+import { registerLogCommands } from './commands/log.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
@@ -33,6 +34,7 @@ Exit codes:
 
 registerServeCommands(program);
 registerLedgerCommands(program);
+registerLogCommands(program);
 registerWitnessCommands(program);
 registerControlCommands(program);
 

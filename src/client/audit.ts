@@ -21,6 +21,12 @@ export interface AuditOptions {
   /** Bundles fetched ahead (default 8). */
   readonly window?: number;
   readonly onProgress?: (entriesDone: number, total: number) => void;
+  /**
+   * The checkpoint note to audit the tree against, when the caller has already chosen it
+   * (`stele log fsck` picks the newer of `checkpoint` and `checkpoint.json`); default: the
+   * source's `checkpoint`.
+   */
+  readonly note?: string;
 }
 
 export interface AuditFailure {
@@ -100,7 +106,7 @@ async function fetchObject(source: ObjectReader, kind: number | 'entries' | 'rec
 export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   const t0 = performance.now();
   const { source, trust } = opts;
-  const noteBytes = await source.get('checkpoint');
+  const noteBytes = opts.note !== undefined ? Buffer.from(opts.note) : await source.get('checkpoint');
   if (!noteBytes) {
     const fail = { ok: false, detail: 'no checkpoint' };
     return {
