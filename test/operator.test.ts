@@ -100,6 +100,34 @@ describe('the log refuses what would fork it', () => {
     expect(r.stderr).toMatch(/tile\/\S+ lies beyond the lock record's tree size 30/);
   });
 
+  it('`stele log recover` after a deleted or an older lock: serve resumes at the published size, every acknowledged anchor answered exactly as before', async () => {
+    const { dataDir, lock } = await logWith(30);
+    await copyFile(lock, `${lock}.old`);
+    let s = await startServe({ dataDir, origin: ORIGIN });
+    await anchorMany(s, 30, 45);
+    const before = await Promise.all(Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)));
+    await s.stop();
+    const sandbox = new Sandbox('stele-operator-');
+    try {
+      for (const lose of [() => rm(lock), () => copyFile(`${lock}.old`, lock)]) {
+        await lose();
+        expect((await refusedServe(dataDir)).code).toBe(4);
+        const r = await sandbox.json(['log', 'recover', '--data-dir', dataDir]);
+        expect(r.code).toBe(0);
+        expect(r.out).toMatchObject({ size: 75 });
+        s = await startServe({ dataDir, origin: ORIGIN });
+        const after = await Promise.all(Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)));
+        expect(after.map((a) => a.body)).toEqual(before.map((b) => b.body));
+        await s.stop();
+      }
+      s = await startServe({ dataDir, origin: ORIGIN });
+      expect((await postAnchor(s.url, { digest: digestOf(75) })).body.leafIndex).toBe(75);
+      await s.stop();
+    } finally {
+      sandbox.cleanup();
+    }
+  });
+
   it('a second serve on the same data directory exits 3 naming the pid, touches nothing, and the first keeps anchoring', async () => {
     const dataDir = scratchDir('stele-operator-');
     const first = await startServe({ dataDir, origin: ORIGIN });
