@@ -1,12 +1,25 @@
-// Small file-system rules shared by the local store's writer, the key files and start-up
-// clean-up: how a temporary file is named, when one is abandoned, and how a secret file is
-// created so that a crash leaves either no file or a whole one.
+// Small file-system rules shared by the local store (its reads and its writer), the key files
+// and start-up clean-up: how an object is opened, how a temporary file is named and when one
+// is abandoned, and how a secret file is created so that a crash leaves no file or a whole one.
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { TEMP_MARK } from './store.js';
 
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
+
+/**
+ * Opening an object to read it (the store's reads, and the writer's look at what is already
+ * there): never through a symlink (ELOOP), and never waiting on a FIFO left in the directory
+ * (O_NONBLOCK does nothing to a regular file). The caller then checks fstat's isFile().
+ */
+export const OBJECT_READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** Errors meaning "no object here": missing, a file where a directory should be, a symlink. */
+export function isAbsent(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP';
+}
 
 /** `<path>.tmp-<pid>-<random>`: beside its final name (so a link or rename is atomic), naming its writer. */
 export function tempName(path: string): string {

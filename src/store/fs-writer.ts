@@ -21,7 +21,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
-  constants,
   fstatSync,
   fsyncSync,
   linkSync,
@@ -39,7 +38,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { bytesEqual } from '../hash.js';
-import { processAlive, tempName } from './files.js';
+import { OBJECT_READ_FLAGS, isAbsent, processAlive, tempName } from './files.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
 
 /** An object to write: its path under the store's root and its bytes. */
@@ -52,8 +51,6 @@ export interface PathObject {
 const MUTEX_WAIT_MS = 10_000;
 const BADGE_PREFIX = '.mutex-owner-';
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
-/** Reading an existing object: a symlink fails (ELOOP) instead of being followed; a FIFO does not block. */
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const napping = new Int32Array(new SharedArrayBuffer(4));
 const nap = (ms: number) => Atomics.wait(napping, 0, 0, ms);
 
@@ -273,9 +270,9 @@ function currentVersion(path: string): string | null {
 function readObject(path: string): Uint8Array | null {
   let fd;
   try {
-    fd = openSync(path, READ_FLAGS);
+    fd = openSync(path, OBJECT_READ_FLAGS);
   } catch (e) {
-    if (isErr(e, 'ENOENT') || isErr(e, 'ENOTDIR') || isErr(e, 'ELOOP')) return null;
+    if (isAbsent(e)) return null;
     throw e;
   }
   try {

@@ -1,11 +1,11 @@
 // ObjectStore on a local directory. Reads go through libuv's pool; every write (creates,
 // swaps, delete; persist's fsyncs on a second thread) is one request to a writer thread,
 // which does it with synchronous calls (src/store/fs-writer.ts says how, and why a thread).
-import { constants, promises as fs, unlinkSync } from 'node:fs';
+import { promises as fs, unlinkSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { RequestThread, startModuleWorker } from '../threads.js';
-import { isAbandonedTemp } from './files.js';
+import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
 import { badgeName, contentVersion } from './fs-writer.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';
 import {
@@ -31,13 +31,6 @@ export interface FsStoreOptions {
 const CREATE_CHUNK = 256;
 const CREATE_CHUNK_BYTES = 4 * 1024 * 1024;
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
-/**
- * Opening an object to read: never through a symlink (ELOOP), and never waiting on a FIFO
- * someone left in the directory (O_NONBLOCK does nothing to a regular file).
- */
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-/** Errors that mean "no object here": missing, a file where a directory should be, a symlink. */
-const ABSENT = new Set(['ENOENT', 'ENOTDIR', 'ELOOP']);
 
 export class FsObjectStore implements ObjectStore {
   readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
@@ -70,9 +63,9 @@ export class FsObjectStore implements ObjectStore {
     if (!(await this.realDirs(key))) return null;
     let fh: FileHandle;
     try {
-      fh = await fs.open(path, READ_FLAGS);
+      fh = await fs.open(path, OBJECT_READ_FLAGS);
     } catch (e) {
-      if (ABSENT.has((e as NodeJS.ErrnoException).code ?? '')) return null;
+      if (isAbsent(e)) return null;
       throw e;
     }
     try {
@@ -97,7 +90,7 @@ export class FsObjectStore implements ObjectStore {
       try {
         if (!(await fs.lstat(join(this.root, dir))).isDirectory()) return false;
       } catch (e) {
-        if (ABSENT.has((e as NodeJS.ErrnoException).code ?? '')) return false;
+        if (isAbsent(e)) return false;
         throw e;
       }
       this.checkedDirs.add(dir);
