@@ -1,9 +1,11 @@
 // The log's signing key. Default: an Ed25519 seed in a local file created on first start
-// with mode 0600, in the C2SP/Go note private-key form. AWS KMS lives in src/aws/kms.ts.
+// with mode 0600, in the C2SP/Go note private-key form (also the witness's and the control
+// plane's keys). AWS KMS lives in src/aws/kms.ts.
 import { randomBytes } from 'node:crypto';
-import { constants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { dirname } from 'node:path';
 import { concatBytes, toBase64 } from './hash.js';
+import { createSecretFile } from './store/files.js';
 import { NoteError, SIG_ED25519, SeedSigner, isValidKeyName, keyHash } from './note.js';
 
 export class KeyFileError extends Error {
@@ -32,31 +34,45 @@ export function parsePrivateKey(text: string): SeedSigner {
 }
 
 /**
- * Loads the key at `path`, creating it (mode 0600, exclusive create) if absent. Refuses a
- * key file readable by group or others, or one made for another origin.
+ * Loads the key at `path`, creating it (mode 0600) if absent. The creation is atomic
+ * (createSecretFile): a crash leaves no key or a whole one, and of concurrent first starts
+ * exactly one key wins. Refuses a key file readable by group or others, one made for another
+ * origin, and an empty one (left by a crash of an older release), which is never replaced:
+ * the key is the log's identity.
  */
 export async function loadOrCreateKey(path: string, name: string): Promise<{ signer: SeedSigner; created: boolean }> {
   if (!isValidKeyName(name)) throw new NoteError(`invalid origin ${JSON.stringify(name)}`);
   await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  let created = false;
+  if (!(await exists(path))) created = await createSecretFile(path, `${formatPrivateKey(name, new Uint8Array(randomBytes(32)))}\n`);
+  return { signer: await readKey(path, name), created };
+}
+
+async function exists(path: string): Promise<boolean> {
   try {
-    const fh = await fs.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await fh.writeFile(`${formatPrivateKey(name, new Uint8Array(randomBytes(32)))}\n`);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    return { signer: await readKey(path, name), created: true };
+    await fs.lstat(path);
+    return true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return { signer: await readKey(path, name), created: false };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
   }
 }
 
 async function readKey(path: string, name: string): Promise<SeedSigner> {
   const st = await fs.stat(path);
   if ((st.mode & 0o077) !== 0) throw new KeyFileError(`${path} is accessible by group or others; chmod 600 it`);
-  const signer = parsePrivateKey(await fs.readFile(path, 'utf8'));
+  if (st.size === 0) {
+    throw new KeyFileError(
+      `${path} is empty (a crash during the first start of an older release): if this log never published a checkpoint, delete the file and start again; otherwise restore the key from a backup`,
+    );
+  }
+  let signer: SeedSigner;
+  try {
+    signer = parsePrivateKey(await fs.readFile(path, 'utf8'));
+  } catch (e) {
+    if (e instanceof KeyFileError) throw new KeyFileError(`${path}: ${e.message}`);
+    throw e;
+  }
   if (signer.name !== name) throw new KeyFileError(`${path} is the key of ${signer.name}, not of ${name}`);
   return signer;
 }

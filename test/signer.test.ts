@@ -1,11 +1,18 @@
 // The local log key: created once with mode 0600, refused when exposed or for another origin;
-// private keys and vkeys round-trip even when their base64 contains '+'.
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// private keys and vkeys round-trip even when their base64 contains '+'. Creating it is
+// atomic: a crash leaves no key or a whole one, concurrent first starts agree on one key.
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/note.js';
 import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/signer.js';
 import { scratchDir } from './helpers/tmp.js';
+
+const CHILD = join(import.meta.dirname, 'helpers', 'key-child.ts');
+const child = (mode: string, target: string) => spawn(process.execPath, ['--import', 'tsx', CHILD, mode, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+const deadPid = () => spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
 
 describe('local key file', () => {
   it('is created with mode 0600 and reloaded unchanged', async () => {
@@ -35,6 +42,64 @@ describe('local key file', () => {
     const text = formatPrivateKey('key.test/log', new Uint8Array(32).fill(7));
     writeFileSync(path, text.replace(/\+[0-9a-f]{8}\+/, '+00000000+'), { mode: 0o600 });
     await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(/hash does not match/);
+  });
+
+  it('refuses an empty key file (an older release\'s crash) with a message naming it, and never replaces it', async () => {
+    const path = join(scratchDir('stele-key-'), 'log.key');
+    writeFileSync(path, '', { mode: 0o600 });
+    await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(new RegExp(`^${path} is empty .*delete the file.*restore the key from a backup`));
+    expect(readFileSync(path, 'utf8')).toBe('');
+    // A cut-short key is named too.
+    writeFileSync(path, formatPrivateKey('key.test/log', new Uint8Array(32).fill(7)).slice(0, 30));
+    await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(`${path}: not a PRIVATE+KEY string`);
+  });
+
+  it('does not take a temporary key left by a crash for a key, and removes it', async () => {
+    const dir = scratchDir('stele-key-');
+    const path = join(dir, 'log.key');
+    const half = formatPrivateKey('key.test/log', new Uint8Array(32).fill(7)).slice(0, 40);
+    writeFileSync(`${path}.tmp-${deadPid()}-0123456789ab`, half, { mode: 0o600 });
+    const { signer, created } = await loadOrCreateKey(path, 'key.test/log');
+    expect(created).toBe(true);
+    expect(parsePrivateKey(readFileSync(path, 'utf8')).publicKey).toEqual(signer.publicKey);
+    expect(readdirSync(dir)).toEqual(['log.key']);
+  });
+
+  it('ends with one key when several processes create it at once', async () => {
+    const path = join(scratchDir('stele-key-'), 'private', 'log.key');
+    const procs = Array.from({ length: 4 }, () => child('once', path));
+    const keys = await Promise.all(
+      procs.map(async (p) => {
+        let out = '';
+        p.stdout!.on('data', (d) => (out += d));
+        await once(p, 'exit');
+        return out.trim();
+      }),
+    );
+    const onDisk = Buffer.from(parsePrivateKey(readFileSync(path, 'utf8')).publicKey).toString('hex');
+    expect(keys).toEqual([onDisk, onDisk, onDisk, onDisk]);
+    expect(readdirSync(join(path, '..'))).toEqual(['log.key']);
+  });
+
+  it('leaves no key or a whole key when the creating process is killed at any moment', async () => {
+    const dir = scratchDir('stele-key-');
+    for (let round = 0; round < 6; round++) {
+      const p = child('loop', join(dir, String(round)));
+      await once(p.stdout!, 'data');
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+      p.kill('SIGKILL');
+      await once(p, 'exit');
+    }
+    let whole = 0;
+    for (const round of readdirSync(dir)) {
+      for (const n of readdirSync(join(dir, round))) {
+        const path = join(dir, round, n, 'log.key');
+        if (!existsSync(path)) continue;
+        expect(() => parsePrivateKey(readFileSync(path, 'utf8')), path).not.toThrow();
+        whole++;
+      }
+    }
+    expect(whole).toBeGreaterThan(6);
   });
 
   it("round-trips private keys and vkeys whose base64 contains '+'", () => {

@@ -1,10 +1,11 @@
 // The local-directory object store: atomic immutable creates, compare-and-swap, key
-// validation, and a swap mutex that survives a crashed holder.
+// validation, a swap mutex that survives a crashed holder, and no symlink followed or
+// temporary file read.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FsObjectStore } from '../src/store/fs.js';
+import { FsObjectStore, contentVersion } from '../src/store/fs.js';
 import { LockFormatError, StoreLock, parseLockState } from '../src/store/lock.js';
 import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../src/store/store.js';
 import { scratchDir } from './helpers/tmp.js';
@@ -160,6 +161,67 @@ describe('FsObjectStore', () => {
       await expect(s.get(key)).rejects.toThrow(InvalidKeyError);
       await expect(s.createAll([{ key, data: bytes('x') }])).rejects.toThrow(InvalidKeyError);
     }
+  });
+
+  it('reads only regular files inside the root: symlinks, symlinked directories, FIFOs and directories are absent', async () => {
+    const s = fresh();
+    const outside = scratchDir('stele-outside-');
+    writeFileSync(join(outside, 'secret'), 'SECRET');
+    mkdirSync(join(outside, 'x001'));
+    writeFileSync(join(outside, 'x001', '001'), 'SECRET');
+    await s.createAll([{ key: 'tile/0/000', data: bytes('tile') }]);
+    symlinkSync(join(outside, 'secret'), join(s.root, 'tile/0/001'));
+    symlinkSync(outside, join(s.root, 'tile/1'));
+    symlinkSync(join(outside, 'x001'), join(s.root, 'tile/0/x001'));
+    spawnSync('mkfifo', [join(s.root, 'tile/0/002')]);
+    mkdirSync(join(s.root, 'tile/0/003'));
+    expect(Buffer.from((await s.get('tile/0/000'))!).toString()).toBe('tile');
+    for (const key of ['tile/0/001', 'tile/1/secret', 'tile/0/x001/001', 'tile/0/002', 'tile/0/003']) {
+      expect(await s.get(key), key).toBeNull();
+      expect(await s.getVersioned(key), key).toBeNull();
+    }
+  });
+
+  it('never writes through a symlink: a symlinked directory is refused, a symlink at an object name is replaced, its target untouched', async () => {
+    const s = fresh();
+    const outside = scratchDir('stele-outside-');
+    writeFileSync(join(outside, 'target'), 'KEEP');
+    // A directory on the way is a symlink: creates, swaps and deletes under it are refused.
+    mkdirSync(join(s.root, 'tile'));
+    symlinkSync(outside, join(s.root, 'tile/entries'));
+    await expect(s.createAll([{ key: 'tile/entries/000', data: bytes('e') }])).rejects.toThrow(/symlink/);
+    await expect(s.swap('tile/entries/target', bytes('x'), null)).rejects.toThrow(/symlink/);
+    await expect(s.delete('tile/entries/target')).rejects.toThrow(/symlink/);
+    expect(readdirSync(outside)).toEqual(['target']);
+    // A symlink where an immutable object belongs reads as absent and is replaced by the object.
+    mkdirSync(join(s.root, 'tile/0'));
+    symlinkSync(join(outside, 'target'), join(s.root, 'tile/0/000'));
+    await s.createAll([{ key: 'tile/0/000', data: bytes('KEEP') }]);
+    expect(lstatSync(join(s.root, 'tile/0/000')).isSymbolicLink()).toBe(false);
+    symlinkSync(join(outside, 'target'), join(s.root, 'tile/0/001'));
+    await s.createAll([{ key: 'tile/0/001', data: bytes('tile') }]);
+    expect(Buffer.from((await s.get('tile/0/001'))!).toString()).toBe('tile');
+    // The same for a swapped object: the link is absent (expected null) and replaced.
+    symlinkSync(join(outside, 'target'), join(s.root, 'checkpoint'));
+    await expect(s.swap('checkpoint', bytes('cp'), contentVersion(bytes('KEEP')))).rejects.toThrow(VersionConflictError);
+    await s.swap('checkpoint', bytes('cp'), null);
+    expect(lstatSync(join(s.root, 'checkpoint')).isFile()).toBe(true);
+    expect(readFileSync(join(outside, 'target'), 'utf8')).toBe('KEEP');
+    expect(readdirSync(outside)).toEqual(['target']);
+  });
+
+  it('never reads a temporary file as an object, and removes those of dead writers', async () => {
+    const s = fresh();
+    await s.createAll([{ key: 'tile/0/000.p/1', data: bytes('t') }]);
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    const abandoned = [`tile/0/000.p/2.tmp-${dead}-0123456789ab`, `checkpoint.tmp-${dead}-0123456789ab`, 'tile/0/001.tmp-x'];
+    const live = `tile/0/000.p/3.tmp-${process.pid}-0123456789ab`;
+    for (const k of [...abandoned, live]) writeFileSync(join(s.root, k), 'partial');
+    for (const k of [...abandoned, live]) await expect(s.get(k)).rejects.toThrow(InvalidKeyError);
+    expect((await s.removeTempFiles()).sort()).toEqual([...abandoned].sort());
+    for (const k of abandoned) expect(existsSync(join(s.root, k)), k).toBe(false);
+    expect(existsSync(join(s.root, live))).toBe(true);
+    expect(await s.get('tile/0/000.p/1')).not.toBeNull();
   });
 
   it('keeps the sequencer lock record behind compare-and-swap', async () => {

@@ -1,5 +1,6 @@
 // Witnesses: the tlog-witness add-checkpoint protocol (statuses, durable and monotonic
-// state), a log collecting cosignatures from three witnesses, and split-view detection.
+// state), a log collecting cosignatures from three witnesses, split-view detection, and a
+// witness that cosigned a larger tree stopping a rolled-back log.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCheckpoint, signCheckpoint } from '../src/checkpoint.js';
@@ -7,7 +8,7 @@ import { leafHash, sha256 } from '../src/hash.js';
 import { MemoryHashReader, proveConsistency, treeHash } from '../src/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier, openNote } from '../src/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { WitnessCollector } from '../src/witness/collector.js';
+import { WitnessCollector, WitnessRollbackError } from '../src/witness/collector.js';
 import { type RunningWitness, startWitness } from '../src/witness/host.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../src/witness/protocol.js';
 import { Witness } from '../src/witness/witness.js';
@@ -203,8 +204,8 @@ describe('split view', () => {
       const evil = await checkpointOf(64, true);
       expect(await collector.cosign(evil, (old) => consistency(old, 64, true))).toBeNull();
       expect(collector.lastRound[0]!.reason).toMatch(/different root/);
-      // A rollback to an older size is refused too.
-      expect(await collector.cosign(await checkpointOf(32), (old) => consistency(old, 32))).toBeNull();
+      // A rollback to an older size is refused too, as a rollback.
+      await expect(collector.cosign(await checkpointOf(32), (old) => consistency(old, 32))).rejects.toThrow(WitnessRollbackError);
       // A client holding the cosigned checkpoint sees the same size with another root: a fork.
       const a = openCheckpoint(noteA!, logVerifier, [w.verifier]);
       const b = openCheckpoint(evil.note, logVerifier, [w.verifier]);
@@ -218,3 +219,67 @@ describe('split view', () => {
   });
 });
 
+
+describe('a witness that cosigned a larger tree', () => {
+  const start = (name: string) => startWitness({ dataDir: tmp('stele-rb-'), name, logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+  const collectorOf = (...ws: RunningWitness[]) => new WitnessCollector({ witnesses: ws.map((w) => ({ verifier: w.verifier, url: w.url })), threshold: 1 });
+
+  it('makes cosign throw WitnessRollbackError naming the witness and both sizes, not fail the round', async () => {
+    const [seen, fresh] = [await start('seen.test'), await start('fresh.test')];
+    try {
+      expect(await collectorOf(seen).cosign(await checkpointOf(64), (old) => consistency(old, 64))).not.toBeNull();
+      // The log restarts from an old lock (a fresh collector knows no sizes) and presents size 40.
+      const restarted = collectorOf(fresh, seen);
+      const err = await restarted.cosign(await checkpointOf(40), (old) => consistency(old, 40)).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(WitnessRollbackError);
+      expect(err).toMatchObject({ witness: 'seen.test', witnessSize: 64, logSize: 40 });
+      expect((err as Error).message).toMatch(/seen\.test.*64.*40/);
+      // Nothing moved backwards at the witness that had seen more.
+      expect(await seen.witness.stateOf(ORIGIN)).toMatchObject({ size: 64 });
+      // A collector that already knew the witness's size detects it the same way.
+      const running = collectorOf(seen);
+      await running.cosign(await checkpointOf(64), (old) => consistency(old, 64));
+      await expect(running.cosign(await checkpointOf(63), (old) => consistency(old, 63))).rejects.toMatchObject({ witnessSize: 64, logSize: 63 });
+      // A consistent larger checkpoint is cosigned as before.
+      expect(await running.cosign(await checkpointOf(70), (old) => consistency(old, 70))).not.toBeNull();
+    } finally {
+      await Promise.all([seen.close(), fresh.close()]);
+    }
+  });
+
+  it('is found at start-up by checkWitnessedSizes, which moves no witness', async () => {
+    const [seen, fresh] = [await start('seen2.test'), await start('fresh2.test')];
+    try {
+      await collectorOf(seen).cosign(await checkpointOf(64), (old) => consistency(old, 64));
+      const before = await seen.witness.stateOf(ORIGIN);
+      const probe = collectorOf(seen, fresh);
+      // A log restored to size 40: refused.
+      await expect(probe.checkWitnessedSizes(await checkpointOf(40))).rejects.toMatchObject({ name: 'WitnessRollbackError', witness: 'seen2.test', witnessSize: 64, logSize: 40 });
+      // The log at the witnessed size, or beyond it: what each holds, and nobody moved.
+      expect(await probe.checkWitnessedSizes(await checkpointOf(64))).toEqual([
+        { name: 'seen2.test', status: 'same', size: 64 },
+        { name: 'fresh2.test', status: 'behind', size: 0 },
+      ]);
+      expect(await probe.checkWitnessedSizes(await checkpointOf(100))).toEqual([
+        { name: 'seen2.test', status: 'behind', size: 64 },
+        { name: 'fresh2.test', status: 'behind', size: 0 },
+      ]);
+      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true)))[0]).toMatchObject({ status: 'forked', size: 64 });
+      expect(await seen.witness.stateOf(ORIGIN)).toEqual(before);
+      expect(await fresh.witness.stateOf(ORIGIN)).toEqual({ size: 0, root: '', version: null });
+      // A log started again from nothing (a lost lock): refused too. (A witness that never saw
+      // the log may cosign the empty tree here, which commits it to nothing.)
+      await expect(probe.checkWitnessedSizes(await checkpointOf(0))).rejects.toMatchObject({ witnessSize: 64, logSize: 0 });
+      expect(await seen.witness.stateOf(ORIGIN)).toEqual(before);
+      expect(await fresh.witness.stateOf(ORIGIN)).toMatchObject({ size: 0 });
+      // The sizes learnt serve the next round: the log publishes size 100 at once.
+      expect(await probe.cosign(await checkpointOf(100), (old) => consistency(old, 100))).not.toBeNull();
+      expect(probe.lastRound).toEqual([{ name: 'seen2.test', ok: true }, { name: 'fresh2.test', ok: true }]);
+    } finally {
+      await Promise.all([seen.close(), fresh.close()]);
+    }
+  });
+});

@@ -9,9 +9,10 @@
 //     AWS KMS cannot run on the development machine, so it is exercised only against a
 //     wire-protocol stand-in in the tests, never against AWS itself.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { constants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { CreateKeyCommand, DecryptCommand, DescribeKeyCommand, DisableKeyCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { createSecretFile } from '../store/files.js';
 import { newUlid as ulid } from './ids.js';
 
 /** What a wrapped DEK is bound to; unwrapping with any other binding fails. */
@@ -72,13 +73,8 @@ export class LocalKekProvider implements KekProvider {
     await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
     const kekId = `${LOCAL_PREFIX}kek_${ulid()}`;
     const key = randomBytes(32);
-    const fh = await fs.open(this.file(kekId), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await fh.writeFile(`${key.toString('base64')}\n`);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    // Written whole or not at all (a crash never leaves an empty KEK file); ids are fresh ULIDs.
+    if (!(await createSecretFile(this.file(kekId), `${key.toString('base64')}\n`))) throw new KekError('kek_unavailable', `${kekId} already exists`);
     this.keys.set(kekId, key);
     return kekId;
   }

@@ -33,6 +33,7 @@ export async function openLocalLog(o: LocalLogOptions) {
   const { signer, created } = await loadOrCreateKey(paths.keyFile, o.origin);
   const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
+  await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);
   const sequencer = await Sequencer.open({
     origin: o.origin,
     signer,

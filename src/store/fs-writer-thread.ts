@@ -62,7 +62,7 @@ function describe(e: unknown): WriterError {
 parentPort!.on('message', ({ id, body: { root, fsync, request } }: Tagged<ToWriter>) => {
   const name = `${fsync ? 'sync' : 'nosync'}:${root}`;
   let writer = writers.get(name);
-  if (!writer) writers.set(name, (writer = new FsWriter(fsync, (workerData as { badgeName: string }).badgeName)));
+  if (!writer) writers.set(name, (writer = new FsWriter(root, fsync, (workerData as { badgeName: string }).badgeName)));
   const before = writer.puts;
   let answer: { result?: string; error?: WriterError };
   try {

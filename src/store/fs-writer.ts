@@ -10,11 +10,21 @@
 // may be empty or cut short, and the writer re-creates it from its own durable copy with
 // repairTorn. Swaps hold a per-key mutex file (a hard link to the process's badge file) whose
 // owner pid is checked, so a crashed holder never wedges the log.
+//
+// Nothing is written through a symlink. Directories below the root are made one at a time
+// and each is checked with lstat (once per writer): a symlinked directory is refused. For
+// the final component: open(O_CREAT|O_EXCL) of the temporary file and link() never follow a
+// symlink (link fails with EEXIST on one); rename() replaces the link itself, never its
+// target. So a symlink found where an object belongs is read as absent (O_NOFOLLOW), exactly
+// as readers see it, and replaced by the object: refusing instead would stop the sequencer
+// at that tile forever, for a name that can hold nothing legitimate.
 import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
+  fstatSync,
   fsyncSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -28,6 +38,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { bytesEqual } from '../hash.js';
+import { OBJECT_READ_FLAGS, isAbsent, processAlive, tempName } from './files.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
 
 /** An object to write: its path under the store's root and its bytes. */
@@ -51,11 +62,19 @@ export class FsWriter {
   /** Per directory, the badge file this writer links as its mutexes (see badgeIn). */
   private readonly badges = new Map<string, string>();
 
-  /** `badgeName`: the file name of this process's badges (see badgeIn), fixed by the caller so it can remove them at exit. */
+  private readonly root: string;
+
+  /**
+   * `root`: the store's directory (it may itself be a symlink: the operator chose it).
+   * `badgeName`: the file name of this process's badges (see badgeIn), fixed by the caller so it can remove them at exit.
+   */
   constructor(
+    root: string,
     private readonly fsync: boolean,
     private readonly badgeName: string,
-  ) {}
+  ) {
+    this.root = join(root, '.');
+  }
 
   createAll(objects: readonly PathObject[], durable: boolean, repairTorn: boolean): void {
     const dirs = new Set<string>();
@@ -92,9 +111,10 @@ export class FsWriter {
       linkSync(temp, path);
     } catch (e) {
       if (!isErr(e, 'EEXIST')) throw e;
-      const existing = new Uint8Array(readFileSync(path));
-      if (bytesEqual(existing, data)) return;
-      if (!repairTorn || !couldBeTorn(existing, data)) throw new ImmutableConflictError(key);
+      const existing = readObject(path);
+      if (existing !== null && bytesEqual(existing, data)) return;
+      // A symlink (read as absent) is replaced: rename swaps the name, never touches its target.
+      if (existing !== null && (!repairTorn || !couldBeTorn(existing, data))) throw new ImmutableConflictError(key);
       renameSync(temp, path);
     }
   }
@@ -130,6 +150,7 @@ export class FsWriter {
   }
 
   delete(path: string): void {
+    if (!this.realDir(dirname(path), false)) return;
     try {
       unlinkSync(path);
     } catch (e) {
@@ -138,7 +159,38 @@ export class FsWriter {
   }
 
   private mkdirs(dir: string): void {
-    if (this.madeDirs.has(dir)) return;
+    this.realDir(dir, true);
+  }
+
+  /**
+   * Checks that `dir` is a real directory, as is every directory between it and the root
+   * (lstat: a symlink is refused, never followed); with `create`, makes the missing ones
+   * first. False if it is missing and not to be created. Remembered once true: the writer
+   * made or checked it, and directories are never replaced.
+   */
+  private realDir(dir: string, create: boolean): boolean {
+    if (this.madeDirs.has(dir)) return true;
+    if (dir === this.root || !dir.startsWith(`${this.root}/`)) {
+      if (create) this.makeRoot(dir);
+      else if (!exists(dir)) return false;
+    } else {
+      if (!this.realDir(dirname(dir), create)) return false;
+      if (create && makeDir(dir) && this.fsync) syncPath(dirname(dir));
+      let st;
+      try {
+        st = lstatSync(dir);
+      } catch (e) {
+        if (!create && isErr(e, 'ENOENT')) return false;
+        throw e;
+      }
+      if (!st.isDirectory()) throw Object.assign(new Error(`refusing to write under ${dir}: a symlink or not a directory`), { code: 'ENOTDIR' });
+    }
+    this.madeDirs.add(dir);
+    return true;
+  }
+
+  /** Makes the root and its parents (followed as they are: the operator chose the path). */
+  private makeRoot(dir: string): void {
     const first = mkdirSync(dir, { recursive: true });
     if (first !== undefined && this.fsync) {
       // A new directory survives a power loss only once its entry in its parent is synced:
@@ -148,7 +200,6 @@ export class FsWriter {
         if (d === first || dirname(d) === d) break;
       }
     }
-    this.madeDirs.add(dir);
   }
 
   /**
@@ -209,17 +260,37 @@ export function contentVersion(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** The version of the object at `path`; null if absent or not a regular file (as readers see it). */
 function currentVersion(path: string): string | null {
+  const data = readObject(path);
+  return data && contentVersion(data);
+}
+
+/** An existing object's bytes, never through a symlink; null if absent or not a regular file. */
+function readObject(path: string): Uint8Array | null {
+  let fd;
   try {
-    return contentVersion(readFileSync(path));
+    fd = openSync(path, OBJECT_READ_FLAGS);
   } catch (e) {
-    if (isErr(e, 'ENOENT') || isErr(e, 'ENOTDIR') || isErr(e, 'EISDIR')) return null;
+    if (isAbsent(e)) return null;
     throw e;
+  }
+  try {
+    return fstatSync(fd).isFile() ? new Uint8Array(readFileSync(fd)) : null;
+  } finally {
+    closeSync(fd);
   }
 }
 
-function tempName(path: string): string {
-  return `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+/** mkdir of one level; false if something already has that name. */
+function makeDir(dir: string): boolean {
+  try {
+    mkdirSync(dir);
+    return true;
+  } catch (e) {
+    if (isErr(e, 'EEXIST')) return false;
+    throw e;
+  }
 }
 
 function writeAll(fd: number, data: Uint8Array): void {
@@ -295,15 +366,6 @@ function isStale(lock: string, owner: string | null): boolean {
     return Date.now() - statSync(lock).mtimeMs > 5_000;
   } catch {
     return false;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return !isErr(e, 'ESRCH');
   }
 }
 

@@ -2,8 +2,10 @@
 // swaps, delete; persist's fsyncs on a second thread) is one request to a writer thread,
 // which does it with synchronous calls (src/store/fs-writer.ts says how, and why a thread).
 import { promises as fs, unlinkSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { RequestThread, startModuleWorker } from '../threads.js';
+import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
 import { badgeName, contentVersion } from './fs-writer.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';
 import {
@@ -33,6 +35,8 @@ const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException
 export class FsObjectStore implements ObjectStore {
   readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
   private readonly fsync: boolean;
+  /** Directories (keys relative to the root) found to be real directories, not symlinks. */
+  private readonly checkedDirs = new Set<string>();
 
   constructor(
     readonly root: string,
@@ -46,15 +50,52 @@ export class FsObjectStore implements ObjectStore {
     return join(this.root, key);
   }
 
+  /**
+   * Only regular files inside the root are objects: a symlink (last component or any
+   * directory on the way) or anything else answers as absent, so a link planted in the
+   * public directory can never make the server read and serve a file from elsewhere (the
+   * private key). The last component is opened with O_NOFOLLOW and checked with fstat on the
+   * descriptor read from; directories are checked once each (see realDirs).
+   */
   async get(key: string): Promise<Uint8Array | null> {
     const path = this.file(key);
     this.stats.gets++;
+    if (!(await this.realDirs(key))) return null;
+    let fh: FileHandle;
     try {
-      return new Uint8Array(await fs.readFile(path));
+      fh = await fs.open(path, OBJECT_READ_FLAGS);
     } catch (e) {
-      if (isErr(e, 'ENOENT') || isErr(e, 'ENOTDIR') || isErr(e, 'EISDIR')) return null;
+      if (isAbsent(e)) return null;
       throw e;
     }
+    try {
+      return await readRegular(fh);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * True if every directory of `key` below the root is a real directory, not a symlink. A
+   * directory found real is remembered: directories are made by the writer and never
+   * replaced, so a hot read costs no extra system call. What this cannot see is a real
+   * directory later swapped for a symlink by someone with write access to the root (Node
+   * has no openat to walk without following); that takes deliberate tampering, not an
+   * operator's mistake, and the same person could write the object's bytes directly.
+   */
+  private async realDirs(key: string): Promise<boolean> {
+    for (let at = key.indexOf('/'); at > 0; at = key.indexOf('/', at + 1)) {
+      const dir = key.slice(0, at);
+      if (this.checkedDirs.has(dir)) continue;
+      try {
+        if (!(await fs.lstat(join(this.root, dir))).isDirectory()) return false;
+      } catch (e) {
+        if (isAbsent(e)) return false;
+        throw e;
+      }
+      this.checkedDirs.add(dir);
+    }
+    return true;
   }
 
   async getVersioned(key: string): Promise<VersionedObject | null> {
@@ -97,6 +138,26 @@ export class FsObjectStore implements ObjectStore {
     await this.write({ op: 'delete', path: this.file(key) });
   }
 
+  /**
+   * Removes the temporary files (`*.tmp-<pid>-*`) that writes cut short by a crash left
+   * behind, for when a log is opened: they are never objects (no key names them), but they
+   * would stay forever and be copied by anyone mirroring the directory. Files of a live
+   * process are kept (a second process may be writing them). Returns the keys removed.
+   */
+  async removeTempFiles(): Promise<string[]> {
+    const removed: string[] = [];
+    for await (const name of this.list('')) {
+      if (!isAbandonedTemp(name.slice(name.lastIndexOf('/') + 1))) continue;
+      try {
+        await fs.unlink(join(this.root, name));
+        removed.push(name);
+      } catch (e) {
+        if (!isErr(e, 'ENOENT')) throw e;
+      }
+    }
+    return removed;
+  }
+
   /** Walks the directory without following symlinks (a symlink is listed as a key, never entered). */
   async *list(prefix: string): AsyncIterable<string> {
     const slash = prefix.lastIndexOf('/');
@@ -110,6 +171,20 @@ export class FsObjectStore implements ObjectStore {
     if (reply.error) throw rebuild(reply.error);
     return reply.result;
   }
+}
+
+/** The bytes of an open file, or null if it is not a regular file (a FIFO, a device, a directory). */
+async function readRegular(fh: FileHandle): Promise<Uint8Array | null> {
+  const st = await fh.stat();
+  if (!st.isFile()) return null;
+  const data = new Uint8Array(st.size);
+  let n = 0;
+  while (n < data.length) {
+    const { bytesRead } = await fh.read(data, n, data.length - n, n);
+    if (bytesRead === 0) break;
+    n += bytesRead;
+  }
+  return n === data.length ? data : data.subarray(0, n);
 }
 
 /** Keys under `dir` (relative key `base`, '' or ending in '/') that start with `prefix`. */

@@ -91,9 +91,16 @@ export interface ObjectStore extends ObjectReader {
   readonly stats: StoreStats;
 }
 
-/** Keys are relative slash paths of safe characters: no '..', no leading '/', no empty segments. */
+/**
+ * Marks the name of a write in progress (`<final name>.tmp-<pid>-<random>`, see
+ * src/store/files.ts). No key contains it, so a temporary file is never read or served as an
+ * object, whatever a crash left behind.
+ */
+export const TEMP_MARK = '.tmp-';
+
+/** Keys are relative slash paths of safe characters: no '..', no leading '/', no empty segments, no temporary names. */
 export function assertValidKey(key: string): void {
-  if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(key) || key.split('/').some((s) => s === '.' || s === '..')) {
+  if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(key) || key.split('/').some((s) => s === '.' || s === '..') || key.includes(TEMP_MARK)) {
     throw new InvalidKeyError(`invalid object key ${JSON.stringify(key)}`);
   }
 }

@@ -1,6 +1,8 @@
 // The log side of witnessing: sends each new checkpoint to the configured witnesses in
 // parallel (with the consistency proof from the size each last cosigned), verifies the
-// cosignatures that come back, and reports whether the M-of-N policy is met.
+// cosignatures that come back, and reports whether the M-of-N policy is met. A witness that
+// has cosigned a larger tree than the log now presents is proof that the log was rolled
+// back: that is an error of its own (WitnessRollbackError), never an ordinary failed round.
 import type { SignedCheckpoint } from '../checkpoint.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
 import type { CheckpointWitnessing } from '../sequencer/sequencer.js';
@@ -30,6 +32,51 @@ export interface WitnessOutcome {
 /** Stale-size retries per witness per round (a 409 tells us the size it holds). */
 const MAX_ATTEMPTS = 3;
 
+/**
+ * A witness has cosigned a larger tree of this log (`witnessSize`) than the checkpoint the
+ * log is presenting (`logSize`): the log's state went backwards (a lock restored from an old
+ * backup, or lost and started again), and entries the witness saw are missing from it.
+ *
+ * Contract: thrown by WitnessCollector.cosign() and checkWitnessedSizes() instead of a
+ * failed round. It is not transient: the caller must not retry or publish anything below
+ * `witnessSize` (that would fork the log in the witnesses' eyes); the sequencer stops with
+ * it and the operator recovers the log from what was published (`stele log recover`). The
+ * size is the witness's 409 answer, which the protocol does not sign: a configured witness
+ * that lies can halt the log this way, which is the safe direction (a halt, never a fork).
+ */
+export class WitnessRollbackError extends Error {
+  override name = 'WitnessRollbackError';
+  constructor(
+    readonly witness: string,
+    readonly witnessSize: number,
+    readonly logSize: number,
+  ) {
+    super(
+      `witness ${witness} has cosigned size ${witnessSize} of this log, more than the checkpoint of size ${logSize} now presented: the log was rolled back; refusing to publish below ${witnessSize} (recover the log from its published state)`,
+    );
+  }
+}
+
+/** What one witness holds of this log, as checkWitnessedSizes found it. */
+export interface WitnessedSize {
+  readonly name: string;
+  /**
+   * same: it cosigned this very checkpoint; behind: a smaller size (`size`); forked: this
+   * size with another root; unknown: no usable answer (`reason`). ahead (a larger size) is
+   * never returned: checkWitnessedSizes throws WitnessRollbackError.
+   */
+  readonly status: 'same' | 'behind' | 'ahead' | 'forked' | 'unknown';
+  readonly size?: number;
+  readonly reason?: string;
+}
+
+/** One add-checkpoint exchange: the status, and the witness's size when it sent one (409). */
+interface Answer {
+  readonly status: number;
+  readonly text: string;
+  readonly size?: number;
+}
+
 export class WitnessCollector implements CheckpointWitnessing {
   /** The size each witness last cosigned, as far as we know; 0 asks it to tell us. */
   private readonly known = new Map<string, number>();
@@ -39,20 +86,61 @@ export class WitnessCollector implements CheckpointWitnessing {
     if (policy.threshold > policy.witnesses.length) throw new Error('witness threshold exceeds the number of witnesses');
   }
 
+  /** The cosigned note, or null while the policy is unmet; throws WitnessRollbackError (see there). */
   async cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null> {
     const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
     const results = await Promise.all(
       this.policy.witnesses.map((w) =>
         this.ask(w, checkpoint, consistencyFrom, signal).then(
-          (line) => ({ name: w.verifier.name, ok: true, line, reason: '' }),
-          (e: unknown) => ({ name: w.verifier.name, ok: false, line: '', reason: (e as Error).message }),
+          (line) => ({ name: w.verifier.name, ok: true, line, error: undefined }),
+          (e: unknown) => ({ name: w.verifier.name, ok: false, line: '', error: e as Error }),
         ),
       ),
     );
-    this.lastRound = results.map(({ name, ok, reason }) => ({ name, ok, ...(reason ? { reason } : {}) }));
+    this.lastRound = results.map(({ name, ok, error }) => ({ name, ok, ...(error ? { reason: error.message } : {}) }));
+    const rollback = results.find((r) => r.error instanceof WitnessRollbackError);
+    if (rollback) throw rollback.error;
     const lines = results.filter((r) => r.ok).map((r) => r.line);
     if (lines.length < this.policy.threshold) return null;
     return checkpoint.note + lines.join('');
+  }
+
+  /**
+   * Asks every witness which size of this log it last cosigned, for a log starting up with
+   * `checkpoint` (its latest, already signed; size 0 for a new log), and throws
+   * WitnessRollbackError if one holds more. It publishes nothing and moves no witness: it
+   * sends add-checkpoint with old size = the checkpoint's own size, which a witness accepts
+   * only if it already holds exactly that checkpoint (it then cosigns it again, its state
+   * unchanged); at any other size it answers 409 with the size it holds, before looking at
+   * the tree. (Old size 0 would instead make a witness that never saw the log cosign this
+   * checkpoint, the one case where a rolled-back log could bind a witness to its state.)
+   * The sizes learnt also save the first cosign round its 409s.
+   */
+  async checkWitnessedSizes(checkpoint: SignedCheckpoint): Promise<WitnessedSize[]> {
+    const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
+    const found = await Promise.all(
+      this.policy.witnesses.map((w) =>
+        this.sizeAt(w, checkpoint, signal).catch((e: unknown): WitnessedSize => ({ name: w.verifier.name, status: 'unknown', reason: (e as Error).message })),
+      ),
+    );
+    const ahead = found.find((f) => f.status === 'ahead');
+    if (ahead) throw new WitnessRollbackError(ahead.name, ahead.size!, checkpoint.size);
+    return found;
+  }
+
+  private async sizeAt(w: WitnessEndpoint, cp: SignedCheckpoint, signal: AbortSignal): Promise<WitnessedSize> {
+    const name = w.verifier.name;
+    const answer = await this.post(w, cp.size, [], cp.note, signal);
+    if (answer.status === 200) {
+      this.known.set(name, cp.size);
+      return { name, status: 'same', size: cp.size };
+    }
+    // A spec witness answers 422 for another root at the same size; ours answers 409 with that size.
+    if (answer.status === 422 || answer.size === cp.size) return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
+    if (answer.size === undefined) return { name, status: 'unknown', reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}` };
+    if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };
+    this.known.set(name, answer.size);
+    return { name, status: 'behind', size: answer.size };
   }
 
   private async ask(
@@ -65,21 +153,14 @@ export class WitnessCollector implements CheckpointWitnessing {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const old = Math.min(this.known.get(w.verifier.name) ?? 0, cp.size);
       const proof = old === 0 || old === cp.size ? [] : await consistencyFrom(old);
-      const res = await fetch(`${w.url.replace(/\/$/, '')}/add-checkpoint`, {
-        method: 'POST',
-        body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: cp.note }),
-        signal,
-      });
-      const text = await res.text();
-      if (res.status === 409 && res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) {
-        const size = Number(text.trim());
-        if (!Number.isSafeInteger(size) || size < 0) throw new Error(`witness sent a malformed size ${JSON.stringify(text)}`);
-        if (size > cp.size) throw new Error(`witness holds size ${size}, beyond this checkpoint (${cp.size}): a rollback or fork`);
+      const { status, text, size } = await this.post(w, old, proof, cp.note, signal);
+      if (size !== undefined) {
+        if (size > cp.size) throw new WitnessRollbackError(w.verifier.name, size, cp.size);
         if (size === old) throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
         this.known.set(w.verifier.name, size);
         continue;
       }
-      if (res.status !== 200) throw new Error(`witness answered ${res.status}: ${text.trim().slice(0, 200)}`);
+      if (status !== 200) throw new Error(`witness answered ${status}: ${text.trim().slice(0, 200)}`);
       // Keep only lines that verify under this witness's key over this checkpoint.
       const sigs = parseNote(`${body}\n${text}`).signatures;
       const good = sigs.find((s) => verifySignature(body, s, w.verifier) !== null);
@@ -88,5 +169,15 @@ export class WitnessCollector implements CheckpointWitnessing {
       return good.line;
     }
     throw new Error('witness kept reporting a stale size');
+  }
+
+  /** POSTs one add-checkpoint; a 409 carrying the witness's size (text/x.tlog.size) comes back as `size`. */
+  private async post(w: WitnessEndpoint, oldSize: number, proof: Uint8Array[], note: string, signal: AbortSignal): Promise<Answer> {
+    const res = await fetch(`${w.url.replace(/\/$/, '')}/add-checkpoint`, { method: 'POST', body: formatAddCheckpoint({ oldSize, proof, checkpoint: note }), signal });
+    const text = await res.text();
+    if (res.status !== 409 || !res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) return { status: res.status, text };
+    const size = Number(text.trim());
+    if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size)) throw new Error(`witness sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
+    return { status: res.status, text, size };
   }
 }

@@ -31,7 +31,9 @@ export interface RunningWitness {
 
 export async function startWitness(o: WitnessHostOptions): Promise<RunningWitness> {
   const { signer } = await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name);
-  const witness = new Witness({ signer, logs: o.logs, state: new FsObjectStore(join(o.dataDir, 'state')) });
+  const state = new FsObjectStore(join(o.dataDir, 'state'));
+  await state.removeTempFiles(); // of state swaps cut short by a crash
+  const witness = new Witness({ signer, logs: o.logs, state });
   const app = witnessApp(witness, o.logger);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(o.port, o.host, () => resolve(s));
