@@ -1,5 +1,6 @@
 // Exit codes of the `stele` command (documented in README.md and `stele --help`).
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
+import { LogStateError } from '../src/sequencer/guard.js';
 
 export const EXIT = {
   OK: 0,
@@ -31,7 +32,7 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
-  if (err?.name === 'LogStateError') return { code: EXIT.LOG_STATE, message: oneLine(err.message) };
+  if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };
   if (err?.code === 'ENOSPC') return { code: EXIT.IO, message: `no space left on the device${err.path ? ` holding ${err.path}` : ''}: free space on that filesystem and start again (nothing acknowledged is lost)` };
   const io = ['ENOENT', 'EACCES', 'EPERM', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EISDIR', 'ENOSPC'];
   if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };

@@ -4,7 +4,10 @@
 // nothing written) rather than fork, roll back or sit answering 503.
 import { createServer } from 'node:net';
 import { once } from 'node:events';
-import { copyFile, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { pino } from 'pino';
+import { parseVkey } from '../src/note.js';
+import { startWitness } from '../src/witness/host.js';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServe, Sandbox, ensureBuilt, startServe } from './helpers/cli.js';
@@ -125,6 +128,33 @@ describe('the log refuses what would fork it', () => {
       await s.stop();
     } finally {
       sandbox.cleanup();
+    }
+  });
+
+  it('a whole data directory restored from a backup: a witness that cosigned the larger tree makes serve refuse (exit 4)', async () => {
+    const dataDir = scratchDir('stele-operator-');
+    let s = await startServe({ dataDir, origin: ORIGIN });
+    const logVkey = s.vkey;
+    await s.stop();
+    const witness = await startWitness({ dataDir: scratchDir('stele-witness-'), name: 'witness.operator.test', logs: [parseVkey(logVkey)], host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+    const withWitness = ['--witness', `${witness.vkey}=${witness.url}`];
+    try {
+      s = await startServe({ dataDir, origin: ORIGIN, args: withWitness });
+      await anchorMany(s, 0, 10);
+      await s.stop();
+      const backup = `${dataDir}-backup`;
+      await cp(dataDir, backup, { recursive: true });
+      s = await startServe({ dataDir, origin: ORIGIN, args: withWitness });
+      await anchorMany(s, 10, 10);
+      await s.stop();
+      // Lock, checkpoint and tiles all agree at size 10: only the witness remembers 20.
+      await rm(dataDir, { recursive: true });
+      await cp(backup, dataDir, { recursive: true });
+      const r = await refusedServe(dataDir, withWitness);
+      expect(r.stderr).toMatch(/witness witness\.operator\.test has cosigned size 20 of this log, more than the checkpoint of size 10/);
+      expect(r.code).toBe(4);
+    } finally {
+      await witness.close();
     }
   });
 

@@ -81,6 +81,11 @@ export interface BatchListener {
 
 /** Witness cosigning (src/witness/collector.ts): the note to publish, or null while the policy is unmet. */
 export interface CheckpointWitnessing {
+  /**
+   * At start, before anything is cosigned: throws (a LogStateError) if a witness holds a larger
+   * tree of this log than `checkpoint`, the one the log resumes from: the log was rolled back.
+   */
+  checkWitnessedSizes?(checkpoint: SignedCheckpoint): Promise<unknown>;
   cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null>;
 }
 
@@ -202,6 +207,7 @@ export class Sequencer {
     const s = new Sequencer(opts);
     try {
       await s.recover(true);
+      await opts.witnessing?.checkWitnessedSizes?.(s.committed);
       s.pool.reset(s.tip());
       // A brand-new log has no public checkpoint until its first one is cosigned.
       const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;
@@ -408,7 +414,10 @@ export class Sequencer {
     try {
       await this.publishCommitted();
     } catch (e) {
-      if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the public checkpoint (${(e as Error).message})`), []);
+      if (isConflict(e)) {
+        const why = e instanceof LogStateError ? e.message : `another writer changed the public checkpoint (${(e as Error).message})`;
+        return this.fail(new SequencerStoppedError(why), []);
+      }
       this.logError('publishing the checkpoint failed; retrying next round', e);
     }
   }
@@ -528,6 +537,8 @@ export class Sequencer {
     } catch (e) {
       this.commitFailures++;
       this.publishTrouble = `publishing the checkpoint failed: ${(e as Error).message}`;
+      // A witness that saw a larger tree: publishing anything below it would fork the log.
+      if (e instanceof LogStateError) this.fail(new SequencerStoppedError(e.message), []);
       throw e;
     }
   }
@@ -647,6 +658,10 @@ export class Sequencer {
   }
 
   private fail(err: Error, batch: Pending[]): void {
+    if (this.stopped) {
+      rejectAll(batch, this.stopped);
+      return;
+    }
     this.stopped = err;
     this.opts.logger?.fatal({ err: err.message }, 'sequencer stopped');
     const waiting = this.unpublished.flatMap((u) => u.batch);

@@ -5,6 +5,7 @@
 // back: that is an error of its own (WitnessRollbackError), never an ordinary failed round.
 import type { SignedCheckpoint } from '../checkpoint.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
+import { LogStateError } from '../sequencer/guard.js';
 import type { CheckpointWitnessing } from '../sequencer/sequencer.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from './protocol.js';
 
@@ -44,7 +45,7 @@ const MAX_ATTEMPTS = 3;
  * size is the witness's 409 answer, which the protocol does not sign: a configured witness
  * that lies can halt the log this way, which is the safe direction (a halt, never a fork).
  */
-export class WitnessRollbackError extends Error {
+export class WitnessRollbackError extends LogStateError {
   override name = 'WitnessRollbackError';
   constructor(
     readonly witness: string,
