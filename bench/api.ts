@@ -92,7 +92,7 @@ export default async function main(): Promise<void> {
     await buildLog(dataDir);
     figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
 
-    const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')));
+    const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), { unverified: true });
     const sampleIds: string[] = [];
     for (let k = 0; k < 2000; k++) {
       const seq = Math.floor(Math.random() * LOG_SIZE);

@@ -11,9 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { bytesEqual } from '../hash.js';
-import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
-import { LogReader } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../reader.js';
 import { type BatchListener, type PublishedCheckpoint, Sequencer, decodePublishedCheckpoint } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
@@ -160,7 +160,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     signer = await openSigner(config);
     const lock = new DynamoLock({ client: ddb, table, log: config.origin });
     const index = config.index === false ? undefined : new DynamoIndex({ client: ddb, table, log: config.origin });
-    const reader = new LogReader(store);
+    const reader = new LogReader(store, logCorruptObjects(log));
     const sequencer = await Sequencer.open({
       origin: config.origin,
       signer,
@@ -176,7 +176,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
 
     const opened = sequencer.checkpoint;
     const indexReady = index
-      ? catchUpIndex(index, reader, opened.size, opened).then(
+      ? reconcileIndex(index, reader, opened, log).then(
           () => undefined,
           (e: unknown) => log?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
         )
@@ -278,7 +278,8 @@ export async function openAwsReader(config: AwsLogConfig) {
     store,
     index,
     publicKey: signer.publicKey,
-    reader: new LogReader(store),
+    // Verified against the checkpoints refresh() accepts, which the API passes with each read.
+    reader: new LogReader(store, logCorruptObjects(config.logger)),
     /** Fetches and verifies the published checkpoint; returns the latest one known. */
     refreshCheckpoint: refresh,
     /** The latest verified checkpoint (after a refresh). */

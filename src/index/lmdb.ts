@@ -139,6 +139,16 @@ export class LmdbIndex implements LookupIndex {
     return out;
   }
 
+  async clear(): Promise<void> {
+    await this.flush();
+    this.pending.length = 0;
+    this.handed = 0;
+    await this.db.clearAsync();
+    this.size = 0;
+    // The rebuild starts from nothing: a write lost before is now moot.
+    this.writeFailed = false;
+  }
+
   /** Commits every pending batch now and waits for it (a failed write is logged, as always). */
   async flush(): Promise<void> {
     this.commitPending();

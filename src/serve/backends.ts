@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from '../aws/log.js';
-import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
-import { LogReader } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../reader.js';
 import type { IntegratedBatch, PublishedCheckpoint, Sequencer } from '../sequencer/sequencer.js';
 import { loadOrCreateKey } from '../signer.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
@@ -82,8 +82,8 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     throw e;
   });
   const { sequencer, store, signer, keyCreated } = opened;
-  reader = new LogReader(store);
-  await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
+  reader = new LogReader(store, logCorruptObjects(logger));
+  await reconcileIndex(index, reader, sequencer.checkpoint, logger);
   return {
     ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold),
     objects: store,
