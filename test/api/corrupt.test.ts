@@ -96,6 +96,13 @@ async function consistency(url: string, first: number, second: number): Promise<
   return 'ok';
 }
 
+/** The object a corrupt_storage answer names. */
+async function blamed(url: string, query: string): Promise<string> {
+  const { status, body } = await getJson(`${url}/api/ledger/entry?${query}`);
+  expect(status).toBe(500);
+  return (body.error.message as string).split(' ')[0]!;
+}
+
 async function corruptCount(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   return Number(/^stele_corrupt_objects_total (\d+)/m.exec(text)?.[1]);
@@ -132,6 +139,7 @@ describe('corrupted storage is never served', () => {
       for (const seq of [0, 1, 17, 18, 255, 256]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
       for (const seq of [266, 800, 40_000, 65_600, N - 1]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
       expect(pairs).toEqual(['corrupt', 'corrupt', 'ok', 'ok', 'ok', 'ok']);
+      expect(await blamed(url, 'leaf=18')).toBe('tile/0/000');
       expect(await corruptCount(url)).toBe(1);
     });
   });
@@ -142,6 +150,7 @@ describe('corrupted storage is never served', () => {
       for (const seq of [0, 256, 800, 40_000, 65_535, 65_536]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
       for (const seq of [65_600, N - 1]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
       expect(pairs).toEqual(['corrupt', 'corrupt', 'corrupt', 'corrupt', 'ok', 'ok']);
+      expect(await blamed(url, 'leaf=800')).toBe('tile/1/000');
       expect(await corruptCount(url)).toBe(1);
     });
   });
@@ -153,6 +162,7 @@ describe('corrupted storage is never served', () => {
       expect(leaves.get(267)).toEqual(all('corrupt'));
       for (const seq of LEAVES.filter((s) => s !== 266 && s !== 267)) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
       expect(pairs.every((p) => p === 'ok')).toBe(true);
+      expect(await blamed(url, 'leaf=266')).toBe('tile/entries/001');
       expect(await corruptCount(url)).toBe(1);
     });
   });
@@ -168,6 +178,7 @@ describe('corrupted storage is never served', () => {
         const { leaves } = await survey(url);
         expect(leaves.get(517)).toEqual(all('corrupt'));
         for (const seq of LEAVES.filter((s) => s !== 517)) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+        expect(await blamed(url, 'leaf=517')).toBe('tile/records/002');
         expect(await corruptCount(url)).toBe(1);
       },
       item[at - item.byteOffset] === 0x30 ? 0x31 : 0x30,
