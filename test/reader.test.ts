@@ -232,13 +232,15 @@ describe('LogReader', () => {
   it('refuses an entry bundle item that does not match its leaf, and the next record whose prior it is', async () => {
     const restore = flip(tilePath({ kind: 'entries', index: 3, width: 256 }), 5 * 34 + 2 + 7); // item 5's hash
     try {
-      const reader = new LogReader(store);
+      const told: string[] = [];
+      const reader = new LogReader(store, { onCorrupt: (key, message) => told.push(`${key}: ${message}`) });
       expect(await corruptKey(reader.entryWithProof(3 * 256 + 5, head))).toBe('tile/entries/003');
       await expect(reader.entry(3 * 256 + 5, head)).rejects.toThrow(LogIntegrityError);
       // entry 6's record hashes with entry 5's hash: it cannot be authenticated either
       expect(await corruptKey(reader.entry(3 * 256 + 6, head))).toBe('tile/entries/003');
       await verifies(reader, 3 * 256 + 7);
-      expect(reader.stats.corruptObjects).toBe(1); // one object, counted once
+      expect(reader.stats.corruptObjects).toBe(1); // one object, counted and told once
+      expect(told).toEqual([expect.stringMatching(/^tile\/entries\/003: tile\/entries\/003: entry bundle item 773 does not match its leaf hash in tile\/0\/003$/)]);
     } finally {
       restore();
     }

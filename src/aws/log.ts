@@ -264,6 +264,8 @@ export async function openAwsReader(config: AwsLogConfig) {
   const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
   const index = new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin });
   let latest: PublishedCheckpoint | undefined;
+  // Verified against the checkpoints refresh() accepts (the API also passes its checkpoint with each read).
+  const reader = new LogReader(store, logCorruptObjects(config.logger));
   const refresh = async (): Promise<PublishedCheckpoint | undefined> => {
     const bytes = await store.get(CHECKPOINT_JSON_KEY);
     if (!bytes) return latest;
@@ -272,14 +274,14 @@ export async function openAwsReader(config: AwsLogConfig) {
       throw new Error(`published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`);
     }
     latest = cp;
+    reader.trust(cp);
     return cp;
   };
   return {
     store,
     index,
     publicKey: signer.publicKey,
-    // Verified against the checkpoints refresh() accepts, which the API passes with each read.
-    reader: new LogReader(store, logCorruptObjects(config.logger)),
+    reader,
     /** Fetches and verifies the published checkpoint; returns the latest one known. */
     refreshCheckpoint: refresh,
     /** The latest verified checkpoint (after a refresh). */
