@@ -108,6 +108,8 @@ export interface ConsistencyAt {
 
 type Cached = HashTile | Bundle;
 
+type Maybe<T> = T | Promise<T>;
+
 /** A tree being read: its size and, when verifying, its trusted root. */
 interface Tree {
   readonly size: number;
@@ -121,7 +123,6 @@ const bundleWidth = (n: number, size: number): number => Math.min(TILE_WIDTH, si
 
 /** Heads remembered, so a request naming a recent tree by its size alone is still verified. */
 const REMEMBERED_HEADS = 64;
-type Maybe<T> = T | Promise<T>;
 
 /** Per cached object: the LRU's node, key and bookkeeping, beyond the bytes it retains. */
 const ENTRY_OVERHEAD_BYTES = 512;
