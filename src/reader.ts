@@ -314,6 +314,14 @@ export class LogReader {
     return error;
   }
 
+  /** Hash tile (level, index) of `tree`, at the width the tree gives it, authenticated unless the reader is unverified. */
+  async tileOf(tree: TreeRef, level: number, index: number): Promise<HashTile> {
+    const t = this.resolve(tree);
+    const width = tileWidthAt(level, index, t.size);
+    if (width === 0) throw new RangeError(`tile ${level}/${index} is not in a tree of ${t.size}`);
+    return this.treeTile(t, level, index, width);
+  }
+
   /** Hash tile (level, index) at `width` hashes, as stored (unauthenticated: the caller checks what it proves). */
   async tile(level: number, index: number, width: number): Promise<HashTile> {
     return this.tileNow(level, index, width);

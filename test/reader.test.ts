@@ -288,6 +288,9 @@ describe('LogReader', () => {
       expect(await corruptKey(reader.entry(40_000, head))).toBe('tile/1/000');
       expect(await corruptKey(reader.consistency(300, 69_000, head))).toBe('tile/1/000');
       await verifies(reader, 65_600); // above 65,536 the path holds tile/1/000's root, from the level-2 tile
+      expect(await corruptKey(reader.tileOf(head, 1, 0))).toBe('tile/1/000');
+      expect((await new LogReader(store).tile(1, 0, 256)).width).toBe(256); // the raw read is the caller’s to check
+      expect((await reader.tileOf(head, 1, 1)).width).toBe(17); // 273 level-1 hashes: the right-edge tile
       // a failed request leaves its sibling loads running: let them finish on the corrupt bytes
       await new Promise((r) => setTimeout(r, 100));
     } finally {
