@@ -63,10 +63,13 @@ function treeSizeParam(query: Query, name: string): number {
   return Number(v);
 }
 
-/** Whether the entry found through the index is the one looked up (id and leaf are checked by the reader). */
-function carries(entry: CanonicalEntry, key: (typeof LOOKUP_KEYS)[number], value: string): boolean {
-  if (key === 'hash') return entry.digest === value.toLowerCase();
-  if (key === 'artifact') return entry.artifactId === value;
+/**
+ * Whether the entry found through the index is the one looked up. Only these two keys go
+ * through the index (id and leaf name the leaf itself), so only they parse the record.
+ */
+function carries(found: { readonly entry: CanonicalEntry }, key: (typeof LOOKUP_KEYS)[number], value: string): boolean {
+  if (key === 'hash') return found.entry.digest === value.toLowerCase();
+  if (key === 'artifact') return found.entry.artifactId === value;
   return true;
 }
 
@@ -129,7 +132,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     }
     // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
     // the entry it names must really carry the digest or artifact asked for.
-    if (!carries(found.entry, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body = entryProofJson(seq, found.canonical, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
   });
