@@ -420,15 +420,18 @@ export class LogReader {
   private checkEntry(tree: Tree, seq: number, entries: Bundle, records: Bundle): Maybe<void> {
     const n = Math.floor(seq / TILE_WIDTH);
     const i = seq - n * TILE_WIDTH;
-    const own = then(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => this.checkedEntryHash(entries, tile, seq));
-    const prior = seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
-    return then(all(own, prior), ([eh, before]) => {
+    return then(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => {
+      const eh = this.checkedEntryHash(entries, tile, seq);
       if (records.checked(i)) return;
-      if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
-        const key = tilePath({ kind: 'records', index: n, width: records.length });
-        throw this.corrupt([`records/${n}/${bundleWidth(n, tree.size)}`], key, `record ${seq} does not hash to its entry hash`);
-      }
-      records.markChecked(i);
+      // The prior is in this bundle and tile but for item 0, whose prior ends the previous bundle.
+      const prior = i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
+      return then(prior, (before) => {
+        if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
+          const key = tilePath({ kind: 'records', index: n, width: records.length });
+          throw this.corrupt([`records/${n}/${bundleWidth(n, tree.size)}`], key, `record ${seq} does not hash to its entry hash`);
+        }
+        records.markChecked(i);
+      });
     });
   }
 
