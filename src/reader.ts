@@ -3,12 +3,28 @@
 // partial ones only for a moment, since a newer width replaces them. A request plans every
 // hash it needs first and reads each tile or bundle once: synchronously when all are
 // cached (the common case on a warm replica), else after loading the missing ones.
+//
+// Nothing is used before it is authenticated (unless the reader is made `unverified`, for
+// clients that check proofs against their own pinned checkpoint). Authentication happens
+// once per object, on its first use after it enters the cache, so a warm request pays a
+// set lookup per tile and a bit test per bundle item:
+//   - a full hash tile (L, N): its root equals hash N mod 256 of its parent tile
+//     (L+1, N/256), itself authenticated; full tiles are immutable, so this holds for good;
+//   - the right-edge partial tiles of a tree: together they hash to the tree's root, which
+//     a signed checkpoint gives (every chain of parents ends in one of them);
+//   - entry bundle item i: leafHash(entry hash) is leaf i of the authenticated level-0 tile;
+//   - record i: entryHash(seq, record, prior) is the entry hash, prior being the previous
+//     (authenticated) entry hash.
+// The trusted roots come with the requests: a tree is named by its head (size and root; a
+// PublishedCheckpoint is one), and the reader remembers the last few heads it was given.
+// A mismatch is a CorruptObjectError naming the object, which is dropped from the cache.
 import { LRUCache } from 'lru-cache';
-import { type CanonicalEntry, parseCanonicalEntry } from './entry.js';
-import { bytesEqual, leafHash } from './hash.js';
-import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash } from './merkle.js';
+import type { Logger } from 'pino';
+import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './entry.js';
+import { bytesEqual, leafHash, toHex } from './hash.js';
+import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { type Bundle, HashTile, TILE_WIDTH, TileHashReader } from './tiles.js';
+import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './tiles.js';
 import { readCompactBundle, readHashTile } from './tilestore.js';
 import { LogIntegrityError } from './sequencer/recover.js';
 
@@ -17,6 +33,44 @@ export interface LogReaderOptions {
   readonly cacheBytes?: number;
   /** How long a partial tile may be reused, in ms (default 1,000). */
   readonly partialTtlMs?: number;
+  /**
+   * Serve hash tiles without authenticating them against a checkpoint: only for clients,
+   * which verify every proof against the checkpoint they pinned (bundle items are still
+   * checked against the tiles). A server never sets it.
+   */
+  readonly unverified?: boolean;
+  /** Told once per object that fails authentication (a server logs it). */
+  readonly onCorrupt?: (key: string, message: string) => void;
+}
+
+/** A tree and its root as a signed checkpoint gives it (a PublishedCheckpoint is one). */
+export interface TreeHead {
+  readonly size: number;
+  readonly root: Uint8Array;
+}
+
+/** The tree to read: its head, or its size alone when the reader already knows its root. */
+export type TreeRef = number | TreeHead;
+
+/** An object in storage that does not match what the checkpoint commits to. */
+export class CorruptObjectError extends LogIntegrityError {
+  override name = 'CorruptObjectError';
+  constructor(
+    readonly key: string,
+    detail: string,
+  ) {
+    super(`${key}: ${detail}`);
+  }
+}
+
+/** What a server's reader does with a corrupt object: logs it, once, with its key. */
+export function logCorruptObjects(logger: Logger | undefined): Pick<LogReaderOptions, 'onCorrupt'> {
+  return { onCorrupt: (key, message) => logger?.error({ object: key, err: message }, 'corrupt object in storage; answering corrupt_storage') };
+}
+
+/** A verifying reader was asked for a tree whose root it was never given. */
+export class UntrustedTreeError extends Error {
+  override name = 'UntrustedTreeError';
 }
 
 export interface ReaderStats {
@@ -26,6 +80,8 @@ export interface ReaderStats {
   hits: number;
   /** Hash tiles read (fetched or from the cache; bundles not counted): about one per tree level per proof. */
   hashTileReads: number;
+  /** Objects that failed authentication (each counted once). */
+  corruptObjects: number;
 }
 
 export interface EntryAt {
@@ -51,7 +107,22 @@ export interface ConsistencyAt {
 }
 
 type Cached = HashTile | Bundle;
+
 type Maybe<T> = T | Promise<T>;
+
+/** A tree being read: its size and, when verifying, its trusted root. */
+interface Tree {
+  readonly size: number;
+  readonly root: Uint8Array | undefined;
+}
+
+const sizeOf = (tree: TreeRef): number => (typeof tree === 'number' ? tree : tree.size);
+
+/** Items of bundle n (and hashes of level-0 tile n) in a tree of `size` leaves. */
+const bundleWidth = (n: number, size: number): number => Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
+
+/** Heads remembered, so a request naming a recent tree by its size alone is still verified. */
+const REMEMBERED_HEADS = 64;
 
 /** Per cached object: the LRU's node, key and bookkeeping, beyond the bytes it retains. */
 const ENTRY_OVERHEAD_BYTES = 512;
@@ -62,7 +133,7 @@ function all<T extends readonly unknown[]>(...parts: { readonly [K in keyof T]: 
 }
 
 /** `f` of the value, synchronously if it is already there. */
-function then<T, U>(value: Maybe<T>, f: (v: T) => U): Maybe<U> {
+function then<T, U>(value: Maybe<T>, f: (v: T) => Maybe<U>): Maybe<U> {
   return value instanceof Promise ? value.then(f) : f(value);
 }
 
@@ -74,13 +145,23 @@ function owned(data: Uint8Array): Uint8Array {
 }
 
 export class LogReader {
-  readonly stats: ReaderStats = { fetches: 0, hits: 0, hashTileReads: 0 };
+  readonly stats: ReaderStats = { fetches: 0, hits: 0, hashTileReads: 0, corruptObjects: 0 };
   /** Full tiles and bundles. No TTL here: tracking one makes every lookup about twice as slow. */
   private readonly full: LRUCache<string, Cached>;
   /** Partial tiles and bundles of the right edge, each reused for a moment only. */
   private readonly partial: LRUCache<string, Cached>;
   private readonly inflight = new Map<string, Promise<Cached>>();
   private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
+  /** Cached hash tiles that passed authentication (a cache entry carries no flag of its own). */
+  private readonly authentic = new WeakSet<HashTile>();
+  /** Right-edge checks under way, by tree size (concurrent requests share one). */
+  private readonly edges = new Map<number, Promise<HashTile[]>>();
+  /** Trusted roots by tree size: the last heads given. */
+  private readonly heads = new LRUCache<number, Uint8Array>({ max: REMEMBERED_HEADS });
+  /** Objects already reported corrupt: each is logged and counted once. */
+  private readonly reported = new LRUCache<string, true>({ max: 10_000 });
+  private readonly verify: boolean;
+  private readonly onCorrupt: ((key: string, message: string) => void) | undefined;
 
   constructor(
     readonly source: ObjectReader,
@@ -91,11 +172,40 @@ export class LogReader {
     // The right edge is a few objects per tree size; an eighth of the budget is plenty.
     this.full = new LRUCache({ maxSize: bytes - Math.floor(bytes / 8), sizeCalculation });
     this.partial = new LRUCache({ maxSize: Math.max(1, Math.floor(bytes / 8)), sizeCalculation, ttl: options.partialTtlMs ?? 1000 });
+    this.verify = options.unverified !== true;
+    this.onCorrupt = options.onCorrupt;
   }
 
   /** Bytes the caches hold now (what they count against `cacheBytes`). */
   get cachedBytes(): number {
     return this.full.calculatedSize + this.partial.calculatedSize;
+  }
+
+  /** Trusts `head`'s root for its size from now on (a checkpoint the caller verified or signed). */
+  trust(head: TreeHead): void {
+    const known = this.heads.get(head.size);
+    if (known === head.root) return;
+    if (known && !bytesEqual(known, head.root)) {
+      throw new LogIntegrityError(`two roots for tree size ${head.size}: ${toHex(known)} and ${toHex(head.root)}`);
+    }
+    this.heads.set(head.size, head.root);
+  }
+
+  /** The tree `ref` names, with its trusted root when verifying. */
+  private resolve(ref: TreeRef): Tree {
+    if (!this.verify) return { size: sizeOf(ref), root: undefined };
+    if (typeof ref !== 'number') {
+      this.trust(ref);
+      return ref;
+    }
+    const root = this.heads.get(ref);
+    if (!root) throw new UntrustedTreeError(`no trusted root for tree size ${ref}: pass its checkpoint`);
+    return { size: ref, root };
+  }
+
+  /** The tree whose tiles hold the hashes of a tree of `size` leaves: `published`, or `size` if larger. */
+  private treeFor(size: number, published: TreeRef): Tree {
+    return this.resolve(sizeOf(published) >= size ? published : size);
   }
 
   /** The cached object, or a promise of it once loaded (concurrent loads of one key are shared). */
@@ -132,89 +242,218 @@ export class LogReader {
     return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () => readCompactBundle(this.source, kind, index, width));
   }
 
-  /** Hash tile (level, index) at `width` hashes. */
+  /** Hash tile (level, index) of `tree`, authenticated when verifying: synchronous once it is. */
+  private treeTile(tree: Tree, level: number, index: number, width: number): Maybe<HashTile> {
+    const tile = this.tileNow(level, index, width);
+    if (tree.root === undefined || (!(tile instanceof Promise) && this.authentic.has(tile))) return tile;
+    return this.authenticate(tree as TreeHead, level, index, width, tile);
+  }
+
+  /** Authenticates a hash tile of `tree`: a full one against its parent, a partial one with the right edge. */
+  private async authenticate(tree: TreeHead, level: number, index: number, width: number, loading: Maybe<HashTile>): Promise<HashTile> {
+    const tile = await loading;
+    if (this.authentic.has(tile)) return tile;
+    // A partial tile of a tree is that tree's right-edge tile at its level.
+    if (width < TILE_WIDTH) return (await this.edge(tree))[level]!;
+    const up = Math.floor(index / TILE_WIDTH);
+    const parent = await this.treeTile(tree, level + 1, up, tileWidthAt(level + 1, up, tree.size));
+    if (!bytesEqual(tile.root(), parent.hashAt(0, index % TILE_WIDTH))) {
+      throw this.corrupt([`${level}/${index}/${width}`], tile.path, `does not hash to hash ${index % TILE_WIDTH} of ${parent.path}`);
+    }
+    this.authentic.add(tile);
+    return tile;
+  }
+
+  /** The right-edge tiles of `tree` (by level; absent where a level has none), checked against its root together. */
+  private edge(tree: TreeHead): Promise<HashTile[]> {
+    let p = this.edges.get(tree.size);
+    if (!p) {
+      p = this.checkEdge(tree).finally(() => this.edges.delete(tree.size));
+      this.edges.set(tree.size, p);
+    }
+    return p;
+  }
+
+  private async checkEdge(tree: TreeHead): Promise<HashTile[]> {
+    const tiles: HashTile[] = [];
+    const keys: string[] = [];
+    const reads: Maybe<HashTile>[] = [];
+    for (let level = 0; levelHashCount(level, tree.size) > 0; level++) {
+      const count = levelHashCount(level, tree.size);
+      const [index, width] = [Math.floor(count / TILE_WIDTH), count % TILE_WIDTH];
+      if (width === 0) continue;
+      keys.push(`${level}/${index}/${width}`);
+      reads.push(then(this.tileNow(level, index, width), (t) => (tiles[level] = t)));
+    }
+    await Promise.all(reads);
+    const present = tiles.filter((t) => t !== undefined);
+    // As RightEdge.root(): the tree hash of a size is folded from its right-edge tiles alone.
+    if (!bytesEqual(treeHashSync(tree.size, new TileSet(present).lookup(tree.size)), tree.root)) {
+      const paths = present.map((t) => t.path).join(', ');
+      throw this.corrupt(keys, paths, `the right-edge tiles of tree size ${tree.size} do not hash to its checkpoint root`);
+    }
+    for (const t of present) this.authentic.add(t);
+    return tiles;
+  }
+
+  /**
+   * Reports a failed check (once per object key) and drops the objects from the cache, so
+   * a repaired object is read again. Returns the error to throw.
+   */
+  private corrupt(cacheKeys: readonly string[], key: string, detail: string): CorruptObjectError {
+    for (const k of cacheKeys) {
+      this.full.delete(k);
+      this.partial.delete(k);
+    }
+    const error = new CorruptObjectError(key, detail);
+    if (!this.reported.has(key)) {
+      this.reported.set(key, true);
+      this.stats.corruptObjects++;
+      this.onCorrupt?.(key, error.message);
+    }
+    return error;
+  }
+
+  /** Hash tile (level, index) of `tree`, at the width the tree gives it, authenticated unless the reader is unverified. */
+  async tileOf(tree: TreeRef, level: number, index: number): Promise<HashTile> {
+    const t = this.resolve(tree);
+    const width = tileWidthAt(level, index, t.size);
+    if (width === 0) throw new RangeError(`tile ${level}/${index} is not in a tree of ${t.size}`);
+    return this.treeTile(t, level, index, width);
+  }
+
+  /** Hash tile (level, index) at `width` hashes, as stored (unauthenticated: the caller checks what it proves). */
   async tile(level: number, index: number, width: number): Promise<HashTile> {
     return this.tileNow(level, index, width);
   }
 
-  /** The first `width` items of bundle (kind, index). */
+  /** The first `width` items of bundle (kind, index), as stored (unauthenticated). */
   async bundle(kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
     return (await this.bundleNow(kind, index, width)).items(width);
   }
 
-  /** A reader of the tree of `size` leaves; kept per size so its range memo is reused. */
-  private hashReader(size: number): TileHashReader {
-    let r = this.readers.get(size);
+  /** A reader of `tree`'s hashes; kept per size so its range memo is reused. */
+  private hashReader(tree: Tree): TileHashReader {
+    let r = this.readers.get(tree.size);
     if (!r) {
-      r = new TileHashReader(size, (level, index, width) => this.tileNow(level, index, width));
-      this.readers.set(size, r);
+      r = new TileHashReader(tree.size, (level, index, width) => this.treeTile(tree, level, index, width));
+      this.readers.set(tree.size, r);
     }
     return r;
   }
 
-  /** Runs a plan over the tiles of the tree of `size` leaves, each tile read once. */
-  private run<T>(size: number, plan: (reader: TileHashReader) => HashPlan<T>): Maybe<T> {
-    const reader = this.hashReader(size);
+  /** Runs a plan over the tiles of `tree`, each tile read once. */
+  private run<T>(tree: Tree, plan: (reader: TileHashReader) => HashPlan<T>): Maybe<T> {
+    const reader = this.hashReader(tree);
     const p = plan(reader);
     return then(p.refs.length === 0 ? [] : reader.hashes(p.refs), (hashes) => p.finish(hashes));
   }
 
-  // `published` is the size of a tree whose tiles exist (a checkpoint's): tile widths come
-  // from it, so hashes of any smaller tree are read from the tiles that are actually there.
+  // `published` is a tree whose tiles exist (a checkpoint's): tile widths come from it, so
+  // hashes of any smaller tree are read from the tiles that are actually there. A verifying
+  // reader needs its root: pass the checkpoint, or a size whose checkpoint it was given.
 
-  async treeHash(size: number, published = size): Promise<Uint8Array> {
-    return this.run(Math.max(size, published), (r) => planTreeHash(size, r.rangeMemo));
+  async treeHash(size: number, published: TreeRef = size): Promise<Uint8Array> {
+    return this.run(this.treeFor(size, published), (r) => planTreeHash(size, r.rangeMemo));
   }
 
-  async inclusionProof(index: number, size: number, published = size): Promise<Uint8Array[]> {
-    return this.run(Math.max(size, published), (r) => planInclusion(index, size, r.rangeMemo));
+  async inclusionProof(index: number, size: number, published: TreeRef = size): Promise<Uint8Array[]> {
+    return this.run(this.treeFor(size, published), (r) => planInclusion(index, size, r.rangeMemo));
   }
 
-  async consistencyProof(first: number, second: number, published = second): Promise<Uint8Array[]> {
-    return this.run(Math.max(second, published), (r) => planConsistency(first, second, r.rangeMemo));
+  async consistencyProof(first: number, second: number, published: TreeRef = second): Promise<Uint8Array[]> {
+    return this.run(this.treeFor(second, published), (r) => planConsistency(first, second, r.rangeMemo));
   }
 
   /** Both roots and the consistency proof between them, reading each tile once. */
-  async consistency(first: number, second: number, published = second): Promise<ConsistencyAt> {
-    return this.run(Math.max(second, published), (r) => planConsistencyWithRoots(first, second, r.rangeMemo));
+  async consistency(first: number, second: number, published: TreeRef = second): Promise<ConsistencyAt> {
+    return this.run(this.treeFor(second, published), (r) => planConsistencyWithRoots(first, second, r.rangeMemo));
   }
 
   /**
-   * Entry `seq` of the tree of `size` leaves: its record and entry hash from the bundles,
-   * checked against each other's leaf in the hash tile.
+   * Entry `seq` of `tree`: its record and entry hash from the bundles, checked against its
+   * leaf in the hash tile and against each other.
    */
-  async entry(seq: number, size: number): Promise<EntryAt> {
-    return this.readEntry(seq, size, false);
+  async entry(seq: number, tree: TreeRef): Promise<EntryAt> {
+    return this.readEntry(seq, this.resolve(tree), false);
   }
 
   /** As entry, with the audit path; the leaf and the path come from one read of each tile. */
-  async entryWithProof(seq: number, size: number): Promise<EntryWithProof> {
-    return this.readEntry(seq, size, true);
+  async entryWithProof(seq: number, tree: TreeRef): Promise<EntryWithProof> {
+    return this.readEntry(seq, this.resolve(tree), true);
+  }
+
+  /** The records of leaves [from, to) of `tree`, each checked as `entry` checks it (for indexing). */
+  async records(from: number, to: number, tree: TreeRef): Promise<Uint8Array[]> {
+    const t = this.resolve(tree);
+    if (!Number.isSafeInteger(from) || from < 0 || to > t.size || from > to) throw new RangeError(`no entries [${from}, ${to}) in a tree of ${t.size}`);
+    const out: Uint8Array[] = [];
+    for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < to; n++) {
+      const width = bundleWidth(n, t.size);
+      const [entries, records] = await all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width));
+      for (let seq = Math.max(from, n * TILE_WIDTH); seq < Math.min(to, n * TILE_WIDTH + width); seq++) {
+        const i = seq - n * TILE_WIDTH;
+        if (!entries.checked(i) || !records.checked(i)) await this.checkEntry(t, seq, entries, records);
+        out.push(records.item(i));
+      }
+    }
+    return out;
   }
 
   /** The entry, with its audit path if asked for (else an empty one). */
-  private readEntry(seq: number, size: number, withProof: boolean): Maybe<EntryWithProof> {
+  private readEntry(seq: number, tree: Tree, withProof: boolean): Maybe<EntryWithProof> {
+    const size = tree.size;
     if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new RangeError(`no entry ${seq} in a tree of ${size}`);
     const n = Math.floor(seq / TILE_WIDTH);
-    const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const hashes = this.run(size, (r) => planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF));
+    const width = bundleWidth(n, size);
+    const hashes = this.run(tree, (r) => planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF));
     const parts = all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width), hashes);
     return then(parts, ([entries, records, [leaf, auditPath]]) => {
       const i = seq - n * TILE_WIDTH;
-      // Each item is checked the first time it is served (bundles are immutable): the entry
-      // hash against the tile's leaf, the record as an entry. Later reads skip both.
-      const entryHash = entries.item(i);
-      if (!entries.checked(i)) {
-        if (!bytesEqual(leafHash(entryHash), leaf)) throw new LogIntegrityError(`entry bundle item ${seq} does not match its leaf hash`);
-        entries.markChecked(i);
-      }
-      const canonical = records.item(i);
-      if (!records.checked(i)) {
-        parseCanonicalEntry(canonical);
-        records.markChecked(i);
-      }
-      return new ReadEntry(seq, canonical, entryHash, leaf, auditPath);
+      const read = () => new ReadEntry(seq, records.item(i), entries.item(i), leaf, auditPath);
+      // Bundles are immutable: each item is checked the first time it is served, then trusted.
+      return entries.checked(i) && records.checked(i) ? read() : then(this.checkEntry(tree, seq, entries, records), read);
     });
+  }
+
+  /** Checks entry `seq` in its bundles (of `tree`'s width): its entry hash against its leaf, its record against both. */
+  private checkEntry(tree: Tree, seq: number, entries: Bundle, records: Bundle): Maybe<void> {
+    const n = Math.floor(seq / TILE_WIDTH);
+    const i = seq - n * TILE_WIDTH;
+    return then(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => {
+      const eh = this.checkedEntryHash(entries, tile, seq);
+      if (records.checked(i)) return;
+      // The prior is in this bundle and tile but for item 0, whose prior ends the previous bundle.
+      const prior = i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
+      return then(prior, (before) => {
+        if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
+          const key = tilePath({ kind: 'records', index: n, width: records.length });
+          throw this.corrupt([`records/${n}/${bundleWidth(n, tree.size)}`], key, `record ${seq} does not hash to its entry hash`);
+        }
+        records.markChecked(i);
+      });
+    });
+  }
+
+  /** Entry hash `seq` of `tree`, checked against its leaf. */
+  private entryHashAt(tree: Tree, seq: number): Maybe<Uint8Array> {
+    const n = Math.floor(seq / TILE_WIDTH);
+    const width = bundleWidth(n, tree.size);
+    return then(all(this.bundleNow('entries', n, width), this.treeTile(tree, 0, n, width)), ([entries, tile]) => this.checkedEntryHash(entries, tile, seq));
+  }
+
+  /** Item `seq` of its entry bundle, checked (once) against leaf `seq` of its level-0 tile. */
+  private checkedEntryHash(entries: Bundle, tile: HashTile, seq: number): Uint8Array {
+    const i = seq % TILE_WIDTH;
+    const eh = entries.item(i);
+    if (!entries.checked(i)) {
+      if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) {
+        const key = tilePath({ kind: 'entries', index: tile.index, width: entries.length });
+        throw this.corrupt([`entries/${tile.index}/${tile.width}`], key, `entry bundle item ${seq} does not match its leaf hash in ${tile.path}`);
+      }
+      entries.markChecked(i);
+    }
+    return eh;
   }
 }
 

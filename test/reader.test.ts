@@ -8,11 +8,12 @@ import { anchorRequest } from '../src/anchor.js';
 import { leafHash, toHex } from '../src/hash.js';
 import { openLocalLog } from '../src/log/local.js';
 import { MemoryHashReader, proveConsistency, proveInclusion, treeHash, verifyConsistency, verifyInclusion } from '../src/merkle.js';
-import { LogReader } from '../src/reader.js';
+import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/reader.js';
 import { LogIntegrityError } from '../src/sequencer/recover.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import type { ObjectReader } from '../src/store/store.js';
 import { Bundle, TILE_WIDTH, TileFormatError, decodeBundle, encodeBundle, tilePath } from '../src/tiles.js';
+import { parseCanonicalEntry } from '../src/entry.js';
 
 /** The bundle decoder as it was before Bundle: one subarray per item. */
 function referenceDecode(data: Uint8Array, maxItems = TILE_WIDTH): Uint8Array[] {
@@ -82,6 +83,7 @@ let store: FsObjectStore;
 let leaves: Uint8Array[];
 let mem: MemoryHashReader;
 let root: Uint8Array;
+let head: TreeHead;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'stele-reader-'));
@@ -90,9 +92,10 @@ beforeAll(async () => {
   await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i), { artifact: `a${i}` }))));
   expect(sequencer.checkpoint.size).toBe(N);
   root = sequencer.checkpoint.root;
+  head = { size: N, root };
   await sequencer.close();
   store = new FsObjectStore(join(dir, 'log'));
-  const all = new LogReader(store);
+  const all = new LogReader(store, { unverified: true });
   leaves = [];
   for (let n = 0; n * TILE_WIDTH < N; n++) {
     const items = await all.bundle('entries', n, Math.min(TILE_WIDTH, N - n * TILE_WIDTH));
@@ -109,15 +112,15 @@ describe('LogReader', () => {
   it('entryWithProof gives the entry, its leaf and the naive audit path, which verifies against the checkpoint', async () => {
     const reader = new LogReader(store);
     for (const seq of samples) {
-      const got = await reader.entryWithProof(seq, N);
-      const plain = await reader.entry(seq, N);
+      const got = await reader.entryWithProof(seq, head);
+      const plain = await reader.entry(seq, head);
       expect(toHex(got.entryHash)).toBe(toHex(plain.entryHash));
       expect(toHex(got.leafHash)).toBe(toHex(leaves[seq]!));
       expect(got.entry).toEqual(plain.entry);
       expect(got.auditPath.map(toHex)).toEqual((await proveInclusion(seq, N, mem)).map(toHex));
       expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
       // a smaller tree, read from the tiles of the published one
-      if (seq < 70_000) expect((await reader.inclusionProof(seq, 70_000, N)).map(toHex)).toEqual((await proveInclusion(seq, 70_000, mem)).map(toHex));
+      if (seq < 70_000) expect((await reader.inclusionProof(seq, 70_000, head)).map(toHex)).toEqual((await proveInclusion(seq, 70_000, mem)).map(toHex));
     }
   });
 
@@ -125,20 +128,20 @@ describe('LogReader', () => {
     const reader = new LogReader(store);
     const pairs = [[1, N], [255, 257], [256, 65_536], [257, 65_537], [12_345, 69_999], [65_537, N], [N, N], [69_999, 70_000]] as const;
     for (const [first, second] of pairs) {
-      const got = await reader.consistency(first, second, N);
+      const got = await reader.consistency(first, second, head);
       expect(toHex(got.firstRoot)).toBe(toHex(await treeHash(first, mem)));
       expect(toHex(got.secondRoot)).toBe(toHex(await treeHash(second, mem)));
       expect(got.proof.map(toHex)).toEqual((await proveConsistency(first, second, mem)).map(toHex));
       expect(verifyConsistency(first, second, got.proof, got.firstRoot, got.secondRoot)).toBe(true);
     }
-    expect(toHex((await reader.consistency(5, N)).secondRoot)).toBe(toHex(root));
+    expect(toHex((await reader.consistency(5, N, head)).secondRoot)).toBe(toHex(root));
   });
 
   it('reads each tile and bundle once per request, and nothing from storage once they are cached', async () => {
     const source = new CountingReader(store);
     const reader = new LogReader(source);
     const seq = 12_345;
-    await reader.entryWithProof(seq, N);
+    await reader.entryWithProof(seq, head);
     // two bundles and one hash tile per level (level 0 also holds the leaf); the right edge's
     // partial tiles for the range hashes the proof folds
     expect(new Set(source.gets).size).toBe(source.gets.length);
@@ -147,9 +150,9 @@ describe('LogReader', () => {
     );
     // Warm, a request reads the two bundles and one hash tile per level its path crosses.
     const warmReads = async (leaf: number) => {
-      await reader.entryWithProof(leaf, N);
+      await reader.entryWithProof(leaf, head);
       const before = { ...reader.stats, gets: source.gets.length };
-      await reader.entryWithProof(leaf, N);
+      await reader.entryWithProof(leaf, head);
       expect(source.gets.length).toBe(before.gets);
       expect(reader.stats.fetches).toBe(before.fetches);
       return { all: reader.stats.hits - before.hits, hashTiles: reader.stats.hashTileReads - before.hashTileReads };
@@ -157,25 +160,26 @@ describe('LogReader', () => {
     expect(await warmReads(seq)).toEqual({ all: 2 + 2, hashTiles: 2 }); // its sibling at level 16 is the (memoised) right edge
     expect(await warmReads(65_600)).toEqual({ all: 2 + 3, hashTiles: 3 }); // its sibling at level 16 is in the level-2 tile
 
+    await reader.consistency(300, 69_000, head); // cold: also reads what authenticates its tiles
     const cBefore = reader.stats.hits + reader.stats.fetches;
-    await reader.consistency(300, 69_000, N);
+    await reader.consistency(300, 69_000, head);
     const cReads = reader.stats.hits + reader.stats.fetches - cBefore;
-    await reader.consistency(300, 69_000, N);
+    await reader.consistency(300, 69_000, head);
     expect(reader.stats.hits + reader.stats.fetches - cBefore - cReads).toBe(cReads); // same tiles, each once
     expect(cReads).toBeLessThanOrEqual(6); // two paths of at most three levels
   });
 
   it('keeps its cache within the byte budget, and stays correct when it is tiny', async () => {
     const reader = new LogReader(store, { cacheBytes: 256 * 1024 });
-    for (let seq = 0; seq < N; seq += 97) await reader.entryWithProof(seq, N);
+    for (let seq = 0; seq < N; seq += 97) await reader.entryWithProof(seq, head);
     expect(reader.cachedBytes).toBeGreaterThan(0);
     expect(reader.cachedBytes).toBeLessThanOrEqual(256 * 1024);
     for (const seq of samples) {
-      const got = await reader.entryWithProof(seq, N);
+      const got = await reader.entryWithProof(seq, head);
       expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
     }
     const roomy = new LogReader(store);
-    for (let seq = 0; seq < N; seq += 256) await roomy.entry(seq, N);
+    for (let seq = 0; seq < N; seq += 256) await roomy.entry(seq, head);
     // every bundle pair and level-0 tile: data plus interior rows, offsets and bookkeeping
     const files = ['entries', 'records', 0] as const;
     let bytes = 0;
@@ -188,7 +192,7 @@ describe('LogReader', () => {
     const reader = new LogReader(store, { partialTtlMs: 40 });
     const fetchesFor = async (seq: number) => {
       const before = reader.stats.fetches;
-      await reader.entryWithProof(seq, N);
+      await reader.entryWithProof(seq, head);
       return reader.stats.fetches - before;
     };
     expect(await fetchesFor(N - 1)).toBeGreaterThan(0);
@@ -199,33 +203,116 @@ describe('LogReader', () => {
     expect(await fetchesFor(N - 1)).toBeGreaterThanOrEqual(3); // two partial bundles and the partial level-0 tile, again
   });
 
-  it('still refuses an entry whose bundle or tile bytes were flipped', async () => {
-    const flip = (kind: 'entries' | 0, index: number, at: number) => {
-      const file = join(dir, 'log', tilePath({ kind, index, width: 256 }));
-      const data = readFileSync(file);
-      data[at]! ^= 0x01;
+  // Each case flips bytes of a real log's file, asks a fresh verifying reader, and restores it.
+  const flip = (key: string, at: number, to?: number) => {
+    const file = join(dir, 'log', key);
+    const data = readFileSync(file);
+    const was = data[at]!;
+    data[at] = to ?? was ^ 0x01;
+    writeFileSync(file, data);
+    return () => {
+      data[at] = was;
       writeFileSync(file, data);
-      return () => {
-        data[at]! ^= 0x01;
-        writeFileSync(file, data);
-      };
     };
-    const restoreEntries = flip('entries', 3, 5 * 34 + 2 + 7); // item 5's hash
+  };
+  const corruptKey = async (p: Promise<unknown>): Promise<string> => {
+    const e = await p.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(CorruptObjectError);
+    return (e as CorruptObjectError).key;
+  };
+  const verifies = async (reader: LogReader, seq: number) => {
+    const got = await reader.entryWithProof(seq, head);
+    expect(toHex(got.leafHash)).toBe(toHex(leaves[seq]!));
+    expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
+  };
+
+  it('refuses an entry bundle item that does not match its leaf, and the next record whose prior it is', async () => {
+    const restore = flip(tilePath({ kind: 'entries', index: 3, width: 256 }), 5 * 34 + 2 + 7); // item 5's hash
     try {
-      await expect(new LogReader(store).entryWithProof(3 * 256 + 5, N)).rejects.toThrow(LogIntegrityError);
-      await expect(new LogReader(store).entry(3 * 256 + 5, N)).rejects.toThrow(LogIntegrityError);
-      expect((await new LogReader(store).entryWithProof(3 * 256 + 6, N)).seq).toBe(3 * 256 + 6);
+      const told: string[] = [];
+      const reader = new LogReader(store, { onCorrupt: (key, message) => told.push(`${key}: ${message}`) });
+      expect(await corruptKey(reader.entryWithProof(3 * 256 + 5, head))).toBe('tile/entries/003');
+      await expect(reader.entry(3 * 256 + 5, head)).rejects.toThrow(LogIntegrityError);
+      // entry 6's record hashes with entry 5's hash: it cannot be authenticated either
+      expect(await corruptKey(reader.entry(3 * 256 + 6, head))).toBe('tile/entries/003');
+      await verifies(reader, 3 * 256 + 7);
+      expect(reader.stats.corruptObjects).toBe(1); // one object, counted and told once
+      expect(told).toEqual([expect.stringMatching(/^tile\/entries\/003: tile\/entries\/003: entry bundle item 773 does not match its leaf hash in tile\/0\/003$/)]);
     } finally {
-      restoreEntries();
+      restore();
     }
-    const restoreTile = flip(0, 7, 9 * 32 + 3); // leaf 9 of tile 7
+  });
+
+  it('refuses a record that does not hash to its entry hash, though it still parses', async () => {
+    const key = tilePath({ kind: 'records', index: 5, width: 256 });
+    const bundle = Bundle.decode(readFileSync(join(dir, 'log', key)));
+    const item = bundle.item(9);
+    const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 10; // the digest's first hex digit
+    const restore = flip(key, at, item[at - item.byteOffset] === 0x30 ? 0x31 : 0x30);
     try {
-      await expect(new LogReader(store).entryWithProof(7 * 256 + 9, N)).rejects.toThrow(LogIntegrityError);
-      // its neighbour's proof includes the flipped leaf's subtree and no longer verifies
-      const other = await new LogReader(store).entryWithProof(7 * 256 + 8, N);
-      expect(verifyInclusion(other.seq, N, other.leafHash, other.auditPath, root)).toBe(false);
+      const reader = new LogReader(store);
+      expect(await corruptKey(reader.entryWithProof(5 * 256 + 9, head))).toBe(key);
+      expect(await corruptKey(reader.records(5 * 256, 6 * 256, head))).toBe(key);
+      expect(() => parseCanonicalEntry(Bundle.decode(readFileSync(join(dir, 'log', key))).item(9))).not.toThrow();
+      await verifies(reader, 5 * 256 + 10);
+      expect((await reader.records(4 * 256, 5 * 256, head)).length).toBe(256);
     } finally {
-      restoreTile();
+      restore();
     }
+  });
+
+  it('refuses a level-0 tile whose root is not its hash in the level-1 tile; an unverified reader serves a bad proof', async () => {
+    const restore = flip(tilePath({ kind: 0, index: 7, width: 256 }), 9 * 32 + 3); // leaf 9 of tile 7
+    try {
+      const reader = new LogReader(store);
+      // the neighbour's own leaf is intact, but its proof crosses the flipped hash
+      expect(await corruptKey(reader.entryWithProof(7 * 256 + 8, head))).toBe('tile/0/007');
+      expect(await corruptKey(reader.inclusionProof(7 * 256 + 100, N, head))).toBe('tile/0/007');
+      expect(await corruptKey(reader.consistency(7 * 256 + 10, N, head))).toBe('tile/0/007');
+      await verifies(reader, 8 * 256 + 5); // its proof uses tile 7's root from the level-1 tile
+      const unverified = await new LogReader(store, { unverified: true }).entryWithProof(7 * 256 + 8, N);
+      expect(verifyInclusion(unverified.seq, N, unverified.leafHash, unverified.auditPath, root)).toBe(false);
+    } finally {
+      restore();
+    }
+  });
+
+  it('blames a level-1 tile that is not its hash in the level-2 tile, and serves what does not depend on it', async () => {
+    const restore = flip(tilePath({ kind: 1, index: 0, width: 256 }), 3 * 32); // the root of level-0 tile 3
+    const reader = new LogReader(store);
+    try {
+      expect(await corruptKey(reader.entryWithProof(3 * 256 + 1, head))).toBe('tile/1/000');
+      expect(await corruptKey(reader.entry(40_000, head))).toBe('tile/1/000');
+      expect(await corruptKey(reader.consistency(300, 69_000, head))).toBe('tile/1/000');
+      await verifies(reader, 65_600); // above 65,536 the path holds tile/1/000's root, from the level-2 tile
+      expect(await corruptKey(reader.tileOf(head, 1, 0))).toBe('tile/1/000');
+      expect((await new LogReader(store).tile(1, 0, 256)).width).toBe(256); // the raw read is the caller’s to check
+      expect((await reader.tileOf(head, 1, 1)).width).toBe(17); // 273 level-1 hashes: the right-edge tile
+      // a failed request leaves its sibling loads running: let them finish on the corrupt bytes
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      restore();
+    }
+    // not kept as authenticated: the same reader serves the repaired tile
+    await verifies(reader, 40_000);
+  });
+
+  it('refuses right-edge tiles that do not hash to the checkpoint root, and a tree whose root it was not given', async () => {
+    const key = tilePath({ kind: 0, index: Math.floor(N / 256), width: N % 256 });
+    const restore = flip(key, 0); // leaf 69,888: not the leaf asked for, but in its proof
+    const reader = new LogReader(store);
+    try {
+      expect(await corruptKey(reader.entryWithProof(N - 1, head))).toContain(key);
+      expect(await corruptKey(reader.treeHash(N - 5, head))).toContain(key);
+      expect(reader.stats.corruptObjects).toBe(1);
+    } finally {
+      restore();
+    }
+    await verifies(reader, N - 1); // dropped from the cache, read again once repaired
+    await expect(new LogReader(store).entry(5, N)).rejects.toThrow(UntrustedTreeError);
+    await expect(new LogReader(store).entry(5, { size: N, root: leaves[0]! })).rejects.toThrow(CorruptObjectError);
   });
 });

@@ -94,13 +94,14 @@ export function registerServeCommands(program: Command): void {
       const { openLocalLog } = await import('../../src/log/local.js');
       const { LmdbIndex } = await import('../../src/index/lmdb.js');
       const { catchUpIndex } = await import('../../src/index/catchup.js');
-      const { LogReader } = await import('../../src/reader.js');
-      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: await logger('warn') });
+      const { LogReader, logCorruptObjects } = await import('../../src/reader.js');
+      const log = await logger('warn');
+      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: log });
       const dir = join(cfg.dataDir, 'private', 'index');
       rmSync(dir, { recursive: true, force: true });
       const index = new LmdbIndex(dir);
       const started = performance.now();
-      const size = await catchUpIndex(index, new LogReader(store), sequencer.checkpoint.size, sequencer.checkpoint);
+      const size = await catchUpIndex(index, new LogReader(store, logCorruptObjects(log)), sequencer.checkpoint.size, sequencer.checkpoint);
       await index.close();
       await sequencer.close();
       const seconds = (performance.now() - started) / 1000;

@@ -2,6 +2,7 @@
 // Unexpected errors become a 500 with a generic message; details go to the log only.
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
+import { CorruptObjectError } from '../reader.js';
 
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -27,8 +28,18 @@ interface HttpishError {
   message?: string;
 }
 
+/**
+ * A stored object failed authentication (the reader logged and counted it): a 500, so a
+ * client never takes a wrong proof or record for an answer. Not a 502: the object is the
+ * server's own storage, which another replica of the same bucket would read the same way.
+ */
+export const CORRUPT_STORAGE_STATUS = 500;
+
 function classify(e: unknown): ApiError | null {
   if (e instanceof ApiError) return e;
+  if (e instanceof CorruptObjectError) {
+    return new ApiError(CORRUPT_STORAGE_STATUS, 'corrupt_storage', `${e.key} in the log's storage does not match the signed checkpoint; the operator has been alerted`);
+  }
   const h = e as HttpishError;
   const status = h?.status ?? h?.statusCode;
   if (typeof status !== 'number' || status < 400 || status >= 500) return null;

@@ -4,7 +4,7 @@ import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
-import { ARTIFACT_ID, parseEntryId } from '../entry.js';
+import { ARTIFACT_ID, type CanonicalEntry, parseEntryId } from '../entry.js';
 import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
@@ -63,6 +63,16 @@ function treeSizeParam(query: Query, name: string): number {
   return Number(v);
 }
 
+/**
+ * Whether the entry found through the index is the one looked up. Only these two keys go
+ * through the index (id and leaf name the leaf itself), so only they parse the record.
+ */
+function carries(found: { readonly entry: CanonicalEntry }, key: (typeof LOOKUP_KEYS)[number], value: string): boolean {
+  if (key === 'hash') return found.entry.digest === value.toLowerCase();
+  if (key === 'artifact') return found.entry.artifactId === value;
+  return true;
+}
+
 /** `anchorGuards` run before the anchor body is read (authentication, rate limits, parsing). */
 export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []): Router {
   const router = new Router({ prefix: '/api/ledger' });
@@ -116,10 +126,13 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       seq = await svc.index.findByDigest(value.toLowerCase());
     }
     if (seq === undefined || seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    const found = await svc.reader.entryWithProof(seq, cp.size);
+    const found = await svc.reader.entryWithProof(seq, cp);
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
+    // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
+    // the entry it names must really carry the digest or artifact asked for.
+    if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body = entryProofJson(seq, found.canonical, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
   });
@@ -135,7 +148,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
-    const found = await svc.reader.consistency(first, second, cp.size);
+    const found = await svc.reader.consistency(first, second, cp);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
     ctx.set('Content-Type', JSON_TYPE);

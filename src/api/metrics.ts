@@ -37,6 +37,16 @@ export class Metrics {
     new Gauge({ name: 'stele_hash_tile_reads', help: 'Hash tiles read by proofs (fetched or cached)', registers: [this.registry], collect() { this.set(stats.hashTileReads); } });
     new Gauge({ name: 'stele_tile_fetches', help: 'Tiles and bundles fetched from storage', registers: [this.registry], collect() { this.set(stats.fetches); } });
     new Gauge({ name: 'stele_tile_cache_hits', help: 'Tile and bundle reads answered from the cache', registers: [this.registry], collect() { this.set(stats.hits); } });
+    let counted = 0;
+    new Counter({
+      name: 'stele_corrupt_objects_total',
+      help: 'Stored tiles and bundles that failed authentication against the checkpoint (each counted once)',
+      registers: [this.registry],
+      collect() {
+        this.inc(stats.corruptObjects - counted);
+        counted = stats.corruptObjects;
+      },
+    });
   }
 
   /** Exposes readiness, the age of the published checkpoint and the sequencer's failed commits. */

@@ -14,8 +14,10 @@
 //     and only after its digest and artifact items are written.
 import {
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
+  ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import pLimit from 'p-limit';
@@ -174,6 +176,36 @@ export class DynamoIndex implements LookupIndex {
       if (name.startsWith(COUNT_PREFIX) && value.N !== undefined) out[name.slice(COUNT_PREFIX.length)] = Number(value.N);
     }
     return out;
+  }
+
+  /**
+   * Deletes this log's index items, the size and counts first (so the index holds 0 leaves
+   * before any row goes). A scan of the table: meant for the rare rebuild at start, not for
+   * a hot path. Replicas meanwhile find fewer entries, never wrong ones.
+   */
+  async clear(): Promise<void> {
+    await this.deleteItem(this.metaKey());
+    let start: Record<string, { S: string }> | undefined;
+    do {
+      this.stats.reads++;
+      const page = await this.client.send(
+        new ScanCommand({
+          TableName: this.table,
+          ConsistentRead: true,
+          FilterExpression: 'begins_with(pk, :ns)',
+          ExpressionAttributeValues: { ':ns': { S: `${this.ns}#` } },
+          ProjectionExpression: 'pk, sk',
+          ExclusiveStartKey: start,
+        }),
+      );
+      await Promise.all((page.Items ?? []).map((item) => this.limit(() => this.deleteItem({ pk: { S: item.pk!.S! }, sk: { S: item.sk!.S! } }))));
+      start = page.LastEvaluatedKey as typeof start;
+    } while (start);
+  }
+
+  private async deleteItem(key: { pk: { S: string }; sk: { S: string } }): Promise<void> {
+    this.stats.writes++;
+    await this.client.send(new DeleteItemCommand({ TableName: this.table, Key: key }));
   }
 
   async close(): Promise<void> {

@@ -11,9 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { bytesEqual } from '../hash.js';
-import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
-import { LogReader } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../reader.js';
 import { type BatchListener, type PublishedCheckpoint, Sequencer, decodePublishedCheckpoint } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
@@ -160,7 +160,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     signer = await openSigner(config);
     const lock = new DynamoLock({ client: ddb, table, log: config.origin });
     const index = config.index === false ? undefined : new DynamoIndex({ client: ddb, table, log: config.origin });
-    const reader = new LogReader(store);
+    const reader = new LogReader(store, logCorruptObjects(log));
     const sequencer = await Sequencer.open({
       origin: config.origin,
       signer,
@@ -176,7 +176,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
 
     const opened = sequencer.checkpoint;
     const indexReady = index
-      ? catchUpIndex(index, reader, opened.size, opened).then(
+      ? reconcileIndex(index, reader, opened, log).then(
           () => undefined,
           (e: unknown) => log?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
         )
@@ -264,6 +264,8 @@ export async function openAwsReader(config: AwsLogConfig) {
   const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
   const index = new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin });
   let latest: PublishedCheckpoint | undefined;
+  // Verified against the checkpoints refresh() accepts (the API also passes its checkpoint with each read).
+  const reader = new LogReader(store, logCorruptObjects(config.logger));
   const refresh = async (): Promise<PublishedCheckpoint | undefined> => {
     const bytes = await store.get(CHECKPOINT_JSON_KEY);
     if (!bytes) return latest;
@@ -272,13 +274,14 @@ export async function openAwsReader(config: AwsLogConfig) {
       throw new Error(`published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`);
     }
     latest = cp;
+    reader.trust(cp);
     return cp;
   };
   return {
     store,
     index,
     publicKey: signer.publicKey,
-    reader: new LogReader(store),
+    reader,
     /** Fetches and verifies the published checkpoint; returns the latest one known. */
     refreshCheckpoint: refresh,
     /** The latest verified checkpoint (after a refresh). */

@@ -1,5 +1,7 @@
 // Feeding the lookup index: from the sequencer as it integrates, and from the record
-// bundles when it lags (first start, a listener failure, `stele index rebuild`).
+// bundles when it lags (first start, a listener failure, `stele index rebuild`). Records
+// are read through the reader's checks, so nothing corrupt is indexed.
+import type { Logger } from 'pino';
 import { parseCanonicalEntry } from '../entry.js';
 import type { LogReader } from '../reader.js';
 import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/sequencer.js';
@@ -19,15 +21,29 @@ export async function catchUpIndex(
 ): Promise<number> {
   let from = await index.indexedSize();
   while (from < size) {
-    const n = Math.floor(from / TILE_WIDTH);
-    const width = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const records = await reader.bundle('records', n, width);
-    const skip = from - n * TILE_WIDTH;
-    await index.onBatch(batchOfEntries(from, records.slice(skip).map((r) => parseCanonicalEntry(r)), checkpoint));
-    from = n * TILE_WIDTH + width;
+    const to = Math.min(size, (Math.floor(from / TILE_WIDTH) + 1) * TILE_WIDTH);
+    const records = await reader.records(from, to, checkpoint);
+    await index.onBatch(batchOfEntries(from, records.map((r) => parseCanonicalEntry(r)), checkpoint));
+    from = to;
     onProgress?.(from, size);
   }
   return from;
+}
+
+/**
+ * At start, before any batch: makes the index agree with the tree of `checkpoint`. An index
+ * holding leaves beyond it (restored from elsewhere, or kept across a rolled-back log) has
+ * rows naming entries the tree does not have, and counts of them: it is cleared and rebuilt
+ * from the record bundles. Then whatever it lacks is indexed. Rows it holds below the tree
+ * size are trusted no further than the API's lookups check them (the entry must carry the key).
+ */
+export async function reconcileIndex(index: LookupIndex, reader: LogReader, checkpoint: PublishedCheckpoint, logger?: Logger): Promise<number> {
+  const indexed = await index.indexedSize();
+  if (indexed > checkpoint.size) {
+    logger?.warn({ indexed, treeSize: checkpoint.size }, 'the lookup index is ahead of the tree; rebuilding it from the record bundles');
+    await index.clear();
+  }
+  return catchUpIndex(index, reader, checkpoint.size, checkpoint);
 }
 
 /** A listener that fills any gap from the bundles before indexing a new batch. */

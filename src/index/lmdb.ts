@@ -158,6 +158,14 @@ export class LmdbIndex implements LookupIndex {
     return out;
   }
 
+  async clear(): Promise<void> {
+    await this.flush();
+    this.pending.length = 0;
+    this.handed = 0;
+    await this.db.clearAsync();
+    this.size = 0;
+  }
+
   /** Commits every pending batch now and waits for it (a failed write is logged, as always). */
   async flush(): Promise<void> {
     this.commitPending();

@@ -12,5 +12,7 @@ export interface LookupIndex extends BatchListener {
   indexedSize(): Promise<number>;
   /** Entries by type over the indexed leaves. */
   countsByType(): Promise<Record<string, number>>;
+  /** Removes every row and count (the index then holds 0 leaves), to be rebuilt from the bundles. */
+  clear(): Promise<void>;
   close(): Promise<void>;
 }

@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from '../aws/log.js';
-import { catchUpIndex, indexFeeder } from '../index/catchup.js';
+import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
-import { LogReader } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../reader.js';
 import { type AnchorReceipt, AnchorTimeoutError, type IntegratedBatch, type PublishedCheckpoint, type Sequencer } from '../sequencer/sequencer.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
@@ -87,7 +87,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
-  const reader = new LogReader(new FsObjectStore(localPaths(cfg.dataDir).publicDir));
+  const reader = new LogReader(new FsObjectStore(localPaths(cfg.dataDir).publicDir), logCorruptObjects(logger));
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,
     origin: cfg.origin,
@@ -103,7 +103,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     throw e;
   });
   const { sequencer, store, signer, keyCreated } = opened;
-  await catchUpIndex(index, reader, sequencer.checkpoint.size, sequencer.checkpoint);
+  await reconcileIndex(index, reader, sequencer.checkpoint, logger);
   return {
     ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold, cfg.anchorTimeoutMs),
     objects: store,

@@ -1,0 +1,247 @@
+// Issue 14, item 3 over HTTP: a real log written by the real sequencer, one byte flipped in a
+// stored object (a level-0 tile, a level-1 tile, an entry bundle, a record bundle), then a
+// server started over it. Every answer is either correct (checked here with src/merkle.ts
+// against the log as it was written) or a corrupt_storage error; /metrics counts it. And
+// the lookup index: a wrong row is never served, an index ahead of the tree is rebuilt.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type RootDatabase, open } from 'lmdb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/anchor.js';
+import { artifactId, entryId } from '../../src/entry.js';
+import { hashFromHex, leafHash, toHex } from '../../src/hash.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
+import { openLocalLog } from '../../src/log/local.js';
+import { verifyConsistency, verifyInclusion } from '../../src/merkle.js';
+import { LogReader, type TreeHead } from '../../src/reader.js';
+import type { RunningServer } from '../../src/serve.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { Bundle, tilePath } from '../../src/tiles.js';
+import { scratchDir } from '../helpers/tmp.js';
+import { digestOf, getJson, startTestServer } from './server.js';
+
+const ORIGIN = 'corrupt.test/log';
+// A full level-1 tile (65,536 leaves) and a few hundred more.
+const N = 65_536 + 300;
+let dataDir: string;
+let head: TreeHead;
+/** The log as written: entry hashes and roots, for checking answers. */
+let entryHashes: string[];
+let pristine: LogReader;
+
+beforeAll(async () => {
+  dataDir = scratchDir('stele-corrupt-');
+  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
+  const { sequencer } = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 1, maxBatch: 65_536, listeners: [index] });
+  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` }))));
+  head = { size: sequencer.checkpoint.size, root: sequencer.checkpoint.root };
+  expect(head.size).toBe(N);
+  await sequencer.close();
+  await index.close();
+  pristine = new LogReader(new FsObjectStore(join(dataDir, 'log')));
+  entryHashes = [];
+  for (let seq = 0; seq < N; seq++) entryHashes.push(toHex((await pristine.entry(seq, head)).entryHash));
+}, 180_000);
+
+let server: RunningServer | undefined;
+afterAll(async () => server?.close());
+
+/** Flips bytes of a stored object for the length of `body`, with a server started over the corrupted log. */
+async function withCorruption(key: string, at: number, body: (url: string) => Promise<void>, to?: number): Promise<void> {
+  const file = join(dataDir, 'log', key);
+  const data = readFileSync(file);
+  const was = data[at]!;
+  data[at] = to ?? was ^ 0x01;
+  writeFileSync(file, data);
+  try {
+    server = await startTestServer({ dataDir, origin: ORIGIN });
+    await body(server.url);
+  } finally {
+    await server?.close();
+    server = undefined;
+    data[at] = was;
+    writeFileSync(file, data);
+  }
+}
+
+type Outcome = 'ok' | 'corrupt';
+
+/** GET an entry: a verified 200 or a corrupt_storage 500, nothing else. */
+async function entry(url: string, query: string, seq: number): Promise<Outcome> {
+  const { status, body } = await getJson(`${url}/api/ledger/entry?${query}`);
+  if (status === 500) {
+    expect(body).toEqual({ error: { code: 'corrupt_storage', message: expect.stringMatching(/^tile\/\S+ in the log's storage does not match/) } });
+    return 'corrupt';
+  }
+  expect(status, `${query}: ${JSON.stringify(body)}`).toBe(200);
+  expect(body.leafIndex).toBe(seq);
+  expect(body.entry.digest).toBe(digestOf(seq));
+  expect(body.entry.proof.entryHash).toBe(entryHashes[seq]);
+  expect(body.leafHash).toBe(toHex(leafHash(hashFromHex(entryHashes[seq]!))));
+  expect(body.rootHash).toBe(toHex(head.root));
+  expect(verifyInclusion(seq, body.treeSize, hashFromHex(body.leafHash), body.auditPath.map(hashFromHex), hashFromHex(body.rootHash))).toBe(true);
+  return 'ok';
+}
+
+async function consistency(url: string, first: number, second: number): Promise<Outcome> {
+  const { status, body } = await getJson(`${url}/api/ledger/consistency?first=${first}&second=${second}`);
+  if (status === 500) {
+    expect(body.error.code).toBe('corrupt_storage');
+    return 'corrupt';
+  }
+  expect(status).toBe(200);
+  expect(body.firstRoot).toBe(toHex(await pristine.treeHash(first, head)));
+  expect(body.secondRoot).toBe(toHex(await pristine.treeHash(second, head)));
+  expect(verifyConsistency(first, second, body.proof.map(hashFromHex), hashFromHex(body.firstRoot), hashFromHex(body.secondRoot))).toBe(true);
+  return 'ok';
+}
+
+/** The object a corrupt_storage answer names. */
+async function blamed(url: string, query: string): Promise<string> {
+  const { status, body } = await getJson(`${url}/api/ledger/entry?${query}`);
+  expect(status).toBe(500);
+  return (body.error.message as string).split(' ')[0]!;
+}
+
+async function corruptCount(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Number(/^stele_corrupt_objects_total (\d+)/m.exec(text)?.[1]);
+}
+
+/** Leaves spread over the log, each asked for by leaf, id, digest and artifact. */
+const LEAVES = [0, 1, 17, 18, 255, 256, 266, 267, 268, 517, 518, 800, 40_000, 65_535, 65_536, 65_600, N - 1];
+const PAIRS = [[1, N], [17, 18], [256, N], [300, 65_836], [65_536, N], [65_600, N - 1]] as const;
+
+/** Every lookup's outcome, by leaf; consistency outcomes by pair. */
+async function survey(url: string): Promise<{ leaves: Map<number, Outcome[]>; pairs: Outcome[] }> {
+  const leaves = new Map<number, Outcome[]>();
+  for (const seq of LEAVES) {
+    const id = entryId(seq, hashFromHex(entryHashes[seq]!));
+    leaves.set(seq, [
+      await entry(url, `leaf=${seq}`, seq),
+      await entry(url, `id=${id}`, seq),
+      await entry(url, `hash=${digestOf(seq)}`, seq),
+      await entry(url, `artifact=${artifactId(`a${seq}`)}`, seq),
+    ]);
+  }
+  const pairs: Outcome[] = [];
+  for (const [a, b] of PAIRS) pairs.push(await consistency(url, a, b));
+  return { leaves, pairs };
+}
+
+const all = (o: Outcome): Outcome[] => [o, o, o, o];
+
+describe('corrupted storage is never served', () => {
+  it('a level-0 tile: its leaves and every proof through it are corrupt_storage, the rest verifies; counted once', async () => {
+    await withCorruption(tilePath({ kind: 0, index: 0, width: 256 }), 17 * 32 + 5, async (url) => {
+      const { leaves, pairs } = await survey(url);
+      // 256's record is chained to entry 255's hash, which only tile/0/000 authenticates
+      for (const seq of [0, 1, 17, 18, 255, 256]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
+      for (const seq of [266, 800, 40_000, 65_600, N - 1]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+      expect(pairs).toEqual(['corrupt', 'corrupt', 'ok', 'ok', 'ok', 'ok']);
+      expect(await blamed(url, 'leaf=18')).toBe('tile/0/000');
+      expect(await corruptCount(url)).toBe(1);
+    });
+  });
+
+  it('a level-1 tile: everything below it is corrupt_storage, what lies beyond it verifies', async () => {
+    await withCorruption(tilePath({ kind: 1, index: 0, width: 256 }), 3 * 32 + 1, async (url) => {
+      const { leaves, pairs } = await survey(url);
+      for (const seq of [0, 256, 800, 40_000, 65_535, 65_536]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
+      for (const seq of [65_600, N - 1]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+      expect(pairs).toEqual(['corrupt', 'corrupt', 'corrupt', 'corrupt', 'ok', 'ok']);
+      expect(await blamed(url, 'leaf=800')).toBe('tile/1/000');
+      expect(await corruptCount(url)).toBe(1);
+    });
+  });
+
+  it('an entry bundle: the entry and the one chained to it are corrupt_storage', async () => {
+    await withCorruption(tilePath({ kind: 'entries', index: 1, width: 256 }), 10 * 34 + 2 + 4, async (url) => {
+      const { leaves, pairs } = await survey(url);
+      expect(leaves.get(266)).toEqual(all('corrupt'));
+      expect(leaves.get(267)).toEqual(all('corrupt'));
+      for (const seq of LEAVES.filter((s) => s !== 266 && s !== 267)) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+      expect(pairs.every((p) => p === 'ok')).toBe(true);
+      expect(await blamed(url, 'leaf=266')).toBe('tile/entries/001');
+      expect(await corruptCount(url)).toBe(1);
+    });
+  });
+
+  it('a record that still parses but does not hash to its entry hash: corrupt_storage', async () => {
+    const key = tilePath({ kind: 'records', index: 2, width: 256 });
+    const item = Bundle.decode(readFileSync(join(dataDir, 'log', key))).item(5);
+    const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 12;
+    await withCorruption(
+      key,
+      at,
+      async (url) => {
+        const { leaves } = await survey(url);
+        expect(leaves.get(517)).toEqual(all('corrupt'));
+        for (const seq of LEAVES.filter((s) => s !== 517)) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+        expect(await blamed(url, 'leaf=517')).toBe('tile/records/002');
+        expect(await corruptCount(url)).toBe(1);
+      },
+      item[at - item.byteOffset] === 0x30 ? 0x31 : 0x30,
+    );
+  });
+});
+
+describe('the lookup index against the tree', () => {
+  /** Edits the stopped server's LMDB index directly. */
+  const editIndex = async (edit: (db: RootDatabase<number, string>) => void) => {
+    const db = open<number, string>({ path: join(dataDir, 'private', 'index'), compression: false });
+    await db.transaction(() => edit(db));
+    await db.close();
+  };
+
+  it('a row naming another entry is a 404, never that entry', async () => {
+    await editIndex((db) => {
+      db.put(`d:${digestOf(5)}`, 7);
+      db.put(`a:${artifactId('a9')}`, 11);
+    });
+    server = await startTestServer({ dataDir, origin: ORIGIN });
+    try {
+      const byHash = await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(5)}`);
+      expect(byHash.status).toBe(404);
+      expect(byHash.body.error.code).toBe('entry_not_found');
+      expect((await getJson(`${server.url}/api/ledger/entry?artifact=${artifactId('a9')}`)).status).toBe(404);
+      expect((await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(6)}`)).body.leafIndex).toBe(6);
+    } finally {
+      await server.close();
+      server = undefined;
+      await editIndex((db) => {
+        db.put(`d:${digestOf(5)}`, 5);
+        db.put(`a:${artifactId('a9')}`, 9);
+      });
+    }
+  });
+
+  it('an index ahead of the tree is rebuilt at start: rows beyond it go, new entries are indexed', async () => {
+    const ghost = digestOf(10_000_000);
+    await editIndex((db) => {
+      db.put('meta:size', N + 100);
+      db.put(`d:${ghost}`, N + 50);
+    });
+    server = await startTestServer({ dataDir, origin: ORIGIN });
+    try {
+      const summary = await getJson(`${server.url}/api/ledger/summary`);
+      expect(summary.body.indexedEntries).toBe(N);
+      expect(summary.body.entriesByType).toEqual({ ledger_anchor: N });
+      // A new entry at N: an index that still claimed N + 100 leaves would skip it.
+      const anchored = await getJson(`${server.url}/api/ledger/anchor`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ digest: digestOf(N) }),
+      });
+      expect(anchored.status).toBe(201);
+      const found = await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(N)}`);
+      expect(found.status).toBe(200);
+      expect(found.body.leafIndex).toBe(N);
+      expect((await getJson(`${server.url}/api/ledger/entry?hash=${ghost}`)).status).toBe(404);
+      expect((await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(40_000)}`)).body.leafIndex).toBe(40_000);
+    } finally {
+      await server.close();
+      server = undefined;
+    }
+  });
+});

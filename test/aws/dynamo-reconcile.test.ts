@@ -1,0 +1,63 @@
+// The DynamoDB lookup index reconciled with the tree at start (issue 14, item 3), against a
+// real DynamoDB-protocol server (dynalite): an index ahead of the tree (rows naming leaves
+// the tree does not have) is cleared and rebuilt from the record bundles of a real log; the
+// other logs sharing the table are untouched.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/anchor.js';
+import { DynamoIndex } from '../../src/aws/dynamo-index.js';
+import { artifactId } from '../../src/entry.js';
+import { reconcileIndex } from '../../src/index/catchup.js';
+import { openLocalLog } from '../../src/log/local.js';
+import { LogReader } from '../../src/reader.js';
+import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/sequencer.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const N = 300;
+const digestOf = (i: number) => i.toString(16).padStart(64, '0');
+let ddb: DynamoServer;
+let reader: LogReader;
+let checkpoint: PublishedCheckpoint;
+
+beforeAll(async () => {
+  ddb = await startDynamoServer();
+  const dataDir = scratchDir('stele-dynamo-reconcile-');
+  const { sequencer } = await openLocalLog({ dataDir, origin: 'reconcile.test/log', fsync: false, batchInterval: 1 });
+  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` }))));
+  checkpoint = sequencer.checkpoint;
+  await sequencer.close();
+  reader = new LogReader(new FsObjectStore(join(dataDir, 'log')));
+}, 60_000);
+
+afterAll(async () => ddb?.close());
+
+const conn = () => ({ endpoint: ddb.endpoint, region: ddb.region, credentials: ddb.credentials, table: ddb.table });
+const ghost = (i: number) => ({ v: 1 as const, type: 'ghost', result: 'Anchored', digest: digestOf(1_000_000 + i), timestamp: '2026-01-01T00:00:00.000Z', artifactId: artifactId(`a${i}`) });
+
+describe('DynamoIndex reconciled with the tree', () => {
+  it('an index ahead of the tree is cleared and rebuilt; another log in the table keeps its rows', async () => {
+    const index = new DynamoIndex({ ...conn(), log: 'reconcile.test/log' });
+    const neighbour = new DynamoIndex({ ...conn(), log: 'other.test/log' });
+    await neighbour.onBatch(batchOfEntries(0, [ghost(0)], checkpoint));
+    // the first start indexes the log
+    expect(await reconcileIndex(index, reader, checkpoint)).toBe(N);
+    expect(await index.findByDigest(digestOf(7))).toBe(7);
+    // ten rows beyond the tree (a restored table, or a log rolled back under it); a5's latest now says leaf 305
+    await index.onBatch(batchOfEntries(N, Array.from({ length: 10 }, (_, i) => ghost(i)), checkpoint));
+    expect(await index.indexedSize()).toBe(N + 10);
+    expect(await index.findByArtifact(artifactId('a5'))).toBe(N + 5);
+
+    expect(await reconcileIndex(index, reader, checkpoint)).toBe(N);
+    expect(await index.indexedSize()).toBe(N);
+    expect(await index.countsByType()).toEqual({ ledger_anchor: N });
+    expect(await index.findByDigest(digestOf(1_000_003))).toBeUndefined();
+    expect(await index.findByArtifact(artifactId('a5'))).toBe(5);
+    expect(await index.findByDigest(digestOf(N - 1))).toBe(N - 1);
+    expect(await neighbour.findByDigest(digestOf(1_000_000))).toBe(0);
+    expect(await neighbour.indexedSize()).toBe(1);
+    await index.close();
+    await neighbour.close();
+  });
+});
