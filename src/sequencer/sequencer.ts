@@ -684,6 +684,7 @@ export class Sequencer {
     this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
     const published = publishedCheckpointOf(jsonObj?.data, noteObj?.data, verifier);
     let held = await lock.read();
+    const created = !held;
     if (!held) {
       // Only a log with nothing published is new; while running, a lock never disappears.
       if (!opening) throw new LogStateError('the lock record disappeared while the log was running; this sequencer stopped so the log cannot fork');
@@ -697,7 +698,8 @@ export class Sequencer {
     const { state, version } = held;
     const opened = openCheckpoint(state.note, verifier);
     if (opened.size !== state.size || toHex(opened.root) !== state.root) throw new Error('lock record note does not match its size and root');
-    await assertLockCurrent(store, state, published);
+    // (A lock just created was checked above against everything published.)
+    if (!created) await assertLockCurrent(store, state, published);
     const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
     this.lockVersion = version;
     this.lockState = state;
