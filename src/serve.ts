@@ -10,7 +10,7 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
-import { type Backend, openBackend } from './serve/backends.js';
+import { openBackend } from './serve/backends.js';
 import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
@@ -41,16 +41,15 @@ export interface RunningServer {
 export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
   const guard = guardFor(cfg);
   const dirLock = cfg.backend === 'aws' ? undefined : await lockDataDir(cfg.dataDir);
-  let server: Server;
-  let backend: Backend;
-  try {
-    server = await listen(cfg);
-    backend = await openBackend(cfg, logger, env);
-  } catch (e) {
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  const server = await listen(cfg).catch(async (e: unknown) => {
     await dirLock?.release();
     throw e;
-  }
+  });
+  const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
+    await new Promise<void>((r) => server.close(() => r()));
+    await dirLock?.release();
+    throw e;
+  });
   const { ledger } = backend;
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);

@@ -158,6 +158,38 @@ describe('the log refuses what would fork it', () => {
     }
   });
 
+  it('witnesses below the threshold: an anchor gets 503 anchor_timeout within the bound, /readyz says why, and both recover when the witness returns', async () => {
+    const dataDir = scratchDir('stele-operator-');
+    let s = await startServe({ dataDir, origin: ORIGIN });
+    const logVkey = s.vkey;
+    await s.stop();
+    const opts = { dataDir: scratchDir('stele-witness-'), name: 'witness.health.test', logs: [parseVkey(logVkey)], host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) };
+    let witness = await startWitness(opts);
+    s = await startServe({ dataDir, origin: ORIGIN, args: ['--witness', `${witness.vkey}=${witness.url}`, '--anchor-timeout', '1500'] });
+    try {
+      await anchorMany(s, 0, 3);
+      await witness.close();
+      const started = Date.now();
+      const r = await postAnchor(s.url, { digest: digestOf(3) });
+      expect(Date.now() - started).toBeLessThan(4000);
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('anchor_timeout');
+      expect(r.body.error.message).toMatch(/witness policy not met/);
+      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      const ready = await getJson(`${s.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.reason).toMatch(/witness policy not met/);
+      witness = await startWitness({ ...opts, port: Number(new URL(witness.url).port) });
+      for (let i = 0; i < 100 && (await getJson(`${s.url}/readyz`)).status !== 200; i++) await new Promise((res) => setTimeout(res, 100));
+      expect((await getJson(`${s.url}/readyz`)).status).toBe(200);
+      // The anchor that timed out was committed, as its answer said it may be: it is published now.
+      expect((await getJson(`${s.url}/api/ledger/entry?hash=${digestOf(3)}`)).status).toBe(200);
+    } finally {
+      await s.stop();
+      await witness.close();
+    }
+  });
+
   it('a second serve on the same data directory exits 3 naming the pid, touches nothing, and the first keeps anchoring', async () => {
     const dataDir = scratchDir('stele-operator-');
     const first = await startServe({ dataDir, origin: ORIGIN });
