@@ -82,7 +82,12 @@ describe('stele serve (process)', () => {
     const { child, banner } = await serve(['--data-dir', dataDir, '--batch-interval', '1000']);
     const before = (await getJson(`${banner.url}/api/ledger/checkpoint`)).body.treeSize as number;
     const sent = Array.from({ length: 50 }, (_, i) => postAnchor(banner.url, { digest: digestOf(10_000 + i) }).catch(() => null));
-    await new Promise((r) => setTimeout(r, 200)); // accepted, waiting for the 1 s batch
+    // Wait until the server has accepted all 50 (a fixed pause lost some on a loaded machine):
+    // they wait for the 1 s batch when the signal comes.
+    for (let i = 0; i < 100; i++) {
+      if ((await getJson(`${banner.url}/api/ledger/summary`)).body.lifetimeEntries >= before + 50) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
