@@ -161,6 +161,8 @@ export class WitnessCollector implements CheckpointWitnessing {
         this.known.set(w.verifier.name, size);
         continue;
       }
+      // The current tlog-witness text answers 422 where v1.0.0 answered 409 with the held size.
+      if (status === 422 && old === cp.size) throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
       if (status !== 200) throw new Error(`witness answered ${status}: ${text.trim().slice(0, 200)}`);
       // Keep only lines that verify under this witness's key over this checkpoint.
       const sigs = parseNote(`${body}\n${text}`).signatures;
