@@ -1,5 +1,6 @@
-// The C2SP tlog-witness add-checkpoint wire format: request body and status codes.
+// The C2SP tlog-witness wire format: the add-checkpoint request body
 //   old <size>\n  <base64 proof hash>\n …  \n  <checkpoint note>
+// the status of each refusal (`refuse`), and the monitoring path.
 import { HASH_SIZE, sha256, toBase64, toHex } from '../hash.js';
 
 /** The protocol allows at most 63 consistency proof lines. */
@@ -9,14 +10,10 @@ export const MAX_REQUEST_BYTES = 64 * 1024;
 export const SIZE_CONTENT_TYPE = 'text/x.tlog.size';
 
 /**
- * The monitoring path, "GET <monitoring prefix>/<origin hash>/checkpoint": "The origin hash
- * is the SHA-256 hash of the log's origin, hex encoded, in lowercase" (Monitor Retrieval
+ * The monitoring path is "GET <monitoring prefix>/<origin hash>/checkpoint", where "The origin
+ * hash is the SHA-256 hash of the log's origin, hex encoded, in lowercase" (Monitor Retrieval
  * Mechanism). This witness uses its one URL as both submission and monitoring prefix.
  */
-export function monitoringPath(origin: string): string {
-  return `/${originHash(origin)}/checkpoint`;
-}
-
 export function originHash(origin: string): string {
   return toHex(sha256(new TextEncoder().encode(origin)));
 }
