@@ -263,6 +263,15 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     expect(await held()).toMatchObject({ size: 10 });
   });
 
+  it('200 for a checkpoint carrying 16 other signatures of nearly 5 kB (signed-note\'s minimum), ignored as unknown keys', async () => {
+    const others = Array.from({ length: 16 }, (_, i) => `\u2014 other${i}.test ${Buffer.alloc(4 + 4900, i).toString('base64')}\n`).join('');
+    const body = formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note + others });
+    expect(body.length).toBeGreaterThan(100_000);
+    const r = await post(w.url, body);
+    expect(r.status).toBe(200);
+    expect(r.text).toMatch(COSIGNATURE_LINES);
+  });
+
   it('404 for other paths, 405 for other methods', async () => {
     expect((await fetch(`${w.url}/add-checkpoint`)).status).toBe(405);
     expect((await fetch(`${w.url}/add-checkpoint`)).headers.get('allow')).toBe('POST');

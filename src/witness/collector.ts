@@ -136,7 +136,7 @@ export class WitnessCollector implements CheckpointWitnessing {
       this.known.set(name, cp.size);
       return { name, status: 'same', size: cp.size };
     }
-    // A spec witness answers 422 for another root at the same size; ours answers 409 with that size.
+    // The current tlog-witness text answers 422 for another root at the same size; v1.0.0 answered 409 with that size.
     if (answer.status === 422 || answer.size === cp.size) return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
     if (answer.size === undefined) return { name, status: 'unknown', reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}` };
     if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };

@@ -5,8 +5,13 @@ import { HASH_SIZE, sha256, toBase64, toHex } from '../hash.js';
 
 /** The protocol allows at most 63 consistency proof lines. */
 export const MAX_PROOF_LINES = 63;
-/** Request bodies beyond this are refused before parsing. */
-export const MAX_REQUEST_BYTES = 64 * 1024;
+/**
+ * Request bodies beyond this are refused before parsing. signed-note: verifiers "MUST accept
+ * at least up to 16 signatures ... post-quantum signatures can be up to nearly 5kB", so a
+ * checkpoint carrying other witnesses' ML-DSA cosignatures must fit: 16 such lines in base64
+ * plus 63 proof lines stay under 128 KiB.
+ */
+export const MAX_REQUEST_BYTES = 128 * 1024;
 export const SIZE_CONTENT_TYPE = 'text/x.tlog.size';
 
 /**
