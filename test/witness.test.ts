@@ -1,6 +1,7 @@
-// Witnesses: the tlog-witness add-checkpoint protocol (statuses, durable and monotonic
-// state), a log collecting cosignatures from three witnesses, split-view detection, and a
-// witness that cosigned a larger tree stopping a rolled-back log.
+// Witnesses: the tlog-witness add-checkpoint protocol (every status of the current text over
+// HTTP, extension lines, durable and monotonic state), the monitoring path, a log collecting
+// cosignatures from three witnesses, the collector against current and v1.0.0 witnesses,
+// split-view detection, and a witness that cosigned a larger tree stopping a rolled-back log.
 import { pino } from 'pino';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
