@@ -2,7 +2,7 @@
 // proofs (generation and verification). Generation works over a HashReader that
 // returns hashes of perfect subtrees, so proofs can be computed from tiles read lazily.
 // Sizes and indexes are plain numbers (exact up to 2^53); no 32-bit bit operations.
-import { EMPTY_ROOT, bytesEqual, nodeHash } from './hash.js';
+import { EMPTY_ROOT, HASH_SIZE, bytesEqual, nodeHash } from './hash.js';
 
 /** A perfect subtree: the 2^level leaves starting at index × 2^level. */
 export interface SubtreeRef {
@@ -291,6 +291,13 @@ export async function proveConsistency(first: number, second: number, reader: Ha
   return readPlan(planConsistency(first, second, reader.rangeMemo), reader);
 }
 
+/**
+ * Verification works on hashes of the tree's hash size only. Any other length is malformed:
+ * a 0-byte leaf of a one-leaf tree would otherwise "rebuild" a 0-byte root (the
+ * transparency-dev/merkle vector inclusion/single-entry/empty-root-and-leaf wants an error).
+ */
+const isHash = (h: Uint8Array): boolean => h.length === HASH_SIZE;
+
 /** Recomputes the root from a leaf hash and its audit path (RFC 9162 §2.1.3.2); null if malformed. */
 export function rootFromInclusionProof(
   index: number,
@@ -299,6 +306,7 @@ export function rootFromInclusionProof(
   path: readonly Uint8Array[],
 ): Uint8Array | null {
   if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return null;
+  if (!isHash(leaf) || !path.every(isHash)) return null;
   let fn = index;
   let sn = size - 1;
   let r = leaf;
@@ -329,12 +337,14 @@ export function verifyInclusion(
   root: Uint8Array,
 ): boolean {
   const r = rootFromInclusionProof(index, size, leaf, path);
-  return r !== null && bytesEqual(r, root);
+  return r !== null && isHash(root) && bytesEqual(r, root);
 }
 
 /**
  * Recomputes both roots from a consistency proof (RFC 9162 §2.1.4.2). `firstRoot` is
- * needed only when `first` is a power of two (the proof then omits it). Null if malformed.
+ * needed only when `first` is a power of two (the proof then omits it). Null if malformed,
+ * which includes a first size of 0: RFC 9162 §2.1.4.1 defines PROOF(m, D_n) for 0 < m only
+ * (the empty tree is a prefix of every tree, so callers decide that case without a proof).
  */
 export function rootsFromConsistencyProof(
   first: number,
@@ -343,6 +353,7 @@ export function rootsFromConsistencyProof(
   firstRoot: Uint8Array,
 ): { first: Uint8Array; second: Uint8Array } | null {
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(second) || first < 1 || first > second) return null;
+  if (!isHash(firstRoot) || !proof.every(isHash)) return null;
   if (first === second) return proof.length === 0 ? { first: firstRoot, second: firstRoot } : null;
   const path = isPowerOfTwo(first) ? [firstRoot, ...proof] : [...proof];
   if (path.length === 0) return null;
@@ -374,6 +385,11 @@ export function rootsFromConsistencyProof(
   return sn === 0 ? { first: fr, second: sr } : null;
 }
 
+/**
+ * True only for a well-formed proof that rebuilds both roots. A first size of 0 is not a
+ * valid input (RFC 9162 §2.1.4.1), so it is false whatever the roots: a caller holding the
+ * empty tree needs no proof and must not ask this function to bless arbitrary roots.
+ */
 export function verifyConsistency(
   first: number,
   second: number,
@@ -381,9 +397,8 @@ export function verifyConsistency(
   firstRoot: Uint8Array,
   secondRoot: Uint8Array,
 ): boolean {
-  if (first === 0) return proof.length === 0;
   const roots = rootsFromConsistencyProof(first, second, proof, firstRoot);
-  return roots !== null && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot);
+  return roots !== null && isHash(secondRoot) && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot);
 }
 
 /** A HashReader over an in-memory list of leaf hashes (tests, small trees). */

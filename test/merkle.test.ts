@@ -755,3 +755,58 @@ describe('huge trees', () => {
     expect(hex(leafHash(new Uint8Array(0)))).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
   });
 });
+
+// ---------------------------------------------------------------------------------------
+// Edges of verification: hashes of the wrong length, and consistency from size 0.
+// ---------------------------------------------------------------------------------------
+
+describe('proof verification edges', () => {
+  const b64 = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s, 'base64'));
+  // transparency-dev/merkle testdata/inclusion/single-entry/*.json (index 0, size 1, no proof).
+  const single = b64('DTrtAjFI/9KiWfvQzcf7PPl1ZYdg03dbgq9vkKrMLfw=');
+  const empty = new Uint8Array(0);
+
+  it('follows the transparency-dev single-entry inclusion vectors (a 0-byte leaf or root never verifies)', () => {
+    expect(verifyInclusion(0, 1, single, [], single)).toBe(true); // matching-root-and-leaf
+    expect(verifyInclusion(0, 1, empty, [], empty)).toBe(false); // empty-root-and-leaf
+    expect(rootFromInclusionProof(0, 1, empty, [])).toBeNull();
+    expect(verifyInclusion(0, 1, empty, [], single)).toBe(false); // empty-leaf
+    expect(verifyInclusion(0, 1, single, [], empty)).toBe(false); // empty-root
+  });
+
+  it('rejects inclusion hashes of any length but 32, even when the bytes would fold to the root', () => {
+    const p = naive.path(3, 10);
+    expect(verifyInclusion(3, 10, leaves[3]!, p, roots[10]!)).toBe(true);
+    // Same length mismatch on both sides of a one-leaf tree: equal bytes, still malformed.
+    for (const n of [0, 1, 31, 33, 64]) {
+      const h = new Uint8Array(n).fill(7);
+      expect(verifyInclusion(0, 1, h, [], h), `leaf = root of ${n} bytes`).toBe(false);
+    }
+    const short = p.map((h, i) => (i === 1 ? h.subarray(0, 31) : h));
+    expect(rootFromInclusionProof(3, 10, leaves[3]!, short)).toBeNull();
+    expect(rootFromInclusionProof(3, 10, leaves[3]!, [...p.slice(0, 1), empty, ...p.slice(1)])).toBeNull();
+  });
+
+  it('rejects consistency hashes of any length but 32', () => {
+    const p = naive.proof(4, 10); // 4 is a power of two: the first root is part of the path
+    expect(verifyConsistency(4, 10, p, roots[4]!, roots[10]!)).toBe(true);
+    expect(rootsFromConsistencyProof(4, 10, p, roots[4]!.subarray(0, 31))).toBeNull();
+    expect(rootsFromConsistencyProof(4, 10, [...p.slice(0, -1), Uint8Array.of(...p[p.length - 1]!, 0)], roots[4]!)).toBeNull();
+    expect(verifyConsistency(4, 10, p, roots[4]!, Uint8Array.of(...roots[10]!, 0))).toBe(false);
+    // Equal sizes, empty proof: equal roots of a wrong length are still not a proof.
+    expect(verifyConsistency(1, 1, [], roots[1]!, roots[1]!)).toBe(true);
+    expect(verifyConsistency(1, 1, [], empty, empty)).toBe(false);
+    expect(verifyConsistency(1, 1, [], new Uint8Array(40), new Uint8Array(40))).toBe(false);
+  });
+
+  it('never verifies a consistency proof from size 0 (RFC 9162 §2.1.4.1: 0 < m), whatever the roots', () => {
+    const arbitrary = [EMPTY_ROOT, roots[10]!, flipped(roots[10]!, 3), new Uint8Array(32)];
+    for (const a of arbitrary) {
+      for (const b of arbitrary) {
+        expect(verifyConsistency(0, 10, [], a, b)).toBe(false);
+        expect(verifyConsistency(0, 0, [], a, b)).toBe(false);
+      }
+    }
+    expect(rootsFromConsistencyProof(0, 10, [], EMPTY_ROOT)).toBeNull();
+  });
+});

@@ -2,7 +2,7 @@
 // Signatures are also checked with node:crypto's Ed25519, independently of @noble/ed25519.
 import { createPrivateKey, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, signCheckpoint } from '../src/checkpoint.js';
+import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, parseExtendedCheckpointBody, signCheckpoint } from '../src/checkpoint.js';
 import {
   NoteError,
   SIG_COSIGNATURE_V1,
@@ -69,6 +69,18 @@ describe('note vectors', () => {
     expect(parsed.origin).toBe(ORIGIN);
     expect(parsed.size).toBe(8);
     expect(b64(parsed.root)).toBe(ROOT_B64);
+  });
+
+  it('parseExtendedCheckpointBody reads extension lines (tlog-checkpoint); parseCheckpointBody, for Stele\'s own, still refuses them', () => {
+    expect(parseExtendedCheckpointBody(V.body)).toEqual({ origin: ORIGIN, size: 8, root, extensions: [] });
+    const extended = `${V.body}first extension\nsecond \u00e9xtension\n`;
+    expect(parseExtendedCheckpointBody(extended)).toEqual({ origin: ORIGIN, size: 8, root, extensions: ['first extension', 'second \u00e9xtension'] });
+    expect(() => parseCheckpointBody(extended)).toThrow(/exactly origin, size and root/);
+    expect(parseCheckpointBody(V.body)).toEqual({ origin: ORIGIN, size: 8, root });
+    // "Extension lines, if any, MUST be non-empty"; and the body still ends in a newline and has three lines.
+    for (const bad of [`${V.body}\nafter an empty line\n`, `${V.body}extension`, `${ORIGIN}\n8\n`, `${ORIGIN}\n08\n${ROOT_B64}\next\n`]) {
+      expect(() => parseExtendedCheckpointBody(bad), JSON.stringify(bad)).toThrow(NoteError);
+    }
   });
 
   it('signCheckpoint produces exactly the signed note', async () => {

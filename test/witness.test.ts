@@ -1,12 +1,16 @@
-// Witnesses: the tlog-witness add-checkpoint protocol (statuses, durable and monotonic
-// state), a log collecting cosignatures from three witnesses, split-view detection, and a
-// witness that cosigned a larger tree stopping a rolled-back log.
+// Witnesses: the tlog-witness add-checkpoint protocol (every status of the current text over
+// HTTP, extension lines, durable and monotonic state), the monitoring path, a log collecting
+// cosignatures from three witnesses, the collector against current and v1.0.0 witnesses,
+// split-view detection, and a witness that cosigned a larger tree stopping a rolled-back log.
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openCheckpoint, signCheckpoint } from '../src/checkpoint.js';
-import { leafHash, sha256 } from '../src/hash.js';
+import { EMPTY_ROOT, leafHash, sha256, toBase64, toHex } from '../src/hash.js';
 import { MemoryHashReader, proveConsistency, treeHash } from '../src/merkle.js';
-import { SIG_ED25519, SeedSigner, makeVerifier, openNote } from '../src/note.js';
+import { SIG_ED25519, SeedSigner, cosignBody, makeVerifier, openNote, signBody } from '../src/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { WitnessCollector, WitnessRollbackError } from '../src/witness/collector.js';
 import { type RunningWitness, startWitness } from '../src/witness/host.js';
@@ -75,7 +79,7 @@ describe('tlog-witness add-checkpoint', () => {
 
   it('refuses a second root for the same size, a rollback, and a bad proof', async () => {
     const fork = await add(w.url, 300, 300, true);
-    expect(fork.status).toBe(409);
+    expect(fork.status).toBe(422);
     const older = await checkpointOf(200);
     const rollback = await post(w.url, formatAddCheckpoint({ oldSize: 300, proof: [], checkpoint: older.note }));
     expect(rollback.status).toBe(400);
@@ -106,7 +110,6 @@ describe('tlog-witness add-checkpoint', () => {
       `old 300\n\n`,
       `old 300\n\nnot a note`,
       `old 300\n\n${good.replace('\n500\n', '\n5x0\n')}`,
-      `old 0\n${Buffer.alloc(32).toString('base64')}\n\n${good}`,
     ];
     for (const body of malformed) expect((await post(w.url, body)).status, JSON.stringify(body.slice(0, 40))).toBe(400);
     expect((await fetch(`${w.url}/add-checkpoint`)).status).toBe(405);
@@ -119,6 +122,12 @@ describe('tlog-witness add-checkpoint', () => {
     w = await startWitness({ dataDir: dir, name: 'w1.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
     expect((await add(w.url, 0, 350)).text).toBe('300\n');
     expect((await add(w.url, 300, 350)).status).toBe(200);
+  });
+
+  it('never cosigns with a zero timestamp ("the timestamp MUST NOT be zero"), and keeps nothing then', async () => {
+    const stopped = new Witness({ signer: new SeedSigner('w0.test', new Uint8Array(32).fill(4)), logs: [logVerifier], state: new FsObjectStore(tmp('stele-w0-')), now: () => 999 });
+    await expect(stopped.addCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note })).rejects.toThrow(/clock is wrong/);
+    expect((await stopped.stateOf(ORIGIN)).version).toBeNull();
   });
 
   it('never moves backwards under concurrent requests', async () => {
@@ -139,6 +148,187 @@ describe('tlog-witness add-checkpoint', () => {
     const max = sizes[sizes.length - 1]!;
     await witness.addCheckpoint({ oldSize: held, proof: await consistency(held, max + 5), checkpoint: (await checkpointOf(max + 5)).note });
     expect((await witness.stateOf(ORIGIN)).size).toBe(max + 5);
+  });
+});
+
+/** A signed note over any body (extension lines allowed), signed by `signer` (the log key by default). */
+async function noteOf(body: string, signer = logKey): Promise<string> {
+  return `${body}\n${(await signBody(body, signer)).line}`;
+}
+
+/** A cosignature line as the witness returns it: "— <name> <base64>\n", one or more. */
+const COSIGNATURE_LINES = /^(\u2014 [^\s+]+ [A-Za-z0-9+/]+={0,2}\n)+$/;
+
+describe('tlog-witness status codes of the current text, one case each, over HTTP', () => {
+  let w: RunningWitness;
+  beforeEach(async () => {
+    w = await startWitness({ dataDir: tmp('stele-codes-'), name: 'codes.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+  });
+  afterEach(() => w?.close());
+  const held = () => w.witness.stateOf(ORIGIN);
+  const monitored = (origin = ORIGIN) => fetch(`${w.url}/${createHash('sha256').update(origin).digest('hex')}/checkpoint`);
+
+  it('200: one or more cosignature lines over the whole body, with a non-zero timestamp, persisted before the answer', async () => {
+    const r = await add(w.url, 0, 10);
+    expect(r.status).toBe(200);
+    expect(r.text).toMatch(COSIGNATURE_LINES);
+    const opened = openNote((await checkpointOf(10)).note + r.text, logVerifier, [w.verifier]);
+    expect(opened.cosignatures[0]!.timestamp).toBeGreaterThan(0);
+    expect(await held()).toMatchObject({ size: 10 });
+  });
+
+  it('400: an old size above the checkpoint size ("MUST be equal to or lower")', async () => {
+    const cp = await checkpointOf(10);
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 11, proof: [], checkpoint: cp.note }));
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/old size 11 exceeds checkpoint size 10/);
+    expect((await held()).version).toBeNull();
+  });
+
+  it('400: a body outside the request grammar', async () => {
+    const r = await post(w.url, `old 00\n\n${(await checkpointOf(10)).note}`);
+    expect(r.status).toBe(400);
+    expect(r.type).toMatch(/^text\/plain/);
+    expect(r.text).toMatch(/\n$/);
+  });
+
+  it('403: no signature from a trusted key for the origin (lines under other keys are ignored)', async () => {
+    const other = new SeedSigner(ORIGIN, new Uint8Array(32).fill(2)); // same name, another key ID
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10, false, other)).note }));
+    expect(r.status).toBe(403);
+    expect((await held()).version).toBeNull();
+  });
+
+  it('403: a valid log signature beside a line under the same key name and ID that fails to verify', async () => {
+    const good = (await checkpointOf(10)).note;
+    const keyId = Buffer.from(logVerifier.keyHash);
+    const bad = `\u2014 ${ORIGIN} ${Buffer.concat([keyId, Buffer.alloc(64, 7)]).toString('base64')}\n`;
+    for (const note of [good + bad, good.replace('\n\n', `\n\n${bad}`)]) {
+      const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: note }));
+      expect(r.status).toBe(403);
+      expect(r.text).toMatch(/invalid signature/);
+    }
+    // The same bytes under an unknown key ID are ignored: cosigned.
+    const foreign = `\u2014 ${ORIGIN} ${Buffer.concat([Buffer.alloc(4, 1), Buffer.alloc(64, 7)]).toString('base64')}\n`;
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: good + foreign }))).status).toBe(200);
+  });
+
+  it('404: an unknown origin', async () => {
+    const other = new SeedSigner('other.test/log', new Uint8Array(32).fill(9));
+    const unknown = await signCheckpoint({ origin: 'other.test/log', size: 1, root: sha256(new Uint8Array(1)) }, other);
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: unknown.note }));
+    expect(r.status).toBe(404);
+    expect(r.text).toMatch(/unknown log other\.test\/log/);
+  });
+
+  it('409: an old size that is not the latest cosigned size, answered with that size as text/x.tlog.size', async () => {
+    expect((await add(w.url, 0, 10)).status).toBe(200);
+    for (const old of [0, 5]) {
+      const r = await add(w.url, old, 20); // 0: the client asking what the witness holds
+      expect(r).toEqual({ status: 409, type: SIZE_CONTENT_TYPE, text: '10\n' });
+    }
+  });
+
+  it('422: a checkpoint of size 0 whose root is not the empty tree\'s; nothing is stored, and the empty root is cosigned', async () => {
+    const bogus = await signCheckpoint({ origin: ORIGIN, size: 0, root: sha256(new Uint8Array([1])) }, logKey);
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: bogus.note }));
+    expect(r.status).toBe(422);
+    expect(r.text).toMatch(/empty-tree root/);
+    expect(await held()).toEqual({ size: 0, root: '', version: null });
+    const empty = await signCheckpoint({ origin: ORIGIN, size: 0, root: EMPTY_ROOT }, logKey);
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: empty.note }))).status).toBe(200);
+    expect(await held()).toMatchObject({ size: 0, root: toHex(EMPTY_ROOT) });
+  });
+
+  it('422: consistency proof lines after old 0', async () => {
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: await consistency(5, 10), checkpoint: (await checkpointOf(10)).note }));
+    expect(r.status).toBe(422);
+    expect(r.text).toMatch(/must be empty when the old size is 0/);
+    expect((await held()).version).toBeNull();
+  });
+
+  it('422: the held size with a different root', async () => {
+    expect((await add(w.url, 0, 10)).status).toBe(200);
+    const r = await add(w.url, 10, 10, true);
+    expect(r.status).toBe(422);
+    expect(await held()).toMatchObject({ size: 10, root: toHex((await checkpointOf(10)).root) });
+  });
+
+  it('422: a consistency proof that does not verify (and a proof where the sizes are equal)', async () => {
+    expect((await add(w.url, 0, 10)).status).toBe(200);
+    const cp = await checkpointOf(20);
+    const bad = (await consistency(10, 20)).map((h, i) => (i === 0 ? sha256(h) : h));
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: bad, checkpoint: cp.note }))).status).toBe(422);
+    const same = await checkpointOf(10);
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: await consistency(5, 10), checkpoint: same.note }))).status).toBe(422);
+    expect(await held()).toMatchObject({ size: 10 });
+  });
+
+  it('200 for a checkpoint carrying 16 other signatures of nearly 5 kB (signed-note\'s minimum), ignored as unknown keys', async () => {
+    const others = Array.from({ length: 16 }, (_, i) => `\u2014 other${i}.test ${Buffer.alloc(4 + 4900, i).toString('base64')}\n`).join('');
+    const body = formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note + others });
+    expect(body.length).toBeGreaterThan(100_000);
+    const r = await post(w.url, body);
+    expect(r.status).toBe(200);
+    expect(r.text).toMatch(COSIGNATURE_LINES);
+  });
+
+  it('404 for other paths, 405 for other methods', async () => {
+    expect((await fetch(`${w.url}/add-checkpoint`)).status).toBe(405);
+    expect((await fetch(`${w.url}/add-checkpoint`)).headers.get('allow')).toBe('POST');
+    expect((await fetch(`${w.url}/sign-subtree`, { method: 'POST', body: 'subtree 0 1\n' })).status).toBe(404); // OPTIONAL, not offered
+    expect((await monitored()).status).toBe(404);
+    expect((await fetch((await monitored()).url, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('cosigns a checkpoint with extension lines; the cosignature covers them and verifies with src/note.ts', async () => {
+    const root = toBase64(await treeHash(10, new MemoryHashReader(leaves(10))));
+    const body = `${ORIGIN}\n10\n${root}\nextension one\n\u00e9xtension two: opaque\n`;
+    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: await noteOf(body) }));
+    expect(r.status).toBe(200);
+    const cosigned = `${await noteOf(body)}${r.text}`;
+    const opened = openNote(cosigned, logVerifier, [w.verifier]);
+    expect(opened.body).toBe(body);
+    expect(opened.cosignatures.map((c) => c.verifier.name)).toEqual(['codes.test']);
+    // Signed over the whole body: it does not verify over the first three lines alone.
+    const bare = `${ORIGIN}\n10\n${root}\n`;
+    const bareNote = `${await noteOf(bare)}${r.text}`;
+    expect(() => openNote(bareNote, logVerifier, [w.verifier])).toThrow(/invalid signature by codes\.test/);
+    // Extensions say nothing of the tree: the same tree with other extension lines is the same checkpoint.
+    const again = `${ORIGIN}\n10\n${root}\nanother extension\n`;
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(again) }))).status).toBe(200);
+    // Extension lines MUST be non-empty (tlog-checkpoint): an empty one is malformed.
+    const empty = `${ORIGIN}\n10\n${root}\n\nafter an empty line\n`;
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(empty) }))).status).toBe(400);
+  });
+
+  it('serves the latest cosigned checkpoint at GET /<hex SHA-256(origin)>/checkpoint, 404 before the first', async () => {
+    expect((await monitored()).status).toBe(404);
+    expect((await monitored('other.test/log')).status).toBe(404);
+    const third = new SeedSigner('third.test', new Uint8Array(32).fill(5)); // a line the witness cannot verify
+    const withThird = async (n: number) => {
+      const cp = await checkpointOf(n);
+      const body = cp.note.slice(0, cp.note.indexOf('\n\n') + 1);
+      return cp.note + (await cosignBody(body, third, 1_700_000_000));
+    };
+    const first = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: await withThird(10) }));
+    expect(first.status).toBe(200);
+    let res = await monitored();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const note = await res.text();
+    // The log's signature the witness verified and the cosignature it returned; not lines it did not verify.
+    expect(note).toBe((await checkpointOf(10)).note + first.text);
+    expect(openCheckpoint(note, logVerifier, [w.verifier]).cosignatures).toHaveLength(1);
+    // Upper-case hex is not the origin hash.
+    expect((await fetch(res.url.replace(/[0-9a-f]{64}/, (h) => h.toUpperCase()))).status).toBe(404);
+    // It follows the witness: after the next cosignature, the next checkpoint.
+    const next = await add(w.url, 10, 30);
+    res = await monitored();
+    expect(await res.text()).toBe((await checkpointOf(30)).note + next.text);
+    // A refused checkpoint changes nothing.
+    await add(w.url, 30, 30, true);
+    expect(await (await monitored()).text()).toBe((await checkpointOf(30)).note + next.text);
   });
 });
 
@@ -219,6 +409,57 @@ describe('split view', () => {
   });
 });
 
+
+/**
+ * A witness speaking tlog-witness v1.0.0 in front of a current one: v1.0.0 answered another
+ * root at the held size with 409 and the held size, where the current text answers 422.
+ */
+async function v1Witness(inner: RunningWitness): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const r = await post(inner.url, body);
+      const old = Number(/^old (\d+)\n/.exec(body)?.[1]);
+      const size = Number(body.slice(body.indexOf('\n\n') + 2).split('\n')[1]);
+      if (r.status === 422 && old === size) {
+        res.writeHead(409, { 'Content-Type': SIZE_CONTENT_TYPE }).end(`${old}\n`);
+      } else {
+        res.writeHead(r.status, { 'Content-Type': r.type }).end(r.text);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('the collector with current and v1.0.0 witnesses', () => {
+  it('reads another root at the held size the same way from both (422 now, 409 with that size in v1.0.0)', async () => {
+    const current = await startWitness({ dataDir: tmp('stele-cur-'), name: 'current.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    const inner = await startWitness({ dataDir: tmp('stele-v1-'), name: 'v1.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    const old = await v1Witness(inner);
+    try {
+      const collector = new WitnessCollector({ witnesses: [{ verifier: current.verifier, url: current.url }, { verifier: inner.verifier, url: old.url }], threshold: 2 });
+      expect(await collector.cosign(await checkpointOf(64), (o) => consistency(o, 64))).not.toBeNull();
+      expect(await collector.cosign(await checkpointOf(64, true), (o) => consistency(o, 64, true))).toBeNull();
+      const reason = 'witness refused size 64: it cosigned a different root';
+      expect(collector.lastRound).toEqual([
+        { name: 'current.test', ok: false, reason },
+        { name: 'v1.test', ok: false, reason },
+      ]);
+      // At start-up both are seen as forked, and both still take the honest log forward.
+      const probe = new WitnessCollector({ witnesses: [{ verifier: current.verifier, url: current.url }, { verifier: inner.verifier, url: old.url }], threshold: 2 });
+      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true))).map((f) => f.status)).toEqual(['forked', 'forked']);
+      expect(await probe.cosign(await checkpointOf(80), (o) => consistency(o, 80))).not.toBeNull();
+    } finally {
+      await Promise.all([current.close(), old.close(), inner.close()]);
+    }
+  });
+});
 
 describe('a witness that cosigned a larger tree', () => {
   const start = (name: string) => startWitness({ dataDir: tmp('stele-rb-'), name, logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });

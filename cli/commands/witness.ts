@@ -10,7 +10,7 @@ export function registerWitnessCommands(program: Command): void {
     .command('witness')
     .description('run a witness that cosigns checkpoints of the logs it follows (C2SP tlog-witness)')
     .command('serve')
-    .description('serve POST /add-checkpoint; the key is created on first start (mode 0600) and its vkey printed')
+    .description('serve POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint (the latest cosigned checkpoint); the key is created on first start (mode 0600) and its vkey printed')
     .requiredOption('--data-dir <dir>', 'witness key and per-log state')
     .requiredOption('--name <name>', 'witness name (its key name, e.g. witness.example.com)')
     .requiredOption('--log <vkey>', 'vkey of a log to follow, repeatable', (v: string, acc: string[] = []) => [...acc, v])

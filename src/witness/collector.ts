@@ -136,7 +136,7 @@ export class WitnessCollector implements CheckpointWitnessing {
       this.known.set(name, cp.size);
       return { name, status: 'same', size: cp.size };
     }
-    // A spec witness answers 422 for another root at the same size; ours answers 409 with that size.
+    // The current tlog-witness text answers 422 for another root at the same size; v1.0.0 answered 409 with that size.
     if (answer.status === 422 || answer.size === cp.size) return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
     if (answer.size === undefined) return { name, status: 'unknown', reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}` };
     if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };
@@ -161,6 +161,8 @@ export class WitnessCollector implements CheckpointWitnessing {
         this.known.set(w.verifier.name, size);
         continue;
       }
+      // The current tlog-witness text answers 422 where v1.0.0 answered 409 with the held size.
+      if (status === 422 && old === cp.size) throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
       if (status !== 200) throw new Error(`witness answered ${status}: ${text.trim().slice(0, 200)}`);
       // Keep only lines that verify under this witness's key over this checkpoint.
       const sigs = parseNote(`${body}\n${text}`).signatures;
