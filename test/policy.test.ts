@@ -17,7 +17,7 @@ import {
 const key = (name: string, seed: number, type: 0x01 | 0x04 = SIG_COSIGNATURE_V1) =>
   formatVkey(makeVerifier(name, type, new SeedSigner(name, new Uint8Array(32).fill(seed)).publicKey));
 const LOG = key('example.com/log', 1, SIG_ED25519);
-const W = Object.fromEntries(['X1', 'X2', 'X3', 'Y1', 'Y2', 'Y3'].map((n, i) => [n, key(`${n.toLowerCase()}.example`, 10 + i)]));
+const W: Record<string, string> = Object.fromEntries(['X1', 'X2', 'X3', 'Y1', 'Y2', 'Y3'].map((n, i) => [n, key(`${n.toLowerCase()}.example`, 10 + i)]));
 
 // The example of tlog-policy.md ("Example policy"), with real keys, a comment and blank lines.
 const EXAMPLE = `log ${LOG}
@@ -90,8 +90,8 @@ describe('tlog-policy codec', () => {
 
   it('M of N policies: thresholdPolicy writes them, simpleThreshold reads them back', () => {
     const ws = [
-      { name: 'a', vkey: W.X1 },
-      { name: 'b', vkey: W.X2 },
+      { name: 'a', vkey: W.X1! },
+      { name: 'b', vkey: W.X2! },
     ];
     expect(simpleThreshold(thresholdPolicy([], ws, 1))).toBe(1);
     expect(simpleThreshold(thresholdPolicy([], ws, 2))).toBe(2);
@@ -99,7 +99,7 @@ describe('tlog-policy codec', () => {
     expect(simpleThreshold(parsePolicy(EXAMPLE))).toBeNull();
     expect(() => thresholdPolicy([], ws, 3)).toThrow(PolicyError);
     // a witness named "quorum" does not collide with the group's name
-    expect(parsePolicy(formatPolicy(thresholdPolicy([], [{ name: 'quorum', vkey: W.X1 }], 1))).quorum).toBe('quorum-2');
+    expect(parsePolicy(formatPolicy(thresholdPolicy([], [{ name: 'quorum', vkey: W.X1! }], 1))).quorum).toBe('quorum-2');
   });
 
   it('refuses what the grammar forbids, naming the line', () => {
@@ -119,10 +119,10 @@ describe('tlog-policy codec', () => {
     // duplicate keys: "even if they differ by key name and key id"
     bad(`witness A ${W.X1}\nwitness B ${W.X1}\nquorum A\n`, /^line 2: witness B: the same public key as witness A/);
     const sameKeyOtherName = formatVkey(makeVerifier('other.example', SIG_COSIGNATURE_V1, new SeedSigner('x', new Uint8Array(32).fill(10)).publicKey));
-    bad(`witness A ${W.X1}\nwitness B ${sameKeyOtherName}\nquorum A\n`, /^line 2: .*same public key/);
+    bad(`witness A ${W.X1!}\nwitness B ${sameKeyOtherName}\nquorum A\n`, /^line 2: .*same public key/);
     bad(`log ${LOG}\nlog ${LOG}\nquorum none\n`, /^line 2: log: the same public key/);
     bad(`witness A ${LOG}\nquorum A\n`, /^line 1: witness A: key type 0x01 is not a cosignature key/);
-    bad(`witness A ${W.X1.replace(/\+[0-9a-f]{8}\+/, '+00000000+')}\nquorum A\n`, /^line 1: witness A: vkey key id does not match/);
+    bad(`witness A ${W.X1!.replace(/\+[0-9a-f]{8}\+/, '+00000000+')}\nquorum A\n`, /^line 1: witness A: vkey key id does not match/);
     bad(`witness A not-a-vkey\nquorum A\n`, /^line 1: witness A: a vkey has the form/);
     bad(`witness A ${W.X1} https://a.example extra\nquorum A\n`, /^line 1: expected: witness <name> <vkey> \[<url>\]/);
     bad(`witnesses A ${W.X1}\nquorum A\n`, /^line 1: unknown keyword "witnesses"/);
