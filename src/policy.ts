@@ -226,49 +226,49 @@ export function quorumMet(p: Policy, cosigned: ReadonlySet<string>): boolean {
   return witnessed(p.quorum);
 }
 
-/** The quorum in words, e.g. `2 of (w1, w2, w3)` or `all of (X: 2 of (…), Y: any of (…))`. */
+/**
+ * The quorum in words, e.g. `2 of (w1, w2, w3)` or `all of (X: 2 of (…), Y: any of (…))`.
+ * A group met a second time is named, not spelt out again (groups may share members, and
+ * spelling every path out could grow exponentially with a hostile policy).
+ */
 export function describeQuorum(p: Policy): string {
   if (p.quorum === QUORUM_NONE) return 'none';
   const groups = new Map(p.groups.map((g) => [g.name, g]));
+  const spelt = new Set<string>();
   const words = (name: string, top: boolean): string => {
     const g = groups.get(name);
-    if (!g) return name;
-    const inner = `${g.k === 'all' || g.k === 'any' ? g.k : `${g.k}`} of (${g.members.map((m) => words(m, false)).join(', ')})`;
+    if (!g || spelt.has(name)) return name;
+    spelt.add(name);
+    const inner = `${g.k} of (${g.members.map((m) => words(m, false)).join(', ')})`;
     return top ? inner : `${name}: ${inner}`;
   };
   return words(p.quorum, true);
 }
 
 /**
- * A lower bound on the cosignatures any satisfying set holds (exact when no witness is
- * reachable through two groups): for a published M-of-N figure beside the policy text.
+ * The fewest cosignatures that can meet the quorum, for a published M-of-N figure beside
+ * the policy text: exact when no witness is reachable through two groups (every M of N
+ * policy); otherwise the per-group sums may count a shared witness twice, so it is capped
+ * at the number of witnesses, and the policy text stays the authority.
  */
 export function minimumCosigners(p: Policy): number {
   if (p.quorum === QUORUM_NONE) return 0;
   const groups = new Map(p.groups.map((g) => [g.name, g]));
+  const memo = new Map<string, number>();
   const min = (name: string): number => {
     const g = groups.get(name);
     if (!g) return 1;
-    return g.members
+    const known = memo.get(name);
+    if (known !== undefined) return known;
+    const n = g.members
       .map(min)
       .sort((a, b) => a - b)
       .slice(0, threshold(g))
       .reduce((a, b) => a + b, 0);
+    memo.set(name, n);
+    return n;
   };
-  return min(p.quorum);
-}
-
-/** The witnesses the quorum can reach (the others cannot contribute). */
-export function quorumWitnesses(p: Policy): PolicyWitness[] {
-  const groups = new Map(p.groups.map((g) => [g.name, g]));
-  const reach = new Set<string>();
-  const walk = (name: string) => {
-    const g = groups.get(name);
-    if (g) g.members.forEach(walk);
-    else reach.add(name);
-  };
-  if (p.quorum !== QUORUM_NONE) walk(p.quorum);
-  return p.witnesses.filter((w) => reach.has(w.name));
+  return Math.min(min(p.quorum), p.witnesses.length);
 }
 
 /** The common M-of-N policy: every witness listed, a group of k over all of them (k = 0: `quorum none`). */

@@ -88,6 +88,16 @@ describe('tlog-policy codec', () => {
     expect(describeQuorum(none)).toBe('none');
   });
 
+  it('groups sharing members stay linear: 80 groups, each all of the two before it', () => {
+    let text = `witness A ${W.X1}\nwitness B ${W.X2}\ngroup g0 all A B\ngroup g1 any A B\n`;
+    for (let i = 2; i < 80; i++) text += `group g${i} all g${i - 1} g${i - 2}\n`;
+    const p = parsePolicy(`${text}quorum g79\n`);
+    expect(quorumMet(p, set('A', 'B'))).toBe(true);
+    expect(quorumMet(p, set('A'))).toBe(false);
+    expect(describeQuorum(p).length).toBeLessThan(10_000);
+    expect(minimumCosigners(p)).toBeGreaterThan(0);
+  });
+
   it('M of N policies: thresholdPolicy writes them, simpleThreshold reads them back', () => {
     const ws = [
       { name: 'a', vkey: W.X1! },
