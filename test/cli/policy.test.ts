@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, resolveServeConfig } from '../../src/config.js';
 import { localPaths } from '../../src/log/local.js';
 import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../../src/note.js';
 import { parsePolicy } from '../../src/policy.js';
@@ -118,6 +119,15 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     expect(note).toMatch(/^— w2\.policy\.test /m);
     expect(note).not.toMatch(/^— w3\.policy\.test /m);
   }, 120_000);
+
+  it('the witness policy setting: flag over STELE_WITNESS_POLICY over [server] witness_policy; not with a threshold', () => {
+    const toml = join(root, 'serve.toml');
+    writeFileSync(toml, '[server]\nwitness_policy = "from-file.policy"\n');
+    expect(resolveServeConfig({ config: toml }, {}).witnessPolicy).toBe(join(process.cwd(), 'from-file.policy'));
+    expect(resolveServeConfig({ config: toml }, { STELE_WITNESS_POLICY: '/etc/env.policy' }).witnessPolicy).toBe('/etc/env.policy');
+    expect(resolveServeConfig({ config: toml, witnessPolicy: '/flag.policy' }, { STELE_WITNESS_POLICY: '/etc/env.policy' }).witnessPolicy).toBe('/flag.policy');
+    expect(() => resolveServeConfig({ witnessPolicy: '/p', witnessThreshold: '1' }, {})).toThrow(ConfigError);
+  });
 
   it('serve refuses a policy that does not parse, naming the line, and a witness with no URL', async () => {
     const bad = join(root, 'bad.policy');
