@@ -25,6 +25,8 @@ export interface ServeConfig {
   readonly witnesses?: string;
   /** Cosignatures required to publish (default: all configured witnesses). */
   readonly witnessThreshold?: number;
+  /** A C2SP tlog-policy file: the witnesses (with their URLs) and the quorum to publish on. */
+  readonly witnessPolicy?: string;
   /** Mount the enterprise control plane (/v1) on this server, recording into this log. */
   readonly enterprise?: boolean;
   /** local: the data directory; aws: S3, DynamoDB and KMS from STELE_* variables (src/aws/log.ts). */
@@ -63,6 +65,7 @@ const SETTINGS = {
   demoWitnesses: { env: 'STELE_DEMO_WITNESSES', file: 'demo_witnesses', kind: 'int' },
   witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
   witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
+  witnessPolicy: { env: 'STELE_WITNESS_POLICY', file: 'witness_policy', kind: 'string' },
   enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
   backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
   role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
@@ -125,7 +128,10 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
   if (cfg.anchorTimeoutMs < 100 || cfg.anchorTimeoutMs > 600_000) throw new ConfigError('anchor timeout must be 100..600000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
+  if (cfg.witnessPolicy !== undefined && cfg.witnessThreshold !== undefined) {
+    throw new ConfigError('witness policy and witness threshold are exclusive: the policy\'s quorum line says what is required');
+  }
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
-  return { ...cfg, dataDir: resolve(cfg.dataDir) };
+  return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}) };
 }

@@ -339,7 +339,8 @@ describe('a log witnessed by three witnesses', () => {
       for (let i = 0; i < 5; i++) expect((await postAnchor(srv.url, { digest: digestOf(i) })).status).toBe(201);
       const key = (await getJson(`${srv.url}/api/ledger/key`)).body;
       expect(key.witnesses).toHaveLength(3);
-      expect(key.witnessPolicy).toEqual({ threshold: 3 });
+      expect(key.witnessPolicy).toMatchObject({ threshold: 3 });
+      expect(key.witnessPolicy.policy).toMatch(/^group quorum all \S+ \S+ \S+\nquorum quorum\n/m);
       const cp = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
       expect(cp.witnesses).toHaveLength(3);
       const { parseVkey } = await import('../src/note.js');

@@ -37,7 +37,11 @@ export function registerServeCommands(program: Command): void {
     .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
     .option('--demo-witnesses <n>', 'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)')
     .option('--witness <vkey=url>', 'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
-    .option('--witness-threshold <m>', 'cosignatures required before a checkpoint is published (default: all witnesses)')
+    .option('--witness-threshold <m>', 'cosignatures required before a checkpoint is published (env STELE_WITNESS_THRESHOLD; default: all witnesses)')
+    .option(
+      '--witness-policy <file>',
+      'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
+    )
     .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')

@@ -30,7 +30,10 @@ export interface LedgerService {
   /** Entries accepted, including those still pooled. */
   lifetimeEntries(): number;
   readonly witnesses: readonly WitnessInfo[];
+  /** Cosignatures a checkpoint needs at least (exact for an M-of-N policy). */
   readonly witnessThreshold: number;
+  /** The witness policy as C2SP tlog-policy text (this log, its witnesses, the quorum), if known. */
+  readonly witnessPolicy?: string;
   submit?(request: AnchorRequest): Promise<AnchorReceipt>;
 }
 
@@ -94,7 +97,7 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       publicKey: Buffer.from(svc.publicKey).toString('base64'),
       vkey: formatVkey(makeVerifier(svc.origin, SIG_ED25519, svc.publicKey)),
       witnesses: svc.witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })),
-      witnessPolicy: { threshold: svc.witnessThreshold },
+      witnessPolicy: { threshold: svc.witnessThreshold, ...(svc.witnessPolicy !== undefined ? { policy: svc.witnessPolicy } : {}) },
     };
     ctx.body = body;
   });

@@ -65,7 +65,8 @@ export interface KeyView {
   publicKey: string;
   vkey: string;
   witnesses: { name: string; vkey: string }[];
-  witnessPolicy?: { threshold: number };
+  /** `policy`: C2SP tlog-policy text, the authority when present (`threshold` is its least number of cosignatures). */
+  witnessPolicy?: { threshold: number; policy?: string };
 }
 
 /** POST /api/ledger/anchor body. */

@@ -153,6 +153,7 @@ export function parseKey(value: unknown, where: string): KeyView {
   };
   if (s.has('witnessPolicy') && s.at('witnessPolicy').has('threshold')) {
     k.witnessPolicy = { threshold: s.at('witnessPolicy').at('threshold').int() };
+    if (s.at('witnessPolicy').has('policy')) k.witnessPolicy.policy = s.at('witnessPolicy').at('policy').str();
   }
   return k;
 }

@@ -115,7 +115,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
       treeSize: 0,
       rootHash: '',
       signature: fail,
-      witnesses: { ok: false, detail: 'no checkpoint', valid: 0, required: trust.threshold, names: [] },
+      witnesses: { ok: false, status: 'FAIL', detail: 'no checkpoint', valid: 0, quorum: trust.quorum.text, names: [] },
       pin: fail,
       tree: fail,
       entriesChecked: 0,

@@ -1,20 +1,19 @@
 // The client's trust configuration: ~/.config/stele/ledger.toml (spec §4.3), honouring
 // XDG_CONFIG_HOME and --config, with STELE_LEDGER_ENDPOINT / STELE_LEDGER_TENANT
 // overriding the file. It pins the log key (by key id, with the vkey it was checked
-// against), a checkpoint (size and root), and the witness keys and threshold.
+// against), a checkpoint (size and root), and the witnesses with their quorum: a C2SP
+// tlog-policy file beside the configuration (`[ledger.trust] policy`, what `ledger init`
+// writes), or, in files written before it, `witnesses` and `witness_threshold` (M of N).
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { EMPTY_ROOT, toHex } from '../hash.js';
 import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, keyIdOf, parseVkey } from '../note.js';
+import { type Policy, PolicyError, describeQuorum, parsePolicy, quorumMet, simpleThreshold, thresholdPolicy } from '../policy.js';
 import { ConfigError } from './errors.js';
-
-export interface WitnessPin {
-  name: string;
-  vkey: string;
-}
+import type { Quorum } from './verify.js';
 
 export interface TrustPin {
   /** Lowercase hex SHA-256 of the log's raw Ed25519 public key. */
@@ -25,9 +24,13 @@ export interface TrustPin {
   /** The pinned checkpoint. */
   treeSize: number;
   rootHash: string;
-  /** Valid cosignatures required from the pinned witnesses. */
-  witnessThreshold: number;
-  witnesses: WitnessPin[];
+  /** The witnesses and the quorum of their cosignatures a checkpoint needs (C2SP tlog-policy). */
+  policy: Policy;
+  /**
+   * The policy's file, relative to the configuration's directory. Absent: the policy is
+   * the M-of-N of the TOML's own `witnesses` and `witness_threshold` (older files).
+   */
+  policyFile?: string;
 }
 
 export interface LedgerConfig {
@@ -116,8 +119,65 @@ export function parseWitnessVkey(vkey: string): NoteVerifier {
   return v;
 }
 
-export function witnessVerifiers(trust: TrustPin): NoteVerifier[] {
-  return trust.witnesses.map((w) => parseWitnessVkey(w.vkey));
+/** The policy's witness keys and its quorum over the ones whose cosignatures verify. */
+export function trustWitnesses(trust: TrustPin, where = 'configuration'): { witnesses: NoteVerifier[]; quorum: Quorum } {
+  const label = new Map<NoteVerifier, string>();
+  const witnesses = trust.policy.witnesses.map((w) => {
+    let v: NoteVerifier;
+    try {
+      v = parseWitnessVkey(w.vkey);
+    } catch (e) {
+      throw new ConfigError(`${where}: witness ${w.name}: ${(e as Error).message}`);
+    }
+    label.set(v, w.name);
+    return v;
+  });
+  const policy = trust.policy;
+  return {
+    witnesses,
+    quorum: {
+      required: policy.quorum !== 'none',
+      text: describeQuorum(policy),
+      met: (valid) => quorumMet(policy, new Set([...valid].map((v) => label.get(v)).filter((n): n is string => n !== undefined))),
+      label: (v) => label.get(v) ?? v.name,
+    },
+  };
+}
+
+/**
+ * Checks a policy against the pinned log: its log lines, if any, must include the pinned
+ * key (tlog-policy: "all of the listed logs are accepted"; this client follows the one log
+ * its key id names, so the others are unused), and every witness key must be one this
+ * client verifies. Returns the policy's vkey for the pinned key, if it lists one.
+ */
+export function checkPolicy(policy: Policy, keyId: string, where: string): string | undefined {
+  let mine: string | undefined;
+  for (const l of policy.logs) {
+    try {
+      const v = parseVkey(l.vkey);
+      if (v.type === SIG_ED25519 && keyIdOf(v.publicKey) === keyId) mine = l.vkey;
+    } catch {
+      // a log of another key type: not the pinned one
+    }
+  }
+  if (policy.logs.length > 0 && mine === undefined) throw new ConfigError(`${where}: none of its ${policy.logs.length} log line(s) is the pinned log key ${keyId.slice(0, 16)}…`);
+  trustWitnesses({ keyId, treeSize: 0, rootHash: '', policy }, where);
+  return mine;
+}
+
+/** Parses a tlog-policy text; errors name the file and line. */
+export function policyFromText(text: string, where: string): Policy {
+  try {
+    return parsePolicy(text);
+  } catch (e) {
+    if (e instanceof PolicyError) throw new ConfigError(`${where}: ${e.message}`);
+    throw e;
+  }
+}
+
+/** `ledger.toml` → `ledger.policy`, beside it. */
+export function defaultPolicyFile(configFile: string): string {
+  return `${basename(configFile).replace(/\.toml$/, '')}.policy`;
 }
 
 /** Validates the parsed TOML document. */
@@ -133,6 +193,10 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
   const treeSize = t.tree_size === undefined ? 0 : toInt(t.tree_size, 'ledger.trust.tree_size', where);
   const rawWitnesses = t.witnesses === undefined ? [] : t.witnesses;
   if (!Array.isArray(rawWitnesses)) throw new ConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
+  const policyFile = optString(t, 'policy', 'ledger.trust', where);
+  if (policyFile !== undefined && (rawWitnesses.length > 0 || t.witness_threshold !== undefined)) {
+    throw new ConfigError(`${where}: ledger.trust has both a policy file and witnesses/witness_threshold; the policy file says which witnesses count`);
+  }
   const witnesses = rawWitnesses.map((w, i) => {
     const wt = table(w, `ledger.trust.witnesses[${i}]`, where);
     const vkey = optString(wt, 'vkey', `ledger.trust.witnesses[${i}]`, where);
@@ -149,7 +213,14 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
   if (witnessThreshold > witnesses.length) {
     throw new ConfigError(`${where}: witness_threshold ${witnessThreshold} exceeds the ${witnesses.length} pinned witnesses`);
   }
-  const trust: TrustPin = { keyId, treeSize, rootHash, witnessThreshold, witnesses };
+  let policy: Policy;
+  try {
+    policy = thresholdPolicy([], witnesses, witnessThreshold);
+  } catch (e) {
+    throw new ConfigError(`${where}: ledger.trust.witnesses: ${(e as Error).message}`);
+  }
+  const trust: TrustPin = { keyId, treeSize, rootHash, policy };
+  if (policyFile !== undefined) trust.policyFile = policyFile;
   const origin = optString(t, 'origin', 'ledger.trust', where);
   const vkey = optString(t, 'vkey', 'ledger.trust', where);
   if (origin !== undefined) trust.origin = origin;
@@ -169,12 +240,18 @@ export function configToToml(c: LedgerConfig): string {
   const trust: Record<string, unknown> = { key_id: c.trust.keyId, tree_size: c.trust.treeSize, root_hash: c.trust.rootHash };
   if (c.trust.origin !== undefined) trust.origin = c.trust.origin;
   if (c.trust.vkey !== undefined) trust.vkey = c.trust.vkey;
-  trust.witness_threshold = c.trust.witnessThreshold;
-  if (c.trust.witnesses.length > 0) trust.witnesses = c.trust.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
+  if (c.trust.policyFile !== undefined) trust.policy = c.trust.policyFile;
+  else {
+    const k = simpleThreshold(c.trust.policy);
+    if (k === null) throw new ConfigError('a witness policy other than M of N needs a policy file');
+    trust.witness_threshold = k;
+    if (c.trust.policy.witnesses.length > 0) trust.witnesses = c.trust.policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
+  }
   ledger.trust = trust;
   return (
     '# Stele ledger client configuration, written by `stele ledger init`.\n' +
-    '# [ledger.trust] pins the log key and a checkpoint; change it with `stele ledger trust-config`.\n' +
+    '# [ledger.trust] pins the log key and a checkpoint, and names the witness policy (C2SP\n' +
+    '# tlog-policy, beside this file); change them with `stele ledger trust-config`.\n' +
     `${stringifyToml({ ledger })}\n`
   );
 }
@@ -202,14 +279,29 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     const msg = e instanceof TomlError ? `line ${e.line}: ${e.message.split('\n')[0]}` : (e as Error).message;
     throw new ConfigError(`${path} is not valid TOML (${msg})`);
   }
-  return configFromToml(doc, path);
+  const cfg = configFromToml(doc, path);
+  if (cfg.trust.policyFile !== undefined) {
+    const file = resolve(dirname(path), cfg.trust.policyFile);
+    let policyText: string;
+    try {
+      policyText = await fs.readFile(file, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read the trust policy ${file} named in ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    cfg.trust.policy = policyFromText(policyText, file);
+    const vkey = checkPolicy(cfg.trust.policy, cfg.trust.keyId, file);
+    if (vkey !== undefined && cfg.trust.vkey !== undefined && vkey !== cfg.trust.vkey) {
+      throw new ConfigError(`${file}: its log line for key id ${cfg.trust.keyId.slice(0, 16)}… differs from ledger.trust.vkey in ${path}`);
+    }
+  }
+  return cfg;
 }
 
 /** Loads the configuration and applies STELE_LEDGER_ENDPOINT / STELE_LEDGER_TENANT. */
 export async function loadConfig(explicitPath?: string, env: Env = process.env): Promise<LoadedConfig> {
   const path = configPath(explicitPath, env);
   const file = await readConfigFile(path);
-  const effective: LedgerConfig = { ...file, trust: { ...file.trust, witnesses: [...file.trust.witnesses] } };
+  const effective: LedgerConfig = { ...file, trust: { ...file.trust } };
   const overridden = { endpoint: false, tenant: false };
   if (env.STELE_LEDGER_ENDPOINT) {
     effective.endpoint = env.STELE_LEDGER_ENDPOINT;
@@ -222,14 +314,25 @@ export async function loadConfig(explicitPath?: string, env: Env = process.env):
   return { path, file, effective, overridden };
 }
 
-/** Writes the file atomically (temporary file, then rename). */
-export async function saveConfig(path: string, c: LedgerConfig): Promise<void> {
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await fs.writeFile(tmp, text, { mode: 0o644 });
+  await fs.rename(tmp, path);
+}
+
+/**
+ * Writes the file atomically (temporary file, then rename), and the policy file first when
+ * `policyText` is given (verbatim, comments and all: what the user reviewed).
+ */
+export async function saveConfig(path: string, c: LedgerConfig, policyText?: string): Promise<void> {
   const text = configToToml(c);
   try {
     await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-    await fs.writeFile(tmp, text, { mode: 0o644 });
-    await fs.rename(tmp, path);
+    if (policyText !== undefined) {
+      if (c.trust.policyFile === undefined) throw new ConfigError('a policy text needs [ledger.trust] policy to name its file');
+      await writeAtomically(resolve(dirname(path), c.trust.policyFile), policyText);
+    }
+    await writeAtomically(path, text);
   } catch (e) {
     if (e instanceof ConfigError) throw e;
     const code = (e as NodeJS.ErrnoException).code;

@@ -18,7 +18,7 @@ import {
   type KeyView,
   LedgerApi,
 } from './api.js';
-import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, witnessVerifiers } from './config.js';
+import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
 import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
 import { type FileDigest, sha256File } from './hashfile.js';
 import { type ProofBundle, PROOF_FORMAT, ProofStore } from './proofs.js';
@@ -71,8 +71,7 @@ export async function trustOf(cfg: LedgerConfig, api?: LedgerApi): Promise<Trust
     origin: log.name,
     keyId: cfg.trust.keyId,
     log,
-    witnesses: witnessVerifiers(cfg.trust),
-    threshold: cfg.trust.witnessThreshold,
+    ...trustWitnesses(cfg.trust),
     pin: { size: cfg.trust.treeSize, root: hashFromHex(cfg.trust.rootHash) },
   };
 }

@@ -67,7 +67,7 @@ export class Report {
   finish(): boolean {
     const others = this.checks.filter((c) => c.rule !== RULES.overall.rule);
     const failed = others.filter((c) => c.status === 'FAIL');
-    const skipped = others.filter((c) => c.status === 'SKIP');
+    const skipped = others.filter((c) => c.status === 'SKIP' && c.rule !== RULES.witnesses.rule);
     if (failed.length > 0) {
       this.add('overall', {
         ok: false,
@@ -76,10 +76,25 @@ export class Report {
     } else {
       this.add('overall', {
         ok: true,
-        detail: `every check was recomputed locally from the pinned key and checkpoint${skipped.length ? ` (${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run)` : ''}`,
+        detail: `every check was recomputed locally from the pinned key and checkpoint${skipped.length ? ` (${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run)` : ''}${
+          this.unwitnessed ? '; NOT WITNESSED: no witness vouched for this checkpoint, so a split view would go unnoticed' : ''
+        }`,
       });
     }
     return !this.failed;
+  }
+
+  /**
+   * The trust policy required no cosignatures (rule 5 SKIP, "not witnessed"): the result
+   * then says so, and never reads as a witnessed PASS.
+   */
+  get unwitnessed(): boolean {
+    return this.get('witnesses')?.status === 'SKIP';
+  }
+
+  /** The overall result in one word or three: PASS, PASS (not witnessed), FAIL. */
+  get verdict(): 'PASS' | 'PASS (not witnessed)' | 'FAIL' {
+    return this.failed ? 'FAIL' : this.unwitnessed ? 'PASS (not witnessed)' : 'PASS';
   }
 
   get result(): 'PASS' | 'FAIL' {
@@ -87,13 +102,27 @@ export class Report {
   }
 }
 
-/** What the client pins: the log key, witness keys and threshold, and a checkpoint. */
+/** Which sets of valid witness cosignatures are enough: the pinned tlog-policy's quorum. */
+export interface Quorum {
+  /** False for `quorum none`: no cosignature is required, and nothing is witnessed. */
+  readonly required: boolean;
+  /** The quorum in words, for the report. */
+  readonly text: string;
+  met(valid: ReadonlySet<NoteVerifier>): boolean;
+  /** The policy's name for a witness key (what `text` uses). */
+  label(witness: NoteVerifier): string;
+}
+
+/** `quorum none` with no witnesses: a trust that witnesses nothing (fsck, audit --vkey, init's first look). */
+export const NOT_WITNESSED: Quorum = { required: false, text: 'none', met: () => true, label: (w) => w.name };
+
+/** What the client pins: the log key, the witness keys and their quorum, and a checkpoint. */
 export interface Trust {
   readonly origin: string;
   readonly keyId: string;
   readonly log: NoteVerifier;
   readonly witnesses: readonly NoteVerifier[];
-  readonly threshold: number;
+  readonly quorum: Quorum;
   readonly pin: { readonly size: number; readonly root: Uint8Array };
 }
 
@@ -105,7 +134,8 @@ export interface CheckpointInput {
 
 export interface CheckedCheckpoint {
   readonly signature: Outcome;
-  readonly witnesses: Outcome & { valid: number; required: number; names: string[] };
+  /** Rule 5: SKIP ("not witnessed") when the policy requires no cosignatures; `ok` unless it FAILs. */
+  readonly witnesses: Outcome & { status: Status; valid: number; quorum: string; names: string[] };
   /** The checkpoint's claims (from the note if present), whether or not they verified. */
   readonly origin: string;
   readonly size: number;
@@ -206,29 +236,50 @@ export function checkCheckpoint(input: CheckpointInput, trust: Trust): CheckedCh
     }
   }
 
-  const valid: string[] = [];
+  const valid = new Set<NoteVerifier>();
   if (body !== null && logOk) {
     for (const w of trust.witnesses) {
       const lines = sigs.filter((s) => s.name === w.name && bytesEqual(s.keyHash, w.keyHash));
-      if (lines.some((s) => verifySignature(body!, s, w) !== null)) valid.push(w.name);
+      if (lines.some((s) => verifySignature(body!, s, w) !== null)) valid.add(w);
     }
   }
-  const required = trust.threshold;
   const signature: Outcome =
     problems.length === 0 && logOk
       ? { ok: true, detail: `signed by the pinned key ${short(trust.keyId)} (${trust.origin}); tree size ${size}, root ${short(toHex(root))}` }
       : { ok: false, detail: problems.join('; ') || 'signature not recognised' };
-  const witnesses = {
-    ok: signature.ok && valid.length >= required,
-    valid: valid.length,
-    required,
-    names: valid,
-    detail: !signature.ok
-      ? 'not counted: the checkpoint itself did not verify'
-      : `${valid.length} valid cosignature${valid.length === 1 ? '' : 's'} by pinned witnesses${valid.length ? ` (${valid.join(', ')})` : ''}; ${required} required${valid.length < required ? ' — below the threshold' : ''}`,
-  };
+  const otherSigs = note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
+  const witnesses = witnessRule(signature.ok, valid, otherSigs, trust);
   const out: CheckedCheckpoint = { signature, witnesses, origin, size, root };
   return { ...out, ...(note !== undefined ? { note } : {}), ...(json ? { timestamp: json.timestamp } : {}) };
+}
+
+/**
+ * Rule 5: the policy's quorum over the cosignatures that verify under its witness keys
+ * (tlog-policy: "cosigned by witnesses according to the defined quorum rule"). With
+ * `quorum none` nothing is witnessed, and the check says so rather than pass.
+ */
+function witnessRule(checkpointOk: boolean, valid: ReadonlySet<NoteVerifier>, otherSigs: number, trust: Trust): CheckedCheckpoint['witnesses'] {
+  const names = [...valid].map((w) => trust.quorum.label(w));
+  const base = { valid: valid.size, quorum: trust.quorum.text, names };
+  const counted = `${valid.size} valid cosignature${valid.size === 1 ? '' : 's'} by policy witnesses${valid.size ? ` (${names.join(', ')})` : ''}`;
+  if (!checkpointOk) return { ...base, ok: false, status: 'FAIL', detail: 'not counted: the checkpoint itself did not verify' };
+  if (!trust.quorum.required) {
+    const seen = trust.witnesses.length > 0 ? `${counted}, none required` : `${otherSigs} cosignature line${otherSigs === 1 ? '' : 's'} not checked: no witness keys pinned`;
+    return {
+      ...base,
+      ok: true,
+      status: 'SKIP',
+      detail: `not witnessed: the trust policy requires no cosignatures (quorum none; ${seen}); pin witnesses with \`stele ledger trust-config --policy <file>\``,
+    };
+  }
+  if (trust.quorum.met(valid)) return { ...base, ok: true, status: 'PASS', detail: `${counted}; quorum met: ${trust.quorum.text}` };
+  const missing = trust.witnesses.filter((w) => !valid.has(w)).map((w) => trust.quorum.label(w));
+  return {
+    ...base,
+    ok: false,
+    status: 'FAIL',
+    detail: `${counted}; quorum not met: the policy requires ${trust.quorum.text}${missing.length ? ` (no valid cosignature from ${missing.join(', ')})` : ''}`,
+  };
 }
 
 /** A consistency proof as some source supplies it (the API adds its claimed roots). */

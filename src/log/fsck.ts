@@ -12,7 +12,7 @@
 //   - the sequencer's lock record against the published checkpoint.
 import { type AuditResult, auditLog } from '../client/audit.js';
 import { parallelRange } from '../client/pipeline.js';
-import type { Trust } from '../client/verify.js';
+import { NOT_WITNESSED, type Trust } from '../client/verify.js';
 import { openCheckpoint } from '../checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../hash.js';
 import { type NoteVerifier, keyIdOf } from '../note.js';
@@ -283,7 +283,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     // A lock older than the checkpoint is pinned, so the audit also says whether its root is
     // one of this tree's (a restored backup) or of another tree (a fork).
     const pinned = lock.relation === 'older' && lockState ? { size: lockState.size, root: hashFromHex(lockState.root) } : { size: 0, root: EMPTY_ROOT };
-    const trust: Trust = { origin: target.key.name, keyId: keyIdOf(target.key.publicKey), log: target.key, witnesses: [], threshold: 0, pin: pinned };
+    const trust: Trust = { origin: target.key.name, keyId: keyIdOf(target.key.publicKey), log: target.key, witnesses: [], quorum: NOT_WITNESSED, pin: pinned };
     const r = await auditLog({ source: target.store, trust, note: cp.note, window: opts.window, onProgress: opts.onProgress });
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {

@@ -1,5 +1,6 @@
 // Where `stele serve` gets its log: the embedded local directory (sequencer, LMDB index,
 // demo witnesses), or AWS (STELE_BACKEND=aws) as the sequencer or a read-only API replica.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
@@ -16,8 +17,10 @@ import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
 import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
+import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witness/policy.js';
+import { type Policy, PolicyError, formatPolicy, minimumCosigners, parsePolicy } from '../policy.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
-import type { ServeConfig } from '../config.js';
+import { ConfigError, type ServeConfig } from '../config.js';
 
 /** A log as the HTTP layer sees it. */
 export interface Backend {
@@ -61,7 +64,7 @@ function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => st
   return Promise.race([receipt, late]).finally(() => clearTimeout(timer));
 }
 
-function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], threshold: number, anchorTimeoutMs: number): LedgerService {
+function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], policy: Policy | null, anchorTimeoutMs: number): LedgerService {
   return {
     origin,
     publicKey,
@@ -70,20 +73,20 @@ function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerS
     checkpoint: () => sequencer.checkpoint,
     lifetimeEntries: () => sequencer.lifetimeEntries,
     witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
-    witnessThreshold: endpoints.length > 0 ? threshold : 0,
+    witnessThreshold: policy ? minimumCosigners(policy) : 0,
+    ...(policy ? { witnessPolicy: formatPolicy(policy) } : {}),
     submit: (req) => withDeadline(sequencer.submit(req), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
 
 async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> {
   const { signer: logKey } = await loadOrCreateKey(localPaths(cfg.dataDir).keyFile, cfg.origin);
-  const demo = await startDemoWitnesses(cfg, makeVerifier(cfg.origin, SIG_ED25519, logKey.publicKey), logger);
-  const endpoints: WitnessEndpoint[] = [
-    ...(cfg.witnesses ?? '').split(',').filter(Boolean).map((w) => parseWitnessSpec(w.trim())),
-    ...demo.map((d) => ({ verifier: d.verifier, url: d.url })),
-  ];
-  const threshold = cfg.witnessThreshold ?? endpoints.length;
-  const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, threshold }) : undefined;
+  const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.publicKey);
+  const { endpoints, quorum, policy } = witnessSetup(cfg, logVerifier);
+  const demo = await startDemoWitnesses(cfg, logVerifier, logger);
+  endpoints.push(...demo.map((d) => ({ verifier: d.verifier, url: d.url })));
+  const published = policy ?? thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
+  const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }) }) : undefined;
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
@@ -105,7 +108,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   const { sequencer, store, signer, keyCreated } = opened;
   await reconcileIndex(index, reader, sequencer.checkpoint, logger);
   return {
-    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, threshold, cfg.anchorTimeoutMs),
+    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, published, cfg.anchorTimeoutMs),
     objects: store,
     sequencer,
     keyCreated,
@@ -127,6 +130,35 @@ function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'n
   };
 }
 
+/**
+ * The external witnesses and the quorum: from --witness-policy (a C2SP tlog-policy file,
+ * src/witness/policy.ts), else --witness with --witness-threshold (M of N, counted by the
+ * collector). Read before anything starts, so a bad policy refuses with one line.
+ */
+function witnessSetup(cfg: ServeConfig, log: NoteVerifier): { endpoints: WitnessEndpoint[]; quorum?: (cosigned: ReadonlySet<string>) => boolean; policy?: Policy } {
+  let given: WitnessEndpoint[];
+  try {
+    given = (cfg.witnesses ?? '').split(',').filter(Boolean).map((w) => parseWitnessSpec(w.trim()));
+  } catch (e) {
+    throw new ConfigError(`--witness: ${(e as Error).message}`);
+  }
+  if (cfg.witnessPolicy === undefined) return { endpoints: given };
+  if (cfg.demoWitnesses) throw new ConfigError('--demo-witnesses cannot be combined with --witness-policy: name every witness in the policy');
+  let text: string;
+  try {
+    text = readFileSync(cfg.witnessPolicy, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`cannot read the witness policy ${cfg.witnessPolicy}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  try {
+    const served = servedPolicy(parsePolicy(text), log, given);
+    return { endpoints: served.endpoints, quorum: served.quorum, policy: served.policy };
+  } catch (e) {
+    if (e instanceof PolicyError || e instanceof WitnessPolicyError) throw new ConfigError(`witness policy ${cfg.witnessPolicy}: ${e.message}`);
+    throw e;
+  }
+}
+
 /** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
 function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
   return Promise.all(
@@ -142,7 +174,7 @@ async function awsSequencer(config: AwsLogConfig, anchorTimeoutMs: number): Prom
   if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
   await log.indexReady;
   const { sequencer } = log;
-  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], 0, anchorTimeoutMs);
+  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], null, anchorTimeoutMs);
   await publishExplorerConfig(log.store, ledger);
   return {
     ledger,

@@ -1,6 +1,7 @@
 // The log side of witnessing: sends each new checkpoint to the configured witnesses in
 // parallel (with the consistency proof from the size each last cosigned), verifies the
-// cosignatures that come back, and reports whether the M-of-N policy is met. A witness that
+// cosignatures that come back, and reports whether the policy is met (M of N, or a
+// tlog-policy quorum: src/policy.ts). A witness that
 // has cosigned a larger tree than the log now presents is proof that the log was rolled
 // back: that is an error of its own (WitnessRollbackError), never an ordinary failed round.
 import type { SignedCheckpoint } from '../checkpoint.js';
@@ -18,8 +19,13 @@ export interface WitnessEndpoint {
 
 export interface WitnessPolicy {
   readonly witnesses: readonly WitnessEndpoint[];
-  /** Cosignatures required before a checkpoint is published (M of N). */
-  readonly threshold: number;
+  /** Cosignatures required before a checkpoint is published (M of N); ignored when `quorum` is given. */
+  readonly threshold?: number;
+  /**
+   * Whether the witnesses that cosigned (by verifier name) are enough to publish: a
+   * tlog-policy quorum (quorumMet in src/policy.ts). Default: at least `threshold` of them.
+   */
+  readonly quorum?: (cosigned: ReadonlySet<string>) => boolean;
   /** Deadline for one round of requests, in ms (default 5,000). */
   readonly timeoutMs?: number;
 }
@@ -82,9 +88,14 @@ export class WitnessCollector implements CheckpointWitnessing {
   /** The size each witness last cosigned, as far as we know; 0 asks it to tell us. */
   private readonly known = new Map<string, number>();
   lastRound: WitnessOutcome[] = [];
+  private readonly met: (cosigned: ReadonlySet<string>) => boolean;
 
   constructor(private readonly policy: WitnessPolicy) {
-    if (policy.threshold > policy.witnesses.length) throw new Error('witness threshold exceeds the number of witnesses');
+    if ((policy.threshold ?? 0) > policy.witnesses.length) throw new Error('witness threshold exceeds the number of witnesses');
+    const names = new Set(policy.witnesses.map((w) => w.verifier.name));
+    // Rounds, sizes and the quorum all go by witness name.
+    if (names.size !== policy.witnesses.length) throw new Error('two witnesses share a key name');
+    this.met = policy.quorum ?? ((cosigned) => cosigned.size >= (policy.threshold ?? policy.witnesses.length));
   }
 
   /** The cosigned note, or null while the policy is unmet; throws WitnessRollbackError (see there). */
@@ -101,9 +112,9 @@ export class WitnessCollector implements CheckpointWitnessing {
     this.lastRound = results.map(({ name, ok, error }) => ({ name, ok, ...(error ? { reason: error.message } : {}) }));
     const rollback = results.find((r) => r.error instanceof WitnessRollbackError);
     if (rollback) throw rollback.error;
-    const lines = results.filter((r) => r.ok).map((r) => r.line);
-    if (lines.length < this.policy.threshold) return null;
-    return checkpoint.note + lines.join('');
+    const ok = results.filter((r) => r.ok);
+    if (!this.met(new Set(ok.map((r) => r.name)))) return null;
+    return checkpoint.note + ok.map((r) => r.line).join('');
   }
 
   /**

@@ -99,7 +99,8 @@ describe('compatibility API', () => {
     expect(body.vkey).toBe(srv.vkey);
     expect(toHex(sha256(Buffer.from(body.publicKey, 'base64')))).toBe(body.keyId);
     expect(parseVkey(body.vkey).type).toBe(SIG_ED25519);
-    expect(body.witnessPolicy).toEqual({ threshold: 0 });
+    // No witnesses: the C2SP tlog-policy text names this log and requires nothing.
+    expect(body.witnessPolicy).toEqual({ threshold: 0, policy: `log ${srv.vkey}\nquorum none\n` });
   });
 
   it('finds entries by id, artifact, hash and leaf, with proofs to the current root', async () => {

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/anchor.js';
 import { formatCheckpointBody, signCheckpoint } from '../../src/checkpoint.js';
 import { auditLog } from '../../src/client/audit.js';
-import { advancePin, configPath, loadConfig, proofsDir, readConfigFile, saveConfig, type LedgerConfig } from '../../src/client/config.js';
+import { advancePin, configPath, configToToml, loadConfig, proofsDir, readConfigFile, saveConfig, trustWitnesses, type LedgerConfig } from '../../src/client/config.js';
+import { thresholdPolicy } from '../../src/policy.js';
 import { ConfigError } from '../../src/client/errors.js';
 import { sha256File } from '../../src/client/hashfile.js';
 import { TilesView, verifyFile } from '../../src/client/ledger.js';
@@ -43,8 +44,12 @@ function trustFor(signer: { name: string; publicKey: Uint8Array }, pin = { size:
     origin: signer.name,
     keyId: keyIdOf(signer.publicKey),
     log,
-    witnesses: witnesses.map((w) => makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)),
-    threshold,
+    ...trustWitnesses({
+      keyId: keyIdOf(signer.publicKey),
+      treeSize: 0,
+      rootHash: '',
+      policy: thresholdPolicy([], witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })), threshold),
+    }),
     pin,
   };
 }
@@ -62,8 +67,7 @@ describe('trust configuration', () => {
       vkey: formatVkey(makeVerifier(logKey.name, SIG_ED25519, logKey.publicKey)),
       treeSize: 5,
       rootHash: hex('root5'),
-      witnessThreshold: 1,
-      witnesses: [{ name: w1.name, vkey: formatVkey(makeVerifier(w1.name, SIG_COSIGNATURE_V1, w1.publicKey)) }],
+      policy: thresholdPolicy([], [{ name: w1.name, vkey: formatVkey(makeVerifier(w1.name, SIG_COSIGNATURE_V1, w1.publicKey)) }], 1),
     },
   };
 
@@ -103,8 +107,9 @@ describe('trust configuration', () => {
       await expect(readConfigFile(path)).rejects.toBeInstanceOf(ConfigError);
     };
     await bad((c) => (c.trust.keyId = hex('other key')), /vkey does not hash to the pinned key_id/);
-    await bad((c) => (c.trust.witnessThreshold = 2), /exceeds the 1 pinned witnesses/);
-    await bad((c) => (c.trust.witnesses[0]!.vkey = c.trust.vkey!), /cosignature\/v1 \(type 0x04\)/);
+    writeFileSync(path, configToToml(base).replace(/^witness_threshold = 1$/m, 'witness_threshold = 2'));
+    await expect(readConfigFile(path)).rejects.toThrow(/exceeds the 1 pinned witnesses/);
+    await bad((c) => (c.trust.policy = { ...c.trust.policy, witnesses: [{ ...c.trust.policy.witnesses[0]!, vkey: c.trust.vkey! }] }), /cosignature\/v1 \(type 0x04\)/);
     await bad((c) => (c.trust.rootHash = 'XYZ'), /root_hash must be 64 lowercase hex/);
     await bad((c) => (c.trust.origin = 'another/origin'), /origin does not match/);
   });
@@ -164,10 +169,10 @@ describe('checkpoint, witness, consistency and inclusion checks', () => {
     const { note } = await cosigned(20, [w1, w2, stranger]);
     const two = checkCheckpoint({ note }, trustFor(logKey, undefined, [w1, w2], 2));
     expect(two.signature.ok).toBe(true);
-    expect(two.witnesses).toMatchObject({ ok: true, valid: 2, required: 2 });
+    expect(two.witnesses).toMatchObject({ ok: true, status: 'PASS', valid: 2, quorum: 'all of (w1.test, w2.test)' });
     const { note: oneOnly } = await cosigned(20, [w1]);
     expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses).toMatchObject({ ok: false, valid: 1 });
-    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey)).witnesses).toMatchObject({ ok: true, valid: 0, required: 0 });
+    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey)).witnesses).toMatchObject({ ok: true, status: 'SKIP', valid: 0, quorum: 'none' });
     // a forged cosignature does not count
     const lines = note.split('\n');
     const i = lines.findIndex((l) => l.startsWith('— w2.test '));

@@ -40,7 +40,9 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Pinned ${ORIGIN}`);
-    expect(r.stdout).toContain('lists 2 witnesses');
+    // The log's two witnesses and their quorum are shown, then written as the trust policy.
+    expect(r.stdout).toMatch(/witness {2}witness1\.demo\.stele .*\n.*witness {2}witness2\.demo\.stele /);
+    expect(r.stdout).toContain('quorum   all of (witness1.demo.stele, witness2.demo.stele)');
     const toml = parseToml(readFileSync(sb.configFile, 'utf8')) as Json;
     expect(toml.ledger.endpoint).toBe(serve.url);
     expect(toml.ledger.tenant).toBe('acme');
@@ -49,6 +51,7 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(toml.ledger.trust.tree_size).toBe(0);
     expect(toml.ledger.trust.root_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(toml.ledger.trust.vkey).toBe(serve.vkey);
+    expect(toml.ledger.trust.policy).toBe('ledger.policy');
 
     // A second init does not silently re-pin.
     const again = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId]);
@@ -186,7 +189,7 @@ describe('stele ledger, end to end against stele serve', () => {
       const j = await sb.json(['ledger', 'verify', 'release-1.2.3.tgz'], { STELE_LEDGER_ENDPOINT: proxy.url });
       expect(j.code).toBe(1);
       expect(rule(j.out, 5)).toMatchObject({ status: 'FAIL' });
-      expect(rule(j.out, 5).detail).toMatch(/0 valid cosignatures .*2 required/);
+      expect(rule(j.out, 5).detail).toMatch(/0 valid cosignatures .*quorum not met: the policy requires all of/);
       expect(rule(j.out, 1).status).toBe('PASS');
       expect(readFileSync(sb.configFile, 'utf8')).toBe(before);
     } finally {

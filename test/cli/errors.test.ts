@@ -48,7 +48,7 @@ beforeAll(async () => {
       endpoint: down,
       tenant: 'acme',
       scope: 'releases',
-      trust: { keyId, origin: key.name, vkey, treeSize: 0, rootHash: toHex(EMPTY_ROOT), witnessThreshold: 0, witnesses: [] },
+      trust: { keyId, origin: key.name, vkey, treeSize: 0, rootHash: toHex(EMPTY_ROOT), policy: { logs: [], witnesses: [], groups: [], quorum: 'none' } },
     }),
   );
   sb.file('present.txt', 'present\n');

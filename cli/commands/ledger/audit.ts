@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { auditLog } from '../../../src/client/audit.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { openObjectSource } from '../../../src/client/objects.js';
-import type { Trust } from '../../../src/client/verify.js';
+import { NOT_WITNESSED, type Trust } from '../../../src/client/verify.js';
 import { EMPTY_ROOT } from '../../../src/hash.js';
 import { SIG_ED25519, keyIdOf, parseVkey } from '../../../src/note.js';
 import { EXIT } from '../../errors.js';
@@ -32,7 +32,7 @@ export function registerAudit(ledger: Command): void {
         throw new UsageError(`--vkey: ${(e as Error).message}`);
       }
       if (v.type !== SIG_ED25519) throw new UsageError('--vkey must be an Ed25519 (type 0x01) log key');
-      trust = { origin: v.name, keyId: keyIdOf(v.publicKey), log: v, witnesses: [], threshold: 0, pin: { size: 0, root: EMPTY_ROOT } };
+      trust = { origin: v.name, keyId: keyIdOf(v.publicKey), log: v, witnesses: [], quorum: NOT_WITNESSED, pin: { size: 0, root: EMPTY_ROOT } };
     } else {
       const o = await openSession(opts, { online: false, requireOnline: false }).catch((e) => {
         if (e instanceof ConfigError) throw new ConfigError(`${e.message} (or pass --vkey <vkey>)`);

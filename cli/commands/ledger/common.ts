@@ -114,14 +114,17 @@ export function emitJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+/** `result` stays PASS/FAIL; `witnessed` false and `verdict` "PASS (not witnessed)" when rule 5 required nothing. */
 export function reportJson(r: Report) {
-  return { result: r.result, checks: r.checks };
+  return { result: r.result, verdict: r.verdict, witnessed: !r.unwitnessed, checks: r.checks };
 }
 
 export function renderReport(r: Report): string {
   const badge = (s: string) => (s === 'PASS' ? green('PASS') : s === 'FAIL' ? red('FAIL') : dim('SKIP'));
   const lines = r.checks.map((c) => `  ${badge(c.status)}  ${c.rule}. ${c.name}: ${c.detail}`);
-  lines.push(r.result === 'PASS' ? `Result: ${green('PASS')} — verified` : `Result: ${red('FAIL')} — not verified; do not trust it`);
+  if (r.failed) lines.push(`Result: ${red('FAIL')} — not verified; do not trust it`);
+  else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`);
+  else lines.push(`Result: ${green('PASS')} — verified`);
   return lines.join('\n');
 }
 

@@ -1,9 +1,22 @@
 // `stele ledger trust-config`: show the pinned material; advance the pinned checkpoint only
-// after proving consistency; replace the key only with --replace-key; manage witness keys
-// and the number of cosignatures required.
+// after proving consistency; replace the key only with --replace-key; set the witnesses and
+// their quorum from a C2SP tlog-policy file (--policy), or edit an M-of-N one in place.
+import { promises as fs } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
-import { type LedgerConfig, parseKeyId, parseWitnessVkey, readConfigFile, saveConfig } from '../../../src/client/config.js';
+import {
+  type LedgerConfig,
+  checkPolicy,
+  defaultPolicyFile,
+  parseKeyId,
+  parseWitnessVkey,
+  policyFromText,
+  readConfigFile,
+  saveConfig,
+} from '../../../src/client/config.js';
+import { type PolicyWitness, describeQuorum, formatPolicy, simpleThreshold, thresholdPolicy } from '../../../src/policy.js';
+import { parseVkey } from '../../../src/note.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
@@ -32,6 +45,7 @@ interface TrustOptions extends CommonOptions {
   addWitness?: string[];
   removeWitness?: string[];
   witnessThreshold?: number;
+  policy?: string;
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -48,7 +62,8 @@ export function registerTrustConfig(ledger: Command): void {
       .option('--refresh-key', 'fetch and store the vkey of the pinned key id (for a file that pins only key_id)')
       .option('--add-witness <vkey>', 'pin a witness cosignature key (repeatable)', collect)
       .option('--remove-witness <name>', 'unpin a witness by name (repeatable)', collect)
-      .option('--witness-threshold <n>', 'valid witness cosignatures required (≤ pinned witnesses)', intArg('--witness-threshold')),
+      .option('--witness-threshold <n>', 'valid witness cosignatures required (≤ pinned witnesses)', intArg('--witness-threshold'))
+      .option('--policy <file>', 'trust the witnesses and quorum of this C2SP tlog-policy file (copied beside the configuration; its log lines must include the pinned key)'),
   ).action(async (opts: TrustOptions) => {
     const { loaded, api, session } = await openSession(opts, {
       online: Boolean(opts.advance || opts.replaceKey || opts.refreshKey),
@@ -79,35 +94,61 @@ export function registerTrustConfig(ledger: Command): void {
       changes.push(`stored the vkey of key id ${short(file.trust.keyId)}`);
     }
 
-    for (const name of opts.removeWitness ?? []) {
-      const before = file.trust.witnesses.length;
-      file.trust.witnesses = file.trust.witnesses.filter((w) => w.name !== name);
-      if (file.trust.witnesses.length === before) throw new UsageError(`no pinned witness named ${name}`);
-      changes.push(`removed witness ${name}`);
-    }
-    for (const vkey of opts.addWitness ?? []) {
-      let v;
-      try {
-        v = parseWitnessVkey(vkey);
-      } catch (e) {
-        throw new UsageError(`--add-witness: ${(e as Error).message}`);
+    let policyText: string | undefined;
+    const editing = Boolean(opts.addWitness?.length || opts.removeWitness?.length || opts.witnessThreshold !== undefined);
+    if (opts.policy !== undefined) {
+      if (editing) throw new UsageError('--policy sets the witnesses and their quorum: do not combine it with --add-witness, --remove-witness or --witness-threshold');
+      const text = await fs.readFile(opts.policy, 'utf8').catch((e: NodeJS.ErrnoException) => {
+        throw new ConfigError(`cannot read the policy ${opts.policy}: ${e.code ?? e.message}`);
+      });
+      const policy = policyFromText(text, opts.policy);
+      const vkey = checkPolicy(policy, file.trust.keyId, opts.policy);
+      if (vkey !== undefined && file.trust.vkey !== undefined && vkey !== file.trust.vkey) {
+        throw new ConfigError(`${opts.policy}: its log line for the pinned key id differs from the pinned vkey`);
       }
-      if (v.name === (file.trust.origin ?? session.trust.origin)) throw new UsageError('a witness cannot have the log origin as its name');
-      const existing = file.trust.witnesses.find((w) => w.name === v.name);
-      if (existing && existing.vkey !== vkey) throw new UsageError(`witness ${v.name} is already pinned with another key; remove it first`);
-      if (!existing) {
-        file.trust.witnesses.push({ name: v.name, vkey });
-        changes.push(`added witness ${v.name}`);
+      if (vkey !== undefined && file.trust.vkey === undefined) {
+        file.trust.vkey = vkey;
+        file.trust.origin = parseVkey(vkey).name;
       }
+      file.trust.policy = policy;
+      file.trust.policyFile ??= defaultPolicyFile(loaded.path);
+      policyText = text;
+      changes.push(`trust policy set from ${opts.policy}: ${policy.witnesses.length} witness(es), quorum ${describeQuorum(policy)}`);
     }
-    if (opts.witnessThreshold !== undefined) {
-      file.trust.witnessThreshold = opts.witnessThreshold;
-      changes.push(`witness threshold set to ${opts.witnessThreshold}`);
+    if (editing) {
+      const k = simpleThreshold(file.trust.policy);
+      if (k === null) {
+        throw new UsageError(`the trust policy's quorum is not M of N (${describeQuorum(file.trust.policy)}): edit the policy file and set it again with --policy`);
+      }
+      const witnesses: PolicyWitness[] = [...file.trust.policy.witnesses];
+      for (const name of opts.removeWitness ?? []) {
+        const at = witnesses.findIndex((w) => w.name === name || parseWitnessVkey(w.vkey).name === name);
+        if (at < 0) throw new UsageError(`no pinned witness named ${name}`);
+        witnesses.splice(at, 1);
+        changes.push(`removed witness ${name}`);
+      }
+      for (const vkey of opts.addWitness ?? []) {
+        let v;
+        try {
+          v = parseWitnessVkey(vkey);
+        } catch (e) {
+          throw new UsageError(`--add-witness: ${(e as Error).message}`);
+        }
+        if (v.name === (file.trust.origin ?? session.trust.origin)) throw new UsageError('a witness cannot have the log origin as its name');
+        const existing = witnesses.find((w) => w.name === v.name);
+        if (existing && existing.vkey !== vkey) throw new UsageError(`witness ${v.name} is already pinned with another key; remove it first`);
+        if (!existing) {
+          witnesses.push({ name: v.name, vkey });
+          changes.push(`added witness ${v.name}`);
+        }
+      }
+      const threshold = opts.witnessThreshold ?? k;
+      if (opts.witnessThreshold !== undefined) changes.push(`witness threshold set to ${opts.witnessThreshold}`);
+      if (threshold > witnesses.length) throw new ConfigError(`witness threshold ${threshold} exceeds the ${witnesses.length} pinned witness(es)`);
+      file.trust.policy = thresholdPolicy(file.trust.policy.logs, witnesses, threshold);
+      if (file.trust.policyFile !== undefined) policyText = formatPolicy(file.trust.policy);
     }
-    if (file.trust.witnessThreshold > file.trust.witnesses.length) {
-      throw new ConfigError(`witness threshold ${file.trust.witnessThreshold} exceeds the ${file.trust.witnesses.length} pinned witness(es)`);
-    }
-    if (changes.length > 0) await saveConfig(loaded.path, file);
+    if (changes.length > 0) await saveConfig(loaded.path, file, policyText);
 
     let advanced: { from: number; to: number } | null = null;
     if (opts.advance) {
@@ -146,8 +187,11 @@ export function registerTrustConfig(ledger: Command): void {
         vkey: file.trust.vkey ?? null,
         treeSize: file.trust.treeSize,
         rootHash: file.trust.rootHash,
-        witnessThreshold: file.trust.witnessThreshold,
-        witnesses: file.trust.witnesses,
+        policy: file.trust.policyFile !== undefined ? resolve(dirname(loaded.path), file.trust.policyFile) : null,
+        quorum: describeQuorum(file.trust.policy),
+        /** M of an M-of-N policy (0: none required); null for any other quorum. */
+        witnessThreshold: simpleThreshold(file.trust.policy),
+        witnesses: file.trust.policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
       },
     };
     if (opts.json) {
@@ -165,7 +209,8 @@ export function registerTrustConfig(ledger: Command): void {
     out(`Key id         ${file.trust.keyId}`);
     if (file.trust.vkey) out(`Vkey           ${file.trust.vkey}`);
     out(`Pinned         size ${file.trust.treeSize}, root ${file.trust.rootHash}`);
-    out(`Witnesses      ${file.trust.witnesses.length} pinned, ${file.trust.witnessThreshold} cosignature(s) required`);
-    for (const w of file.trust.witnesses) out(`  ${w.name}  ${w.vkey}`);
+    if (shown.trust.policy) out(`Policy         ${shown.trust.policy}`);
+    out(`Witnesses      ${shown.trust.witnesses.length} pinned; quorum: ${shown.trust.quorum === 'none' ? 'none (checkpoints are not witnessed)' : shown.trust.quorum}`);
+    for (const w of shown.trust.witnesses) out(`  ${w.name}  ${w.vkey}`);
   });
 }

@@ -27,8 +27,10 @@ The report (spec §4.3), each check PASS or FAIL, computed on this machine:
   3  leaf hash: the entry records the file's SHA-256, its fields hash to its entry hash,
      and leaf = SHA-256(0x00 ‖ entry hash)
   4  inclusion: the audit path rebuilds the checkpoint root (leaf index and tree size shown)
-  5  witnesses: valid cosignatures by pinned witness keys ≥ the pinned threshold
-  6  overall: PASS only if every check passed`;
+  5  witnesses: the valid cosignatures by the trust policy's witness keys meet its quorum
+     (C2SP tlog-policy); SKIP "not witnessed" when the policy requires none (quorum none)
+  6  overall: PASS only if every check passed; "PASS (not witnessed)" when rule 5 required
+     nothing (exit 0: the log's own signature is all that vouches for the checkpoint)`;
 
 export interface VerifyCliOptions extends CommonOptions {
   tiles?: string | true;

@@ -1,0 +1,293 @@
+// C2SP tlog-policy (../shared/spec/c2sp/tlog-policy.md): the text format naming the logs a
+// verifier accepts, the witnesses it knows, and the quorum of cosignatures it requires.
+// Pure and browser-safe (no Buffer, no node: imports), so the explorer can use it too.
+//
+//   log <vkey> [<url>]
+//   witness <name> <vkey> [<url>]
+//   group <name> all|any|<k> <name>...
+//   quorum <name>            (a witness, a group, or the predefined `none`)
+//
+// Parsing is strict (errors name the line); formatting writes logs, witnesses, groups in
+// their order, then the quorum line, so parse(format(p)) equals p.
+import { fromBase64, sha256, toHex } from './hash.js';
+
+export interface PolicyLog {
+  readonly vkey: string;
+  readonly url?: string;
+}
+
+export interface PolicyWitness {
+  /** The policy's own name for it ("no meaning outside of the policy file itself"). */
+  readonly name: string;
+  readonly vkey: string;
+  /** tlog-policy: "recommended that it is the witness' submission prefix URL". */
+  readonly url?: string;
+}
+
+export interface PolicyGroup {
+  readonly name: string;
+  /** As written: `all` (k = n), `any` (k = 1) or a number 1 ≤ k ≤ n. */
+  readonly k: 'all' | 'any' | number;
+  readonly members: readonly string[];
+}
+
+export interface Policy {
+  readonly logs: readonly PolicyLog[];
+  readonly witnesses: readonly PolicyWitness[];
+  readonly groups: readonly PolicyGroup[];
+  /** A witness name, a group name, or `none`. */
+  readonly quorum: string;
+}
+
+/** The predefined name: "it can be used when defining the quorum, but it is invalid as a group member". */
+export const QUORUM_NONE = 'none';
+
+/** Signature types a witness key may have (tlog-cosignature: 0x04 Ed25519, 0x06 ML-DSA-44). */
+export const WITNESS_KEY_TYPES: ReadonlySet<number> = new Set([0x04, 0x06]);
+
+export class PolicyError extends Error {
+  override name = 'PolicyError';
+}
+
+/** A vkey's parts, checked structurally (signed-note: `<name>+hex(key ID)+base64(type ‖ key)`). */
+export interface VkeyParts {
+  readonly name: string;
+  readonly keyId: string;
+  readonly type: number;
+  readonly key: Uint8Array;
+}
+
+const utf8 = new TextEncoder();
+/** Public key lengths of the types whose key ID signed-note and tlog-cosignature define. */
+const KEY_LENGTH: Record<number, number> = { 0x01: 32, 0x04: 32, 0x06: 1312 };
+
+/**
+ * Splits and checks a vkey. For types 0x01, 0x04 and 0x06 the key length and the key ID
+ * (SHA-256(name ‖ "\n" ‖ type ‖ key)[:4]) are checked too; other types (e.g. 0x02, whose
+ * key ID is computed differently) only structurally.
+ */
+export function splitVkey(vkey: string): VkeyParts {
+  // Split at the first two '+' only: names have none, but base64 may contain '+'.
+  const a = vkey.indexOf('+');
+  const b = a < 0 ? -1 : vkey.indexOf('+', a + 1);
+  if (b < 0) throw new PolicyError('a vkey has the form <name>+<key id>+<base64 key>');
+  const name = vkey.slice(0, a);
+  const keyId = vkey.slice(a + 1, b);
+  if (name === '' || /[\s+]/u.test(name)) throw new PolicyError(`vkey key name ${JSON.stringify(name)} is empty or has spaces`);
+  if (!/^[0-9a-f]{8}$/.test(keyId)) throw new PolicyError('vkey key id must be 8 lowercase hex characters');
+  const raw = fromBase64(vkey.slice(b + 1));
+  if (!raw || raw.length < 2) throw new PolicyError('vkey key is not base64 of a type byte and a public key');
+  const type = raw[0]!;
+  const key = raw.slice(1);
+  const want = KEY_LENGTH[type];
+  if (want !== undefined) {
+    if (key.length !== want) throw new PolicyError(`vkey of type 0x${hex2(type)} must carry a ${want}-byte public key`);
+    const id = sha256(new Uint8Array([...utf8.encode(`${name}\n`), type, ...key])).subarray(0, 4);
+    if (toHex(id) !== keyId) throw new PolicyError('vkey key id does not match its name and key');
+  }
+  return { name, keyId, type, key };
+}
+
+const hex2 = (n: number) => n.toString(16).padStart(2, '0');
+
+/** "Two vkeys are considered duplicate if they wrap the same underlying public key, even if they differ by key name and key id." */
+const keyMaterial = (p: VkeyParts) => toHex(p.key);
+
+// "whitespace ... means sequences of ASCII space and tab characters *only*".
+const FIELDS = /[ \t]+/;
+const trimWs = (s: string) => s.replace(/^[ \t]+|[ \t]+$/g, '');
+// "the allowed octet values are 0x09 (tab), 0x0A (newline), 0x20-0x7E, and 0x80-0xFF".
+// eslint-disable-next-line no-control-regex
+const FORBIDDEN = /[\x00-\x08\x0b-\x1f\x7f]/;
+
+/** Parses a tlog-policy text; throws PolicyError("line N: …") on the first problem. */
+export function parsePolicy(text: string): Policy {
+  const logs: PolicyLog[] = [];
+  const witnesses: PolicyWitness[] = [];
+  const groups: PolicyGroup[] = [];
+  let quorum: string | undefined;
+  const defined = new Set<string>();
+  const keys = new Map<string, string>();
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  lines.forEach((raw, i) => {
+    const fail = (msg: string): never => {
+      throw new PolicyError(`line ${i + 1}: ${msg}`);
+    };
+    const bad = FORBIDDEN.exec(raw);
+    if (bad) fail(bad[0] === '\r' ? 'carriage return (CRLF line endings are not allowed)' : `control character 0x${hex2(bad[0].charCodeAt(0))} is not allowed`);
+    const line = trimWs(raw);
+    if (line === '' || line.startsWith('#')) return;
+    const [keyword, ...args] = line.split(FIELDS) as [string, ...string[]];
+    const vkeyAt = (vkey: string, what: string): VkeyParts => {
+      let p: VkeyParts;
+      try {
+        p = splitVkey(vkey);
+      } catch (e) {
+        return fail(`${what}: ${(e as Error).message}`);
+      }
+      const dup = keys.get(keyMaterial(p));
+      if (dup !== undefined) fail(`${what}: the same public key as ${dup} (duplicates are not allowed)`);
+      keys.set(keyMaterial(p), what);
+      return p;
+    };
+    const newName = (name: string) => {
+      if (name === QUORUM_NONE) fail('the name "none" is predefined');
+      if (defined.has(name)) fail(`the name ${name} is already defined`);
+      defined.add(name);
+    };
+    switch (keyword) {
+      case 'log': {
+        if (args.length < 1 || args.length > 2) fail('expected: log <vkey> [<url>]');
+        vkeyAt(args[0]!, 'log');
+        logs.push(args[1] === undefined ? { vkey: args[0]! } : { vkey: args[0]!, url: args[1] });
+        return;
+      }
+      case 'witness': {
+        if (args.length < 2 || args.length > 3) fail('expected: witness <name> <vkey> [<url>]');
+        const [name, vkey, url] = args as [string, string, string | undefined];
+        const p = vkeyAt(vkey, `witness ${name}`);
+        if (!WITNESS_KEY_TYPES.has(p.type)) fail(`witness ${name}: key type 0x${hex2(p.type)} is not a cosignature key (0x04 or 0x06)`);
+        newName(name);
+        witnesses.push(url === undefined ? { name, vkey } : { name, vkey, url });
+        return;
+      }
+      case 'group': {
+        if (args.length < 3) fail('expected: group <name> all|any|<k> <name>... (at least one member)');
+        const [name, kText, ...members] = args as [string, string, ...string[]];
+        let k: PolicyGroup['k'];
+        if (kText === 'all' || kText === 'any') k = kText;
+        else if (/^[0-9]+$/.test(kText)) {
+          k = Number(kText);
+          if (!(k >= 1 && k <= members.length)) fail(`group ${name}: threshold ${kText} is not between 1 and its ${members.length} members`);
+        } else return fail(`group ${name}: threshold must be all, any or a decimal number, not ${JSON.stringify(kText)}`);
+        const seen = new Set<string>();
+        for (const m of members) {
+          if (m === QUORUM_NONE) fail(`group ${name}: "none" cannot be a group member`);
+          if (!defined.has(m)) fail(`group ${name}: ${m} is not a witness or group defined on a preceding line`);
+          if (seen.has(m)) fail(`group ${name}: ${m} is listed twice`);
+          seen.add(m);
+        }
+        newName(name);
+        groups.push({ name, k, members });
+        return;
+      }
+      case 'quorum': {
+        if (args.length !== 1) fail('expected: quorum <name>');
+        if (quorum !== undefined) fail('a second quorum line (a policy has exactly one)');
+        if (args[0] !== QUORUM_NONE && !defined.has(args[0]!)) fail(`quorum: ${args[0]} is not a witness or group defined on a preceding line`);
+        quorum = args[0]!;
+        return;
+      }
+      default:
+        fail(`unknown keyword ${JSON.stringify(keyword)} (expected log, witness, group or quorum)`);
+    }
+  });
+  if (quorum === undefined) throw new PolicyError('no quorum line (a policy has exactly one; `quorum none` requires no cosignatures)');
+  return { logs, witnesses, groups, quorum };
+}
+
+/** Writes the policy as text: logs, witnesses, groups (in order), then the quorum line. */
+export function formatPolicy(p: Policy): string {
+  const lines: string[] = [];
+  for (const l of p.logs) lines.push(['log', l.vkey, ...(l.url ? [l.url] : [])].join(' '));
+  for (const w of p.witnesses) lines.push(['witness', w.name, w.vkey, ...(w.url ? [w.url] : [])].join(' '));
+  for (const g of p.groups) lines.push(['group', g.name, String(g.k), ...g.members].join(' '));
+  lines.push(`quorum ${p.quorum}`);
+  const text = `${lines.join('\n')}\n`;
+  parsePolicy(text); // never write what would not read back
+  return text;
+}
+
+/** Whether the quorum needs no cosignature at all (`quorum none`). */
+export const isUnwitnessed = (p: Policy): boolean => p.quorum === QUORUM_NONE;
+
+function threshold(g: PolicyGroup): number {
+  return g.k === 'all' ? g.members.length : g.k === 'any' ? 1 : g.k;
+}
+
+/**
+ * Whether the witnesses named in `cosigned` (policy names of witnesses whose cosignatures
+ * verified) meet the quorum: a group "is considered to witness a checkpoint if and only if
+ * at least k of its n members have witnessed that checkpoint".
+ */
+export function quorumMet(p: Policy, cosigned: ReadonlySet<string>): boolean {
+  if (p.quorum === QUORUM_NONE) return true;
+  const groups = new Map(p.groups.map((g) => [g.name, g]));
+  const memo = new Map<string, boolean>();
+  const witnessed = (name: string): boolean => {
+    const known = memo.get(name);
+    if (known !== undefined) return known;
+    const g = groups.get(name);
+    const r = g ? g.members.filter(witnessed).length >= threshold(g) : cosigned.has(name);
+    memo.set(name, r);
+    return r;
+  };
+  return witnessed(p.quorum);
+}
+
+/**
+ * The quorum in words, e.g. `2 of (w1, w2, w3)` or `all of (X: 2 of (…), Y: any of (…))`.
+ * A group met a second time is named, not spelt out again (groups may share members, and
+ * spelling every path out could grow exponentially with a hostile policy).
+ */
+export function describeQuorum(p: Policy): string {
+  if (p.quorum === QUORUM_NONE) return 'none';
+  const groups = new Map(p.groups.map((g) => [g.name, g]));
+  const spelt = new Set<string>();
+  const words = (name: string, top: boolean): string => {
+    const g = groups.get(name);
+    if (!g || spelt.has(name)) return name;
+    spelt.add(name);
+    const inner = `${g.k} of (${g.members.map((m) => words(m, false)).join(', ')})`;
+    return top ? inner : `${name}: ${inner}`;
+  };
+  return words(p.quorum, true);
+}
+
+/**
+ * The fewest cosignatures that can meet the quorum, for a published M-of-N figure beside
+ * the policy text: exact when no witness is reachable through two groups (every M of N
+ * policy); otherwise the per-group sums may count a shared witness twice, so it is capped
+ * at the number of witnesses, and the policy text stays the authority.
+ */
+export function minimumCosigners(p: Policy): number {
+  if (p.quorum === QUORUM_NONE) return 0;
+  const groups = new Map(p.groups.map((g) => [g.name, g]));
+  const memo = new Map<string, number>();
+  const min = (name: string): number => {
+    const g = groups.get(name);
+    if (!g) return 1;
+    const known = memo.get(name);
+    if (known !== undefined) return known;
+    const n = g.members
+      .map(min)
+      .sort((a, b) => a - b)
+      .slice(0, threshold(g))
+      .reduce((a, b) => a + b, 0);
+    memo.set(name, n);
+    return n;
+  };
+  return Math.min(min(p.quorum), p.witnesses.length);
+}
+
+/** The common M-of-N policy: every witness listed, a group of k over all of them (k = 0: `quorum none`). */
+export function thresholdPolicy(logs: readonly PolicyLog[], witnesses: readonly PolicyWitness[], k: number): Policy {
+  if (k > witnesses.length) throw new PolicyError(`a threshold of ${k} exceeds the ${witnesses.length} witnesses`);
+  if (k === 0) return { logs, witnesses, groups: [], quorum: QUORUM_NONE };
+  const taken = new Set(witnesses.map((w) => w.name));
+  let name = 'quorum';
+  for (let i = 2; taken.has(name); i++) name = `quorum-${i}`;
+  return { logs, witnesses, groups: [{ name, k: k === witnesses.length ? 'all' : k, members: witnesses.map((w) => w.name) }], quorum: name };
+}
+
+/** k when the policy is `quorum none` (0) or k-of-all-its-witnesses (thresholdPolicy's shape); else null. */
+export function simpleThreshold(p: Policy): number | null {
+  if (p.quorum === QUORUM_NONE) return 0;
+  if (p.groups.length === 0) return p.witnesses.length === 1 ? 1 : null;
+  const g = p.groups[p.groups.length - 1]!;
+  if (p.groups.length !== 1 || g.name !== p.quorum) return null;
+  const all = new Set(p.witnesses.map((w) => w.name));
+  if (g.members.length !== all.size || !g.members.every((m) => all.has(m))) return null;
+  return threshold(g);
+}
