@@ -10,7 +10,7 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
-import { openBackend } from './serve/backends.js';
+import { openBackend, withDeadline } from './serve/backends.js';
 import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
@@ -63,7 +63,8 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
     ? await mountControlPlane(app, {
         submit: (req, onCommitted) => {
           if (!backend.sequencer) throw new ConfigError('the enterprise control plane needs a log that accepts entries');
-          return backend.sequencer.submit(req, onCommitted);
+          const { sequencer } = backend;
+          return withDeadline(sequencer.submit(req, onCommitted), cfg.anchorTimeoutMs, () => sequencer.notReady);
         },
         reader: ledger.reader,
         checkpoint: () => ledger.checkpoint(),

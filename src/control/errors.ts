@@ -3,7 +3,7 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { ApiError } from '../api/errors.js';
-import { PoolFullError, SequencerStoppedError } from '../sequencer/sequencer.js';
+import { AnchorTimeoutError, PoolFullError, SequencerStoppedError, StorageUnavailableError } from '../sequencer/sequencer.js';
 
 export class ControlError extends ApiError {
   override name = 'ControlError';
@@ -30,6 +30,7 @@ export function renderControlError(ctx: Context, e: unknown, logger: Logger): vo
   if (e instanceof ApiError) err = e;
   else if (e instanceof PoolFullError) err = new ApiError(503, 'ledger_busy', 'the ledger is busy; retry later', { 'Retry-After': '1' });
   else if (e instanceof SequencerStoppedError) err = new ApiError(503, 'ledger_unavailable', 'the ledger is not accepting entries');
+  else if (e instanceof StorageUnavailableError || e instanceof AnchorTimeoutError) err = new ApiError(503, 'ledger_unavailable', e.message, { 'Retry-After': '5' });
   else {
     const h = e as { status?: number; type?: string; message?: string };
     if (h?.status === 413 || h?.type === 'entity.too.large') err = new ApiError(413, 'body_too_large', 'request body is too large');

@@ -53,7 +53,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
  * The receipt, or AnchorTimeoutError once `ms` have passed: an anchor never hangs, whatever
  * storage or the witnesses do. It may still be committed later, which the error says.
  */
-function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => string | null): Promise<AnchorReceipt> {
+export function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => string | null): Promise<AnchorReceipt> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
