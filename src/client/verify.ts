@@ -76,7 +76,7 @@ export class Report {
     } else {
       this.add('overall', {
         ok: true,
-        detail: `every check was recomputed locally from the pinned key and checkpoint${skipped.length ? ` (${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run)` : ''}${
+        detail: `${skipped.length ? 'the checks that ran were' : 'every check was'} recomputed locally from the pinned key and checkpoint${skipped.length ? `; ${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run, not counted as passed` : ''}${
           this.unwitnessed ? '; NOT WITNESSED: no witness vouched for this checkpoint, so a split view would go unnoticed' : ''
         }`,
       });
@@ -92,9 +92,25 @@ export class Report {
     return this.get('witnesses')?.status === 'SKIP';
   }
 
-  /** The overall result in one word or three: PASS, PASS (not witnessed), FAIL. */
-  get verdict(): 'PASS' | 'PASS (not witnessed)' | 'FAIL' {
-    return this.failed ? 'FAIL' : this.unwitnessed ? 'PASS (not witnessed)' : 'PASS';
+  /**
+   * The checks that did not run (SKIP), rule 5 aside (its SKIP is "not witnessed"): a PASS
+   * never counts them as passed. The reason is the detail's lead word(s), e.g. "offline".
+   */
+  get notChecked(): { rule: number; name: string; reason: string }[] {
+    return this.checks
+      .filter((c) => c.status === 'SKIP' && c.rule !== RULES.witnesses.rule)
+      .map((c) => ({ rule: c.rule, name: c.name, reason: c.detail.split(':')[0]!.trim() }));
+  }
+
+  /**
+   * The overall result: FAIL, PASS, or PASS qualified by what was not checked, e.g.
+   * "PASS (rule 2 not checked: offline)", "PASS (not witnessed)", or both.
+   */
+  get verdict(): string {
+    if (this.failed) return 'FAIL';
+    const caveats = this.notChecked.map((c) => `rule ${c.rule} not checked: ${c.reason}`);
+    if (this.unwitnessed) caveats.push('not witnessed');
+    return caveats.length ? `PASS (${caveats.join('; ')})` : 'PASS';
   }
 
   get result(): 'PASS' | 'FAIL' {
