@@ -157,7 +157,10 @@ export interface CheckedCheckpoint {
   readonly size: number;
   readonly root: Uint8Array;
   readonly note?: string;
-  readonly timestamp?: string;
+  /** The JSON's `timestamp`: served beside the note, signed by no one (DESIGN.md §1.4). */
+  readonly unsignedTimestamp?: string;
+  /** The latest time a policy witness signed in a valid cosignature (tlog-cosignature), Unix seconds. */
+  readonly cosignedAt?: number;
 }
 
 const short = (hex: string): string => `${hex.slice(0, 16)}…`;
@@ -253,10 +256,17 @@ export function checkCheckpoint(input: CheckpointInput, trust: Trust): CheckedCh
   }
 
   const valid = new Set<NoteVerifier>();
+  let cosignedAt: number | undefined;
   if (body !== null && logOk) {
     for (const w of trust.witnesses) {
       const lines = sigs.filter((s) => s.name === w.name && bytesEqual(s.keyHash, w.keyHash));
-      if (lines.some((s) => verifySignature(body!, s, w) !== null)) valid.add(w);
+      for (const line of lines) {
+        const ok = verifySignature(body!, line, w);
+        if (!ok) continue;
+        valid.add(w);
+        // The cosignature's own time is signed; the JSON timestamp is not.
+        if (ok.timestamp !== undefined && (cosignedAt === undefined || ok.timestamp > cosignedAt)) cosignedAt = ok.timestamp;
+      }
     }
   }
   const signature: Outcome =
@@ -266,7 +276,12 @@ export function checkCheckpoint(input: CheckpointInput, trust: Trust): CheckedCh
   const otherSigs = note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
   const witnesses = witnessRule(signature.ok, valid, otherSigs, trust);
   const out: CheckedCheckpoint = { signature, witnesses, origin, size, root };
-  return { ...out, ...(note !== undefined ? { note } : {}), ...(json ? { timestamp: json.timestamp } : {}) };
+  return {
+    ...out,
+    ...(note !== undefined ? { note } : {}),
+    ...(json?.timestamp ? { unsignedTimestamp: json.timestamp } : {}),
+    ...(cosignedAt !== undefined ? { cosignedAt } : {}),
+  };
 }
 
 /**
