@@ -132,7 +132,7 @@ export function renderReport(r: Report): string {
   const skipped = r.notChecked.map((c) => `rule ${c.rule} not checked: ${c.reason}`);
   if (r.failed) lines.push(`Result: ${red('FAIL')} — not verified; do not trust it`);
   else if (skipped.length) {
-    lines.push(`Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — only the checks that ran passed; ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')} was not done`);
+    lines.push(`Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — the checks that ran passed; not done: ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')}`);
   } else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`);
   else lines.push(`Result: ${green('PASS')} — verified`);
   return lines.join('\n');
