@@ -1,9 +1,11 @@
 // `stele verify <file> [--anchor]`: check a file against the log (is its digest anchored,
-// does its inclusion verify) and, with --anchor, record a document_verified entry in the
-// same step (only when the verification passed).
+// does its inclusion verify). With --anchor, spec §4.3's "verification plus anchoring in one
+// step": a file that verifies gets a document_verified entry; a file the log does not hold
+// yet is anchored (ledger_anchor); either new entry's proof is verified.
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { anchorFile } from '../../src/client/ledger.js';
+import { type VerifyResult, anchorFile } from '../../src/client/ledger.js';
+import { RULES } from '../../src/client/verify.js';
 import { UsageError } from '../../src/client/errors.js';
 import { anchorJson, printAnchor } from './ledger/anchor.js';
 import { common, emitJson, exitFor, openSession, out } from './ledger/common.js';
@@ -20,9 +22,9 @@ export function registerVerify(program: Command): void {
     verifyOptions(
       program
         .command('verify')
-        .description('verify a package file against the ledger; with --anchor also record a document_verified entry')
+        .description('verify a package file against the ledger; with --anchor, verify and record it, or anchor it if it is new')
         .argument('<package_file>', 'the file to verify')
-        .option('--anchor', 'after a PASS, record a document_verified entry for the file and verify it too')
+        .option('--anchor', 'in one step: if the file is in the log and verifies, record a document_verified entry; if it is not in the log (and the log checks out), anchor it (ledger_anchor); the new entry is verified either way')
         .option('--artifact <label>', 'with --anchor: artifact label (default: the file name)')
         .option('--scope <scope>', 'with --anchor: scope label (default: [ledger] scope)')
         .addHelpText('after', RULES_HELP),
@@ -31,11 +33,18 @@ export function registerVerify(program: Command): void {
     if (opts.anchor && opts.tiles) throw new UsageError('--anchor needs the API; it cannot be combined with --tiles');
     const opened = await openSession(opts, { online: !opts.tiles });
     const v = await runVerify(file, opts, opened);
-    if (!opts.anchor || v.report.failed) {
-      if (opts.json) emitJson(opts.anchor ? { ...verifyJson(v), recorded: null } : verifyJson(v));
+    if (!opts.anchor) {
+      if (opts.json) emitJson(verifyJson(v));
+      else printVerify(v);
+      exitFor(v.report);
+      return;
+    }
+    const step = anchorStep(v);
+    if (step === null) {
+      if (opts.json) emitJson({ ...verifyJson(v), anchor: null, recorded: null });
       else {
         printVerify(v);
-        if (opts.anchor) out('Not recorded: the file did not verify.');
+        out('Not recorded: the file did not verify.');
       }
       exitFor(v.report);
       return;
@@ -44,17 +53,36 @@ export function registerVerify(program: Command): void {
     const again = await openSession(opts);
     const scope = opts.scope ?? again.loaded.effective.scope;
     const a = await anchorFile(again.session, again.api!, file, {
-      type: 'document_verified',
+      type: step === 'anchored' ? 'ledger_anchor' : 'document_verified',
       artifact: opts.artifact ?? basename(file),
       ...(scope !== undefined ? { scope } : {}),
       digest: { digest: v.digest, bytes: v.bytes },
     });
-    if (opts.json) emitJson({ ...verifyJson(v), result: a.report.failed ? 'FAIL' : 'PASS', recorded: anchorJson(a) });
-    else {
-      printVerify(v);
-      out();
-      printAnchor(a, 'Recorded document_verified for');
+    const outcome = a.report.failed ? 'FAIL' : step;
+    if (opts.json) {
+      // `anchor`: which step ran ("anchored": the file was new, "recorded": it verified and a
+      // document_verified entry was added); `verification` is the look-up before it.
+      const recorded = anchorJson(a);
+      emitJson(step === 'anchored' ? { ...recorded, anchor: step, verification: verifyJson(v) } : { ...verifyJson(v), result: recorded.result, verdict: recorded.verdict, anchor: step, recorded });
+    } else {
+      if (step === 'recorded') {
+        printVerify(v);
+        out();
+      } else out(`${file} is not in the log yet (sha256 ${v.digest}): anchoring it.`);
+      printAnchor(a, step === 'anchored' ? 'Anchored (ledger_anchor)' : 'Recorded document_verified for');
+      out(outcome === 'FAIL' ? 'verify --anchor: FAIL' : step === 'anchored' ? 'verify --anchor: anchored, and the new entry verified' : 'verify --anchor: verified, recorded document_verified');
     }
     exitFor(a.report);
   });
+}
+
+/**
+ * What `--anchor` does after the look-up: "recorded" when the file verified, "anchored" when
+ * the log checks out but holds no entry for the digest (a new package), else nothing.
+ */
+function anchorStep(v: VerifyResult): 'anchored' | 'recorded' | null {
+  if (!v.report.failed) return 'recorded';
+  const notFound = v.entry === undefined && v.mode === 'api';
+  const logOk = v.report.checks.every((c) => c.status !== 'FAIL' || c.rule === RULES.leaf.rule || c.rule === RULES.overall.rule);
+  return notFound && logOk ? 'anchored' : null;
 }

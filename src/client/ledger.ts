@@ -200,8 +200,27 @@ async function checkpointRules(
   return { cc, consistency, pinMoved };
 }
 
-function checkpointSummary(cc: CheckedCheckpoint) {
-  return { origin: cc.origin, treeSize: cc.size, rootHash: toHex(cc.root), ...(cc.timestamp ? { timestamp: cc.timestamp } : {}) };
+/**
+ * The checkpoint as verified: origin, size and root are signed; `witnessedAt` is the signed
+ * time of a valid policy witness's cosignature. The JSON `timestamp` is signed by no one
+ * (DESIGN.md §1.4), so it is kept apart, under `unsigned`.
+ */
+export interface CheckpointSummary {
+  origin: string;
+  treeSize: number;
+  rootHash: string;
+  witnessedAt?: string;
+  unsigned?: UnsignedFields;
+}
+
+function checkpointSummary(cc: CheckedCheckpoint): CheckpointSummary {
+  return {
+    origin: cc.origin,
+    treeSize: cc.size,
+    rootHash: toHex(cc.root),
+    ...(cc.cosignedAt !== undefined ? { witnessedAt: new Date(cc.cosignedAt * 1000).toISOString() } : {}),
+    ...(cc.unsignedTimestamp ? { unsigned: { timestamp: cc.unsignedTimestamp } } : {}),
+  };
 }
 
 function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: CheckpointView, s: Session, file?: string, prior?: string): ProofBundle {
@@ -235,7 +254,7 @@ export interface VerifyResult {
   readonly entry?: EntryView;
   readonly leafIndex?: number;
   readonly treeSize?: number;
-  readonly checkpoint?: ReturnType<typeof checkpointSummary>;
+  readonly checkpoint?: CheckpointSummary;
   readonly pinMoved: PinMove | null;
   readonly savedProof?: string;
 }
@@ -354,7 +373,7 @@ export interface AnchorResult {
   readonly entry: EntryView;
   readonly leafIndex: number;
   readonly treeSize: number;
-  readonly checkpoint: ReturnType<typeof checkpointSummary>;
+  readonly checkpoint: CheckpointSummary;
   readonly pinMoved: PinMove | null;
   readonly savedProof?: string;
 }
@@ -469,9 +488,18 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
 
 // ---- checkpoint ----------------------------------------------------------------------
 
+/** JSON checkpoint fields outside the signed note body: anyone between log and client can change them. */
+export interface UnsignedFields {
+  timestamp?: string;
+  lifetimeEntries?: number;
+  keyId?: string;
+  witnesses?: CheckpointView['witnesses'];
+}
+
 export interface CheckpointResult {
   readonly report: Report;
-  readonly checkpoint: ReturnType<typeof checkpointSummary> & { keyId: string; lifetimeEntries?: number };
+  /** Verified facts, and (`unsigned`) the JSON fields no signature covers, shown as such. */
+  readonly checkpoint: CheckpointSummary & { keyId: string };
   readonly witnesses: string[];
   /** The signed note (as served, or rebuilt from the JSON signature fields). */
   readonly note: string;
@@ -495,6 +523,15 @@ export function noteFromJson(cp: CheckpointView, trust: Trust): string {
   return `${body}\n${lines}`;
 }
 
+function unsignedFields(j: CheckpointView): UnsignedFields {
+  return {
+    ...(j.timestamp ? { timestamp: j.timestamp } : {}),
+    ...(j.lifetimeEntries !== undefined ? { lifetimeEntries: j.lifetimeEntries } : {}),
+    keyId: j.keyId,
+    witnesses: j.witnesses,
+  };
+}
+
 export async function verifyCheckpoint(s: Session, view: LogView): Promise<CheckpointResult> {
   const report = new Report();
   const input = await view.checkpoint();
@@ -503,11 +540,7 @@ export async function verifyCheckpoint(s: Session, view: LogView): Promise<Check
   const note = input.note ?? input.json?.note ?? noteFromJson(input.json!, s.trust);
   return {
     report,
-    checkpoint: {
-      ...checkpointSummary(cc),
-      keyId: input.json?.keyId ?? s.trust.keyId,
-      ...(input.json?.lifetimeEntries !== undefined ? { lifetimeEntries: input.json.lifetimeEntries } : {}),
-    },
+    checkpoint: { ...checkpointSummary(cc), keyId: s.trust.keyId, ...(input.json ? { unsigned: unsignedFields(input.json) } : {}) },
     witnesses: cc.witnesses.names,
     note,
     pinMoved,
@@ -524,7 +557,7 @@ export interface ConsistencyResult {
   readonly firstRoot?: string;
   readonly secondRoot?: string;
   readonly proof?: string[];
-  readonly checkpoint: ReturnType<typeof checkpointSummary>;
+  readonly checkpoint: CheckpointSummary;
   readonly pinMoved: PinMove | null;
 }
 

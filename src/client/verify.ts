@@ -76,7 +76,7 @@ export class Report {
     } else {
       this.add('overall', {
         ok: true,
-        detail: `every check was recomputed locally from the pinned key and checkpoint${skipped.length ? ` (${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run)` : ''}${
+        detail: `${skipped.length ? 'the checks that ran were' : 'every check was'} recomputed locally from the pinned key and checkpoint${skipped.length ? `; ${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run, not counted as passed` : ''}${
           this.unwitnessed ? '; NOT WITNESSED: no witness vouched for this checkpoint, so a split view would go unnoticed' : ''
         }`,
       });
@@ -92,9 +92,25 @@ export class Report {
     return this.get('witnesses')?.status === 'SKIP';
   }
 
-  /** The overall result in one word or three: PASS, PASS (not witnessed), FAIL. */
-  get verdict(): 'PASS' | 'PASS (not witnessed)' | 'FAIL' {
-    return this.failed ? 'FAIL' : this.unwitnessed ? 'PASS (not witnessed)' : 'PASS';
+  /**
+   * The checks that did not run (SKIP), rule 5 aside (its SKIP is "not witnessed"): a PASS
+   * never counts them as passed. The reason is the detail's lead word(s), e.g. "offline".
+   */
+  get notChecked(): { rule: number; name: string; reason: string }[] {
+    return this.checks
+      .filter((c) => c.status === 'SKIP' && c.rule !== RULES.witnesses.rule)
+      .map((c) => ({ rule: c.rule, name: c.name, reason: c.detail.split(':')[0]!.trim() }));
+  }
+
+  /**
+   * The overall result: FAIL, PASS, or PASS qualified by what was not checked, e.g.
+   * "PASS (rule 2 not checked: offline)", "PASS (not witnessed)", or both.
+   */
+  get verdict(): string {
+    if (this.failed) return 'FAIL';
+    const caveats = this.notChecked.map((c) => `rule ${c.rule} not checked: ${c.reason}`);
+    if (this.unwitnessed) caveats.push('not witnessed');
+    return caveats.length ? `PASS (${caveats.join('; ')})` : 'PASS';
   }
 
   get result(): 'PASS' | 'FAIL' {
@@ -141,7 +157,10 @@ export interface CheckedCheckpoint {
   readonly size: number;
   readonly root: Uint8Array;
   readonly note?: string;
-  readonly timestamp?: string;
+  /** The JSON's `timestamp`: served beside the note, signed by no one (DESIGN.md §1.4). */
+  readonly unsignedTimestamp?: string;
+  /** The latest time a policy witness signed in a valid cosignature (tlog-cosignature), Unix seconds. */
+  readonly cosignedAt?: number;
 }
 
 const short = (hex: string): string => `${hex.slice(0, 16)}…`;
@@ -237,10 +256,17 @@ export function checkCheckpoint(input: CheckpointInput, trust: Trust): CheckedCh
   }
 
   const valid = new Set<NoteVerifier>();
+  let cosignedAt: number | undefined;
   if (body !== null && logOk) {
     for (const w of trust.witnesses) {
       const lines = sigs.filter((s) => s.name === w.name && bytesEqual(s.keyHash, w.keyHash));
-      if (lines.some((s) => verifySignature(body!, s, w) !== null)) valid.add(w);
+      for (const line of lines) {
+        const ok = verifySignature(body!, line, w);
+        if (!ok) continue;
+        valid.add(w);
+        // The cosignature's own time is signed; the JSON timestamp is not.
+        if (ok.timestamp !== undefined && (cosignedAt === undefined || ok.timestamp > cosignedAt)) cosignedAt = ok.timestamp;
+      }
     }
   }
   const signature: Outcome =
@@ -250,7 +276,12 @@ export function checkCheckpoint(input: CheckpointInput, trust: Trust): CheckedCh
   const otherSigs = note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
   const witnesses = witnessRule(signature.ok, valid, otherSigs, trust);
   const out: CheckedCheckpoint = { signature, witnesses, origin, size, root };
-  return { ...out, ...(note !== undefined ? { note } : {}), ...(json ? { timestamp: json.timestamp } : {}) };
+  return {
+    ...out,
+    ...(note !== undefined ? { note } : {}),
+    ...(json?.timestamp ? { unsignedTimestamp: json.timestamp } : {}),
+    ...(cosignedAt !== undefined ? { cosignedAt } : {}),
+  };
 }
 
 /**

@@ -170,9 +170,69 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(j.out.entryId).toBe(ids[0]);
     expect(j.out.recorded.entry).toMatchObject({ type: 'document_verified', digest: j.out.digest });
     expect(j.out.recorded.result).toBe('PASS');
-    const miss = await sb.json(['verify', 'never-anchored.bin', '--anchor']);
-    expect(miss.code).toBe(1);
-    expect(miss.out.recorded).toBeNull();
+    expect(j.out.anchor).toBe('recorded');
+    const t = await sb.run(['verify', 'release-1.2.3.tgz', '--anchor']);
+    expect(t.code).toBe(0);
+    expect(t.stdout).toMatch(/^verify --anchor: verified, recorded document_verified$/m);
+  });
+
+  it('verify --anchor on a file the log does not hold anchors it and verifies the new entry, in one step', async () => {
+    sb.file('new-package.bin', 'a package the pipeline just built\n');
+    const t = await sb.run(['verify', 'new-package.bin', '--anchor']);
+    expect(t.code, t.stdout).toBe(0);
+    expect(t.stdout).toMatch(/^verify --anchor: anchored, and the new entry verified$/m);
+    expect(t.stdout).toMatch(/^Result: PASS — verified$/m);
+    // Now in the log: a second run verifies it and records document_verified.
+    const j = await sb.json(['verify', 'new-package.bin', '--anchor']);
+    expect(j.code).toBe(0);
+    expect(j.out).toMatchObject({ result: 'PASS', anchor: 'recorded' });
+    expect(j.out.recorded.entry).toMatchObject({ type: 'document_verified', digest: j.out.digest });
+    expect(j.out.entry).toMatchObject({ type: 'ledger_anchor', digest: j.out.digest, artifact: 'new-package.bin' });
+  });
+
+  it('verify --anchor --json says "anchored" and returns the new ledger_anchor entry', async () => {
+    sb.file('another-package.bin', 'another fresh build\n');
+    const j = await sb.json(['verify', 'another-package.bin', '--anchor']);
+    expect(j.code).toBe(0);
+    expect(j.out).toMatchObject({ result: 'PASS', anchor: 'anchored' });
+    expect(j.out.entry).toMatchObject({ type: 'ledger_anchor', digest: j.out.digest });
+    expect(rule(j.out.verification, 3).status).toBe('FAIL');
+  });
+
+  it('ledger checkpoint does not show the JSON checkpoint\'s unsigned timestamp and lifetimeEntries as verified', async () => {
+    const FORGED_TIME = '2001-09-09T01:46:40.000Z';
+    const proxy: TamperProxy = await startTamperProxy(serve.url, {
+      json: (_route, b) => {
+        const cp = b.checkpoint ?? b;
+        if (typeof cp.treeSize === 'number') {
+          cp.timestamp = FORGED_TIME;
+          cp.lifetimeEntries = (cp.lifetimeEntries ?? 0) + 1_000_000;
+        }
+        return b;
+      },
+    });
+    try {
+      const env = { STELE_LEDGER_ENDPOINT: proxy.url };
+      const [t, j] = await Promise.all([sb.run(['ledger', 'checkpoint'], env), sb.json(['ledger', 'checkpoint'], env)]);
+      const forgedCount = j.out.checkpoint.unsigned.lifetimeEntries as number;
+      expect(forgedCount).toBeGreaterThanOrEqual(1_000_000);
+      // The signed facts: no forged value among them; the verified time is a witness's.
+      expect(j.out.checkpoint.timestamp).toBeUndefined();
+      expect(j.out.checkpoint.lifetimeEntries).toBeUndefined();
+      expect(j.out.checkpoint.unsigned.timestamp).toBe(FORGED_TIME);
+      expect(Math.abs(Date.parse(j.out.checkpoint.witnessedAt) - Date.now())).toBeLessThan(3_600_000);
+      // In the text, the forged values appear only under the "unsigned … NOT verified" heading.
+      expect(t.code).toBe(0);
+      const [verified, unsigned] = t.stdout.split(/^ {2}unsigned .*NOT verified:$/m);
+      expect(unsigned).toBeDefined();
+      expect(verified).not.toContain('2001');
+      expect(verified).not.toContain(String(forgedCount));
+      expect(unsigned).toContain(FORGED_TIME);
+      expect(t.stdout).toMatch(/^ {2}witnessed {3}20\d\d-.*\(signed by a witness\)$/m);
+      expect(t.stdout).not.toMatch(/witnessed {3}2001/);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('rule 5 FAILs when the view lacks the pinned witnesses cosignatures', async () => {
@@ -243,6 +303,12 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(cp.code).toBe(0);
     expect(cons.code).toBe(0);
     expect(proof.code, proof.stdout).toBe(0);
+    // Offline, rule 2 did not run: the result names it and never reads "PASS — verified".
+    expect(proof.stdout).toMatch(/^ {2}SKIP {2}2\. /m);
+    expect(proof.stdout).not.toMatch(/^Result: PASS — verified$/m);
+    expect(proof.stdout).toMatch(/^Result: PASS \(rule 2 not checked: offline\)/m);
+    const pj = await sb.json(['ledger', 'proof', ids[0]!, '--offline']);
+    expect(pj.out).toMatchObject({ result: 'PASS', verdict: 'PASS (rule 2 not checked: offline)', complete: false, notChecked: [{ rule: 2, reason: 'offline' }] });
 
     expect(down.code).toBe(3);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);

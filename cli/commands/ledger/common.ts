@@ -19,7 +19,8 @@ export interface CommonOptions {
 
 export const EXIT_CODES_HELP = `
 Exit codes:
-  0  verified / success
+  0  success: every check that ran passed (a PASS that names checks "not checked",
+     e.g. rule 2 with --offline, or "not witnessed", also exits 0; read the Result line)
   1  a verification failed (FAIL in the report, bad proof or signature)
   2  usage or configuration error
   3  network or I/O error`;
@@ -114,16 +115,25 @@ export function emitJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** `result` stays PASS/FAIL; `witnessed` false and `verdict` "PASS (not witnessed)" when rule 5 required nothing. */
+/**
+ * `result` stays PASS/FAIL (FAIL only when a check that ran failed); `verdict` qualifies a
+ * PASS ("PASS (rule 2 not checked: offline)", "PASS (not witnessed)"); `notChecked` lists
+ * the SKIPped rules and `complete` is true only when none was skipped.
+ */
 export function reportJson(r: Report) {
-  return { result: r.result, verdict: r.verdict, witnessed: !r.unwitnessed, checks: r.checks };
+  const notChecked = r.notChecked;
+  return { result: r.result, verdict: r.verdict, witnessed: !r.unwitnessed, complete: notChecked.length === 0, notChecked, checks: r.checks };
 }
 
 export function renderReport(r: Report): string {
   const badge = (s: string) => (s === 'PASS' ? green('PASS') : s === 'FAIL' ? red('FAIL') : dim('SKIP'));
   const lines = r.checks.map((c) => `  ${badge(c.status)}  ${c.rule}. ${c.name}: ${c.detail}`);
+  // A SKIP is never counted as passed: the result line names what was not checked.
+  const skipped = r.notChecked.map((c) => `rule ${c.rule} not checked: ${c.reason}`);
   if (r.failed) lines.push(`Result: ${red('FAIL')} — not verified; do not trust it`);
-  else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`);
+  else if (skipped.length) {
+    lines.push(`Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — the checks that ran passed; not done: ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')}`);
+  } else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`);
   else lines.push(`Result: ${green('PASS')} — verified`);
   return lines.join('\n');
 }

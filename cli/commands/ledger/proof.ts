@@ -35,7 +35,7 @@ export function registerProof(ledger: Command): void {
       out(`  root        ${b.rootHash}`);
       out(`  audit path  ${b.auditPath.length} hash${b.auditPath.length === 1 ? '' : 'es'}`);
       b.auditPath.forEach((h, i) => out(`    ${String(i).padStart(2)}  ${h}`));
-      out(`  checkpoint  ${b.checkpoint.logId} size ${b.checkpoint.treeSize} at ${b.checkpoint.timestamp}`);
+      out(`  checkpoint  ${b.checkpoint.logId} size ${b.checkpoint.treeSize}${b.checkpoint.timestamp ? ` (unsigned timestamp ${b.checkpoint.timestamp}, not verified)` : ''}`);
       if (r.savedProof) out(`  saved       ${r.savedProof}`);
       if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
       out(renderReport(r.report));

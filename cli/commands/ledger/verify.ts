@@ -29,8 +29,10 @@ The report (spec §4.3), each check PASS or FAIL, computed on this machine:
   4  inclusion: the audit path rebuilds the checkpoint root (leaf index and tree size shown)
   5  witnesses: the valid cosignatures by the trust policy's witness keys meet its quorum
      (C2SP tlog-policy); SKIP "not witnessed" when the policy requires none (quorum none)
-  6  overall: PASS only if every check passed; "PASS (not witnessed)" when rule 5 required
-     nothing (exit 0: the log's own signature is all that vouches for the checkpoint)`;
+  6  overall: PASS only if every check that ran passed; a check that did not run (SKIP) is
+     never counted as passed: the result names it, e.g. "PASS (rule 2 not checked: offline)"
+     (--json: verdict, complete false, notChecked), still exit 0; "PASS (not witnessed)" when
+     rule 5 required nothing (exit 0: the log's own signature is all that vouches for it)`;
 
 export interface VerifyCliOptions extends CommonOptions {
   tiles?: string | true;
