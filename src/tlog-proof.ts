@@ -115,6 +115,8 @@ export interface TlogProofResult {
   readonly ok: boolean;
   /** Each check, in order; `digest` is absent when no file digest was given. */
   readonly checks: Partial<Record<TlogProofCheck, TlogProofOutcome>>;
+  // Checks stop at a failed signature or entry (nothing after them is meaningful); inclusion
+  // and digest are independent and both run.
   /** The first check that failed. */
   readonly failed?: TlogProofCheck;
   readonly entry?: CanonicalEntry;
@@ -160,13 +162,16 @@ export function verifyTlogProof(
   if (!bytesEqual(canonicalEntryBytes(entry), parts.canonical)) return fail('entry', 'the extra data\'s entry is not RFC 8785 canonical JSON', { checkpoint: cp });
   const eh = entryHash(proof.index, parts.canonical, parts.prior);
   checks.entry = { ok: true, detail: `entry hash ${toHex(eh)} recomputed from index ${proof.index}, the entry and prior hash ${toHex(parts.prior)}` };
-  if (!verifyInclusion(proof.index, cp.size, leafHash(eh), proof.proof, cp.root)) {
-    return fail('inclusion', `the inclusion proof does not bind leaf ${proof.index} to the root of size ${cp.size}`, { checkpoint: cp, entry, entryHash: eh });
-  }
-  checks.inclusion = { ok: true, detail: `leaf ${proof.index} is included in the tree of size ${cp.size}` };
+  // Inclusion and the digest are both checked, so a report can show each; `failed` names the first.
+  checks.inclusion = verifyInclusion(proof.index, cp.size, leafHash(eh), proof.proof, cp.root)
+    ? { ok: true, detail: `leaf ${proof.index} is included in the tree of size ${cp.size}` }
+    : { ok: false, detail: `the inclusion proof does not bind leaf ${proof.index} to the root of size ${cp.size}` };
   if (fileDigest !== undefined) {
-    if (entry.digest !== toHex(fileDigest)) return fail('digest', `the entry records digest ${entry.digest}, the file's is ${toHex(fileDigest)}`, { checkpoint: cp, entry, entryHash: eh });
-    checks.digest = { ok: true, detail: `the entry records the file's SHA-256 ${entry.digest}` };
+    checks.digest = entry.digest === toHex(fileDigest)
+      ? { ok: true, detail: `the entry records the file's SHA-256 ${entry.digest}` }
+      : { ok: false, detail: `the entry records digest ${entry.digest}, the file's is ${toHex(fileDigest)}` };
   }
+  const failed = (['inclusion', 'digest'] as const).find((c) => checks[c]?.ok === false);
+  if (failed) return { ok: false, checks, failed, checkpoint: cp, entry, entryHash: eh };
   return { ok: true, checks, entry, entryHash: eh, checkpoint: cp };
 }
