@@ -121,4 +121,15 @@ describe('tlog-proof files from the CLI', () => {
     expect(rule(r.out, 3).status).toBe('FAIL');
     expect(rule(r.out, 4).status).toBe('PASS');
   });
+
+  it('a malformed proof file is a one-line verification error (exit 1); a missing one an I/O error (exit 3)', async () => {
+    writeFileSync(join(sb.work, 'junk.tlog-proof'), 'c2sp.org/tlog-proof@v2\nindex 0\n\n');
+    const junk = await sb.run(['ledger', 'verify', 'pkg.tgz', '--proof', 'junk.tlog-proof'], offline);
+    expect(junk.code).toBe(1);
+    expect(junk.stderr.trim().split('\n')).toHaveLength(1);
+    expect(junk.stderr).toMatch(/junk\.tlog-proof: not a c2sp\.org\/tlog-proof@v1 proof: the first line is not the header/);
+    const missing = await sb.run(['ledger', 'verify', 'pkg.tgz', '--proof', 'nowhere.tlog-proof'], offline);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/cannot read nowhere\.tlog-proof: ENOENT/);
+  });
 });
