@@ -73,6 +73,7 @@ describe('tlog-proof files from the API', () => {
     expect(await byParam.text()).toBe(text);
     expect(text.startsWith(`${TLOG_PROOF_HEADER}\nextra `)).toBe(true);
     expect((await fetchProof(`id=${ids[5]}`)).headers.get('content-type')).toMatch(/^application\/json/);
+    expect((await fetchProof(`id=${ids[5]}&format=json`, 'text/x.tlog-proof')).headers.get('content-type')).toMatch(/^application\/json/);
     expect((await fetchProof(`id=${ids[5]}&format=xml`)).status).toBe(400);
   });
 
