@@ -113,10 +113,12 @@ export interface TlogProofOutcome {
 
 export interface TlogProofResult {
   readonly ok: boolean;
-  /** Each check, in order; `digest` is absent when no file digest was given. */
+  /**
+   * Each check, in order; `digest` is absent when no file digest was given. Checks stop at a
+   * failed signature or entry (nothing after them is meaningful); inclusion and digest are
+   * independent and both run.
+   */
   readonly checks: Partial<Record<TlogProofCheck, TlogProofOutcome>>;
-  // Checks stop at a failed signature or entry (nothing after them is meaningful); inclusion
-  // and digest are independent and both run.
   /** The first check that failed. */
   readonly failed?: TlogProofCheck;
   readonly entry?: CanonicalEntry;
