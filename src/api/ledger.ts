@@ -4,7 +4,8 @@ import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
-import { ARTIFACT_ID, type CanonicalEntry, parseEntryId } from '../entry.js';
+import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../entry.js';
+import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../tlog-proof.js';
 import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
@@ -44,6 +45,19 @@ const MAX_QUERY_VALUE = 128;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 type Query = ParsedUrlQuery;
+
+/**
+ * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
+ * header naming text/x.tlog-proof (`format=json` keeps the JSON view whatever Accept says).
+ */
+function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
+  if (format !== undefined) {
+    if (format === 'tlog-proof') return true;
+    if (format === 'json') return false;
+    throw badRequest('invalid_format', 'format must be json or tlog-proof');
+  }
+  return (ctx.get('Accept') ?? '').split(',').some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
+}
 
 /** The request's query parameters: node:querystring parses several times faster than ctx.query. */
 const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
@@ -106,7 +120,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     noStore(ctx);
     const query = queryOf(ctx);
     const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
-    const extra = Object.keys(query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k));
+    const extra = Object.keys(query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k) && k !== 'format');
+    const asProof = wantsTlogProof(ctx, single(query, 'format'));
     if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
     if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact, hash or leaf');
     const cp = svc.checkpoint();
@@ -136,6 +151,13 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
     // the entry it names must really carry the digest or artifact asked for.
     if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    if (asProof) {
+      // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
+      const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
+      ctx.set('Content-Type', `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`);
+      ctx.body = steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note);
+      return;
+    }
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body = entryProofJson(seq, found.canonical, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
   });

@@ -248,7 +248,8 @@ export interface VerifyResult {
   readonly file: string;
   readonly digest: string;
   readonly bytes: number;
-  readonly mode: 'api' | 'tiles';
+  /** 'tlog-proof': from a C2SP tlog-proof file alone, offline (src/client/tlog-proof-file.ts). */
+  readonly mode: 'api' | 'tiles' | 'tlog-proof';
   readonly source: string;
   readonly report: Report;
   readonly entry?: EntryView;

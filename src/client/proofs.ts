@@ -4,7 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { parseEntryId } from '../entry.js';
+import { type Entry, canonicalEntryBytes, parseEntryId } from '../entry.js';
+import { hashFromHex } from '../hash.js';
+import { TLOG_PROOF_EXTENSION, steleTlogProof } from '../tlog-proof.js';
 import { type EntryProofView, parseCheckpointView, parseEntryView } from './api.js';
 import { ClientError, UsageError } from './errors.js';
 
@@ -46,6 +48,25 @@ export function parseBundle(value: unknown, where: string): ProofBundle {
   return o as unknown as ProofBundle;
 }
 
+/**
+ * The bundle as a C2SP tlog-proof file (src/tlog-proof.ts): the checkpoint note verbatim,
+ * the audit path, and extra = prior entry hash ‖ canonical entry. Null when the bundle has
+ * no prior entry hash (it is then not enough to go from the file's SHA-256 to the leaf).
+ */
+export function tlogProofOf(b: ProofBundle): string | null {
+  if (b.priorEntryHash === undefined || b.checkpoint.note === undefined) return null;
+  // The entry view is the entry object the log shows (DESIGN.md §1.4): canonical fields, id and proof.
+  const canonical = canonicalEntryBytes(b.entry as unknown as Entry);
+  return steleTlogProof(b.leafIndex, canonical, hashFromHex(b.priorEntryHash), b.auditPath.map(hashFromHex), b.checkpoint.note);
+}
+
+/** Writes `text` to `path` through a temporary file, so a reader never sees half of it. */
+export async function writeAtomic(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await fs.writeFile(tmp, text);
+  await fs.rename(tmp, path);
+}
+
 export class ProofStore {
   constructor(readonly dir: string) {}
 
@@ -54,13 +75,19 @@ export class ProofStore {
     return join(this.dir, `${id}.json`);
   }
 
+  /** Where save() keeps the bundle's C2SP tlog-proof file. */
+  tlogPathOf(id: string): string {
+    return this.pathOf(id).replace(/\.json$/, TLOG_PROOF_EXTENSION);
+  }
+
   async save(bundle: ProofBundle): Promise<string> {
     const path = this.pathOf(bundle.entry.id);
     try {
       await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-      await fs.writeFile(tmp, `${JSON.stringify(bundle, null, 2)}\n`);
-      await fs.rename(tmp, path);
+      await writeAtomic(path, `${JSON.stringify(bundle, null, 2)}\n`);
+      // The same proof as a C2SP tlog-proof beside it, for verifiers other than Stele.
+      const tlog = tlogProofOf(bundle);
+      if (tlog !== null) await writeAtomic(this.tlogPathOf(bundle.entry.id), tlog);
     } catch (e) {
       throw new ClientError('io', `cannot store proof bundle in ${this.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }

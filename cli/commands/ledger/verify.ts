@@ -1,7 +1,10 @@
 // `stele ledger verify <file>`: the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
 // API or (--tiles) straight from the tiles with every proof computed client-side.
 import type { Command } from 'commander';
+import { UsageError } from '../../../src/client/errors.js';
+import { sha256File } from '../../../src/client/hashfile.js';
 import { type VerifyResult, verifyFile } from '../../../src/client/ledger.js';
+import { verifyFileWithTlogProof } from '../../../src/client/tlog-proof-file.js';
 import {
   type CommonOptions,
   type Opened,
@@ -37,6 +40,7 @@ The report (spec §4.3), each check PASS or FAIL, computed on this machine:
 export interface VerifyCliOptions extends CommonOptions {
   tiles?: string | true;
   leafIndex?: number;
+  proof?: string;
 }
 
 export function verifyJson(r: VerifyResult) {
@@ -60,7 +64,8 @@ export function verifyJson(r: VerifyResult) {
 export function printVerify(r: VerifyResult): void {
   out(`Verifying ${r.file}`);
   out(`  digest      ${r.digest}`);
-  out(`  log         ${r.checkpoint?.origin ?? '?'} via ${r.source} (${r.mode === 'api' ? 'JSON API' : 'tiles, proofs computed locally'})`);
+  const how = r.mode === 'api' ? 'JSON API' : r.mode === 'tiles' ? 'tiles, proofs computed locally' : 'C2SP tlog-proof file, offline';
+  out(`  log         ${r.checkpoint?.origin ?? '?'} via ${r.source} (${how})`);
   if (r.entry) out(`  entry       ${r.entry.id} (${r.entry.type}, ${r.entry.timestamp})`);
   if (r.leafIndex !== undefined && r.treeSize !== undefined) out(`  leaf        ${r.leafIndex} of tree size ${r.treeSize}, root ${short(r.checkpoint?.rootHash)}`);
   if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
@@ -78,6 +83,15 @@ export async function runVerify(file: string, opts: VerifyCliOptions, opened?: O
   }).finally(() => hp.stop());
 }
 
+/** `--proof <file>`: rules 1, 3, 4 and 5 from a tlog-proof file, with no network at all. */
+async function runProofVerify(file: string, proofPath: string, opts: VerifyCliOptions): Promise<VerifyResult> {
+  if (opts.tiles !== undefined || opts.leafIndex !== undefined) throw new UsageError('--proof excludes --tiles and --leaf-index');
+  const { session } = await openSession(opts, { online: false, requireOnline: false });
+  const hp = hashProgress(file, opts.json);
+  const { digest, bytes } = await sha256File(file, hp.onHashProgress).finally(() => hp.stop());
+  return verifyFileWithTlogProof(session, file, digest, bytes, proofPath);
+}
+
 export function verifyOptions(cmd: Command): Command {
   return cmd
     .addOption(tilesOption())
@@ -91,10 +105,11 @@ export function registerLedgerVerify(ledger: Command): void {
         .command('verify')
         .description('verify a file against the current checkpoint: PASS/FAIL for each rule of the report')
         .argument('<package_file>', 'the file to verify')
+        .option('--proof <file>', 'verify offline against a C2SP tlog-proof file (rule 2 only if its checkpoint is the pinned one)')
         .addHelpText('after', RULES_HELP),
     ),
   ).action(async (file: string, opts: VerifyCliOptions) => {
-    const r = await runVerify(file, opts);
+    const r = opts.proof !== undefined ? await runProofVerify(file, opts.proof, opts) : await runVerify(file, opts);
     if (opts.json) emitJson(verifyJson(r));
     else printVerify(r);
     exitFor(r.report);
