@@ -28,7 +28,7 @@ import {
   type Outcome,
   type ProveConsistency,
   Report,
-  type Status,
+  type StatusOutcome,
   type Trust,
   checkCheckpoint,
   checkConsistency,
@@ -455,10 +455,10 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
   report.add('signature', cc.signature);
   const prove = api ? new ApiView(api).prove : null;
   const pin = s.trust.pin;
-  let consistency: Outcome | { status: Status; detail: string };
+  let consistency: Outcome | StatusOutcome;
   if (cc.size >= pin.size || !prove) {
     consistency = !prove && cc.size !== pin.size
-      ? { status: 'SKIP', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` }
+      ? { status: 'SKIP', reason: 'offline', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` }
       : await checkConsistency(pin, { size: cc.size, root: cc.root }, prove);
   } else {
     const older = await checkConsistency({ size: cc.size, root: cc.root }, pin, prove, "proof's");

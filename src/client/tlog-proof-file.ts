@@ -39,12 +39,12 @@ export async function verifyFileWithTlogProof(s: Session, file: string, digest: 
     'consistency',
     cc.size === pin.size
       ? await checkConsistency(pin, { size: cc.size, root: cc.root }, null)
-      : { status: 'SKIP', detail: `not checked offline: the proof's checkpoint (size ${cc.size}) is not the pinned one (size ${pin.size}); run \`ledger checkpoint\` online to prove consistency` },
+      : { status: 'SKIP', reason: 'offline', detail: `not checked offline: the proof's checkpoint (size ${cc.size}) is not the pinned one (size ${pin.size}); run \`ledger checkpoint\` online to prove consistency` },
   );
   report.add('witnesses', cc.witnesses);
   const r = verifyTlogProof(proof, s.trust.log, s.trust.witnesses, hashFromHex(digest));
   const { entry: entryCheck, digest: digestCheck, inclusion } = r.checks;
-  const notRun = (why: string) => ({ status: 'SKIP' as const, detail: `not checked: ${why}` });
+  const notRun = (why: string) => ({ status: 'SKIP' as const, reason: why, detail: `not checked: ${why}` });
   // Rule 3: the entry bound to its leaf (entry hash from index, entry and prior hash), and the file's digest in it.
   if (r.failed === 'signature') {
     report.add('leaf', notRun('the checkpoint did not verify'));

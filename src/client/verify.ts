@@ -17,7 +17,12 @@ export interface Check {
   name: string;
   status: Status;
   detail: string;
+  /** Why a SKIP did not run, in a few words (e.g. "offline"): what the result line names. */
+  reason?: string;
 }
+
+/** A check's outcome given by status: a SKIP says in `reason` why it did not run. */
+export type StatusOutcome = { status: Exclude<Status, 'SKIP'>; detail: string } | { status: 'SKIP'; detail: string; reason?: string };
 
 export const RULES = {
   signature: { rule: 1, name: 'Checkpoint signature' },
@@ -39,14 +44,15 @@ export interface Outcome {
 export class Report {
   readonly checks: Check[] = [];
 
-  add(key: RuleKey, outcome: Outcome | { status: Status; detail: string }): Check {
+  add(key: RuleKey, outcome: Outcome | StatusOutcome): Check {
     return this.addCheck(RULES[key].rule, RULES[key].name, outcome);
   }
 
   /** A check outside the six rules (numbered 7 and up), e.g. a requested consistency proof. */
-  addCheck(rule: number, name: string, outcome: Outcome | { status: Status; detail: string }): Check {
+  addCheck(rule: number, name: string, outcome: Outcome | StatusOutcome): Check {
     const status: Status = 'status' in outcome ? outcome.status : outcome.ok ? 'PASS' : 'FAIL';
     const c: Check = { rule, name, status, detail: outcome.detail };
+    if ('reason' in outcome && outcome.reason !== undefined) c.reason = outcome.reason;
     const at = this.checks.findIndex((x) => x.rule === c.rule);
     if (at >= 0) this.checks[at] = c;
     else this.checks.push(c);
@@ -94,12 +100,12 @@ export class Report {
 
   /**
    * The checks that did not run (SKIP), rule 5 aside (its SKIP is "not witnessed"): a PASS
-   * never counts them as passed. The reason is the detail's lead word(s), e.g. "offline".
+   * never counts them as passed. The reason is the check's own (else its detail).
    */
   get notChecked(): { rule: number; name: string; reason: string }[] {
     return this.checks
       .filter((c) => c.status === 'SKIP' && c.rule !== RULES.witnesses.rule)
-      .map((c) => ({ rule: c.rule, name: c.name, reason: c.detail.split(':')[0]!.trim() }));
+      .map((c) => ({ rule: c.rule, name: c.name, reason: c.reason ?? c.detail }));
   }
 
   /**

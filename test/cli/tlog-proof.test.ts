@@ -92,6 +92,8 @@ describe('tlog-proof files from the CLI', () => {
     expect(rule(r.out, 2).status).toBe('SKIP');
     expect(rule(r.out, 2).detail).toMatch(/not checked offline/);
     expect(rule(r.out, 6).detail).toMatch(/rule 2 not run/);
+    // The result line names the check's own reason, not a fragment of its detail.
+    expect(r.out.verdict).toMatch(/^PASS \(rule 2 not checked: offline[;)]/);
   });
 
   const tamper = (n: (lines: string[]) => number, edit: (l: string) => string) => (text: string) =>
