@@ -151,6 +151,8 @@ const base64Length = (n: number) => 4 * Math.ceil(n / 3);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Another writer, or an operator, changed the log under this sequencer: it must stop, never retry. */
 const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError || e instanceof LogStateError;
+/** Why a conflict stops the sequencer, in one line: an operator-state error says it itself. */
+const stopReason = (e: unknown, otherwise: string) => (e instanceof LogStateError ? e.message : `${otherwise}: ${(e as Error).message}`);
 
 export class Sequencer {
   private readonly pool: SequencingPool<AnchorReceipt>;
@@ -183,8 +185,8 @@ export class Sequencer {
   /** Its fsyncs once started (commit() waits for them before the next lock swap). */
   private persisting: Promise<void> = Promise.resolve();
   private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
-  /** Set while storage keeps failing (a recovery attempt failed); submit() refuses meanwhile. */
-  private degraded: StorageUnavailableError | undefined;
+  /** Why the log cannot commit, while storage keeps failing (a recovery attempt failed); submit() refuses meanwhile. */
+  private degraded: string | undefined;
   /** Why the last publish did not happen (a failed write, or too few cosignatures), until one does. */
   private publishTrouble: string | undefined;
   private readonly stoppedListeners: ((err: Error) => void)[] = [];
@@ -246,7 +248,7 @@ export class Sequencer {
   /** Readiness: null while anchors can be committed and published, else why not. */
   get notReady(): string | null {
     if (this.stopped) return `sequencer stopped: ${this.stopped.message}`;
-    if (this.degraded) return this.degraded.message;
+    if (this.degraded) return this.degraded;
     return this.publishTrouble ?? null;
   }
 
@@ -271,7 +273,7 @@ export class Sequencer {
    */
   submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
-    if (this.degraded) return Promise.reject(new StorageUnavailableError(`${this.degraded.message}; this anchor was not recorded, retry later`));
+    if (this.degraded) return Promise.reject(new StorageUnavailableError(`${this.degraded}; this anchor was not recorded, retry later`));
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
     if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     // The pool keeps only the resolve function: a failure settles with a rejected promise.
@@ -414,10 +416,7 @@ export class Sequencer {
     try {
       await this.publishCommitted();
     } catch (e) {
-      if (isConflict(e)) {
-        const why = e instanceof LogStateError ? e.message : `another writer changed the public checkpoint (${(e as Error).message})`;
-        return this.fail(new SequencerStoppedError(why), []);
-      }
+      if (isConflict(e)) return this.fail(new SequencerStoppedError(stopReason(e, 'another writer changed the public checkpoint')), []);
       this.logError('publishing the checkpoint failed; retrying next round', e);
     }
   }
@@ -592,16 +591,15 @@ export class Sequencer {
         return true;
       } catch (e) {
         if (isConflict(e)) {
-          const why = e instanceof LogStateError ? e.message : `another writer changed the log: ${(e as Error).message}`;
-          this.fail(new SequencerStoppedError(why), batch);
+          this.fail(new SequencerStoppedError(stopReason(e, 'another writer changed the log')), batch);
           return false;
         }
         this.logError('recovery failed; retrying', e);
         if (!this.degraded) {
           // Storage keeps failing: what waits in the pool is not recorded; say so now rather
           // than let it wait, and refuse new anchors until a recovery succeeds.
-          this.degraded = new StorageUnavailableError(`the log cannot commit anchors: ${(e as Error).message}`);
-          rejectAll(this.pool.drain(), new StorageUnavailableError(`${this.degraded.message}; the anchors waiting were not recorded, retry later`));
+          this.degraded = `the log cannot commit anchors: ${(e as Error).message}`;
+          rejectAll(this.pool.drain(), new StorageUnavailableError(`${this.degraded}; the anchors waiting were not recorded, retry later`));
         }
         await sleep(RETRY_DELAY_MS);
       }
