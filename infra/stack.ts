@@ -96,6 +96,13 @@ export class SteleStack extends Stack {
       maxValue: 60000,
       description: 'Longest an anchor waits for its batch, in ms',
     });
+    const minBatchSpacing = new CfnParameter(this, 'MinBatchSpacingMs', {
+      type: 'Number',
+      default: 1000,
+      minValue: 0,
+      maxValue: 60000,
+      description: 'Shortest time between two batch starts, in ms: each batch costs a KMS sign, S3 PUTs and two DynamoDB writes (0: back to back)',
+    });
     const imageRepository = new CfnParameter(this, 'ImageRepository', {
       type: 'String',
       default: 'stele',
@@ -186,6 +193,7 @@ export class SteleStack extends Stack {
       STELE_DYNAMO_TABLE: this.table.tableName,
       STELE_KMS_KEY_ID: this.key.keyArn,
       STELE_BATCH_INTERVAL_MS: batchInterval.valueAsString,
+      STELE_MIN_BATCH_SPACING_MS: minBatchSpacing.valueAsString,
       STELE_MODE: 'production',
       AWS_REGION: Aws.REGION,
     });

@@ -11,6 +11,12 @@ export interface ServeConfig {
   readonly port: number;
   readonly batchIntervalMs: number;
   readonly maxBatch: number;
+  /**
+   * Shortest time between two batch starts (ms). Unset: 0 on a local directory (a batch starts
+   * as soon as the last one is acknowledged), 1,000 on AWS (each batch costs a KMS signature,
+   * S3 PUTs and DynamoDB writes).
+   */
+  readonly minBatchSpacingMs?: number;
   /** Longest an anchor request waits for its checkpoint before a 503 (ms). */
   readonly anchorTimeoutMs: number;
   readonly mode: 'demo' | 'production';
@@ -58,6 +64,7 @@ const SETTINGS = {
   port: { env: 'STELE_PORT', file: 'port', kind: 'int' },
   batchIntervalMs: { env: 'STELE_BATCH_INTERVAL_MS', file: 'batch_interval_ms', kind: 'int' },
   maxBatch: { env: 'STELE_MAX_BATCH', file: 'max_batch', kind: 'int' },
+  minBatchSpacingMs: { env: 'STELE_MIN_BATCH_SPACING_MS', file: 'min_batch_spacing_ms', kind: 'int' },
   anchorTimeoutMs: { env: 'STELE_ANCHOR_TIMEOUT_MS', file: 'anchor_timeout_ms', kind: 'int' },
   mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
   anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
@@ -126,6 +133,7 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   }
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
   if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
+  if ((cfg.minBatchSpacingMs ?? 0) > 60_000) throw new ConfigError('min batch spacing must be 0..60000 ms');
   if (cfg.anchorTimeoutMs < 100 || cfg.anchorTimeoutMs > 600_000) throw new ConfigError('anchor timeout must be 100..600000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
   if (cfg.witnessPolicy !== undefined && cfg.witnessThreshold !== undefined) {

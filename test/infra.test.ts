@@ -138,6 +138,7 @@ describe('infra/stack.ts (CDK assertions)', () => {
     const env = Object.fromEntries((seqTask.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]));
     expect(env).toMatchObject({ STELE_BACKEND: 'aws', STELE_ROLE: 'sequencer', STELE_S3_PREFIX: 'log/', STELE_S3_STAGING_PREFIX: 'private/' });
     expect(env.STELE_BATCH_INTERVAL_MS).toEqual({ Ref: 'BatchIntervalMs' });
+    expect(env.STELE_MIN_BATCH_SPACING_MS).toEqual({ Ref: 'MinBatchSpacingMs' });
     // Anchor tokens reach the sequencer (which serves the anchor route) from Secrets Manager, never the API.
     expect(seqTask.Properties.ContainerDefinitions[0].Secrets.map((x: Json) => x.Name)).toEqual(['STELE_ANCHOR_TOKENS']);
     const [, apiTask] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('ApiTask'))!;
@@ -155,6 +156,8 @@ describe('infra/stack.ts (CDK assertions)', () => {
     const params = template.toJSON().Parameters as Json;
     expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs', 'AnchorTokens']));
     expect(params.AnchorTokens.NoEcho).toBe(true);
+    // Group commit on AWS: at most one batch (a KMS sign, S3 PUTs, two DynamoDB writes) a second by default.
+    expect(params.MinBatchSpacingMs).toMatchObject({ Type: 'Number', Default: 1000 });
   });
 });
 

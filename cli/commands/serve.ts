@@ -30,6 +30,7 @@ export function registerServeCommands(program: Command): void {
     .option('--host <host>', `listen address (env STELE_HOST; default ${SERVE_DEFAULTS.host})`)
     .option('--port <port>', `listen port, 0 for any (env STELE_PORT; default ${SERVE_DEFAULTS.port})`)
     .option('--batch-interval <ms>', `longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS; default ${SERVE_DEFAULTS.batchIntervalMs})`)
+    .option('--min-batch-spacing <ms>', 'shortest time between two batch starts, the knob for per-batch cost (env STELE_MIN_BATCH_SPACING_MS; default 0 on a local directory, 1000 on AWS)')
     .option('--max-batch <n>', `largest batch (env STELE_MAX_BATCH; default ${SERVE_DEFAULTS.maxBatch})`)
     .option('--anchor-timeout <ms>', `longest an anchor request waits for its checkpoint before a 503 (env STELE_ANCHOR_TIMEOUT_MS; default ${SERVE_DEFAULTS.anchorTimeoutMs})`)
     .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
@@ -47,8 +48,8 @@ export function registerServeCommands(program: Command): void {
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, anchorTimeout, json, logLevel, witness, ...rest } = opts;
-      const cfg = config({ ...rest, batchIntervalMs: batchInterval, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') });
+      const { batchInterval, minBatchSpacing, anchorTimeout, json, logLevel, witness, ...rest } = opts;
+      const cfg = config({ ...rest, batchIntervalMs: batchInterval, minBatchSpacingMs: minBatchSpacing, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') });
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');

@@ -22,6 +22,13 @@ import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
 import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
 
+/**
+ * Default shortest time between batch starts on AWS, in ms: a batch costs a KMS signature, a
+ * few S3 PUTs and two DynamoDB writes whatever its size, so a trickle of anchors costs at most
+ * one batch a second instead of one per anchor (README: "What a batch costs").
+ */
+export const AWS_MIN_BATCH_SPACING_MS = 1000;
+
 export interface AwsCredentials {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
@@ -69,6 +76,8 @@ export interface AwsLogConfig {
   readonly index?: boolean;
   readonly batchInterval?: number;
   readonly maxBatch?: number;
+  /** Shortest time between batch starts in ms (default AWS_MIN_BATCH_SPACING_MS: each batch is a KMS sign, S3 PUTs and two DynamoDB writes). */
+  readonly minBatchSpacing?: number;
   readonly maxPending?: number;
   readonly listeners?: readonly BatchListener[];
   readonly logger?: Logger;
@@ -169,6 +178,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       lock,
       batchInterval: config.batchInterval,
       maxBatch: config.maxBatch,
+      minBatchSpacing: config.minBatchSpacing ?? AWS_MIN_BATCH_SPACING_MS,
       maxPending: config.maxPending,
       listeners: [...(index ? [indexFeeder(index, reader)] : []), ...(config.listeners ?? [])],
       logger: log,
@@ -303,7 +313,8 @@ export class AwsConfigError extends Error {
  *   STELE_ORIGIN, AWS_REGION, STELE_S3_BUCKET, STELE_S3_PREFIX (default log/),
  *   STELE_S3_STAGING_PREFIX (default private/), STELE_S3_ENDPOINT, STELE_S3_FORCE_PATH_STYLE,
  *   STELE_DYNAMO_TABLE, STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
- *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH.
+ *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
+ *   STELE_MIN_BATCH_SPACING_MS.
  */
 export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLogConfig {
   const need = (name: string): string => {
@@ -347,6 +358,7 @@ export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLo
     signer,
     batchInterval: int('STELE_BATCH_INTERVAL_MS'),
     maxBatch: int('STELE_MAX_BATCH'),
+    minBatchSpacing: int('STELE_MIN_BATCH_SPACING_MS'),
     heartbeatMs: int('STELE_HEARTBEAT_MS'),
   };
 }

@@ -13,6 +13,8 @@ export interface LocalLogOptions {
   readonly origin: string;
   readonly batchInterval?: number;
   readonly maxBatch?: number;
+  /** Shortest time between batch starts in ms (default 0: back to back). */
+  readonly minBatchSpacing?: number;
   readonly maxPending?: number;
   readonly fsync?: boolean;
   readonly listeners?: readonly BatchListener[];
@@ -42,6 +44,7 @@ export async function openLocalLog(o: LocalLogOptions) {
     lock: new StoreLock(privateStore),
     batchInterval: o.batchInterval,
     maxBatch: o.maxBatch,
+    minBatchSpacing: o.minBatchSpacing,
     maxPending: o.maxPending,
     listeners: o.listeners,
     witnessing: o.witnessing,

@@ -97,8 +97,15 @@ export interface SequencerOptions {
   /** Private scratch space for staged batches (never served). */
   readonly staging: ObjectStore;
   readonly lock: SequencerLock;
-  /** Longest an anchor waits for its batch to start, in ms (default 1000). */
+  /** Longest an anchor waits for its batch to start while none is running, in ms (default 1000). */
   readonly batchInterval?: number;
+  /**
+   * Shortest time between two batch starts, in ms (default 0: a batch starts as soon as the
+   * last one is acknowledged). Each batch costs a signature and a few writes, so on a store
+   * billed per request (S3, KMS, DynamoDB) this bounds the cost when anchors trickle in.
+   * Effective up to `batchInterval`, which still bounds how long an anchor waits.
+   */
+  readonly minBatchSpacing?: number;
   /** Largest batch; a full pool starts a batch at once (default 65,536). */
   readonly maxBatch?: number;
   /** Bound on accepted but unacknowledged anchors; beyond it submit() rejects with PoolFullError (default 1,000,000). */
@@ -157,12 +164,17 @@ const stopReason = (e: unknown, otherwise: string) => (e instanceof LogStateErro
 export class Sequencer {
   private readonly pool: SequencingPool<AnchorReceipt>;
   private timer: NodeJS.Timeout | undefined;
+  /** When `timer` fires (now() time). */
+  private timerAt = 0;
   private running: Promise<void> | undefined;
   private stopped: Error | undefined;
   private closing = false;
   private readonly listeners: BatchListener[];
   private readonly publishedListeners: ((c: PublishedCheckpoint, batch: IntegratedBatch | null) => void)[] = [];
   private readonly interval: number;
+  private readonly minSpacing: number;
+  /** When the last batch started (now() time; -Infinity before the first). */
+  private lastBatchStart = Number.NEGATIVE_INFINITY;
   private readonly maxBatch: number;
   private readonly maxPending: number;
   private readonly now: () => number;
@@ -195,6 +207,7 @@ export class Sequencer {
 
   private constructor(private readonly opts: SequencerOptions) {
     this.interval = opts.batchInterval ?? 1000;
+    this.minSpacing = opts.minBatchSpacing ?? 0;
     this.maxBatch = opts.maxBatch ?? 65_536;
     this.maxPending = opts.maxPending ?? 1_000_000;
     this.now = opts.now ?? Date.now;
@@ -285,7 +298,7 @@ export class Sequencer {
       if (e instanceof UnrecordableRequestError) return Promise.reject(e);
       throw e;
     }
-    this.schedule();
+    this.schedule(true);
     return receipt;
   }
 
@@ -321,29 +334,37 @@ export class Sequencer {
     await this.pool.close();
   }
 
-  private schedule(): void {
+  /**
+   * Group commit: when no batch is running and anchors wait, the next batch starts as soon as
+   * the last one started `minBatchSpacing` ago, and at the latest when the oldest anchor has
+   * waited the batch interval (or the pool is full). Under a trickle an anchor waits for one
+   * batch; under load the anchors that arrive while a batch commits make up the next one, so
+   * batches grow instead of queuing. `soon` (a new anchor) defers the start to the next turn
+   * of the event loop, so that requests arriving together travel together.
+   */
+  private schedule(soon = false): void {
     if (this.running || this.stopped || this.closing) return;
     const retryPublish = this.unpublished.length > 0 || this.committed.size > this.published.size;
     if (this.pool.length === 0 && !retryPublish) return;
-    const waited = this.pool.length > 0 ? this.now() - this.pool.oldestEnqueued! : 0;
-    if (this.pool.length >= this.maxBatch || (this.pool.length > 0 && waited >= this.interval)) {
-      this.startBatch();
-    } else if (!this.timer) {
-      this.timer = setTimeout(
-        () => {
-          this.timer = undefined;
-          if (this.pool.length === 0 && !this.running && !this.stopped) {
-            this.running = this.publishCommitted()
-              .catch((e) => this.logError('publish failed', e))
-              .finally(() => {
-                this.running = undefined;
-                this.schedule();
-              });
-          } else this.schedule();
-        },
-        this.pool.length > 0 ? this.interval - waited : this.interval,
-      );
-    }
+    if (this.pool.length >= this.maxBatch) return this.startBatch();
+    const now = this.now();
+    const startAt = this.pool.length > 0 ? Math.min(this.lastBatchStart + this.minSpacing, this.pool.oldestEnqueued! + this.interval) : now + this.interval;
+    if (startAt <= now && !soon) return this.startBatch();
+    // A timer already set for no later than this one will do (a publish retry may be set for later).
+    if (this.timer && this.timerAt <= startAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = startAt;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.pool.length === 0 && !this.running && !this.stopped) {
+        this.running = this.publishCommitted()
+          .catch((e) => this.logError('publish failed', e))
+          .finally(() => {
+            this.running = undefined;
+            this.schedule();
+          });
+      } else this.schedule();
+    }, Math.max(0, startAt - now));
   }
 
   private startBatch(): void {
@@ -352,6 +373,7 @@ export class Sequencer {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    this.lastBatchStart = this.now();
     this.running = this.pool
       .take(this.maxBatch)
       .then(

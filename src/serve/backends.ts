@@ -43,7 +43,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
   if (cfg.backend === 'aws') {
     // The AWS SDK loads only for this backend.
     const { awsLogConfigFromEnv } = await import('../aws/log.js');
-    const aws = { ...awsLogConfigFromEnv(env), logger };
+    const aws = { ...awsLogConfigFromEnv(env), ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}), logger };
     return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws, cfg.anchorTimeoutMs);
   }
   return localBackend(cfg, logger);
@@ -96,6 +96,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     origin: cfg.origin,
     batchInterval: cfg.batchIntervalMs,
     maxBatch: cfg.maxBatch,
+    minBatchSpacing: cfg.minBatchSpacingMs ?? 0,
     fsync: cfg.fsync ?? true,
     logger,
     listeners: [indexFeeder(index, reader)],
