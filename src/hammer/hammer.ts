@@ -1,0 +1,295 @@
+// `stele hammer`: load and correctness for any Stele deployment. Writers POST anchors (a
+// share of them re-sending a digest already anchored) at a target rate or as fast as their
+// number allows; readers poll the log's `checkpoint` and read only tlog-tiles objects to
+// verify, against one shared view (./view.ts), that every checkpoint seen is signed and
+// consistent with every other and that every acknowledged anchor is included. 429 and 503
+// are the log pushing back (counted, then retried after Retry-After), not errors.
+import { randomBytes } from 'node:crypto';
+import { hashFromHex, isHash64 } from '../hash.js';
+import { type NoteVerifier, SIG_ED25519, parseVkey } from '../note.js';
+import { LogReader } from '../reader.js';
+import { HttpObjectReader } from '../client/objects.js';
+import { SharedView } from './view.js';
+
+export interface HammerOptions {
+  /** The log's API base URL (POST /api/ledger/anchor). */
+  readonly url: string;
+  /** Where its tlog-tiles objects are (default: `url`). */
+  readonly tiles?: string;
+  /** The log's note verifier key; default: fetched once from `url`/api/ledger/key (trust on first use). */
+  readonly vkey?: string;
+  /** Bearer token for the anchor route (production mode). */
+  readonly token?: string;
+  /** Concurrent writers, each waiting for its answer before the next POST. */
+  readonly writers: number;
+  /** Anchors per second across all writers; unset: as fast as the writers go. */
+  readonly rate?: number;
+  /** Share (0..1) of POSTs that re-send a digest already anchored. */
+  readonly duplicateShare: number;
+  readonly readers: number;
+  /** How long writers run, in ms; readers then finish verifying (up to `settleMs`). */
+  readonly durationMs: number;
+  readonly settleMs?: number;
+  /** Goal: at least this many acknowledged anchors per second. */
+  readonly writeGoal?: number;
+  /** Called about once a second while the run lasts. */
+  readonly onProgress?: (p: HammerProgress) => void;
+}
+
+export interface HammerProgress {
+  readonly elapsedS: number;
+  readonly treeSize: number;
+  readonly anchors: number;
+  readonly anchorsPerS: number;
+  readonly pushback: number;
+  readonly verified: number;
+  readonly failures: number;
+}
+
+export interface LatencySummary {
+  readonly min: number;
+  readonly avg: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+export interface HammerReport {
+  readonly url: string;
+  readonly tiles: string;
+  readonly durationS: number;
+  readonly tree: { readonly startSize: number; readonly endSize: number; readonly growth: number };
+  readonly writes: {
+    readonly acknowledged: number;
+    readonly duplicates: number;
+    readonly perSecond: number;
+    /** Time from POST to its answer: the anchor integrated and published (ms). */
+    readonly integrateMs: LatencySummary | null;
+    readonly pushback: { readonly 429: number; readonly 503: number };
+    readonly errors: number;
+  };
+  readonly reads: {
+    readonly checkpoints: number;
+    readonly consistencyProofs: number;
+    readonly inclusionProofs: number;
+    readonly spotChecks: number;
+    readonly errors: number;
+    /** Acknowledged anchors not proved included by the end. */
+    readonly unverified: number;
+  };
+  readonly verificationFailures: number;
+  /** The first few failures and errors, one line each. */
+  readonly problems: readonly string[];
+  readonly goals: { readonly writeGoal?: { readonly target: number; readonly met: boolean } };
+  /** No verification failure, no error, every anchor verified, every goal met. */
+  readonly ok: boolean;
+}
+
+/** A hammer that cannot start (bad URL, no key): the CLI reports it as a usage or network error. */
+export class HammerSetupError extends Error {
+  override name = 'HammerSetupError';
+}
+
+const KEPT_PROBLEMS = 20;
+const READ_PAUSE_MS = 100;
+const MAX_RETRY_AFTER_MS = 2000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const withSlash = (u: string) => (u.endsWith('/') ? u : `${u}/`);
+
+/** The anchor answer's fields the hammer uses (spec §2.5), checked before use. */
+interface AnchorAnswer {
+  leafIndex: number;
+  entryHash: Uint8Array;
+  note: string;
+}
+
+function parseAnchorAnswer(body: unknown): AnchorAnswer | null {
+  const b = body as { leafIndex?: unknown; entry?: { proof?: { entryHash?: unknown } }; checkpoint?: { note?: unknown } } | null;
+  const hash = b?.entry?.proof?.entryHash;
+  if (!b || !Number.isSafeInteger(b.leafIndex) || typeof hash !== 'string' || !isHash64(hash) || typeof b.checkpoint?.note !== 'string') return null;
+  return { leafIndex: b.leafIndex as number, entryHash: hashFromHex(hash), note: b.checkpoint.note };
+}
+
+async function logVerifier(o: HammerOptions): Promise<NoteVerifier> {
+  let vkey = o.vkey;
+  if (vkey === undefined) {
+    const res = await fetch(new URL('api/ledger/key', withSlash(o.url)));
+    if (!res.ok) throw new HammerSetupError(`GET ${o.url}/api/ledger/key: HTTP ${res.status} (give the log's key with --vkey)`);
+    vkey = ((await res.json()) as { vkey?: string }).vkey;
+    if (typeof vkey !== 'string') throw new HammerSetupError(`${o.url}/api/ledger/key has no vkey (give the log's key with --vkey)`);
+  }
+  let v: NoteVerifier;
+  try {
+    v = parseVkey(vkey);
+  } catch (e) {
+    throw new HammerSetupError(`the log's vkey: ${(e as Error).message}`);
+  }
+  if (v.type !== SIG_ED25519) throw new HammerSetupError('the vkey is not an Ed25519 log key');
+  return v;
+}
+
+function summarise(ms: number[]): LatencySummary | null {
+  if (ms.length === 0) return null;
+  const s = Float64Array.from(ms).sort();
+  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+  const round = (x: number) => Math.round(x * 10) / 10;
+  return { min: round(s[0]!), avg: round(ms.reduce((a, b) => a + b, 0) / ms.length), p50: round(at(50)), p99: round(at(99)), max: round(s[s.length - 1]!) };
+}
+
+export async function runHammer(o: HammerOptions): Promise<HammerReport> {
+  const verifier = await logVerifier(o);
+  const tilesBase = o.tiles ?? o.url;
+  const objects = new HttpObjectReader(tilesBase, { attempts: 1 });
+  const view = new SharedView(new LogReader(objects, { unverified: true, cacheBytes: 64 * 1024 * 1024 }), verifier);
+  const anchorUrl = new URL('api/ledger/anchor', withSlash(o.url)).toString();
+  const checkpointUrl = new URL('checkpoint', objects.base).toString();
+  const problems: string[] = [];
+  const problem = (msg: string) => {
+    if (problems.length < KEPT_PROBLEMS) problems.push(msg);
+  };
+
+  const latencies: number[] = [];
+  const anchored: string[] = [];
+  let duplicates = 0;
+  let writeErrors = 0;
+  let readErrors = 0;
+  const pushback = { 429: 0, 503: 0 };
+  let writing = true;
+  let reading = true;
+  const started = performance.now();
+  let sent = 0;
+
+  const fetchCheckpoint = async (): Promise<string | null> => {
+    try {
+      const res = await fetch(checkpointUrl, { headers: { 'Cache-Control': 'no-cache' } });
+      if (res.status === 429 || res.status === 503) return null;
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      return await res.text();
+    } catch (e) {
+      readErrors++;
+      problem(`GET ${checkpointUrl}: ${(e as Error).message}`);
+      return null;
+    }
+  };
+
+  const first = await fetchCheckpoint();
+  const startHead = first ? await view.observe(first, 'checkpoint') : null;
+  if (!startHead) throw new HammerSetupError(`cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`);
+
+  /** Waits for the next slot of the target rate (shared by every writer). */
+  const pace = async () => {
+    if (!o.rate) return;
+    const due = started + (sent++ / o.rate) * 1000;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+  };
+
+  const writer = async () => {
+    while (writing) {
+      await pace();
+      if (!writing) break;
+      const duplicate = anchored.length > 0 && Math.random() < o.duplicateShare;
+      const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : randomBytes(32).toString('hex');
+      const t0 = performance.now();
+      let res: Response;
+      try {
+        res = await fetch(anchorUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+          body: JSON.stringify({ digest }),
+        });
+      } catch (e) {
+        writeErrors++;
+        problem(`POST ${anchorUrl}: ${(e as Error).message}`);
+        await sleep(READ_PAUSE_MS);
+        continue;
+      }
+      if (res.status === 429 || res.status === 503) {
+        pushback[res.status]++;
+        await res.arrayBuffer().catch(() => undefined);
+        const after = Number(res.headers.get('retry-after'));
+        await sleep(Number.isFinite(after) && after > 0 ? Math.min(after * 1000, MAX_RETRY_AFTER_MS) : READ_PAUSE_MS);
+        continue;
+      }
+      const body = await res.json().catch(() => null);
+      const answer = res.status === 201 ? parseAnchorAnswer(body) : null;
+      if (!answer) {
+        writeErrors++;
+        problem(`POST ${anchorUrl}: HTTP ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+        continue;
+      }
+      latencies.push(performance.now() - t0);
+      if (duplicate) duplicates++;
+      else anchored.push(digest);
+      view.expect(answer.leafIndex, answer.entryHash);
+      // The answer's checkpoint joins the view: one more checkpoint to check against the others.
+      void view.observe(answer.note, `the answer for leaf ${answer.leafIndex}`);
+    }
+  };
+
+  const reader = async () => {
+    while (reading) {
+      const note = await fetchCheckpoint();
+      const head = note ? await view.observe(note, 'checkpoint') : null;
+      if (head && head.size > 0) await view.spotCheck(head, Math.floor(Math.random() * head.size));
+      await sleep(READ_PAUSE_MS);
+    }
+  };
+
+  const progress = () => {
+    const elapsedS = (performance.now() - started) / 1000;
+    o.onProgress?.({
+      elapsedS,
+      treeSize: view.head?.size ?? 0,
+      anchors: latencies.length,
+      anchorsPerS: latencies.length / Math.max(elapsedS, 1e-3),
+      pushback: pushback[429] + pushback[503],
+      verified: view.counts.inclusionProofs,
+      failures: view.failureCount,
+    });
+  };
+  const ticker = setInterval(progress, 1000);
+
+  const readers = Array.from({ length: o.readers }, reader);
+  const writers = Array.from({ length: o.writers }, writer);
+  await sleep(o.durationMs);
+  writing = false;
+  await Promise.all(writers);
+  const writeSeconds = (performance.now() - started) / 1000;
+  // Readers carry on until every acknowledged anchor is proved included (or the settle time runs out).
+  const settleUntil = performance.now() + (o.settleMs ?? 10_000);
+  while (view.unverified > 0 && performance.now() < settleUntil) await sleep(READ_PAUSE_MS);
+  reading = false;
+  await Promise.all(readers);
+  // One last look, so the anchors the readers had not reached are proved against the latest checkpoint.
+  const last = await fetchCheckpoint();
+  if (last) await view.observe(last, 'checkpoint');
+  clearInterval(ticker);
+  progress();
+
+  const perSecond = latencies.length / writeSeconds;
+  const writeGoal = o.writeGoal !== undefined ? { target: o.writeGoal, met: perSecond >= o.writeGoal } : undefined;
+  const endSize = view.head?.size ?? startHead.size;
+  const unverified = view.unverified;
+  if (unverified > 0) problem(`${unverified} acknowledged anchors were not proved included in any checkpoint read`);
+  const ok = view.failureCount === 0 && writeErrors === 0 && readErrors === 0 && unverified === 0 && (writeGoal?.met ?? true);
+  return {
+    url: o.url,
+    tiles: tilesBase,
+    durationS: Math.round(writeSeconds * 100) / 100,
+    tree: { startSize: startHead.size, endSize, growth: endSize - startHead.size },
+    writes: {
+      acknowledged: latencies.length,
+      duplicates,
+      perSecond: Math.round(perSecond * 10) / 10,
+      integrateMs: summarise(latencies),
+      pushback,
+      errors: writeErrors,
+    },
+    reads: { ...view.counts, errors: readErrors, unverified },
+    verificationFailures: view.failureCount,
+    problems: [...view.failures, ...problems].slice(0, KEPT_PROBLEMS),
+    goals: writeGoal ? { writeGoal } : {},
+    ok,
+  };
+}
