@@ -2,7 +2,7 @@
 //
 // Every result is printed as one line `<figure>: <value> <unit>` so that issue notes and
 // scripts can pick figures out with a grep; anything else a benchmark prints starts with '#'.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -137,5 +137,22 @@ export class ScratchDirs {
 
   removeAll(): void {
     for (const dir of this.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * CPU time (ms, user + system, all threads) process `pid` has used, from /proc/<pid>/stat
+ * (Linux only; NaN elsewhere). On a busy machine, CPU per request is the fair measure where
+ * req/s depends on what else runs.
+ */
+export function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th, in USER_HZ (100) ticks.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
   }
 }
