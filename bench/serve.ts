@@ -1,12 +1,14 @@
 // What a new user gets: `stele serve` with its DEFAULT settings (batch interval, spacing,
 // fsync), 256 closed-loop clients each POSTing an anchor and waiting for its answer.
 // Figures: anchors/s, p50, p99, and the server's CPU per anchor (from /proc, fair on a busy
-// machine). BENCH_STELE_ROOT runs another checkout's dist/ (a base worktree, to compare in
+// machine), then the same through `stele hammer` (src/hammer/), which verifies every anchor from
+// the tiles as it goes. BENCH_STELE_ROOT runs another checkout's dist/ (a base worktree, to compare in
 // the same conditions): `BENCH_STELE_ROOT=/work/wt-base npm run bench -- serve`.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { runHammer } from '../src/hammer/hammer.js';
 import { QUICK, ScratchDirs, figure, note, processCpuMs } from './util.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 256);
@@ -59,6 +61,16 @@ export default async function main(): Promise<void> {
     figure('serve_default_anchor_p99', run.latency.p99, 'ms');
     figure('serve_default_server_cpu_per_anchor', Math.round((cpu / run.requests.total) * 1000), 'µs');
     figure('serve_default_errors', run.errors + run.non2xx, 'responses');
+
+    // The same load through `stele hammer`, which also verifies every anchor from the tiles
+    // (its fetch-based writers cost this process more CPU than autocannon: a lower bound).
+    const h = await runHammer({ url, writers: CONNECTIONS, duplicateShare: 0.05, readers: 2, durationMs: DURATION * 1000 });
+    figure('serve_default_hammer_throughput', h.writes.perSecond, 'anchors/s');
+    figure('serve_default_hammer_integrate_p50', h.writes.integrateMs?.p50 ?? NaN, 'ms');
+    figure('serve_default_hammer_integrate_p99', h.writes.integrateMs?.p99 ?? NaN, 'ms');
+    figure('serve_default_hammer_pushback', h.writes.pushback[429] + h.writes.pushback[503], 'responses');
+    figure('serve_default_hammer_verified_inclusions', h.reads.inclusionProofs, 'anchors');
+    figure('serve_default_hammer_failures', h.verificationFailures + h.writes.errors + h.reads.errors + h.reads.unverified, '');
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
