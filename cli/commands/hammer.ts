@@ -4,6 +4,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HammerProgress, HammerReport, LatencySummary } from '../../src/hammer/hammer.js';
 import { CliError, EXIT } from '../errors.js';
+import { isQuiet } from '../verbosity.js';
 import { emitJson, green, intArg, out, red } from './ledger/common.js';
 
 const HELP = `
@@ -62,7 +63,7 @@ function render(r: HammerReport): void {
 
 /** The live line: redrawn in place on a terminal, a line every few seconds otherwise. */
 function progressLine(json: boolean | undefined): (p: HammerProgress) => void {
-  if (process.env.STELE_NO_PROGRESS) return () => undefined;
+  if (process.env.STELE_NO_PROGRESS || isQuiet()) return () => undefined;
   const tty = Boolean(process.stderr.isTTY);
   let lastPrinted = 0;
   return (p) => {
@@ -109,7 +110,7 @@ export function registerHammerCommand(program: Command): void {
         if (e instanceof HammerSetupError) throw new CliError(EXIT.IO, e.message);
         throw e;
       });
-      if (process.stderr.isTTY && !flags.json) process.stderr.write('\n');
+      if (process.stderr.isTTY && !flags.json && !isQuiet()) process.stderr.write('\n');
       if (flags.json) emitJson(report);
       else render(report);
       if (!report.ok) process.exitCode = EXIT.VERIFY_FAILED;
