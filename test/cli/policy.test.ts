@@ -91,7 +91,9 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const first = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args });
     await first.stop();
     writeFileSync(unmetFile, servePolicy('all'));
-    const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args });
+    // Changing a log's witness policy is deliberate: without --reconfigure the start is refused.
+    await expect(startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args })).rejects.toThrow(/exited with 2: .*witness policy.*--reconfigure/s);
+    const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args: [...args, '--reconfigure'] });
     try {
       const key = (await (await fetch(`${unmet.url}/api/ledger/key`)).json()) as Json;
       expect(parsePolicy(key.witnessPolicy.policy).groups).toEqual([{ name: 'q', k: 'all', members: ['w1', 'w2', 'w3'] }]);
