@@ -25,8 +25,7 @@ import { bytesEqual, leafHash, toHex } from './hash.js';
 import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './merkle.js';
 import type { ObjectReader } from './store/store.js';
 import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './tiles.js';
-import { readCompactBundle, readHashTile } from './tilestore.js';
-import { LogIntegrityError } from './sequencer/recover.js';
+import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 
 export interface LogReaderOptions {
   /** Bytes of tiles and bundles kept in memory (default 512 MiB: every level-0 tile and bundle of a ~1.5M-entry log). */

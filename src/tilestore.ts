@@ -4,6 +4,11 @@ import { HASH_SIZE } from './hash.js';
 import type { ObjectReader } from './store/store.js';
 import { Bundle, HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from './tiles.js';
 
+/** Objects of the published log do not agree with each other or with its signed root: it was damaged or tampered with. */
+export class LogIntegrityError extends Error {
+  override name = 'LogIntegrityError';
+}
+
 export class MissingObjectError extends Error {
   override name = 'MissingObjectError';
   constructor(readonly key: string) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CanonicalEntry } from '../src/entry.js';
 import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
-import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/sequencer.js';
+import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -10,7 +10,8 @@ import { HASH_SIZE, bytesEqual, leafHash } from '../src/hash.js';
 import { RightEdge } from '../src/sequencer/edge.js';
 import { encodeBundle, frame } from '../src/tiles.js';
 import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
-import { RecordBuffer, Repeats, UnrecordableRequestError } from '../src/sequencer/records.js';
+import { UnrecordableRequestError } from '../src/sequencer/contract.js';
+import { RecordBuffer, Repeats } from '../src/sequencer/records.js';
 import { sequenceRun } from '../src/sequencer/sequencing.js';
 import { StagingBuffer } from '../src/sequencer/staging-buffer.js';
 

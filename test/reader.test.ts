@@ -9,7 +9,7 @@ import { leafHash, toHex } from '../src/hash.js';
 import { openLocalLog } from '../src/log/local.js';
 import { MemoryHashReader, proveConsistency, proveInclusion, treeHash, verifyConsistency, verifyInclusion } from '../src/merkle.js';
 import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/reader.js';
-import { LogIntegrityError } from '../src/sequencer/recover.js';
+import { LogIntegrityError } from '../src/tilestore.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import type { ObjectReader } from '../src/store/store.js';
 import { Bundle, TILE_WIDTH, TileFormatError, decodeBundle, encodeBundle, tilePath } from '../src/tiles.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/anchor.js';
 import { openLocalLog } from '../src/log/local.js';
 import { SIG_ED25519, formatVkey, makeVerifier } from '../src/note.js';
-import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/sequencer.js';
+import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/contract.js';
 import { auditLogDir, tileFile, writeTestKey } from './helpers/audit.js';
 import { runTlogcheck, tlogcheckBinary } from './helpers/tlogcheck.js';
 

@@ -10,7 +10,7 @@ import { isHash64, toHex } from '../hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
 import type { LogReader } from '../reader.js';
-import { AnchorTimeoutError, type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError, StorageUnavailableError } from '../sequencer/sequencer.js';
+import { AnchorTimeoutError, type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError, StorageUnavailableError } from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';

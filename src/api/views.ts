@@ -2,7 +2,7 @@
 import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../entry.js';
 import { leafHash, toBase64, toHex } from '../hash.js';
 import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../note.js';
-import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
+import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { JsonFragment, JsonObjectWriter } from './json.js';
 import type { CheckpointView, WitnessSigView } from './wire.js';
 

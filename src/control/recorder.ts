@@ -7,7 +7,7 @@
 // no DEKs, no KEKs.
 import { anchorRequest } from '../anchor.js';
 import { entryId } from '../entry.js';
-import type { AnchorReceipt } from '../sequencer/sequencer.js';
+import type { AnchorReceipt } from '../sequencer/contract.js';
 import type { AuditEvent, AuditLog } from './audit.js';
 import { shuttingDown } from './errors.js';
 import type { ControlDeps } from './mount.js';

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import { parseCanonicalEntry } from '../entry.js';
 import type { LogReader } from '../reader.js';
-import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/sequencer.js';
+import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/contract.js';
 import { TILE_WIDTH } from '../tiles.js';
 import type { LookupIndex } from './types.js';
 

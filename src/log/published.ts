@@ -8,7 +8,7 @@ import { bytesEqual, toHex } from '../hash.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import { publishedCheckpointOf } from '../sequencer/guard.js';
-import { decodePublishedCheckpoint } from '../sequencer/published.js';
+import { decodePublishedCheckpoint } from '../sequencer/contract.js';
 import type { ObjectReader } from '../store/store.js';
 
 export interface PublishedState {

@@ -10,12 +10,8 @@ import type { NoteVerifier } from '../note.js';
 import type { LockState } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
 import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../tiles.js';
-import { type PublishedCheckpoint, decodePublishedCheckpoint } from './published.js';
+import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
 
-/** The log's storage is not in a state a sequencer may build on; an operator must act. */
-export class LogStateError extends Error {
-  override name = 'LogStateError';
-}
 
 const RECOVER_HINT = 'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';
 

@@ -7,7 +7,7 @@ import { HASH_SIZE } from '../hash.js';
 import { proveInclusionSync } from '../merkle.js';
 import type { TileSet } from '../tiles.js';
 import type { Segment } from './pool.js';
-import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './sequencer.js';
+import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './contract.js';
 
 /** A batch in the lock and in the tiles, not yet in a published checkpoint. */
 export interface Unpublished {

@@ -6,8 +6,7 @@
 // back: that is an error of its own (WitnessRollbackError), never an ordinary failed round.
 import type { SignedCheckpoint } from '../checkpoint.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
-import { LogStateError } from '../sequencer/guard.js';
-import type { CheckpointWitnessing } from '../sequencer/sequencer.js';
+import { type CheckpointWitnessing, LogStateError } from '../sequencer/contract.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from './protocol.js';
 
 export interface WitnessEndpoint {

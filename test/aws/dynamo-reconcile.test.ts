@@ -10,7 +10,7 @@ import { artifactId } from '../../src/entry.js';
 import { reconcileIndex } from '../../src/index/catchup.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { LogReader } from '../../src/reader.js';
-import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/sequencer.js';
+import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { scratchDir } from '../helpers/tmp.js';

@@ -20,7 +20,7 @@ import { leafHash, toHex } from '../../src/hash.js';
 import { verifyInclusion } from '../../src/merkle.js';
 import { SIG_ED25519, makeVerifier } from '../../src/note.js';
 import { LogReader } from '../../src/reader.js';
-import type { AnchorReceipt } from '../../src/sequencer/sequencer.js';
+import type { AnchorReceipt } from '../../src/sequencer/contract.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import { auditLogDir } from '../helpers/audit.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
