@@ -20,11 +20,11 @@
 // A mismatch is a CorruptObjectError naming the object, which is dropped from the cache.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './entry.js';
-import { bytesEqual, leafHash, toHex } from './hash.js';
-import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './merkle.js';
+import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './core/entry.js';
+import { bytesEqual, leafHash, toHex } from './core/hash.js';
+import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './tiles.js';
+import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 
 export interface LogReaderOptions {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CanonicalEntry } from '../src/entry.js';
+import type { CanonicalEntry } from '../src/core/entry.js';
 import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
 import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
 

@@ -1,7 +1,7 @@
-// src/tiles.ts: C2SP tile paths, hash tiles, locating subtree hashes in tiles, and bundles.
+// src/core/tiles.ts: C2SP tile paths, hash tiles, locating subtree hashes in tiles, and bundles.
 import { describe, expect, it } from 'vitest';
-import { leafHash } from '../src/hash.js';
-import { type SubtreeRef, treeHash } from '../src/merkle.js';
+import { leafHash } from '../src/core/hash.js';
+import { type SubtreeRef, treeHash } from '../src/core/merkle.js';
 import {
   HashTile,
   TILE_HEIGHT,
@@ -19,7 +19,7 @@ import {
   parseTilePath,
   tilePath,
   tileWidthAt,
-} from '../src/tiles.js';
+} from '../src/core/tiles.js';
 import { NaiveTree, sha256 } from './helpers/naive.js';
 import { hex, loadVectors } from './helpers/vectors.js';
 

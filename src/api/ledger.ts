@@ -3,12 +3,12 @@
 import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { type AnchorRequest, ValidationError, parseAnchorBody } from '../anchor.js';
-import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../entry.js';
-import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../tlog-proof.js';
-import { isHash64, toHex } from '../hash.js';
+import { type AnchorRequest, ValidationError, parseAnchorBody } from '../core/anchor.js';
+import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
+import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
+import { isHash64, toHex } from '../core/hash.js';
 import type { LookupIndex } from '../index/types.js';
-import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../note.js';
+import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
 import { AnchorTimeoutError, type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError, StorageUnavailableError } from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';

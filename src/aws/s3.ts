@@ -26,7 +26,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
-import { bytesEqual } from '../hash.js';
+import { bytesEqual } from '../core/hash.js';
 import { type ObjectMeta, objectMeta } from '../store/layout.js';
 import {
   ImmutableConflictError,
@@ -37,7 +37,7 @@ import {
   VersionConflictError,
   assertValidKey,
 } from '../store/store.js';
-import { TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../tiles.js';
+import { TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../core/tiles.js';
 
 export interface S3ConnectionOptions {
   readonly region?: string;

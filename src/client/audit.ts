@@ -4,11 +4,11 @@
 // consistency with the pinned checkpoint. It streams bundle by bundle (bounded memory) and
 // stops at the first object that disagrees, naming it.
 import canonicalizeCjs from 'canonicalize';
-import { artifactId } from '../entry.js';
-import { EMPTY_ROOT, bytesEqual, toHex } from '../hash.js';
-import { treeHashSync } from '../merkle.js';
+import { artifactId } from '../core/entry.js';
+import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
+import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, TileFormatError, TileSet, decodeBundle, tilePath } from '../tiles.js';
+import { HashTile, TILE_WIDTH, TileFormatError, TileSet, decodeBundle, tilePath } from '../core/tiles.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
 import { entryHashFast, leafHashFast, orderedPipeline, tileRootFast } from './pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';

@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LRUCache } from 'lru-cache';
-import { bytesEqual, toHex } from '../hash.js';
-import { treeHash, treeHashSync } from '../merkle.js';
+import { bytesEqual, toHex } from '../core/hash.js';
+import { treeHash, treeHashSync } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import {
@@ -29,7 +29,7 @@ import {
   levelHashCount,
   tilePath,
   tileWidthAt,
-} from '../tiles.js';
+} from '../core/tiles.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';

@@ -46,7 +46,7 @@ export async function parallelRange(from: number, to: number, concurrency: numbe
   if (failed !== undefined) throw failed;
 }
 
-// ---- fast hashing (node:crypto one-shot; same results as src/hash.ts and src/entry.ts) ----
+// ---- fast hashing (node:crypto one-shot; same results as src/core/hash.ts and src/core/entry.ts) ----
 
 const DOMAIN = Buffer.from('stele/entry/v1\n');
 const NODE = Buffer.alloc(65);

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import type { AnchorRequest } from '../anchor.js';
+import type { AnchorRequest } from '../core/anchor.js';
 import { createKmsClient } from '../aws/kms.js';
 import type { LogReader } from '../reader.js';
 import type { AnchorReceipt, OnCommitted, PublishedCheckpoint } from '../sequencer/contract.js';

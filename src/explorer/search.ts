@@ -1,7 +1,7 @@
 // Lookups: what a query means, the JSON API's index when the site has one (only its leaf
 // index is used; the entry is then read and verified from the tiles), and a bounded scan of
 // the record bundles with progress when there is no API (a static mirror).
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { type EntryFields, artifactIdOf, parseRecord } from './verify.js';
 

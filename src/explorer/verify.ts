@@ -3,9 +3,9 @@
 // last checkpoint this browser saw), single entries and whole record bundles (record →
 // entry_hash chain → leaf → audit path computed from the tiles → signed root), and the
 // PASS/FAIL report of `stele ledger verify` for a file.
-import { EMPTY_ROOT, leafHash, sha256 } from '../hash.js';
-import { proveConsistency, proveInclusion, treeHash, verifyConsistency } from '../merkle.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { EMPTY_ROOT, leafHash, sha256 } from '../core/hash.js';
+import { proveConsistency, proveInclusion, treeHash, verifyConsistency } from '../core/merkle.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { bytesEqual, concat, short, toHex, u64be, utf8 } from './bytes.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { type ParsedNote, type Verifier, checkSignature, linesBy, parseCheckpointBody, parseNote } from './note.js';

@@ -12,8 +12,8 @@
 //   the new size): the entry's seq and hash are final and the entry is published even across
 //   a crash, but no checkpoint holding it is public yet.
 // - A rejection says whether the anchor was recorded: see each error below.
-import type { SignedCheckpoint } from '../checkpoint.js';
-import type { CanonicalEntry } from '../entry.js';
+import type { SignedCheckpoint } from '../core/checkpoint.js';
+import type { CanonicalEntry } from '../core/entry.js';
 import type { PublishedCheckpoint } from './published.js';
 
 export { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';

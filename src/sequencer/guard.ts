@@ -4,12 +4,12 @@
 // start that finds published objects without a lock, a lock older than the signed public
 // checkpoint, or tiles and bundles beyond the lock's size refuses, and says how to recover
 // (`stele log recover` rebuilds the lock from the published checkpoint once it verifies).
-import { openCheckpoint } from '../checkpoint.js';
-import { toHex } from '../hash.js';
-import type { NoteVerifier } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { toHex } from '../core/hash.js';
+import type { NoteVerifier } from '../core/note.js';
 import type { LockState } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../tiles.js';
+import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
 import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
 
 

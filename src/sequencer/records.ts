@@ -7,8 +7,8 @@
 // each a u16 length and UTF-8 bytes — except a lowercase hex digest, packed as its 32 bytes.
 // A request with a string that is not well-formed Unicode is kept as JSON instead (UTF-8
 // would replace its lone surrogates; JSON escapes them, as the canonical entry does).
-import type { AnchorRequest } from '../anchor.js';
-import { MAX_CANONICAL_ENTRY_BYTES } from '../entry.js';
+import type { AnchorRequest } from '../core/anchor.js';
+import { MAX_CANONICAL_ENTRY_BYTES } from '../core/entry.js';
 import { UnrecordableRequestError } from './contract.js';
 
 const HAS_ARTIFACT = 1;

@@ -1,9 +1,9 @@
 // Loading the right edge of a published tree from storage, verified against its root
 // before the sequencer builds on it.
-import { ZERO_HASH, entryHash } from '../entry.js';
-import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../hash.js';
-import { TileHashReader, TILE_WIDTH, levelHashCount } from '../tiles.js';
-import { proveInclusion, verifyInclusion } from '../merkle.js';
+import { ZERO_HASH, entryHash } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { TileHashReader, TILE_WIDTH, levelHashCount } from '../core/tiles.js';
+import { proveInclusion, verifyInclusion } from '../core/merkle.js';
 import type { ObjectStore } from '../store/store.js';
 import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
 import { RightEdge } from './edge.js';

@@ -13,12 +13,12 @@
 // On start it re-applies a staged batch the lock names and resumes from the verified edge.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AnchorRequest } from '../anchor.js';
-import { openCheckpoint, signCheckpoint } from '../checkpoint.js';
-import { parseCanonicalEntry } from '../entry.js';
-import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../hash.js';
-import { proveConsistency } from '../merkle.js';
-import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
+import type { AnchorRequest } from '../core/anchor.js';
+import { openCheckpoint, signCheckpoint } from '../core/checkpoint.js';
+import { parseCanonicalEntry } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
+import { proveConsistency } from '../core/merkle.js';
+import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../core/note.js';
 import { LogReader } from '../reader.js';
 import {
   type AnchorReceipt,
@@ -38,7 +38,7 @@ import {
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
+import { TileHashReader, TileSet, decodeBundle } from '../core/tiles.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';

@@ -8,7 +8,7 @@ import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
-import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../note.js';
+import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
 import { type AnchorReceipt, AnchorTimeoutError, type IntegratedBatch, type PublishedCheckpoint } from '../sequencer/contract.js';
 import type { Sequencer } from '../sequencer/sequencer.js';
@@ -19,7 +19,7 @@ import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
 import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
 import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witness/policy.js';
-import { type Policy, PolicyError, formatPolicy, minimumCosigners, parsePolicy } from '../policy.js';
+import { type Policy, PolicyError, formatPolicy, minimumCosigners, parsePolicy } from '../core/tlog-policy.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
 import { ConfigError, type ServeConfig } from '../config.js';
 

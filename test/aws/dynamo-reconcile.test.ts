@@ -4,9 +4,9 @@
 // other logs sharing the table are untouched.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../../src/anchor.js';
+import { anchorRequest } from '../../src/core/anchor.js';
 import { DynamoIndex } from '../../src/aws/dynamo-index.js';
-import { artifactId } from '../../src/entry.js';
+import { artifactId } from '../../src/core/entry.js';
 import { reconcileIndex } from '../../src/index/catchup.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { LogReader } from '../../src/reader.js';

@@ -44,7 +44,7 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
 export const EMPTY_ROOT = sha256(new Uint8Array(0));
 
 // Hex and base64 through Node's Buffer where there is one, plain code in the browser (the
-// explorer bundles this module and src/note.ts, src/checkpoint.ts, which use these).
+// explorer bundles this module and src/core/note.ts, src/core/checkpoint.ts, which use these).
 const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
