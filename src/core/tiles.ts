@@ -122,6 +122,18 @@ export class HashTile {
   }
 }
 
+/** Hash of a full tile's 256 hashes: the tree hash one tile level up. */
+export function tileRoot(row: Uint8Array): Uint8Array {
+  if (row.length !== TILE_WIDTH * HASH_SIZE) throw new RangeError('only a full tile has a root');
+  let cur = row;
+  for (let n = TILE_WIDTH / 2; n >= 1; n /= 2) {
+    const next = new Uint8Array(n * HASH_SIZE);
+    for (let j = 0; j < n; j++) next.set(nodeHash(cur.subarray(2 * j * HASH_SIZE, (2 * j + 1) * HASH_SIZE), cur.subarray((2 * j + 1) * HASH_SIZE, (2 * j + 2) * HASH_SIZE)), j * HASH_SIZE);
+    cur = next;
+  }
+  return cur;
+}
+
 export class TileFormatError extends Error {
   override name = 'TileFormatError';
 }

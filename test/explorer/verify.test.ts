@@ -10,7 +10,8 @@ import { checkSignature, parseNote, parseVkey } from '../../src/explorer/note.js
 import { foldInclusion } from '../../src/explorer/proof.js';
 import { apiLookup, classify, recordMatcher, scanRecords } from '../../src/explorer/search.js';
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
-import { artifactIdOf, buildReport, entryHashOf, entryIdOf, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
+import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
+import { buildReport, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
 import type { RunningServer } from '../../src/serve.js';
 import { digestOf, postAnchor, startTestServer } from '../api/server.js';
 import { loadVectors } from '../helpers/vectors.js';
