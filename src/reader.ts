@@ -24,7 +24,9 @@ import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalE
 import { bytesEqual, leafHash, toHex } from './core/hash.js';
 import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
+import { HashTile, TILE_WIDTH, TileHashReader, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
+import { type Bundle } from './core/bundle.js';
+import { TileSet } from './tile-set.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 
 export interface LogReaderOptions {

@@ -2,7 +2,8 @@
 // partial tile to the full one), bundles, and the signed checkpoint.
 import { HASH_SIZE } from './core/hash.js';
 import type { ObjectReader } from './store/store.js';
-import { Bundle, HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from './core/tiles.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from './core/tiles.js';
+import { Bundle } from './core/bundle.js';
 
 /** Objects of the published log do not agree with each other or with its signed root: it was damaged or tampered with. */
 export class LogIntegrityError extends Error {

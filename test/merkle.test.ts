@@ -20,7 +20,8 @@ import {
   verifyConsistency,
   verifyInclusion,
 } from '../src/core/merkle.js';
-import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader, TileSet } from '../src/core/tiles.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../src/core/tiles.js';
+import { TileSet } from '../src/tile-set.js';
 import { NaiveTree, largestPowerOfTwoBelow, mth, naiveLeafHash, path as naivePath, proof as naiveProof, sha256 } from './helpers/naive.js';
 import { fromHex, hex, loadVectors } from './helpers/vectors.js';
 

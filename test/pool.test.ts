@@ -8,7 +8,7 @@ import { type AnchorRequest, anchorRequest, buildEntry } from '../src/core/ancho
 import { ZERO_HASH, canonicalEntryBytes } from '../src/core/entry.js';
 import { HASH_SIZE, bytesEqual, leafHash } from '../src/core/hash.js';
 import { RightEdge } from '../src/sequencer/edge.js';
-import { encodeBundle, frame } from '../src/core/tiles.js';
+import { encodeBundle, frame } from '../src/core/bundle.js';
 import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
 import { UnrecordableRequestError } from '../src/sequencer/contract.js';
 import { RecordBuffer, Repeats } from '../src/sequencer/records.js';

@@ -12,7 +12,8 @@ import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from
 import { LogIntegrityError } from '../src/tilestore.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import type { ObjectReader } from '../src/store/store.js';
-import { Bundle, TILE_WIDTH, TileFormatError, decodeBundle, encodeBundle, tilePath } from '../src/core/tiles.js';
+import { TILE_WIDTH, TileFormatError, tilePath } from '../src/core/tiles.js';
+import { Bundle, decodeBundle, encodeBundle } from '../src/core/bundle.js';
 import { parseCanonicalEntry } from '../src/core/entry.js';
 
 /** The bundle decoder as it was before Bundle: one subarray per item. */

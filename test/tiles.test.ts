@@ -2,24 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { leafHash } from '../src/core/hash.js';
 import { type SubtreeRef, treeHash } from '../src/core/merkle.js';
-import {
-  HashTile,
-  TILE_HEIGHT,
-  TILE_WIDTH,
-  type TileFetcher,
-  TileFormatError,
-  TileHashReader,
-  type TileId,
-  TileSet,
-  decodeBundle,
-  encodeBundle,
-  formatTileIndex,
-  levelHashCount,
-  locateSubtree,
-  parseTilePath,
-  tilePath,
-  tileWidthAt,
-} from '../src/core/tiles.js';
+import { HashTile, TILE_HEIGHT, TILE_WIDTH, type TileFetcher, TileFormatError, TileHashReader, type TileId, formatTileIndex, levelHashCount, locateSubtree, parseTilePath, tilePath, tileWidthAt } from '../src/core/tiles.js';
+import { decodeBundle, encodeBundle } from '../src/core/bundle.js';
+import { TileSet } from '../src/tile-set.js';
 import { NaiveTree, sha256 } from './helpers/naive.js';
 import { hex, loadVectors } from './helpers/vectors.js';
 

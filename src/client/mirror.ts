@@ -19,19 +19,9 @@ import { bytesEqual, leafHash, toHex } from '../core/hash.js';
 import { treeHash, treeHashSync } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
-import {
-  HashTile,
-  TILE_WIDTH,
-  TileHashReader,
-  TileSet,
-  type TileKind,
-  decodeBundle,
-  encodeBundle,
-  levelHashCount,
-  tilePath,
-  tileRoot,
-  tileWidthAt,
-} from '../core/tiles.js';
+import { HashTile, TILE_WIDTH, TileHashReader, type TileKind, levelHashCount, tilePath, tileRoot, tileWidthAt } from '../core/tiles.js';
+import { decodeBundle, encodeBundle } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';

@@ -19,7 +19,8 @@ import { type NoteVerifier, keyIdOf } from '../core/note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY, EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileId, type TileKind, decodeBundle, encodeBundle, levelHashCount, parseTilePath, tilePath, tileWidthAt } from '../core/tiles.js';
+import { TILE_WIDTH, type TileId, type TileKind, levelHashCount, parseTilePath, tilePath, tileWidthAt } from '../core/tiles.js';
+import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { readTileBytes } from '../tilestore.js';
 import { type PublishedState, readPublished } from './published.js';
 

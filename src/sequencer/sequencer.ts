@@ -38,7 +38,9 @@ import {
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { TileHashReader, TileSet, decodeBundle } from '../core/tiles.js';
+import { TileHashReader } from '../core/tiles.js';
+import { decodeBundle } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';

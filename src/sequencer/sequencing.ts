@@ -6,7 +6,7 @@
 // threads without copying — never an object per request on either side.
 import { buildEntry } from '../core/anchor.js';
 import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, chainEntryHashes } from '../core/entry.js';
-import { packCanonicals } from '../core/tiles.js';
+import { packCanonicals } from '../core/bundle.js';
 import { Repeats, decodeRecord } from './records.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */

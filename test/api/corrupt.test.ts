@@ -16,7 +16,8 @@ import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { LogReader, type TreeHead } from '../../src/reader.js';
 import type { RunningServer } from '../../src/serve.js';
 import { FsObjectStore } from '../../src/store/fs.js';
-import { Bundle, tilePath } from '../../src/core/tiles.js';
+import { tilePath } from '../../src/core/tiles.js';
+import { Bundle } from '../../src/core/bundle.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, startTestServer } from './server.js';
 
