@@ -9,7 +9,7 @@ import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.j
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
-import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
 import { openBackend, withDeadline } from './serve/backends.js';
 import { LOG_SETTINGS_FILE, reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';

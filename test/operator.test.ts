@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { copyFile, cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import { parseVkey } from '../src/note.js';
+import { parseVkey } from '../src/core/note.js';
 import { startWitness } from '../src/witness/host.js';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
