@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import { ConfigError, resolveServeConfig } from '../src/config.js';
 import { openLocalLog } from '../src/log/local.js';
-import type { AnchorReceipt } from '../src/sequencer/sequencer.js';
+import type { AnchorReceipt } from '../src/sequencer/contract.js';
 import { writeTestKey } from './helpers/audit.js';
 import { scratchDir } from './helpers/tmp.js';
 

@@ -5,8 +5,8 @@
 // consistent with every other and that every acknowledged anchor is included. 429 and 503
 // are the log pushing back (counted, then retried after Retry-After), not errors.
 import { randomBytes } from 'node:crypto';
-import { hashFromHex, isHash64 } from '../hash.js';
-import { type NoteVerifier, SIG_ED25519, parseVkey } from '../note.js';
+import { hashFromHex, isHash64 } from '../core/hash.js';
+import { type NoteVerifier, SIG_ED25519, parseVkey } from '../core/note.js';
 import { LogReader } from '../reader.js';
 import { HttpObjectReader } from '../client/objects.js';
 import { SharedView } from './view.js';

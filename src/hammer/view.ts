@@ -5,12 +5,12 @@
 // acknowledged anchor is then proved included in the first verified checkpoint that covers
 // it. Proofs come from tlog-tiles objects only (an unverified LogReader: it only reads the
 // tiles, everything it returns is checked here against signed roots).
-import { openCheckpoint } from '../checkpoint.js';
-import { bytesEqual, leafHash, toHex } from '../hash.js';
-import { verifyConsistency, verifyInclusion } from '../merkle.js';
-import type { NoteVerifier } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { verifyConsistency, verifyInclusion } from '../core/merkle.js';
+import type { NoteVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 
 /** A verified checkpoint: its size and root. */
 export interface Head {
