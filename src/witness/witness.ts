@@ -6,7 +6,7 @@
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, toHex } from '../hash.js';
 import { verifyConsistency } from '../merkle.js';
-import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../note.js';
+import { type NoteSigner, type NoteVerifier, type NoteError, cosignBody, openNote, parseNote } from '../note.js';
 import type { ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { type AddCheckpointRequest, originHash, refuse } from './protocol.js';
