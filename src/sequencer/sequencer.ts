@@ -286,10 +286,16 @@ export class Sequencer {
     if (this.running || this.stopped || this.closing) return;
     const retryPublish = this.unpublished.length > 0 || this.committed.size > this.published.size;
     if (this.pool.length === 0 && !retryPublish) return;
-    if (this.pool.length >= this.maxBatch) return this.startBatch();
+    if (this.pool.length >= this.maxBatch) {
+      this.startBatch();
+      return;
+    }
     const now = this.now();
     const startAt = this.pool.length > 0 ? Math.min(this.lastBatchStart + this.minSpacing, this.pool.oldestEnqueued! + this.interval) : now + this.interval;
-    if (startAt <= now && !soon) return this.startBatch();
+    if (startAt <= now && !soon) {
+      this.startBatch();
+      return;
+    }
     // A timer already set for no later than this one will do (a publish retry may be set for later).
     if (this.timer && this.timerAt <= startAt) return;
     clearTimeout(this.timer);
