@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { registerControlCommands } from './commands/control.js';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerLogCommands } from './commands/log.js';
+import { registerMirrorCommands } from './commands/mirror.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
@@ -36,6 +37,7 @@ registerServeCommands(program);
 registerLedgerCommands(program);
 registerLogCommands(program);
 registerWitnessCommands(program);
+registerMirrorCommands(program);
 registerControlCommands(program);
 
 try {
