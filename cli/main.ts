@@ -6,6 +6,7 @@ import { registerControlCommands } from './commands/control.js';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerLogCommands } from './commands/log.js';
 import { registerMirrorCommands } from './commands/mirror.js';
+import { registerMonitorCommands } from './commands/monitor.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
 import { EXIT, describeError } from './errors.js';
@@ -38,6 +39,7 @@ registerLedgerCommands(program);
 registerLogCommands(program);
 registerWitnessCommands(program);
 registerMirrorCommands(program);
+registerMonitorCommands(program);
 registerControlCommands(program);
 
 try {
