@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { MirrorClient, logDataFromObjects } from '../src/mirror/client.js';
 import { startMirror } from '../src/mirror/host.js';
 import { Monitor } from '../src/monitor/monitor.js';
-import { SIG_ED25519, makeVerifier } from '../src/note.js';
+import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { loadOrCreateKey } from '../src/signer.js';
 import { makeLog } from '../test/helpers/logs.js';

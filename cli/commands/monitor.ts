@@ -33,7 +33,7 @@ export function registerMonitorCommands(program: Command): void {
     .option('--interval <ms>', 'polling interval; doubles while nothing changes', '1000')
     .option('--max-interval <ms>', 'longest polling interval', '60000')
     .action(async (source: string, o: MonitorFlags) => {
-      const { parseVkey } = await import('../../src/note.js');
+      const { parseVkey } = await import('../../src/core/note.js');
       const { openObjectSource } = await import('../../src/client/objects.js');
       const { Monitor } = await import('../../src/monitor/monitor.js');
       let verifier;

@@ -3,14 +3,14 @@
 // requests of at most 32 packages, gzip-compressed, resuming from the next entry and ticket
 // of each 202 or 409, until the mirror answers 200 with its cosignature, which must verify.
 import { gzipSync } from 'node:zlib';
-import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
-import { proveConsistency } from '../merkle.js';
+import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
+import { proveConsistency } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { TILE_WIDTH, TileHashReader, type HashTile } from '../tiles.js';
+import { TILE_WIDTH, TileHashReader, type HashTile } from '../core/tiles.js';
 import { readBundle, storeTileFetcher } from '../tilestore.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../witness/protocol.js';
 import { CLIENT_PACKAGES_PER_REQUEST, MIRROR_INFO_CONTENT_TYPE, type MirrorInfo, canonicalPackages, encodeHeader, encodePackage, parseMirrorInfo } from './protocol.js';
-import { proveSubtree } from './subtree.js';
+import { proveSubtree } from '../core/subtree.js';
 
 export interface MirrorEndpoint {
   /** Cosignature verifier (type 0x04); its name is the mirror's name. */

@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey, SIG_ED25519 } from '../note.js';
+import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey, SIG_ED25519 } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { type MirroredLog, Mirror } from './mirror.js';

@@ -7,19 +7,19 @@
 // the mirror's own key) only once every entry up to the checkpoint is stored.
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
-import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../checkpoint.js';
-import { bytesEqual, concatBytes, leafHash, toHex } from '../hash.js';
-import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../note.js';
+import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
+import { bytesEqual, concatBytes, leafHash, toHex } from '../core/hash.js';
+import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
 import { type AddCheckpointRequest, originHash, refuse } from '../witness/protocol.js';
 import { checkAgainstHeld, checkRequest } from '../witness/witness.js';
-import { entryHashFast } from '../client/pipeline.js';
+import { entryHash } from '../core/entry.js';
 import { type AddEntriesReader, MirrorError, type MirrorInfo, type PackageSpan, TruncatedError, canonicalPackages } from './protocol.js';
 import { MirrorCopy } from './storage.js';
-import { rangeHash, verifySubtree } from './subtree.js';
+import { rangeHash, verifySubtree } from '../core/subtree.js';
 
 /** A checkpoint the mirror holds: size, hex root, and the note (body and the log's signature lines). */
 interface Held {
@@ -282,7 +282,7 @@ export class Mirror {
     }
     let prior: Uint8Array = first === 0 ? new Uint8Array(32) : (await copy.entries(index - 1, TILE_WIDTH))[TILE_WIDTH - 1]!;
     records.forEach((r, i) => {
-      const eh = entryHashFast(first + i, r, prior);
+      const eh = entryHash(first + i, r, prior);
       if (!bytesEqual(eh, entryHashes[i]!)) throw new MirrorError(422, `record ${first + i} from the log does not hash to its entry hash`);
       prior = eh;
     });

@@ -2,7 +2,7 @@
 // sequence of entry packages aligned to 256 entries, each with its subtree consistency
 // proof), the text/x.tlog.mirror-info answer of a 409 or 202, and the status of each refusal.
 // Pure: no node:*, no Buffer. add-checkpoint is tlog-witness's (src/witness/protocol.ts).
-import { HASH_SIZE, fromBase64, toBase64 } from '../hash.js';
+import { HASH_SIZE, fromBase64, toBase64 } from '../core/hash.js';
 
 export const PACKAGE_WIDTH = 256;
 /** "num_hashes, which MUST be at most 63". */

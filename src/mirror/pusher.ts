@@ -10,8 +10,8 @@
 // The entries and proofs are read from the log's own objects: the sequencer has written a
 // batch's tiles and bundles before it asks for cosignatures.
 import type { Logger } from 'pino';
-import type { SignedCheckpoint } from '../checkpoint.js';
-import type { CheckpointWitnessing } from '../sequencer/sequencer.js';
+import type { SignedCheckpoint } from '../core/checkpoint.js';
+import type { CheckpointWitnessing } from '../sequencer/contract.js';
 import type { ObjectReader } from '../store/store.js';
 import { type MirrorEndpoint, MirrorClient, logDataFromObjects } from './client.js';
 

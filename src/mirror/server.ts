@@ -8,7 +8,7 @@ import { createGunzip } from 'node:zlib';
 import Koa from 'koa';
 import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
-import { parseTilePath } from '../tiles.js';
+import { parseTilePath } from '../core/tiles.js';
 import { MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, WitnessError, parseAddCheckpoint, refuse } from '../witness/protocol.js';
 import type { Mirror } from './mirror.js';
 import { AddEntriesReader, MIRROR_INFO_CONTENT_TYPE, MirrorError, TruncatedError, formatMirrorInfo } from './protocol.js';

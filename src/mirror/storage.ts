@@ -3,11 +3,12 @@
 // package becomes one entry bundle, its level-0 tile, and the upper tiles it completes;
 // every object is immutable (a repeat after a crash writes identical bytes), so a bundle is
 // safe to write before the state that counts it.
-import { HASH_SIZE, concatBytes } from '../hash.js';
+import { HASH_SIZE, concatBytes } from '../core/hash.js';
 import type { ObjectStore, StoredObject } from '../store/store.js';
-import { TILE_WIDTH, encodeBundle, tilePath } from '../tiles.js';
+import { encodeBundle } from '../core/bundle.js';
+import { TILE_WIDTH, tilePath } from '../core/tiles.js';
 import { readBundle, readTileBytes } from '../tilestore.js';
-import { rangeHash } from './subtree.js';
+import { rangeHash } from '../core/subtree.js';
 
 export class MirrorCopy {
   constructor(readonly store: ObjectStore) {}

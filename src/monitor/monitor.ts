@@ -7,13 +7,13 @@
 // are a fork, reported with both signed notes. Its state (the size, root and note it holds,
 // up to where it has alerted) is a JSON file, so a restart alerts for nothing twice.
 import { promises as fs } from 'node:fs';
-import { openCheckpoint } from '../checkpoint.js';
-import { entryHashFast, leafHashFast } from '../client/pipeline.js';
-import { bytesEqual, toHex } from '../hash.js';
-import { proveConsistency, verifyConsistency } from '../merkle.js';
-import type { NoteVerifier } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { entryHash } from '../core/entry.js';
+import { bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { proveConsistency, verifyConsistency } from '../core/merkle.js';
+import type { NoteVerifier } from '../core/note.js';
 import type { ObjectReader } from '../store/store.js';
-import { TILE_WIDTH, TileHashReader } from '../tiles.js';
+import { TILE_WIDTH, TileHashReader } from '../core/tiles.js';
 import { readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
 
 export interface WatchList {
@@ -155,8 +155,8 @@ export class Monitor {
       const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
       const [records, entries, leaves] = await Promise.all([readBundle(src, 'records', index, width), readBundle(src, 'entries', index, width), readTileBytes(src, 0, index, width)]);
       for (let i = seq - index * TILE_WIDTH; i < width; i++, seq++) {
-        const eh = entryHashFast(seq, records[i]!, prior);
-        if (!bytesEqual(eh, entries[i]!) || !bytesEqual(leafHashFast(eh), leaves.subarray(32 * i, 32 * i + 32))) {
+        const eh = entryHash(seq, records[i]!, prior);
+        if (!bytesEqual(eh, entries[i]!) || !bytesEqual(leafHash(eh), leaves.subarray(32 * i, 32 * i + 32))) {
           this.o.onAlert({ kind: 'invalid', severity: 'critical', source: this.o.log.name, message: `entry ${seq}: the record does not hash to its entry hash and leaf` });
           return false;
         }

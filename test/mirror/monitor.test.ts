@@ -5,7 +5,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/note.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { writeTestKey } from '../helpers/audit.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { makeLog } from '../helpers/logs.js';

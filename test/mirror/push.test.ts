@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote, parseVkey } from '../../src/note.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
 import { originHash } from '../../src/witness/protocol.js';
 import { writeTestKey } from '../helpers/audit.js';
 import { CLI, type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';

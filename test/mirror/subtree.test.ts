@@ -2,9 +2,9 @@
 // proves and verifies; [0, m) is RFC 6962's consistency proof; any change to the proof, the
 // subtree hash, the root or the positions fails.
 import { describe, expect, it } from 'vitest';
-import { leafHash } from '../../src/hash.js';
-import { MemoryHashReader, proveConsistency, treeHash } from '../../src/merkle.js';
-import { isValidSubtree, proveSubtree, rangeHash, verifySubtree } from '../../src/mirror/subtree.js';
+import { leafHash } from '../../src/core/hash.js';
+import { MemoryHashReader, proveConsistency, treeHash } from '../../src/core/merkle.js';
+import { isValidSubtree, proveSubtree, rangeHash, verifySubtree } from '../../src/core/subtree.js';
 
 const leaves = Array.from({ length: 1100 }, (_, i) => leafHash(new TextEncoder().encode(`leaf ${i}`)));
 const hex = (hs: readonly Uint8Array[]) => hs.map((h) => Buffer.from(h).toString('hex'));

@@ -3,8 +3,8 @@
 // given hash, sits at those positions in the tree of size n with a given root. A subtree is
 // valid when start < end and start is a multiple of BIT_CEIL(end − start). For [0, m) the
 // proof is exactly RFC 6962's consistency proof from m to n. Pure: no node:*, no Buffer.
-import { EMPTY_ROOT, HASH_SIZE, bytesEqual, nodeHash } from '../hash.js';
-import { type HashReader, foldSubtrees, perfectSubtrees, splitPoint } from '../merkle.js';
+import { EMPTY_ROOT, HASH_SIZE, bytesEqual, nodeHash } from './hash.js';
+import { type HashReader, foldSubtrees, perfectSubtrees, splitPoint } from './merkle.js';
 
 /** A half-open leaf range [lo, hi) whose RFC 6962 hash a proof carries. */
 type Range = readonly [lo: number, hi: number];
