@@ -68,4 +68,14 @@ describe('stele monitor', () => {
     expect(r.code).toBe(1);
     expect(alerts(r.stdout)[0]).toMatchObject({ alert: 'invalid', severity: 'critical' });
   });
+
+  it('refuses bad settings with one line and exit 2 (monitor and mirror serve)', async () => {
+    const m = await sb.run(['monitor', join(logA, 'log'), '--vkey', 'not-a-vkey', '--state', state, '--once']);
+    expect(m.code).toBe(2);
+    expect(m.stderr.trim().split('\n')).toHaveLength(1);
+    expect(m.stderr).toMatch(/^stele: --vkey: /);
+    const s = await sb.run(['mirror', 'serve', '--data-dir', join(sb.root, 'm'), '--name', 'm.test', '--log', 'bogus', '--port', '0']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/^stele: --log bogus: /);
+  });
 });
