@@ -43,13 +43,21 @@ export default async function run(): Promise<void> {
     await client.push(noteText, logDataFromObjects(objects, N));
     const secs = (now() - t0) / 1000;
     const cpu = cpuSeconds(cpu0);
-    note(`${N} Stele entries (with their record bundles, fetched and checked by the mirror), ${(client.bytesSent / 1024 / 1024).toFixed(1)} MiB gzip sent`);
+    note(
+      `${N} Stele entries (with their record bundles, fetched and checked by the mirror), ${(client.bytesSent / 1024 / 1024).toFixed(1)} MiB gzip sent`,
+    );
     figure('mirror_ingest_entries_per_s', N / secs, 'entries/s');
     figure('mirror_ingest_entries_per_cpu_s', N / cpu, 'entries/cpu-s');
 
     // Monitor catch-up from size 0 over the log's directory: checkpoint, then every record
     // against its entry hash and leaf, bundle by bundle (state saved after each).
-    const monitor = new Monitor({ log: { name: 'dir', objects }, verifier: makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey), watch: { scopes: ['none'] }, stateFile: join(dir, 'monitor.state'), onAlert: () => undefined });
+    const monitor = new Monitor({
+      log: { name: 'dir', objects },
+      verifier: makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey),
+      watch: { scopes: ['none'] },
+      stateFile: join(dir, 'monitor.state'),
+      onAlert: () => undefined,
+    });
     const t1 = now();
     const cpu1 = process.cpuUsage();
     await monitor.step();

@@ -21,10 +21,16 @@ interface MonitorFlags {
 export function registerMonitorCommands(program: Command): void {
   program
     .command('monitor <source>')
-    .description('follow a log (URL or directory): check every checkpoint, its consistency and every new entry; alert on watched entries and forks (JSON lines on stdout)')
-    .requiredOption('--vkey <vkey>', 'the log\'s verifier key')
+    .description(
+      'follow a log (URL or directory): check every checkpoint, its consistency and every new entry; alert on watched entries and forks (JSON lines on stdout)',
+    )
+    .requiredOption('--vkey <vkey>', "the log's verifier key")
     .requiredOption('--state <file>', 'state file (what was checked and alerted), so a restart alerts nothing twice')
-    .option('--also <url|dir>', 'another copy of the same log (a mirror, a second log under the key) to compare checkpoints with, repeatable', many)
+    .option(
+      '--also <url|dir>',
+      'another copy of the same log (a mirror, a second log under the key) to compare checkpoints with, repeatable',
+      many,
+    )
     .option('--watch-digest <hex>', 'alert on entries with this digest, repeatable', many)
     .option('--watch-artifact <name|id>', 'alert on entries with this artifact name or id, repeatable', many)
     .option('--watch-scope <scope>', 'alert on entries in this scope, repeatable', many)
@@ -44,9 +50,12 @@ export function registerMonitorCommands(program: Command): void {
       }
       const interval = Number(o.interval);
       const maxInterval = Number(o.maxInterval);
-      if (!(interval >= 10) || !(maxInterval >= interval)) throw new CliError(EXIT.USAGE, '--interval must be at least 10 ms and --max-interval at least --interval');
+      if (!(interval >= 10) || !(maxInterval >= interval))
+        throw new CliError(EXIT.USAGE, '--interval must be at least 10 ms and --max-interval at least --interval');
       const log = { name: source, objects: await openObjectSource(source) };
-      const others = await Promise.all((o.also ?? []).map(async (a) => ({ name: a, objects: await openObjectSource(a) })));
+      const others = await Promise.all(
+        (o.also ?? []).map(async (a) => ({ name: a, objects: await openObjectSource(a) })),
+      );
       let alerts = 0;
       let critical = false;
       const monitor = new Monitor({
@@ -54,14 +63,20 @@ export function registerMonitorCommands(program: Command): void {
         others,
         verifier,
         stateFile: o.state,
-        watch: { digests: o.watchDigest ?? [], artifacts: o.watchArtifact ?? [], scopes: o.watchScope ?? [], types: o.watchType ?? [] },
+        watch: {
+          digests: o.watchDigest ?? [],
+          artifacts: o.watchArtifact ?? [],
+          scopes: o.watchScope ?? [],
+          types: o.watchType ?? [],
+        },
         onAlert: (a) => {
           alerts++;
           if (a.kind !== 'watch') critical = true;
           process.stdout.write(`${JSON.stringify({ alert: a.kind, ...a })}\n`);
         },
         onProgress: (done, size) => {
-          if (size - done > 0 || size > 10_000) process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
+          if (size - done > 0 || size > 10_000)
+            process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
         },
       });
       await monitor.load();
@@ -77,7 +92,9 @@ export function registerMonitorCommands(program: Command): void {
       while (!stop) {
         const before = alerts;
         const held = (await monitor.load()).held?.size ?? -1;
-        await monitor.step().catch((e: unknown) => process.stderr.write(`stele: monitor step failed: ${(e as Error).message}\n`));
+        await monitor
+          .step()
+          .catch((e: unknown) => process.stderr.write(`stele: monitor step failed: ${(e as Error).message}\n`));
         const moved = ((await monitor.load()).held?.size ?? -1) !== held || alerts !== before;
         wait = moved ? interval : Math.min(maxInterval, wait * 2);
         if (critical) {

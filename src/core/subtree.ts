@@ -16,7 +16,13 @@ const bitCeil = (x: number): number => {
 };
 
 export function isValidSubtree(start: number, end: number): boolean {
-  return Number.isSafeInteger(start) && Number.isSafeInteger(end) && start >= 0 && start < end && start % bitCeil(end - start) === 0;
+  return (
+    Number.isSafeInteger(start) &&
+    Number.isSafeInteger(end) &&
+    start >= 0 &&
+    start < end &&
+    start % bitCeil(end - start) === 0
+  );
 }
 
 /**
@@ -44,7 +50,8 @@ function subproofRanges(start: number, end: number, base: number, n: number, kno
 }
 
 function assertSubtree(start: number, end: number, n: number): void {
-  if (!isValidSubtree(start, end) || !Number.isSafeInteger(n) || end > n) throw new RangeError(`[${start}, ${end}) is not a valid subtree of a tree of size ${n}`);
+  if (!isValidSubtree(start, end) || !Number.isSafeInteger(n) || end > n)
+    throw new RangeError(`[${start}, ${end}) is not a valid subtree of a tree of size ${n}`);
 }
 
 /** SUBTREE_PROOF(start, end, D_n) read through `reader` (perfect-subtree hashes of the size-n tree). */
@@ -77,9 +84,17 @@ export function rangeHash(leaves: readonly Uint8Array[]): Uint8Array {
  * root and (where the subtree straddles a split, so it is not one node) the subtree's hash
  * from the proof, and requires every hash to be used exactly once.
  */
-export function verifySubtree(start: number, end: number, n: number, proof: readonly Uint8Array[], subtreeHash: Uint8Array, root: Uint8Array): boolean {
+export function verifySubtree(
+  start: number,
+  end: number,
+  n: number,
+  proof: readonly Uint8Array[],
+  subtreeHash: Uint8Array,
+  root: Uint8Array,
+): boolean {
   if (!isValidSubtree(start, end) || !Number.isSafeInteger(n) || end > n) return false;
-  if (subtreeHash.length !== HASH_SIZE || root.length !== HASH_SIZE || proof.some((h) => h.length !== HASH_SIZE)) return false;
+  if (subtreeHash.length !== HASH_SIZE || root.length !== HASH_SIZE || proof.some((h) => h.length !== HASH_SIZE))
+    return false;
   let at = 0;
   const next = (): Uint8Array | null => proof[at++] ?? null;
   /** [root of D_n, hash of the subtree part inside it] or null when the proof runs out. */

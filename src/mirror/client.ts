@@ -9,7 +9,15 @@ import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader, type HashTile } from '../core/tiles.js';
 import { readBundle, storeTileFetcher } from '../tilestore.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../witness/protocol.js';
-import { CLIENT_PACKAGES_PER_REQUEST, MIRROR_INFO_CONTENT_TYPE, type MirrorInfo, canonicalPackages, encodeHeader, encodePackage, parseMirrorInfo } from './protocol.js';
+import {
+  CLIENT_PACKAGES_PER_REQUEST,
+  MIRROR_INFO_CONTENT_TYPE,
+  type MirrorInfo,
+  canonicalPackages,
+  encodeHeader,
+  encodePackage,
+  parseMirrorInfo,
+} from './protocol.js';
 import { proveSubtree } from '../core/subtree.js';
 
 export interface MirrorEndpoint {
@@ -95,7 +103,11 @@ export class MirrorClient {
     for (let attempt = 0; attempt < MAX_STALLS; attempt++) {
       const old = Math.min(this.pendingSize, log.size);
       const proof = old === 0 || old === log.size ? [] : await log.consistencyProof(old);
-      const res = await fetch(this.url('add-checkpoint'), { method: 'POST', body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: note }), ...(signal ? { signal } : {}) });
+      const res = await fetch(this.url('add-checkpoint'), {
+        method: 'POST',
+        body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: note }),
+        ...(signal ? { signal } : {}),
+      });
       const text = await res.text();
       if (res.status === 200) {
         this.pendingSize = log.size;
@@ -103,7 +115,8 @@ export class MirrorClient {
       }
       if (res.status === 409 && res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) {
         const held = Number(text.trim());
-        if (!Number.isSafeInteger(held)) throw new MirrorPushError(`mirror sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
+        if (!Number.isSafeInteger(held))
+          throw new MirrorPushError(`mirror sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
         // A mirror already pending beyond this checkpoint may still take entries up to it
         // (a past pending size); add-entries says so with a 409 if not.
         if (held >= log.size) return;
@@ -116,10 +129,18 @@ export class MirrorClient {
   }
 
   /** The add-entries body for [start, end): header and up to `max` packages. */
-  async body(origin: string, start: number, log: LogData, max = this.options.packagesPerRequest ?? CLIENT_PACKAGES_PER_REQUEST): Promise<Buffer> {
+  async body(
+    origin: string,
+    start: number,
+    log: LogData,
+    max = this.options.packagesPerRequest ?? CLIENT_PACKAGES_PER_REQUEST,
+  ): Promise<Buffer> {
     const parts = [encodeHeader({ origin, start, end: log.size, ticket: this.ticket })];
     for (const p of canonicalPackages(start, log.size).slice(0, max)) {
-      const [entries, proof] = await Promise.all([log.entries(p.start, p.end), log.subtreeProof(p.subtreeStart, p.end)]);
+      const [entries, proof] = await Promise.all([
+        log.entries(p.start, p.end),
+        log.subtreeProof(p.subtreeStart, p.end),
+      ]);
       parts.push(encodePackage(entries, proof));
     }
     return Buffer.concat(parts);
@@ -143,12 +164,17 @@ export class MirrorClient {
       });
       const text = await res.text();
       if (res.status === 200) {
-        const sig = parseNote(`${body}\n${text}`).signatures.find((s) => verifySignature(body, s, this.endpoint.verifier) !== null);
+        const sig = parseNote(`${body}\n${text}`).signatures.find(
+          (s) => verifySignature(body, s, this.endpoint.verifier) !== null,
+        );
         if (!sig) throw new MirrorPushError('mirror returned no valid cosignature');
         this.next = log.size;
         return sig.line;
       }
-      if ((res.status === 202 || res.status === 409) && res.headers.get('content-type')?.startsWith(MIRROR_INFO_CONTENT_TYPE)) {
+      if (
+        (res.status === 202 || res.status === 409) &&
+        res.headers.get('content-type')?.startsWith(MIRROR_INFO_CONTENT_TYPE)
+      ) {
         let info: MirrorInfo;
         try {
           info = parseMirrorInfo(text);
@@ -162,7 +188,8 @@ export class MirrorClient {
           throw new MirrorPushError(`mirror refused upload_end ${log.size} (its pending size is ${info.size})`);
         }
         stalls = progressed ? 0 : stalls + 1;
-        if (stalls >= MAX_STALLS) throw new MirrorPushError(`mirror answered ${res.status} without progress at entry ${start}`);
+        if (stalls >= MAX_STALLS)
+          throw new MirrorPushError(`mirror answered ${res.status} without progress at entry ${start}`);
         continue;
       }
       throw new MirrorPushError(`mirror add-entries answered ${res.status}: ${text.trim().slice(0, 200)}`);

@@ -7,7 +7,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey, SIG_ED25519 } from '../core/note.js';
+import {
+  SIG_COSIGNATURE_V1,
+  type NoteVerifier,
+  formatVkey,
+  makeVerifier,
+  parseVkey,
+  SIG_ED25519,
+} from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { type MirroredLog, Mirror } from './mirror.js';
@@ -58,7 +65,13 @@ export async function startMirror(o: MirrorHostOptions): Promise<RunningMirror> 
   const state = new FsObjectStore(join(o.dataDir, 'state'), { fsync });
   await state.removeTempFiles();
   const copyDir = (hash: string) => join(o.dataDir, 'logs', hash);
-  const mirror = new Mirror({ signer, logs: o.logs, state, ticketKey, copyOf: (hash) => new FsObjectStore(copyDir(hash), { fsync }) });
+  const mirror = new Mirror({
+    signer,
+    logs: o.logs,
+    state,
+    ticketKey,
+    copyOf: (hash) => new FsObjectStore(copyDir(hash), { fsync }),
+  });
   const server: Server = await new Promise((resolve, reject) => {
     const s = mirrorApp(mirror, o.logger).listen(o.port, o.host, () => resolve(s));
     s.once('error', reject);

@@ -9,7 +9,7 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
 import { bytesEqual, concatBytes, leafHash, toHex } from '../core/hash.js';
-import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
+import { type NoteSigner, type NoteVerifier, type NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
@@ -17,7 +17,14 @@ import { readBundle } from '../tilestore.js';
 import { type AddCheckpointRequest, originHash, refuse } from '../witness/protocol.js';
 import { checkAgainstHeld, checkRequest } from '../witness/witness.js';
 import { entryHash } from '../core/entry.js';
-import { type AddEntriesReader, MirrorError, type MirrorInfo, type PackageSpan, TruncatedError, canonicalPackages } from './protocol.js';
+import {
+  type AddEntriesReader,
+  MirrorError,
+  type MirrorInfo,
+  type PackageSpan,
+  TruncatedError,
+  canonicalPackages,
+} from './protocol.js';
 import { MirrorCopy } from './storage.js';
 import { rangeHash, verifySubtree } from '../core/subtree.js';
 
@@ -109,7 +116,10 @@ export class Mirror {
   private serial<T>(origin: string, step: () => Promise<T>): Promise<T> {
     const prev = this.queues.get(origin) ?? Promise.resolve();
     const run = prev.then(step, step);
-    this.queues.set(origin, run.catch(() => undefined));
+    this.queues.set(
+      origin,
+      run.catch(() => undefined),
+    );
     return run;
   }
 
@@ -135,7 +145,8 @@ export class Mirror {
       const st = await this.stateOf(cp.origin);
       const last = st.pending[st.pending.length - 1];
       const held = { size: last?.size ?? 0, root: last?.root ?? '', version: last ? st.version : null };
-      if (req.oldSize !== held.size) throw refuse.staleOldSize(held.size, `mirror holds a pending size ${held.size}, not ${req.oldSize}`);
+      if (req.oldSize !== held.size)
+        throw refuse.staleOldSize(held.size, `mirror holds a pending size ${held.size}, not ${req.oldSize}`);
       checkAgainstHeld(held, req, cp);
       if (last && last.size === cp.size) return;
       const pending = [...st.pending, { size: cp.size, root: toHex(cp.root), note: cp.note }].slice(-HISTORY);
@@ -160,12 +171,18 @@ export class Mirror {
     } catch (e) {
       throw refuse.unsigned((e as NoteError).message);
     }
-    const logLines = note.signatures.filter((s) => s.name === log.verifier.name && bytesEqual(s.keyHash, log.verifier.keyHash)).map((s) => s.line);
+    const logLines = note.signatures
+      .filter((s) => s.name === log.verifier.name && bytesEqual(s.keyHash, log.verifier.keyHash))
+      .map((s) => s.line);
     return { ...body, note: `${note.body}\n${logLines.join('')}` };
   }
 
   private ticketMac(origin: string, note: string): Uint8Array {
-    return hmac(nobleSha256, this.o.ticketKey, new TextEncoder().encode(`stele mirror ticket\n${origin}\n${note}`)).subarray(0, TICKET_MAC);
+    return hmac(
+      nobleSha256,
+      this.o.ticketKey,
+      new TextEncoder().encode(`stele mirror ticket\n${origin}\n${note}`),
+    ).subarray(0, TICKET_MAC);
   }
 
   /** A ticket naming a pending checkpoint: its note, authenticated by the mirror's secret. */
@@ -198,20 +215,42 @@ export class Mirror {
     try {
       header = await body.header();
     } catch (e) {
-      if (e instanceof TruncatedError || e instanceof TypeError) throw new MirrorError(400, `malformed add-entries header: ${(e as Error).message}`);
+      if (e instanceof TruncatedError || e instanceof TypeError)
+        throw new MirrorError(400, `malformed add-entries header: ${(e as Error).message}`);
       throw e;
     }
     const { origin, start, end, ticket } = header;
     const log = this.logs.get(origin);
     if (!log) throw new MirrorError(404, `unknown log ${origin}`);
     const st = await this.stateOf(origin);
-    if (st.pending.length === 0) throw new MirrorError(422, 'the mirror has no pending checkpoint of this log: add-checkpoint first');
+    if (st.pending.length === 0)
+      throw new MirrorError(422, 'the mirror has no pending checkpoint of this log: add-checkpoint first');
     if (start > end) throw new MirrorError(400, `upload_start ${start} is above upload_end ${end}`);
     const target = this.targetOf(origin, st, end, ticket);
-    if (!target) throw new MirrorError(409, `upload_end ${end} is not a pending checkpoint size of this mirror`, this.info(origin, st));
-    if (st.mirror && end < st.mirror.size) throw new MirrorError(409, `upload_end ${end} is below the mirror checkpoint ${st.mirror.size}`, this.info(origin, st));
-    if (start > st.next) throw new MirrorError(409, `upload_start ${start} is beyond the next entry ${st.next}`, this.info(origin, st, target));
-    if (Math.min(end, st.next) - start > MAX_EXCESS) throw new MirrorError(409, `upload_start ${start} resends too much below the next entry ${st.next}`, this.info(origin, st, target));
+    if (!target)
+      throw new MirrorError(
+        409,
+        `upload_end ${end} is not a pending checkpoint size of this mirror`,
+        this.info(origin, st),
+      );
+    if (st.mirror && end < st.mirror.size)
+      throw new MirrorError(
+        409,
+        `upload_end ${end} is below the mirror checkpoint ${st.mirror.size}`,
+        this.info(origin, st),
+      );
+    if (start > st.next)
+      throw new MirrorError(
+        409,
+        `upload_start ${start} is beyond the next entry ${st.next}`,
+        this.info(origin, st, target),
+      );
+    if (Math.min(end, st.next) - start > MAX_EXCESS)
+      throw new MirrorError(
+        409,
+        `upload_start ${start} resends too much below the next entry ${st.next}`,
+        this.info(origin, st, target),
+      );
 
     const packages = canonicalPackages(start, end);
     const limit = this.o.maxPackagesPerRequest ?? 256;
@@ -237,7 +276,8 @@ export class Mirror {
   }
 
   private targetOf(origin: string, st: LogState, end: number, ticket: Uint8Array): Held | null {
-    const known = [...st.pending].reverse().find((p) => p.size === end) ?? (st.mirror?.size === end ? st.mirror : undefined);
+    const known =
+      [...st.pending].reverse().find((p) => p.size === end) ?? (st.mirror?.size === end ? st.mirror : undefined);
     if (known) return known;
     try {
       const t = this.fromTicket(origin, ticket);
@@ -248,18 +288,41 @@ export class Mirror {
   }
 
   /** Authenticates one package against `target`, then stores what is new in it. */
-  private async commitPackage(log: MirroredLog, span: PackageSpan, entries: Uint8Array[], proof: Uint8Array[], target: Held): Promise<void> {
+  private async commitPackage(
+    log: MirroredLog,
+    span: PackageSpan,
+    entries: Uint8Array[],
+    proof: Uint8Array[],
+    target: Held,
+  ): Promise<void> {
     const origin = log.verifier.name;
     const st = await this.stateOf(origin);
-    if (span.start > st.next) throw new MirrorError(409, `entries from ${st.next} are missing before ${span.start}`, this.info(origin, st, target));
+    if (span.start > st.next)
+      throw new MirrorError(
+        409,
+        `entries from ${st.next} are missing before ${span.start}`,
+        this.info(origin, st, target),
+      );
     const copy = this.copyFor(origin);
     const index = span.subtreeStart / TILE_WIDTH;
     // "it reconstructs the subtree hash based on the received entries and entries already in the log".
     const before = await copy.entries(index, span.start - span.subtreeStart);
     const all = [...before, ...entries];
     const leaves = all.map((e) => leafHash(e));
-    if (!verifySubtree(span.subtreeStart, span.end, target.size, proof, rangeHash(leaves), Buffer.from(target.root, 'hex'))) {
-      throw new MirrorError(422, `entries [${span.start}, ${span.end}) do not verify against the checkpoint of size ${target.size}`);
+    if (
+      !verifySubtree(
+        span.subtreeStart,
+        span.end,
+        target.size,
+        proof,
+        rangeHash(leaves),
+        Buffer.from(target.root, 'hex'),
+      )
+    ) {
+      throw new MirrorError(
+        422,
+        `entries [${span.start}, ${span.end}) do not verify against the checkpoint of size ${target.size}`,
+      );
     }
     // "If some entry has already been written to the log or the pending entry list, the mirror MUST skip saving that entry."
     if (span.end <= st.next) return;
@@ -272,7 +335,12 @@ export class Mirror {
    * A Stele log's record bundle for these entries (entry hashes), from the log's own
    * objects; each record must hash, with the entry hash before it, to its entry hash.
    */
-  private async records(source: ObjectReader, index: number, entryHashes: readonly Uint8Array[], copy: MirrorCopy): Promise<Uint8Array[]> {
+  private async records(
+    source: ObjectReader,
+    index: number,
+    entryHashes: readonly Uint8Array[],
+    copy: MirrorCopy,
+  ): Promise<Uint8Array[]> {
     const first = index * TILE_WIDTH;
     let records: Uint8Array[];
     try {
@@ -280,25 +348,36 @@ export class Mirror {
     } catch (e) {
       throw new MirrorError(422, `the log's record bundle ${index} could not be read: ${(e as Error).message}`);
     }
-    let prior: Uint8Array = first === 0 ? new Uint8Array(32) : (await copy.entries(index - 1, TILE_WIDTH))[TILE_WIDTH - 1]!;
+    let prior: Uint8Array =
+      first === 0 ? new Uint8Array(32) : (await copy.entries(index - 1, TILE_WIDTH))[TILE_WIDTH - 1]!;
     records.forEach((r, i) => {
       const eh = entryHash(first + i, r, prior);
-      if (!bytesEqual(eh, entryHashes[i]!)) throw new MirrorError(422, `record ${first + i} from the log does not hash to its entry hash`);
+      if (!bytesEqual(eh, entryHashes[i]!))
+        throw new MirrorError(422, `record ${first + i} from the log does not hash to its entry hash`);
       prior = eh;
     });
     return records;
   }
 
   /** The last step of add-entries: the mirror checkpoint moves up to `target` (never back) and is cosigned. */
-  private async advanceMirror(origin: string, st: LogState & { version: string | null }, target: Held): Promise<string> {
-    if (st.mirror && st.mirror.size > target.size) throw new MirrorError(409, `the mirror checkpoint moved past ${target.size}`, this.info(origin, st));
+  private async advanceMirror(
+    origin: string,
+    st: LogState & { version: string | null },
+    target: Held,
+  ): Promise<string> {
+    if (st.mirror && st.mirror.size > target.size)
+      throw new MirrorError(409, `the mirror checkpoint moved past ${target.size}`, this.info(origin, st));
     if (st.mirror && st.mirror.size === target.size) return st.mirror.cosignature;
     const cp = parseNote(target.note);
     const cosignature = await cosignBody(cp.body, this.o.signer, this.timestamp());
     const mirror = { ...target, cosignature };
     // The served checkpoint (with the mirror's cosignature) is written before the state that
     // says so, and the cosignature returned only after both: "MUST persist the new checkpoint before responding".
-    await this.copyFor(origin).store.swap('checkpoint', Buffer.from(`${target.note}${cosignature}`), await this.version(origin));
+    await this.copyFor(origin).store.swap(
+      'checkpoint',
+      Buffer.from(`${target.note}${cosignature}`),
+      await this.version(origin),
+    );
     await this.save(origin, { ...st, mirror }, st.version);
     return cosignature;
   }

@@ -41,7 +41,8 @@ const DECIMAL = /^(0|[1-9][0-9]{0,15})$/;
 
 export function parseMirrorInfo(text: string): MirrorInfo {
   const lines = text.split('\n');
-  if (lines.length !== 4 || lines[3] !== '') throw new Error('mirror-info must be three lines, each ending in a newline');
+  if (lines.length !== 4 || lines[3] !== '')
+    throw new Error('mirror-info must be three lines, each ending in a newline');
   const [size, next, ticket] = lines as [string, string, string];
   if (!DECIMAL.test(size) || !DECIMAL.test(next)) throw new Error('mirror-info sizes must be decimal');
   const t = ticket === '' ? new Uint8Array(0) : fromBase64(ticket);
@@ -68,7 +69,8 @@ export function canonicalPackages(start: number, end: number): PackageSpan[] {
   if (start >= end) return [];
   const roundedStart = start - (start % PACKAGE_WIDTH);
   const out: PackageSpan[] = [];
-  for (let s = roundedStart; s < end; s += PACKAGE_WIDTH) out.push({ subtreeStart: s, start: Math.max(start, s), end: Math.min(end, s + PACKAGE_WIDTH) });
+  for (let s = roundedStart; s < end; s += PACKAGE_WIDTH)
+    out.push({ subtreeStart: s, start: Math.max(start, s), end: Math.min(end, s + PACKAGE_WIDTH) });
   return out;
 }
 
@@ -185,7 +187,8 @@ export class AddEntriesReader {
     const entries: Uint8Array[] = [];
     for (let i = 0; i < count; i++) entries.push(Uint8Array.from(await this.take(await this.u16())));
     const n = (await this.take(1))[0]!;
-    if (n > MAX_PROOF_HASHES) throw new MirrorError(422, `a package carries ${n} proof hashes, more than ${MAX_PROOF_HASHES}`);
+    if (n > MAX_PROOF_HASHES)
+      throw new MirrorError(422, `a package carries ${n} proof hashes, more than ${MAX_PROOF_HASHES}`);
     const proof: Uint8Array[] = [];
     for (let i = 0; i < n; i++) proof.push(Uint8Array.from(await this.take(HASH_SIZE)));
     return { entries, proof };

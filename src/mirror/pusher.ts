@@ -39,8 +39,10 @@ export class MirrorPusher {
   private queued: { note: string; size: number } | null = null;
 
   constructor(private readonly o: MirrorPushOptions) {
-    if (o.required > o.mirrors.length) throw new Error(`${o.required} mirror cosignatures required, but only ${o.mirrors.length} mirror(s) configured`);
-    if (new Set(o.mirrors.map((m) => m.verifier.name)).size !== o.mirrors.length) throw new Error('two mirrors share a key name');
+    if (o.required > o.mirrors.length)
+      throw new Error(`${o.required} mirror cosignatures required, but only ${o.mirrors.length} mirror(s) configured`);
+    if (new Set(o.mirrors.map((m) => m.verifier.name)).size !== o.mirrors.length)
+      throw new Error('two mirrors share a key name');
     this.clients = o.mirrors.map((m) => new MirrorClient(m));
   }
 
@@ -57,7 +59,8 @@ export class MirrorPusher {
       ),
     );
     this.lastRound = results.map(({ name, ok, reason }) => ({ name, ok, ...(reason ? { reason } : {}) }));
-    for (const r of results) if (!r.ok) this.o.logger?.warn({ mirror: r.name, size, reason: r.reason }, 'mirror push failed');
+    for (const r of results)
+      if (!r.ok) this.o.logger?.warn({ mirror: r.name, size, reason: r.reason }, 'mirror push failed');
     return results.filter((r) => r.ok).map((r) => r.line);
   }
 
@@ -70,11 +73,19 @@ export class MirrorPusher {
     if (this.o.required === 0) return inner;
     const required = this.o.required;
     return {
-      ...(inner?.checkWitnessedSizes ? { checkWitnessedSizes: (cp: SignedCheckpoint) => inner.checkWitnessedSizes!(cp) } : {}),
+      ...(inner?.checkWitnessedSizes
+        ? { checkWitnessedSizes: (cp: SignedCheckpoint) => inner.checkWitnessedSizes!(cp) }
+        : {}),
       cosign: async (cp, consistencyFrom) => {
-        const [witnessed, lines] = await Promise.all([inner ? inner.cosign(cp, consistencyFrom) : Promise.resolve(cp.note), this.round(cp.note, cp.size)]);
+        const [witnessed, lines] = await Promise.all([
+          inner ? inner.cosign(cp, consistencyFrom) : Promise.resolve(cp.note),
+          this.round(cp.note, cp.size),
+        ]);
         if (lines.length < required) {
-          this.o.logger?.warn({ size: cp.size, cosigned: lines.length, required }, 'mirror quorum not met; the checkpoint waits for the next round');
+          this.o.logger?.warn(
+            { size: cp.size, cosigned: lines.length, required },
+            'mirror quorum not met; the checkpoint waits for the next round',
+          );
           return null;
         }
         return witnessed === null ? null : witnessed + lines.join('');
@@ -91,7 +102,9 @@ export class MirrorPusher {
       while (this.queued) {
         const next = this.queued;
         this.queued = null;
-        await this.round(next.note, next.size).catch((e: unknown) => this.o.logger?.warn({ err: (e as Error).message }, 'mirror push failed'));
+        await this.round(next.note, next.size).catch((e: unknown) =>
+          this.o.logger?.warn({ err: (e as Error).message }, 'mirror push failed'),
+        );
       }
     };
     this.inFlight = drain().finally(() => (this.inFlight = null));

@@ -11,7 +11,13 @@ import type { Logger } from 'pino';
 import { parseTilePath } from '../core/tiles.js';
 import { MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, WitnessError, parseAddCheckpoint, refuse } from '../witness/protocol.js';
 import type { Mirror } from './mirror.js';
-import { AddEntriesReader, MIRROR_INFO_CONTENT_TYPE, MirrorError, TruncatedError, formatMirrorInfo } from './protocol.js';
+import {
+  AddEntriesReader,
+  MIRROR_INFO_CONTENT_TYPE,
+  MirrorError,
+  TruncatedError,
+  formatMirrorInfo,
+} from './protocol.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 const COPY_PATH = /^\/([0-9a-f]{64})\/(checkpoint|tile\/.+)$/;
@@ -89,7 +95,8 @@ async function addEntries(ctx: Koa.Context, mirror: Mirror, logger: Logger): Pro
   // "mirrors SHOULD send an Accept-Encoding header that includes gzip".
   ctx.set('Accept-Encoding', 'gzip');
   const encoding = (ctx.get('Content-Encoding') || 'identity').toLowerCase();
-  if (encoding !== 'gzip' && encoding !== 'identity') return answer(ctx, 415, `unsupported Content-Encoding ${encoding}; use gzip`);
+  if (encoding !== 'gzip' && encoding !== 'identity')
+    return answer(ctx, 415, `unsupported Content-Encoding ${encoding}; use gzip`);
   try {
     const result = await mirror.addEntries(new AddEntriesReader(bodyChunks(ctx)));
     if (result.status === 200) {

@@ -22,7 +22,12 @@ export class MirrorCopy {
    * Writes bundle `index` at the width of `entries`, its leaf hashes as the level-0 tile and
    * (for a full bundle) the upper tiles it completes; `records` is the Stele record bundle.
    */
-  async writeBundle(index: number, entries: readonly Uint8Array[], leaves: readonly Uint8Array[], records?: readonly Uint8Array[]): Promise<void> {
+  async writeBundle(
+    index: number,
+    entries: readonly Uint8Array[],
+    leaves: readonly Uint8Array[],
+    records?: readonly Uint8Array[],
+  ): Promise<void> {
     const width = entries.length;
     const objects: StoredObject[] = [
       { key: tilePath({ kind: 'entries', index, width }), data: encodeBundle(entries) },
@@ -38,7 +43,8 @@ export class MirrorCopy {
     const index = Math.floor(pos / TILE_WIDTH);
     const width = (pos % TILE_WIDTH) + 1;
     const before = width > 1 ? await readTileBytes(this.store, level, index, width - 1) : new Uint8Array(0);
-    if (before.length !== (width - 1) * HASH_SIZE) throw new Error(`tile ${level}/${index} has ${before.length / HASH_SIZE} hashes, not ${width - 1}`);
+    if (before.length !== (width - 1) * HASH_SIZE)
+      throw new Error(`tile ${level}/${index} has ${before.length / HASH_SIZE} hashes, not ${width - 1}`);
     const row = concatBytes(before, hash);
     await this.store.createAll([{ key: tilePath({ kind: level, index, width }), data: row }]);
     if (width === TILE_WIDTH) {

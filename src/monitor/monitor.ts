@@ -24,8 +24,18 @@ export interface WatchList {
 }
 
 export type Alert =
-  | { readonly kind: 'watch'; readonly seq: number; readonly matched: string[]; readonly entry: Record<string, unknown> }
-  | { readonly kind: 'fork'; readonly severity: 'critical'; readonly message: string; readonly notes: readonly [string, string] }
+  | {
+      readonly kind: 'watch';
+      readonly seq: number;
+      readonly matched: string[];
+      readonly entry: Record<string, unknown>;
+    }
+  | {
+      readonly kind: 'fork';
+      readonly severity: 'critical';
+      readonly message: string;
+      readonly notes: readonly [string, string];
+    }
   | { readonly kind: 'invalid'; readonly severity: 'critical'; readonly message: string; readonly source: string };
 
 interface Held {
@@ -111,14 +121,37 @@ export class Monitor {
     } else {
       const tiles = large === b ? bTiles : this.o.log.objects;
       try {
-        const proof = small.size === 0 ? [] : await proveConsistency(small.size, large.size, new TileHashReader(large.size, storeTileFetcher(tiles)));
-        if (small.size === 0 || verifyConsistency(small.size, large.size, proof, Buffer.from(small.root, 'hex'), Buffer.from(large.root, 'hex'))) return true;
+        const proof =
+          small.size === 0
+            ? []
+            : await proveConsistency(small.size, large.size, new TileHashReader(large.size, storeTileFetcher(tiles)));
+        if (
+          small.size === 0 ||
+          verifyConsistency(
+            small.size,
+            large.size,
+            proof,
+            Buffer.from(small.root, 'hex'),
+            Buffer.from(large.root, 'hex'),
+          )
+        )
+          return true;
       } catch (e) {
-        this.o.onAlert({ kind: 'invalid', severity: 'critical', source: 'tiles', message: `cannot prove ${small.size} → ${large.size}: ${(e as Error).message}` });
+        this.o.onAlert({
+          kind: 'invalid',
+          severity: 'critical',
+          source: 'tiles',
+          message: `cannot prove ${small.size} → ${large.size}: ${(e as Error).message}`,
+        });
         return false;
       }
     }
-    this.o.onAlert({ kind: 'fork', severity: 'critical', message: `two checkpoints of ${this.o.verifier.name} that cannot both be true: size ${a.size} and size ${b.size}`, notes: [a.note, b.note] });
+    this.o.onAlert({
+      kind: 'fork',
+      severity: 'critical',
+      message: `two checkpoints of ${this.o.verifier.name} that cannot both be true: size ${a.size} and size ${b.size}`,
+      notes: [a.note, b.note],
+    });
     return false;
   }
 
@@ -129,7 +162,12 @@ export class Monitor {
     try {
       cp = await this.checkpointOf(this.o.log);
     } catch (e) {
-      this.o.onAlert({ kind: 'invalid', severity: 'critical', source: this.o.log.name, message: `checkpoint: ${(e as Error).message}` });
+      this.o.onAlert({
+        kind: 'invalid',
+        severity: 'critical',
+        source: this.o.log.name,
+        message: `checkpoint: ${(e as Error).message}`,
+      });
       return false;
     }
     if (!cp) return true;
@@ -139,7 +177,8 @@ export class Monitor {
       if (oc && !(await this.consistent(cp, oc, other.objects))) return false;
     }
     if (held && cp.size < held.size) return true; // a stale copy (a cache): nothing new
-    if (!held || cp.size > held.size) this.state = { ...this.state, held: { size: cp.size, root: cp.root, note: cp.note } };
+    if (!held || cp.size > held.size)
+      this.state = { ...this.state, held: { size: cp.size, root: cp.root, note: cp.note } };
     if (!(await this.scan(cp.size))) return false;
     await writeState(this.o.stateFile, this.state);
     return true;
@@ -149,15 +188,29 @@ export class Monitor {
   private async scan(size: number): Promise<boolean> {
     const src = this.o.log.objects;
     let seq = this.state.scanned;
-    let prior = seq === 0 ? new Uint8Array(32) : (await readBundle(src, 'entries', Math.floor((seq - 1) / TILE_WIDTH), ((seq - 1) % TILE_WIDTH) + 1))[(seq - 1) % TILE_WIDTH]!;
+    let prior =
+      seq === 0
+        ? new Uint8Array(32)
+        : (await readBundle(src, 'entries', Math.floor((seq - 1) / TILE_WIDTH), ((seq - 1) % TILE_WIDTH) + 1))[
+            (seq - 1) % TILE_WIDTH
+          ]!;
     while (seq < size) {
       const index = Math.floor(seq / TILE_WIDTH);
       const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
-      const [records, entries, leaves] = await Promise.all([readBundle(src, 'records', index, width), readBundle(src, 'entries', index, width), readTileBytes(src, 0, index, width)]);
+      const [records, entries, leaves] = await Promise.all([
+        readBundle(src, 'records', index, width),
+        readBundle(src, 'entries', index, width),
+        readTileBytes(src, 0, index, width),
+      ]);
       for (let i = seq - index * TILE_WIDTH; i < width; i++, seq++) {
         const eh = entryHash(seq, records[i]!, prior);
         if (!bytesEqual(eh, entries[i]!) || !bytesEqual(leafHash(eh), leaves.subarray(32 * i, 32 * i + 32))) {
-          this.o.onAlert({ kind: 'invalid', severity: 'critical', source: this.o.log.name, message: `entry ${seq}: the record does not hash to its entry hash and leaf` });
+          this.o.onAlert({
+            kind: 'invalid',
+            severity: 'critical',
+            source: this.o.log.name,
+            message: `entry ${seq}: the record does not hash to its entry hash and leaf`,
+          });
           return false;
         }
         prior = eh;

@@ -11,16 +11,25 @@ import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { makeLog } from '../helpers/logs.js';
 
 const ORIGIN = 'monitor.test/log';
-const VKEY = formatVkey(makeVerifier(ORIGIN, SIG_ED25519, new SeedSigner(ORIGIN, new Uint8Array(32).fill(31)).publicKey));
+const VKEY = formatVkey(
+  makeVerifier(ORIGIN, SIG_ED25519, new SeedSigner(ORIGIN, new Uint8Array(32).fill(31)).publicKey),
+);
 /** makeLog gives its i-th entry of a run the artifact a{(i+1) % 7}. */
-const a3 = (from: number, count: number) => Array.from({ length: count }, (_, i) => i).filter((i) => (i + 1) % 7 === 3).map((i) => from + i);
+const a3 = (from: number, count: number) =>
+  Array.from({ length: count }, (_, i) => i)
+    .filter((i) => (i + 1) % 7 === 3)
+    .map((i) => from + i);
 
 describe('stele monitor', () => {
   const sb = new Sandbox('stele-monitor-');
   const logA = join(sb.root, 'a');
   const logB = join(sb.root, 'b');
   const state = join(sb.root, 'monitor.state');
-  const alerts = (stdout: string) => stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const alerts = (stdout: string) =>
+    stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
 
   beforeAll(async () => {
     await ensureBuilt();
@@ -64,7 +73,15 @@ describe('stele monitor', () => {
     const bytes = await fs.readFile(file);
     bytes.writeUInt8(bytes[bytes.length - 3]! ^ 1, bytes.length - 3);
     await fs.writeFile(file, bytes);
-    const r = await sb.run(['monitor', join(logB, 'log'), '--vkey', VKEY, '--once', '--state', join(sb.root, 'b.state')]);
+    const r = await sb.run([
+      'monitor',
+      join(logB, 'log'),
+      '--vkey',
+      VKEY,
+      '--once',
+      '--state',
+      join(sb.root, 'b.state'),
+    ]);
     expect(r.code).toBe(1);
     expect(alerts(r.stdout)[0]).toMatchObject({ alert: 'invalid', severity: 'critical' });
   });
@@ -74,7 +91,18 @@ describe('stele monitor', () => {
     expect(m.code).toBe(2);
     expect(m.stderr.trim().split('\n')).toHaveLength(1);
     expect(m.stderr).toMatch(/^stele: --vkey: /);
-    const s = await sb.run(['mirror', 'serve', '--data-dir', join(sb.root, 'm'), '--name', 'm.test', '--log', 'bogus', '--port', '0']);
+    const s = await sb.run([
+      'mirror',
+      'serve',
+      '--data-dir',
+      join(sb.root, 'm'),
+      '--name',
+      'm.test',
+      '--log',
+      'bogus',
+      '--port',
+      '0',
+    ]);
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(/^stele: --log bogus: /);
   });

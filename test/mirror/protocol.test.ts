@@ -11,7 +11,14 @@ import { bytesEqual, leafHash, sha256 } from '../../src/core/hash.js';
 import { MemoryHashReader, proveConsistency, treeHash } from '../../src/core/merkle.js';
 import { type LogData, MirrorClient } from '../../src/mirror/client.js';
 import { type RunningMirror, startMirror } from '../../src/mirror/host.js';
-import { MIRROR_INFO_CONTENT_TYPE, type MirrorInfo, canonicalPackages, encodeHeader, encodePackage, parseMirrorInfo } from '../../src/mirror/protocol.js';
+import {
+  MIRROR_INFO_CONTENT_TYPE,
+  type MirrorInfo,
+  canonicalPackages,
+  encodeHeader,
+  encodePackage,
+  parseMirrorInfo,
+} from '../../src/mirror/protocol.js';
 import { proveSubtree } from '../../src/core/subtree.js';
 import { SIG_ED25519, SeedSigner, makeVerifier, openNote } from '../../src/core/note.js';
 import { TILE_WIDTH, TileHashReader } from '../../src/core/tiles.js';
@@ -35,7 +42,9 @@ const LEAVES = ENTRIES.map((e) => leafHash(e));
 
 /** The log at `size`, as an uploader sees it, and its signed checkpoint. */
 async function logAt(size: number, entries = ENTRIES): Promise<{ note: string; data: LogData; root: Uint8Array }> {
-  const reader = new MemoryHashReader(entries === ENTRIES ? LEAVES.slice(0, size) : entries.slice(0, size).map((e) => leafHash(e)));
+  const reader = new MemoryHashReader(
+    entries === ENTRIES ? LEAVES.slice(0, size) : entries.slice(0, size).map((e) => leafHash(e)),
+  );
   const root = await treeHash(size, reader);
   const { note } = await signCheckpoint({ origin: ORIGIN, size, root }, logKey);
   const data: LogData = {
@@ -53,28 +62,51 @@ let dir: string;
 
 beforeAll(async () => {
   dir = scratchDir('mirror-proto-');
-  m = await startMirror({ dataDir: dir, name: 'mirror.test/m1', logs: [{ verifier: logVerifier }], host: '127.0.0.1', port: 0, logger: silent, fsync: false });
+  m = await startMirror({
+    dataDir: dir,
+    name: 'mirror.test/m1',
+    logs: [{ verifier: logVerifier }],
+    host: '127.0.0.1',
+    port: 0,
+    logger: silent,
+    fsync: false,
+  });
 });
 afterAll(() => m.close());
 
 async function addCheckpoint(old: number, size: number, oldReader?: LogData) {
   const { note, data } = await logAt(size);
   const proof = old === 0 || old === size ? [] : await (oldReader ?? data).consistencyProof(old);
-  return fetch(`${m.url}/add-checkpoint`, { method: 'POST', body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: note }) });
+  return fetch(`${m.url}/add-checkpoint`, {
+    method: 'POST',
+    body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: note }),
+  });
 }
 
-async function body(start: number, end: number, opts: { packages?: number; ticket?: Uint8Array; origin?: string; tamper?: number } = {}) {
+async function body(
+  start: number,
+  end: number,
+  opts: { packages?: number; ticket?: Uint8Array; origin?: string; tamper?: number } = {},
+) {
   const { data } = await logAt(end);
-  const parts: Uint8Array[] = [encodeHeader({ origin: opts.origin ?? ORIGIN, start, end, ticket: opts.ticket ?? new Uint8Array(0) })];
+  const parts: Uint8Array[] = [
+    encodeHeader({ origin: opts.origin ?? ORIGIN, start, end, ticket: opts.ticket ?? new Uint8Array(0) }),
+  ];
   for (const p of canonicalPackages(start, end).slice(0, opts.packages ?? Infinity)) {
-    const entries = (await data.entries(p.start, p.end)).map((e, j) => (p.start + j === opts.tamper ? Uint8Array.from(e, (b) => b ^ 1) : e));
+    const entries = (await data.entries(p.start, p.end)).map((e, j) =>
+      p.start + j === opts.tamper ? Uint8Array.from(e, (b) => b ^ 1) : e,
+    );
     parts.push(encodePackage(entries, await data.subtreeProof(p.subtreeStart, p.end)));
   }
   return new Uint8Array(Buffer.concat(parts));
 }
 
 const post = (b: Uint8Array, headers: Record<string, string> = {}) =>
-  fetch(`${m.url}/add-entries`, { method: 'POST', body: new Uint8Array(b), headers: { 'Content-Type': 'application/octet-stream', ...headers } });
+  fetch(`${m.url}/add-entries`, {
+    method: 'POST',
+    body: new Uint8Array(b),
+    headers: { 'Content-Type': 'application/octet-stream', ...headers },
+  });
 
 describe('tlog-mirror add-checkpoint and add-entries', () => {
   it('refuses add-entries before any checkpoint (422), for an unknown log (404), and a garbled header (400)', async () => {
@@ -187,7 +219,14 @@ describe('tlog-mirror add-checkpoint and add-entries', () => {
   it('refuses a checkpoint inconsistent with the pending one (422) and keeps its branch', async () => {
     const forkEntries = ENTRIES.map((e, i) => (i === 5 ? new Uint8Array([9, 9, 9]) : e));
     const fork = await logAt(2000, forkEntries);
-    const res = await fetch(`${m.url}/add-checkpoint`, { method: 'POST', body: formatAddCheckpoint({ oldSize: 1999, proof: await fork.data.consistencyProof(1999), checkpoint: fork.note }) });
+    const res = await fetch(`${m.url}/add-checkpoint`, {
+      method: 'POST',
+      body: formatAddCheckpoint({
+        oldSize: 1999,
+        proof: await fork.data.consistencyProof(1999),
+        checkpoint: fork.note,
+      }),
+    });
     expect(res.status).toBe(422);
     expect(TILE_WIDTH).toBe(256);
   });

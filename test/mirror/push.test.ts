@@ -35,10 +35,29 @@ function freePort(): Promise<number> {
 async function startMirrorCli(dataDir: string, port: number, logSpec: string): Promise<RunningMirrorCli> {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
-  const proc: ChildProcess = spawn(process.execPath, [CLI, 'mirror', 'serve', '--data-dir', dataDir, '--name', 'mirror.test/m1', '--log', logSpec, '--port', String(port), '--log-level', 'warn', '--json'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc: ChildProcess = spawn(
+    process.execPath,
+    [
+      CLI,
+      'mirror',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--name',
+      'mirror.test/m1',
+      '--log',
+      logSpec,
+      '--port',
+      String(port),
+      '--log-level',
+      'warn',
+      '--json',
+    ],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
   const info = await new Promise<{ url: string; vkey: string }>((resolve, reject) => {
@@ -62,7 +81,11 @@ async function startMirrorCli(dataDir: string, port: number, logSpec: string): P
 
 async function anchorMany(url: string, label: string, n: number): Promise<void> {
   for (let i = 0; i < n; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => postAnchor(url, digestOf(label, i + j), { artifact: `pkg-${(i + j) % 5}`, scope: 'demo' })));
+    await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, (_, j) =>
+        postAnchor(url, digestOf(label, i + j), { artifact: `pkg-${(i + j) % 5}`, scope: 'demo' }),
+      ),
+    );
   }
 }
 
@@ -80,7 +103,8 @@ async function until(what: string, cond: () => Promise<boolean>, ms = 60_000): P
   }
 }
 
-const logVkeyFor = (origin: string, fill: number) => formatVkey(makeVerifier(origin, SIG_ED25519, new SeedSigner(origin, new Uint8Array(32).fill(fill)).publicKey));
+const logVkeyFor = (origin: string, fill: number) =>
+  formatVkey(makeVerifier(origin, SIG_ED25519, new SeedSigner(origin, new Uint8Array(32).fill(fill)).publicKey));
 
 describe('a Stele log pushing to a Stele mirror', () => {
   const ORIGIN = 'push.test/log';
@@ -95,7 +119,11 @@ describe('a Stele log pushing to a Stele mirror', () => {
     await writeTestKey(logDir, ORIGIN, 23);
     const logPort = await freePort();
     mirror = await startMirrorCli(mirrorDir, 0, `${logVkeyFor(ORIGIN, 23)}=http://127.0.0.1:${logPort}`);
-    log = await startServe({ dataDir: logDir, origin: ORIGIN, args: ['--port', String(logPort), '--mirror', `${mirror.vkey}=${mirror.url}`] });
+    log = await startServe({
+      dataDir: logDir,
+      origin: ORIGIN,
+      args: ['--port', String(logPort), '--mirror', `${mirror.vkey}=${mirror.url}`],
+    });
   }, 180_000);
 
   afterAll(async () => {
@@ -111,13 +139,41 @@ describe('a Stele log pushing to a Stele mirror', () => {
     const prefix = `${mirror.url}/${originHash(ORIGIN)}`;
     await until('the mirror to reach the log', async () => (await sizeAt(`${prefix}/checkpoint`)) === logSize);
     const note = await (await fetch(`${prefix}/checkpoint`)).text();
-    expect(openNote(note, parseVkey(log.vkey), [parseVkey(mirror.vkey)]).cosignatures.map((c) => c.verifier.name)).toEqual(['mirror.test/m1']);
+    expect(
+      openNote(note, parseVkey(log.vkey), [parseVkey(mirror.vkey)]).cosignatures.map((c) => c.verifier.name),
+    ).toEqual(['mirror.test/m1']);
 
-    const check = await runTlogcheck(['-src', prefix, '-vkey', log.vkey, '-origin', ORIGIN, '-samples', '100', '-full=true']);
+    const check = await runTlogcheck([
+      '-src',
+      prefix,
+      '-vkey',
+      log.vkey,
+      '-origin',
+      ORIGIN,
+      '-samples',
+      '100',
+      '-full=true',
+    ]);
     expect(check.failures, `${check.stdout}\n${check.stderr}`).toEqual([]);
     expect(check.code).toBe(0);
 
-    expect((await sb.run(['ledger', 'init', '--endpoint', log.url, '--tenant', 'demo', '--scope', 'demo', '--trust-key', log.keyId, '--no-witnesses'])).code).toBe(0);
+    expect(
+      (
+        await sb.run([
+          'ledger',
+          'init',
+          '--endpoint',
+          log.url,
+          '--tenant',
+          'demo',
+          '--scope',
+          'demo',
+          '--trust-key',
+          log.keyId,
+          '--no-witnesses',
+        ])
+      ).code,
+    ).toBe(0);
     const audit = await sb.json(['ledger', 'audit', join(mirrorDir, 'logs', originHash(ORIGIN))]);
     expect(audit.code, audit.stderr).toBe(0);
     expect(JSON.stringify(audit.out)).toContain('recomputed 700 entry hashes');
@@ -144,7 +200,18 @@ describe('a log that requires one mirror cosignature', () => {
     log = await startServe({
       dataDir: logDir,
       origin: ORIGIN,
-      args: ['--port', String(logPort), '--mirror', `${mirror.vkey}=${mirror.url}`, '--mirror-quorum', '1', '--mirror-timeout', '2000', '--anchor-timeout', '3000'],
+      args: [
+        '--port',
+        String(logPort),
+        '--mirror',
+        `${mirror.vkey}=${mirror.url}`,
+        '--mirror-quorum',
+        '1',
+        '--mirror-timeout',
+        '2000',
+        '--anchor-timeout',
+        '3000',
+      ],
     });
   }, 180_000);
 
@@ -158,10 +225,16 @@ describe('a log that requires one mirror cosignature', () => {
     await anchorMany(log.url, 'quorum', 300);
     const note = await (await fetch(`${log.url}/checkpoint`)).text();
     expect(note.split('\n')[1]).toBe('300');
-    expect(openNote(note, parseVkey(log.vkey), [parseVkey(mirror.vkey)]).cosignatures.map((c) => c.verifier.name)).toEqual(['mirror.test/m1']);
+    expect(
+      openNote(note, parseVkey(log.vkey), [parseVkey(mirror.vkey)]).cosignatures.map((c) => c.verifier.name),
+    ).toEqual(['mirror.test/m1']);
 
     await mirror.stop();
-    const res = await fetch(`${log.url}/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ digest: digestOf('quorum', 999_999) }) });
+    const res = await fetch(`${log.url}/api/ledger/anchor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ digest: digestOf('quorum', 999_999) }),
+    });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('anchor_timeout');
     await new Promise((r) => setTimeout(r, 1500));

@@ -40,7 +40,8 @@ describe('subtree consistency proofs', () => {
             const bent = proof.map((h, i) => (i === proof.length - 1 ? other : h));
             expect(verifySubtree(start, end, n, bent, sub, root)).toBe(false);
           }
-          if (end < n && isValidSubtree(start, end + 1)) expect(verifySubtree(start, end + 1, n, proof, sub, root)).toBe(false);
+          if (end < n && isValidSubtree(start, end + 1))
+            expect(verifySubtree(start, end + 1, n, proof, sub, root)).toBe(false);
         }
       }
     }
