@@ -33,6 +33,12 @@ export interface ServeConfig {
   readonly witnessThreshold?: number;
   /** A C2SP tlog-policy file: the witnesses (with their URLs) and the quorum to publish on. */
   readonly witnessPolicy?: string;
+  /** tlog-mirrors the log pushes its entries to, `<vkey>=<url>` each, comma-separated. */
+  readonly mirrors?: string;
+  /** Mirror cosignatures a checkpoint needs before it is published (default 0: push after publishing). */
+  readonly mirrorQuorum?: number;
+  /** Deadline of one round of mirror pushes (ms). */
+  readonly mirrorTimeoutMs?: number;
   /** Mount the enterprise control plane (/v1) on this server, recording into this log. */
   readonly enterprise?: boolean;
   /** local: the data directory; aws: S3, DynamoDB and KMS from STELE_* variables (src/aws/log.ts). */
@@ -75,6 +81,9 @@ const SETTINGS = {
   witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
   witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
   witnessPolicy: { env: 'STELE_WITNESS_POLICY', file: 'witness_policy', kind: 'string' },
+  mirrors: { env: 'STELE_MIRRORS', file: 'mirrors', kind: 'string' },
+  mirrorQuorum: { env: 'STELE_MIRROR_QUORUM', file: 'mirror_quorum', kind: 'int' },
+  mirrorTimeoutMs: { env: 'STELE_MIRROR_TIMEOUT_MS', file: 'mirror_timeout_ms', kind: 'int' },
   enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
   backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
   role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
@@ -141,6 +150,8 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   if (cfg.witnessPolicy !== undefined && cfg.witnessThreshold !== undefined) {
     throw new ConfigError('witness policy and witness threshold are exclusive: the policy\'s quorum line says what is required');
   }
+  if (cfg.mirrorTimeoutMs !== undefined && (cfg.mirrorTimeoutMs < 100 || cfg.mirrorTimeoutMs > 600_000)) throw new ConfigError('mirror timeout must be 100..600000 ms');
+  if ((cfg.mirrorQuorum ?? 0) > 0 && !cfg.mirrors) throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
   return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}) };

@@ -45,13 +45,27 @@ export function registerServeCommands(program: Command): void {
       'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
     )
     .option('--reconfigure', 'replace the witness settings stored with the log by this start\'s (a start that omits them uses the stored ones; different ones are refused without this)')
+    .option('--mirror <vkey=url>', 'a C2SP tlog-mirror to push the entries to, repeatable (env STELE_MIRRORS, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--mirror-quorum <n>', 'mirror cosignatures required before a checkpoint is published (env STELE_MIRROR_QUORUM; default 0: push after publishing)')
+    .option('--mirror-timeout <ms>', 'deadline of one round of mirror pushes (env STELE_MIRROR_TIMEOUT_MS; default 10000)')
     .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, minBatchSpacing, anchorTimeout, json, logLevel, witness, reconfigure, ...rest } = opts;
-      const cfg = { ...config({ ...rest, batchIntervalMs: batchInterval, minBatchSpacingMs: minBatchSpacing, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') }), reconfigure: Boolean(reconfigure) };
+      const { batchInterval, minBatchSpacing, anchorTimeout, json, logLevel, witness, reconfigure, mirror, mirrorTimeout, ...rest } = opts;
+      const cfg = {
+        ...config({
+          ...rest,
+          batchIntervalMs: batchInterval,
+          minBatchSpacingMs: minBatchSpacing,
+          anchorTimeoutMs: anchorTimeout,
+          mirrorTimeoutMs: mirrorTimeout,
+          witnesses: (witness as string[] | undefined)?.join(','),
+          mirrors: (mirror as string[] | undefined)?.join(','),
+        }),
+        reconfigure: Boolean(reconfigure),
+      };
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');

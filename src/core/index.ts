@@ -6,6 +6,7 @@
 // request rules). The server, the CLI and the explorer use these same modules.
 export * from './hash.js';
 export * from './merkle.js';
+export * from './subtree.js';
 export * from './tiles.js';
 export * from './bundle.js';
 export * from './note.js';

@@ -22,6 +22,7 @@ import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witn
 import { type Policy, PolicyError, formatPolicy, minimumCosigners, parsePolicy } from '../core/tlog-policy.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
 import { ConfigError, type ServeConfig } from '../config.js';
+import { MirrorPusher } from '../mirror/pusher.js';
 
 /** A log as the HTTP layer sees it. */
 export interface Backend {
@@ -88,6 +89,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   endpoints.push(...demo.map((d) => ({ verifier: d.verifier, url: d.url })));
   const published = policy ?? thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
   const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }) }) : undefined;
+  const mirrors = mirrorSetup(cfg, new FsObjectStore(localPaths(cfg.dataDir).publicDir), logger);
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
@@ -101,7 +103,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     fsync: cfg.fsync ?? true,
     logger,
     listeners: [indexFeeder(index, reader)],
-    witnessing: collector,
+    witnessing: mirrors ? mirrors.witnessing(collector) : collector,
   }).catch(async (e: unknown) => {
     await index.close();
     await Promise.all(demo.map((d) => d.close()));
@@ -109,6 +111,10 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
   });
   const { sequencer, store, signer, keyCreated } = opened;
   await reconcileIndex(index, reader, sequencer.checkpoint, logger);
+  if (mirrors) {
+    sequencer.onPublished((cp) => mirrors.published(cp.note, cp.size));
+    mirrors.published(sequencer.checkpoint.note, sequencer.checkpoint.size);
+  }
   return {
     ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, published, cfg.anchorTimeoutMs),
     objects: store,
@@ -118,6 +124,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     ...sequencerHealth(sequencer),
     async close() {
       await sequencer.close();
+      await mirrors?.idle();
       await index.close();
       await Promise.all(demo.map((d) => d.close()));
     },
@@ -158,6 +165,18 @@ function witnessSetup(cfg: ServeConfig, log: NoteVerifier): { endpoints: Witness
   } catch (e) {
     if (e instanceof PolicyError || e instanceof WitnessPolicyError) throw new ConfigError(`witness policy ${cfg.witnessPolicy}: ${e.message}`);
     throw e;
+  }
+}
+
+/** The tlog-mirrors of --mirror (and --mirror-quorum, --mirror-timeout), or null when there are none. */
+function mirrorSetup(cfg: ServeConfig, objects: ObjectReader, logger: Logger): MirrorPusher | null {
+  const specs = (cfg.mirrors ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  if (specs.length === 0) return null;
+  try {
+    const mirrors = specs.map((m) => parseWitnessSpec(m));
+    return new MirrorPusher({ mirrors, required: cfg.mirrorQuorum ?? 0, objects, logger, ...(cfg.mirrorTimeoutMs !== undefined ? { timeoutMs: cfg.mirrorTimeoutMs } : {}) });
+  } catch (e) {
+    throw new ConfigError(`--mirror: ${(e as Error).message}`);
   }
 }
 

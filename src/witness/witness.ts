@@ -140,8 +140,8 @@ export class Witness {
   }
 }
 
-/** The checks that need no state: old size against the checkpoint's, proof after `old 0`, the empty tree. */
-function checkRequest(req: AddCheckpointRequest, cp: ExtendedCheckpointBody): void {
+/** The checks that need no state (shared with the mirror's add-checkpoint): old size against the checkpoint's, proof after `old 0`, the empty tree. */
+export function checkRequest(req: AddCheckpointRequest, cp: ExtendedCheckpointBody): void {
   if (req.oldSize > cp.size) throw refuse.oldSizeAbove(req.oldSize, cp.size);
   // "If the old size is zero, the consistency proof MUST be empty, because the empty tree is
   // consistent with any tree".
@@ -152,7 +152,7 @@ function checkRequest(req: AddCheckpointRequest, cp: ExtendedCheckpointBody): vo
 }
 
 /** The checks against what the witness holds (old size already equal to the held size). */
-function checkAgainstHeld(held: LogState & { version: string | null }, req: AddCheckpointRequest, cp: ExtendedCheckpointBody): void {
+export function checkAgainstHeld(held: { size: number; root: string; version: string | null }, req: AddCheckpointRequest, cp: ExtendedCheckpointBody): void {
   if (held.version !== null && held.size === cp.size) {
     if (held.root !== toHex(cp.root)) throw refuse.otherRoot(cp.size);
     // The proof from a size to itself is empty (RFC 9162 §2.1.4.1); anything else does not verify.
