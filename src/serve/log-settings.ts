@@ -1,5 +1,5 @@
-// The settings that define what a log promises its clients (which witnesses cosign its
-// checkpoints and what quorum publishes one) are stored with the log at its first start, in
+// The settings that define what a log promises its clients (which witnesses and mirrors
+// cosign its checkpoints and what quorum publishes one) are stored with the log at its first start, in
 // private/log-settings.json. A later start that omits them uses the stored ones; one that
 // gives different ones is refused unless it says --reconfigure. So a restart that forgets
 // `--witness` never silently publishes checkpoints that clients who pinned the witnesses
@@ -18,6 +18,8 @@ export interface LogSettings {
   readonly witnessThreshold: number | null;
   readonly witnessPolicy: { readonly path: string; readonly sha256: string } | null;
   readonly demoWitnesses: number | null;
+  readonly mirrors: readonly string[] | null;
+  readonly mirrorQuorum: number | null;
 }
 
 const NAMES: Record<keyof LogSettings, string> = {
@@ -25,6 +27,8 @@ const NAMES: Record<keyof LogSettings, string> = {
   witnessThreshold: 'witness threshold (--witness-threshold)',
   witnessPolicy: 'witness policy (--witness-policy)',
   demoWitnesses: 'demo witnesses (--demo-witnesses)',
+  mirrors: 'mirrors (--mirror)',
+  mirrorQuorum: 'mirror quorum (--mirror-quorum)',
 };
 
 /** The settings a start runs with, and how to record them once the log has opened. */
@@ -96,6 +100,8 @@ async function settingsOf(cfg: ServeConfig): Promise<LogSettings> {
     witnessThreshold: cfg.witnessThreshold ?? null,
     witnessPolicy: policy,
     demoWitnesses: cfg.demoWitnesses ? cfg.demoWitnesses : null,
+    mirrors: cfg.mirrors ? cfg.mirrors.split(',').map((m) => m.trim()).filter(Boolean).sort() : null,
+    mirrorQuorum: cfg.mirrorQuorum ? cfg.mirrorQuorum : null,
   };
 }
 
@@ -109,6 +115,10 @@ function withStored(cfg: ServeConfig, key: keyof LogSettings, stored: LogSetting
       return { ...cfg, witnessPolicy: stored.witnessPolicy!.path };
     case 'demoWitnesses':
       return { ...cfg, demoWitnesses: stored.demoWitnesses! };
+    case 'mirrors':
+      return { ...cfg, mirrors: stored.mirrors!.join(',') };
+    case 'mirrorQuorum':
+      return { ...cfg, mirrorQuorum: stored.mirrorQuorum! };
   }
 }
 
@@ -122,7 +132,14 @@ async function readSettings(path: string): Promise<LogSettings | null> {
   }
   try {
     const doc = JSON.parse(text) as Partial<LogSettings>;
-    return { witnesses: doc.witnesses ?? null, witnessThreshold: doc.witnessThreshold ?? null, witnessPolicy: doc.witnessPolicy ?? null, demoWitnesses: doc.demoWitnesses ?? null };
+    return {
+      witnesses: doc.witnesses ?? null,
+      witnessThreshold: doc.witnessThreshold ?? null,
+      witnessPolicy: doc.witnessPolicy ?? null,
+      demoWitnesses: doc.demoWitnesses ?? null,
+      mirrors: doc.mirrors ?? null,
+      mirrorQuorum: doc.mirrorQuorum ?? null,
+    };
   } catch {
     throw new ConfigError(`${path} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`);
   }

@@ -52,7 +52,8 @@ export async function ensureBuilt(): Promise<void> {
   try {
     if (isFresh()) return;
     // tsc emits even when other work in progress has type errors; only a missing CLI is fatal.
-    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot });
+    // A busy machine compiles slowly: give tsc the time the lock's own staleness allows.
+    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot, timeoutMs: 110_000 });
     if (!builtMtime()) throw new Error('tsc did not produce dist/cli/main.js');
   } finally {
     rmSync(lock, { recursive: true, force: true });
