@@ -44,6 +44,20 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   return { code: EXIT.IO, message: msg.split('\n')[0] ?? msg };
 }
 
+/** The name of each exit code in a JSON error document. */
+const EXIT_NAME: Record<ExitCode, string> = {
+  [EXIT.OK]: 'ok',
+  [EXIT.VERIFY_FAILED]: 'verification_failed',
+  [EXIT.USAGE]: 'usage',
+  [EXIT.IO]: 'io',
+  [EXIT.LOG_STATE]: 'log_state',
+};
+
+/** `{"error":{"code","message","exitCode"}}` and a newline: a failure under --json. */
+export function errorJson(e: { code: ExitCode; message: string }): string {
+  return `${JSON.stringify({ error: { code: EXIT_NAME[e.code], message: e.message, exitCode: e.code } })}\n`;
+}
+
 /** Exit code of each kind of ledger-client error (src/client/errors.ts). */
 const CLIENT_EXIT: Record<ClientErrorKind, ExitCode> = {
   verify: EXIT.VERIFY_FAILED,

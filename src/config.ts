@@ -35,6 +35,8 @@ export interface ServeConfig {
   readonly backend?: 'local' | 'aws';
   /** With the AWS backend: the single sequencer, or a read-only API replica. */
   readonly role?: 'sequencer' | 'api';
+  /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
+  readonly reconfigure?: boolean;
 }
 
 export class ConfigError extends Error {

@@ -12,6 +12,7 @@ import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
 import { openBackend, withDeadline } from './serve/backends.js';
+import { LOG_SETTINGS_FILE, reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
@@ -39,9 +40,13 @@ export interface RunningServer {
  * lock first (a second process stops there, having touched nothing), then the port (a
  * taken port stops it before any recovery), answering 503 `starting` until the log is open.
  */
-export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
-  const tokenGuard = guardFor(cfg);
-  const dirLock = cfg.backend === 'aws' ? undefined : await lockDataDir(cfg.dataDir);
+export async function startServer(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
+  const tokenGuard = guardFor(given);
+  const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
+  const cfg = dirLock ? await storedSettings(given, logger).catch(async (e: unknown) => {
+    await dirLock.release();
+    throw e;
+  }) : given;
   const server = await listen(cfg).catch(async (e: unknown) => {
     await dirLock?.release();
     throw e;
@@ -127,6 +132,13 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
     },
     stopped: new Promise<Error>((resolve) => backend.onStopped(resolve)),
   };
+}
+
+/** The witness settings stored with a local log, applied (and logged) where this start omits them. */
+async function storedSettings(cfg: ServeConfig, logger: Logger): Promise<ServeConfig> {
+  const { cfg: effective, applied } = await reconcileLogSettings(cfg);
+  if (applied.length > 0) logger.info({ settings: applied }, `using the ${applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`);
+  return effective;
 }
 
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */
