@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthFailureAggregator, type FailureRecord } from '../../src/control/auth-failures.js';
 import { ControlClient } from '../../src/control/client.js';
 import { getJson } from '../api/server.js';
+import { rawExchange, rawRequest } from '../helpers/raw-http.js';
 import { type ControlFixture, startControl } from './fixture.js';
 
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -88,6 +89,21 @@ describe('authentication failures on /v1', () => {
     const after = (await getJson(`${f.srv.url}/api/ledger/checkpoint`)).body.lifetimeEntries;
     // The analyst's reads add nothing; only the failure entries were appended.
     expect(after - before).toBe(events.length);
+  }, 60_000);
+
+  it('answers /v1 at the same edge: JSON 405 for methods no route takes, 415 for encodings and charsets', async () => {
+    const cases: [Buffer, number, string][] = [
+      [rawRequest('TRACE', '/v1/policy/evaluate'), 405, 'method_not_allowed'],
+      [rawRequest('PROPFIND', '/v1/audit/events'), 405, 'method_not_allowed'],
+      [rawRequest('POST', '/v1/policy/evaluate', { headers: ['Content-Type: application/json', 'Content-Encoding: gzip'], body: '{}' }), 415, 'unsupported_encoding'],
+      [rawRequest('POST', '/v1/policy/evaluate', { headers: ['Content-Type: application/json; charset=utf-16'], body: '{}' }), 415, 'unsupported_charset'],
+      [rawRequest('GET', '/v1/keys/epochs', { headers: [`X-Big: ${'a'.repeat(20_000)}`] }), 431, 'headers_too_large'],
+    ];
+    for (const [req, status, code] of cases) {
+      const r = await rawExchange(f.srv.url, req);
+      expect(r.status).toBe(status);
+      expect(r.json).toEqual({ error: { code, message: expect.any(String) } });
+    }
   }, 60_000);
 
   it('refuses tokens that can never verify with 401 while the identity provider is down', async () => {
