@@ -70,8 +70,9 @@ export function createApp(o: AppOptions): Koa {
 
 /**
  * Around every request, in one middleware (each layer costs the hot path): asks clients to
- * close once the server is closing, refuses what the edge does not take (src/api/edge.ts), turns errors into the JSON error shape, and records the
- * request's metrics and log line with its final status.
+ * close once the server is closing, refuses what the edge does not take (src/api/edge.ts),
+ * turns errors into the JSON error shape, and records the request's metrics and log line
+ * with its final status.
  */
 function edgeMiddleware(o: AppOptions): Middleware {
   const record = o.metrics.requestRecorder();
