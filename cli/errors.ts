@@ -1,6 +1,6 @@
 // Exit codes of the `stele` command (documented in README.md and `stele --help`).
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
-import { LogStateError } from '../src/sequencer/guard.js';
+import { LogStateError } from '../src/sequencer/contract.js';
 
 export const EXIT = {
   OK: 0,

@@ -10,7 +10,7 @@ import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.j
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
-import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
 import { openBackend, withDeadline } from './serve/backends.js';
 import { LOG_SETTINGS_FILE, reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
@@ -43,15 +43,24 @@ export interface RunningServer {
 export async function startServer(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
   const tokenGuard = guardFor(given);
   const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
-  const cfg = dirLock ? await storedSettings(given, logger).catch(async (e: unknown) => {
+  const settings = dirLock ? await reconcileLogSettings(given).catch(async (e: unknown) => {
     await dirLock.release();
     throw e;
-  }) : given;
+  }) : undefined;
+  const cfg = settings?.cfg ?? given;
+  if (settings && settings.applied.length > 0) logger.info({ settings: settings.applied }, `using the ${settings.applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`);
   const server = await listen(cfg).catch(async (e: unknown) => {
     await dirLock?.release();
     throw e;
   });
   const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
+    await new Promise<void>((r) => server.close(() => r()));
+    await dirLock?.release();
+    throw e;
+  });
+  // Only a log that opened (verified, not refused) gets its settings recorded.
+  await settings?.record().catch(async (e: unknown) => {
+    await backend.close();
     await new Promise<void>((r) => server.close(() => r()));
     await dirLock?.release();
     throw e;
@@ -134,17 +143,10 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
   };
 }
 
-/** The witness settings stored with a local log, applied (and logged) where this start omits them. */
-async function storedSettings(cfg: ServeConfig, logger: Logger): Promise<ServeConfig> {
-  const { cfg: effective, applied } = await reconcileLogSettings(cfg);
-  if (applied.length > 0) logger.info({ settings: applied }, `using the ${applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`);
-  return effective;
-}
-
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */
 function listen(cfg: ServeConfig): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const s = createServer((req, res) => {
+    const s = createServer((_req, res) => {
       res.writeHead(503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Retry-After': '1' });
       res.end(JSON.stringify({ error: { code: 'starting', message: 'the log is starting (recovering and verifying its storage); retry shortly' } }));
     });

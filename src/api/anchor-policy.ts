@@ -10,7 +10,7 @@
 //              in the current minute before this one (a per-principal batch size).
 // Cedar denies what no policy permits, and a `forbid` overrides every `permit`.
 import type { Logger } from 'pino';
-import type { AnchorRequest } from '../anchor.js';
+import type { AnchorRequest } from '../core/anchor.js';
 import { PolicyEngine } from '../control/policy.js';
 import type { AnchorClient, AnchorDecider } from './guard.js';
 

@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { AnchorRequest } from '../anchor.js';
+import type { AnchorRequest } from '../core/anchor.js';
 import { ApiError } from './errors.js';
 import type { AnchorAdmission } from './ledger.js';
 

@@ -2,27 +2,27 @@
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
 import { basename } from 'node:path';
-import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint.js';
+import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
 import { type LabelField, checkLabel } from '../core/labels.js';
-import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../entry.js';
-import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
-import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../note.js';
-import { rootsFromConsistencyProof } from '../merkle.js';
+import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../core/entry.js';
+import { bytesEqual, hashFromHex, leafHash, toHex } from '../core/hash.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../core/note.js';
+import { rootsFromConsistencyProof } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
-import {
-  type AnchorBody,
-  type CheckpointView,
-  type EntryView,
-  type KeyView,
+import type {
+  AnchorBody,
+  CheckpointView,
+  EntryView,
+  KeyView,
   LedgerApi,
 } from './api.js';
 import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
 import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
 import { type FileDigest, sha256File } from './hashfile.js';
-import { type ProofBundle, PROOF_FORMAT, ProofStore } from './proofs.js';
+import { type ProofBundle, PROOF_FORMAT, type ProofStore } from './proofs.js';
 import {
   type CheckedCheckpoint,
   type CheckpointInput,

@@ -2,9 +2,10 @@
 // index is used; the entry is then read and verified from the tiles), and a bounded scan of
 // the record bundles with progress when there is no API (a static mirror).
 import { checkLabel } from '../core/labels.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { type LogClient, bundleWidth } from './log.js';
-import { type EntryFields, artifactIdOf, parseRecord } from './verify.js';
+import { artifactId } from '../core/entry.js';
+import { type EntryFields, parseRecord } from './verify.js';
 
 export type Query =
   | { readonly kind: 'id'; readonly seq: number; readonly prefix: string; readonly text: string }
@@ -28,9 +29,9 @@ export function classify(input: string, scope = ''): Query {
   // nothing a log would have refused to record (so a look-alike search finds nothing wrong).
   const label = checkLabel('artifact', text);
   if (!label.ok) return { kind: 'invalid', reason: label.reason, text };
-  const scoped = scope === '' ? label : checkLabel('scope', scope);
+  const scoped = scope === '' ? ({ ok: true, value: '' } as const) : checkLabel('scope', scope);
   if (!scoped.ok) return { kind: 'invalid', reason: scoped.reason, text };
-  return { kind: 'artifact', artifactId: artifactIdOf(label.value, scoped.value), label: label.value, scope: scoped.value, text };
+  return { kind: 'artifact', artifactId: artifactId(label.value, scoped.value), label: label.value, scope: scoped.value, text };
 }
 
 export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };
@@ -126,7 +127,7 @@ export function recordMatcher(q: Query): ((e: EntryFields, seq: number) => boole
       return (e) => e.digest === q.digest;
     case 'artifact':
       return (e) =>
-        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactIdOf(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
+        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactId(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
     default:
       return null;
   }

@@ -27,42 +27,60 @@ const NAMES: Record<keyof LogSettings, string> = {
   demoWitnesses: 'demo witnesses (--demo-witnesses)',
 };
 
+/** The settings a start runs with, and how to record them once the log has opened. */
+export interface ReconciledSettings {
+  readonly cfg: ServeConfig;
+  /** Settings this start omitted and took from the log. */
+  readonly applied: (keyof LogSettings)[];
+  /** Stores the effective settings with the log; call only once the log has opened (a refused start writes nothing). */
+  record(): Promise<void>;
+}
+
 /**
- * Applies the stored settings to `cfg` (a local log's data directory), records them at the
- * first start, and refuses a start whose settings differ from the stored ones unless
+ * Applies the stored settings to `cfg` (a local log's data directory) where this start omits
+ * them, and refuses a start that changes or removes a stored setting unless
  * `cfg.reconfigure`, in which case this start's settings (given or not) replace them.
+ * Adding a setting the log never had (witnesses to an unwitnessed log) needs no flag: no
+ * client relied on its absence.
  */
-export async function reconcileLogSettings(cfg: ServeConfig): Promise<{ cfg: ServeConfig; applied: (keyof LogSettings)[] }> {
+export async function reconcileLogSettings(cfg: ServeConfig): Promise<ReconciledSettings> {
   const path = join(cfg.dataDir, LOG_SETTINGS_FILE);
   const given = await settingsOf(cfg);
   const stored = cfg.reconfigure ? null : await readSettings(path);
-  if (stored === null) {
-    await fs.mkdir(join(cfg.dataDir, 'private'), { recursive: true, mode: 0o700 });
-    await replaceFile(path, `${JSON.stringify(given, null, 2)}\n`);
-    return { cfg, applied: [] };
-  }
   const applied: (keyof LogSettings)[] = [];
   let effective: ServeConfig = cfg;
-  for (const key of Object.keys(NAMES) as (keyof LogSettings)[]) {
-    if (given[key] === null) {
-      if (stored[key] === null) continue;
+  let settings: LogSettings = given;
+  if (stored !== null) {
+    for (const key of Object.keys(NAMES) as (keyof LogSettings)[]) {
+      if (stored[key] === null || JSON.stringify(given[key]) === JSON.stringify(stored[key])) continue;
+      if (given[key] !== null) {
+        throw new ConfigError(
+          `this log was started with ${NAMES[key]} ${describe(stored[key])}, and this start gives ${describe(given[key])}: ` +
+            'clients that pinned the log rely on them; pass --reconfigure to change them on purpose',
+        );
+      }
       effective = withStored(effective, key, stored);
+      settings = { ...settings, [key]: stored[key] };
       applied.push(key);
-    } else if (JSON.stringify(given[key]) !== JSON.stringify(stored[key])) {
-      throw new ConfigError(
-        `this log was started with ${NAMES[key]} ${describe(stored[key])}, and this start gives ${describe(given[key])}: ` +
-          'clients that pinned the log rely on them; pass --reconfigure to change them on purpose',
-      );
+    }
+    // A stored policy file must still say what it said: an edited file is a changed setting.
+    if (applied.includes('witnessPolicy')) {
+      const now = await fileDigest(stored.witnessPolicy!.path);
+      if (now !== stored.witnessPolicy!.sha256) {
+        throw new ConfigError(`the witness policy ${stored.witnessPolicy!.path} stored with this log ${now === null ? 'is gone' : 'has changed'}; pass --reconfigure with the policy to use`);
+      }
     }
   }
-  // A stored policy file must still say what it said: an edited file is a changed setting.
-  if (given.witnessPolicy === null && stored.witnessPolicy !== null) {
-    const now = await fileDigest(stored.witnessPolicy.path);
-    if (now !== stored.witnessPolicy.sha256) {
-      throw new ConfigError(`the witness policy ${stored.witnessPolicy.path} stored with this log ${now === null ? 'is gone' : 'has changed'}; pass --reconfigure with the policy to use`);
-    }
-  }
-  return { cfg: effective, applied };
+  const text = `${JSON.stringify(settings, null, 2)}\n`;
+  return {
+    cfg: effective,
+    applied,
+    async record() {
+      if (stored !== null && JSON.stringify(stored) === JSON.stringify(settings)) return;
+      await fs.mkdir(join(cfg.dataDir, 'private'), { recursive: true, mode: 0o700 });
+      await replaceFile(path, text);
+    },
+  };
 }
 
 async function settingsOf(cfg: ServeConfig): Promise<LogSettings> {

@@ -2,11 +2,11 @@
 // character that hides or rearranges text, NFC, sizes; and labels that were valid before
 // are recorded byte for byte as before (the same artifact ids, the same entry hashes).
 import { describe, expect, it } from 'vitest';
-import { ValidationError, buildEntry, parseAnchorBody } from '../../src/anchor.js';
+import { ValidationError, buildEntry, parseAnchorBody } from '../../src/core/anchor.js';
 import { checkLabel } from '../../src/core/labels.js';
-import { artifactId, canonicalEntryBytes } from '../../src/entry.js';
+import { artifactId, canonicalEntryBytes } from '../../src/core/entry.js';
 import { classify } from '../../src/explorer/search.js';
-import { toHex, sha256 } from '../../src/hash.js';
+import { toHex, sha256 } from '../../src/core/hash.js';
 
 const DIGEST = 'ab'.repeat(32);
 

@@ -14,14 +14,15 @@ import { createApp } from '../../src/api/app.js';
 import type { LedgerService } from '../../src/api/ledger.js';
 import { Metrics } from '../../src/api/metrics.js';
 import { type AwsLog, openAwsLog } from '../../src/aws/log.js';
-import { keyIdOf } from '../../src/note.js';
+import { keyIdOf } from '../../src/core/note.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'ledger.example.com/aws-cli';
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 let s3: S3Server;
 let ddb: DynamoServer;

@@ -9,6 +9,12 @@ import { getJson } from '../api/server.js';
 import { rawExchange, rawRequest } from '../helpers/raw-http.js';
 import { type ControlFixture, startControl } from './fixture.js';
 
+interface FailureEvent {
+  readonly type: string;
+  readonly ledger_entry_id: string;
+  readonly record: { readonly count: number; readonly reasons?: Record<string, number>; readonly window_start: string };
+}
+
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,8 +65,8 @@ describe('authentication failures on /v1', () => {
 
   const failureEvents = async () => {
     const analyst = new ControlClient(f.srv.url, await f.token('analyst'));
-    const events: any[] = [];
-    for await (const m of analyst.events({ follow: false, type: 'authentication_failure' })) events.push(JSON.parse(m.data));
+    const events: FailureEvent[] = [];
+    for await (const m of analyst.events({ follow: false, type: 'authentication_failure' })) events.push(JSON.parse(m.data) as FailureEvent);
     return events.filter((e) => e.type === 'authentication_failure');
   };
 
@@ -74,7 +80,7 @@ describe('authentication failures on /v1', () => {
     );
     expect(statuses.every((s) => s === 401)).toBe(true);
     const windows = Math.ceil((Date.now() - started) / 1000) + 1;
-    let events: any[] = [];
+    let events: FailureEvent[] = [];
     for (let i = 0; i < 50; i++) {
       await sleep(200);
       events = (await failureEvents()).slice(known);

@@ -9,11 +9,12 @@ import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control
 import { unwrapLease } from '../../src/control/leases.js';
 import { openControlState } from '../../src/control/mount.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
-import { formatCheckpointBody } from '../../src/checkpoint.js';
-import { hashFromHex, leafHash } from '../../src/hash.js';
-import { verifyInclusion } from '../../src/merkle.js';
-import { openNote, parseVkey } from '../../src/note.js';
+import { formatCheckpointBody } from '../../src/core/checkpoint.js';
+import { hashFromHex, leafHash } from '../../src/core/hash.js';
+import { verifyInclusion } from '../../src/core/merkle.js';
+import { openNote, parseVkey } from '../../src/core/note.js';
 import { type ControlFixture, POLICIES, startControl } from './fixture.js';
+import type { Json } from '../helpers/json.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -27,8 +28,8 @@ describe('control-plane decisions', () => {
   const lease = (body: unknown, token = svc) => f.call('POST', '/v1/access/lease', { token, body });
 
   /** All audit events so far (analyst with MFA). */
-  async function events(): Promise<any[]> {
-    const out: any[] = [];
+  async function events(): Promise<Json[]> {
+    const out: Json[] = [];
     for await (const m of new ControlClient(f.srv.url, analyst).events({ follow: false })) out.push(JSON.parse(m.data));
     return out;
   }

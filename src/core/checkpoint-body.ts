@@ -1,7 +1,8 @@
-// tlog-checkpoint bodies (origin, size, base64 root) and the signed checkpoint the log
-// publishes (its JSON view is in src/api/views.ts).
+// tlog-checkpoint bodies: origin, size and base64 root lines, then any extension lines. Below
+// the signed note (note.ts verifies ML-DSA subtree cosignatures over these fields), so it
+// needs nothing but the hash helpers.
 import { HASH_SIZE, fromBase64, toBase64 } from './hash.js';
-import { NoteError, type NoteSigner, type NoteVerifier, openNote, signBody } from './note.js';
+import { NoteError } from './note-error.js';
 
 export interface CheckpointBody {
   readonly origin: string;
@@ -45,27 +46,4 @@ export function parseCheckpointBody(body: string): CheckpointBody {
   const { extensions, ...c } = parseExtendedCheckpointBody(body);
   if (extensions.length > 0) throw new NoteError('checkpoint body must be exactly origin, size and root lines');
   return c;
-}
-
-/** A checkpoint whose log signature has been made or checked. */
-export interface SignedCheckpoint extends CheckpointBody {
-  /** The whole signed note, as published at `checkpoint`. */
-  readonly note: string;
-  /** The 64-byte log signature over the body. */
-  readonly signature: Uint8Array;
-}
-
-export async function signCheckpoint(c: CheckpointBody, signer: NoteSigner): Promise<SignedCheckpoint> {
-  if (c.origin !== signer.name) throw new NoteError(`signer ${signer.name} cannot sign for origin ${c.origin}`);
-  const body = formatCheckpointBody(c);
-  const { line, signature } = await signBody(body, signer);
-  return { ...c, note: `${body}\n${line}`, signature };
-}
-
-/** Opens a checkpoint note: log signature required, origin must be the key's name. */
-export function openCheckpoint(note: string, logKey: NoteVerifier, witnesses: readonly NoteVerifier[] = []) {
-  const opened = openNote(note, logKey, witnesses);
-  const body = parseCheckpointBody(opened.body);
-  if (body.origin !== logKey.name) throw new NoteError(`checkpoint origin ${body.origin} is not the pinned log ${logKey.name}`);
-  return { ...body, note, signature: opened.log.signature, cosignatures: opened.cosignatures };
 }

@@ -1,7 +1,7 @@
 // Anchor requests: validation of what a client may submit (DESIGN.md §1.5) and the
 // canonical entry the sequencer builds from it.
 import { type CanonicalEntry, artifactId } from './entry.js';
-import { LABEL_MAX_BYTES, type LabelField, checkLabel } from './core/labels.js';
+import { LABEL_MAX_BYTES, type LabelField, checkLabel } from './labels.js';
 import { isHash64 } from './hash.js';
 
 export const MAX_ARTIFACT_BYTES = LABEL_MAX_BYTES.artifact;
