@@ -91,6 +91,7 @@ describe('the label rule', () => {
 
   it('is the explorer search: a deceptive label is no search, an NFD one finds the NFC id', () => {
     expect(classify('evil\u202egpj.exe')).toMatchObject({ kind: 'invalid' });
+    expect(classify('pkg.tgz')).toMatchObject({ kind: 'artifact', artifactId: artifactId('pkg.tgz', ''), scope: '' });
     const q = classify('Re\u0301sume\u0301.pdf', 'docs');
     expect(q).toMatchObject({ kind: 'artifact', artifactId: artifactId('R\u00e9sum\u00e9.pdf', 'docs') });
   });
