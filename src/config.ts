@@ -24,6 +24,8 @@ export interface ServeConfig {
   readonly anchorTokens?: string;
   /** Anchors per second per client (production default 100). */
   readonly anchorRate?: number;
+  /** Directory of Cedar files deciding each anchor in production mode (default <dataDir>/anchor-policy). */
+  readonly anchorPolicy?: string;
   readonly fsync?: boolean;
   /** Local demo witnesses started in this process (each with its own key and state). */
   readonly demoWitnesses?: number;
@@ -77,6 +79,7 @@ const SETTINGS = {
   mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
   anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
   anchorRate: { env: 'STELE_ANCHOR_RATE', file: 'anchor_rate', kind: 'int' },
+  anchorPolicy: { env: 'STELE_ANCHOR_POLICY', file: 'anchor_policy', kind: 'string' },
   demoWitnesses: { env: 'STELE_DEMO_WITNESSES', file: 'demo_witnesses', kind: 'int' },
   witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
   witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
@@ -154,5 +157,5 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   if ((cfg.mirrorQuorum ?? 0) > 0 && !cfg.mirrors) throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
-  return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}) };
+  return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}), ...(cfg.anchorPolicy !== undefined ? { anchorPolicy: resolve(cfg.anchorPolicy) } : {}) };
 }

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
+import { clientErrorHandler, connectHandler } from './api/edge.js';
 import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
@@ -40,7 +41,7 @@ export interface RunningServer {
  * taken port stops it before any recovery), answering 503 `starting` until the log is open.
  */
 export async function startServer(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
-  const guard = guardFor(given);
+  const tokenGuard = guardFor(given);
   const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
   const settings = dirLock ? await reconcileLogSettings(given).catch(async (e: unknown) => {
     await dirLock.release();
@@ -65,6 +66,17 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
     throw e;
   });
   const { ledger } = backend;
+  // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
+  const anchorPolicy =
+    cfg.mode === 'production' && backend.sequencer
+      ? await (await import('./api/anchor-policy.js')).openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger).catch(async (e: unknown) => {
+          await backend.close();
+          await new Promise<void>((r) => server.close(() => r()));
+          await dirLock?.release();
+          throw new ConfigError(`anchor policy: ${(e as Error).message}`);
+        })
+      : undefined;
+  const guard: GuardOptions = { ...tokenGuard, ...(anchorPolicy ? { decide: anchorPolicy.decide } : {}) };
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
   metrics.watchHealth({ notReady: () => backend.notReady(), checkpoint: () => ledger.checkpoint(), commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures) });
@@ -86,6 +98,7 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
         logger,
         env,
       }).catch(async (e: unknown) => {
+        anchorPolicy?.close();
         await backend.close();
         await new Promise<void>((r) => server.close(() => r()));
         await dirLock?.release();
@@ -114,6 +127,7 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
         const stopped = new Promise<void>((r) => server.close(() => r()));
         server.closeIdleConnections();
         await control?.close();
+        anchorPolicy?.close();
         await backend.sequencer?.close();
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         const hardStop = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
@@ -137,6 +151,9 @@ function listen(cfg: ServeConfig): Promise<Server> {
       res.end(JSON.stringify({ error: { code: 'starting', message: 'the log is starting (recovering and verifying its storage); retry shortly' } }));
     });
     s.keepAliveTimeout = 65_000;
+    // Node's own parse errors (431, 400) get the JSON error shape too, not an empty body.
+    s.on('clientError', clientErrorHandler);
+    s.on('connect', connectHandler);
     s.once('error', reject);
     s.listen(cfg.port, cfg.host, () => {
       s.off('error', reject);
@@ -151,7 +168,7 @@ function guardFor(cfg: ServeConfig): GuardOptions {
     if (cfg.role === 'api') return {};
     throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
   }
-  return { authenticate: bearerTokens(grants(cfg.anchorTokens)), ratePerSecond: cfg.anchorRate ?? 100 };
+  return { authenticate: bearerTokens(grants(cfg.anchorTokens)), ratePerSecond: cfg.anchorRate ?? 100, tenants: 'token' };
 }
 
 function grants(spec: string) {

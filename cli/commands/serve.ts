@@ -36,6 +36,7 @@ export function registerServeCommands(program: Command): void {
     .option('--anchor-timeout <ms>', `longest an anchor request waits for its checkpoint before a 503 (env STELE_ANCHOR_TIMEOUT_MS; default ${SERVE_DEFAULTS.anchorTimeoutMs})`)
     .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
     .option('--anchor-tokens <list>', 'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)')
+    .option('--anchor-policy <dir>', 'Cedar policy directory deciding each anchor in production mode, hot-reloaded (env STELE_ANCHOR_POLICY; default <data-dir>/anchor-policy)')
     .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
     .option('--demo-witnesses <n>', 'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)')
     .option('--witness <vkey=url>', 'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])

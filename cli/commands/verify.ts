@@ -56,6 +56,7 @@ export function registerVerify(program: Command): void {
       type: step === 'anchored' ? 'ledger_anchor' : 'document_verified',
       artifact: opts.artifact ?? basename(file),
       ...(scope !== undefined ? { scope } : {}),
+      ...(again.loaded.effective.tenant !== undefined ? { tenant: again.loaded.effective.tenant } : {}),
       digest: { digest: v.digest, bytes: v.bytes },
     });
     const outcome = a.report.failed ? 'FAIL' : step;

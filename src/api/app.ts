@@ -4,8 +4,9 @@ import { bodyParser } from '@koa/bodyparser';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { ObjectReader } from '../store/store.js';
+import { checkRequestEdge } from './edge.js';
 import { respondWithError, throwIfUnanswered } from './errors.js';
-import { type GuardOptions, anchorGuard } from './guard.js';
+import { type GuardOptions, anchorAdmission, anchorGuard } from './guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
 import type { Metrics } from './metrics.js';
 import { objectMiddleware } from './objects.js';
@@ -37,9 +38,11 @@ export function createApp(o: AppOptions): Koa {
     jsonLimit: o.bodyLimitBytes ?? 16 * 1024,
     jsonStrict: true,
   });
-  const router = ledgerRouter(o.ledger, [anchorGuard(o.guard ?? {}), parseJson]);
+  const guard = o.guard ?? {};
+  const router = ledgerRouter(o.ledger, [anchorGuard(guard), parseJson], anchorAdmission(guard, (allowed) => o.metrics.anchorDecision(allowed)));
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
+  // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
+  app.use(router.allowedMethods());
 
   app.use(objectMiddleware(o.objects));
   app.use(async (ctx, next) => {
@@ -67,8 +70,9 @@ export function createApp(o: AppOptions): Koa {
 
 /**
  * Around every request, in one middleware (each layer costs the hot path): asks clients to
- * close once the server is closing, turns errors into the JSON error shape, and records the
- * request's metrics and log line with its final status.
+ * close once the server is closing, refuses what the edge does not take (src/api/edge.ts),
+ * turns errors into the JSON error shape, and records the request's metrics and log line
+ * with its final status.
  */
 function edgeMiddleware(o: AppOptions): Middleware {
   const record = o.metrics.requestRecorder();
@@ -77,6 +81,7 @@ function edgeMiddleware(o: AppOptions): Middleware {
     const start = performance.now();
     if (o.closing?.()) ctx.set('Connection', 'close');
     try {
+      checkRequestEdge(ctx.req);
       await next();
       throwIfUnanswered(ctx);
     } catch (e) {

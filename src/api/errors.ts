@@ -11,6 +11,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** Further members of the `error` object (a decision's reasons), beside code and message. */
+    readonly details: Readonly<Record<string, unknown>> = {},
   ) {
     super(message);
   }
@@ -42,11 +44,15 @@ function classify(e: unknown): ApiError | null {
   }
   const h = e as HttpishError;
   const status = h?.status ?? h?.statusCode;
+  // 501 is the client's doing (a method no route implements); every other 5xx an
+  // http-error carries is a fault of the server's own, answered as `internal`.
+  if (status === 501) return new ApiError(501, 'not_implemented', 'method not implemented');
   if (typeof status !== 'number' || status < 400 || status >= 500) return null;
   if (status === 413 || h.type === 'entity.too.large') return new ApiError(413, 'body_too_large', 'request body is too large');
   if (status === 405) return new ApiError(405, 'method_not_allowed', h.message ?? 'method not allowed');
-  if (status === 501) return new ApiError(501, 'not_implemented', 'method not implemented');
   if (status === 415) return new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
+  // The JSON parser (bourne) refuses prototype poisoning outright.
+  if (/forbidden prototype property/i.test(h.message ?? '')) return new ApiError(400, 'forbidden_field', 'request body must not contain __proto__ or constructor.prototype');
   if (h.type === 'entity.parse.failed' || /JSON|Unexpected token/i.test(h.message ?? '')) {
     return new ApiError(400, 'invalid_json', 'request body is not valid JSON');
   }
@@ -61,10 +67,18 @@ export function respondWithError(ctx: Context, e: unknown, logger: Logger): void
   ctx.status = err.status;
   ctx.set(err.headers);
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = { error: { code: err.code, message: err.message } };
+  ctx.body = { error: { code: err.code, message: err.message, ...err.details } };
 }
 
-/** A request nothing answered is a JSON 404. */
+/**
+ * A request nothing answered is a JSON 404; a status the router set without a body (405,
+ * 501, with its Allow header) gets its JSON body here.
+ */
 export function throwIfUnanswered(ctx: Context): void {
-  if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  if (ctx.status === 404) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+  const allow = ctx.response.get('Allow');
+  const headers: Record<string, string> = allow ? { Allow: allow } : {};
+  if (ctx.status === 405) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}${allow ? `; use ${allow}` : ''}`, headers);
+  if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `${ctx.method} is not implemented`, headers);
 }

@@ -1,9 +1,12 @@
-// Guards for the anchor route (spec §4.1 rule 2, §5.3): bearer-token authentication and
-// per-client rate limiting. Both are off in demo mode and on in production mode.
+// Guards for the anchor route (spec §4.1 rule 2, §5.3): bearer-token authentication,
+// per-client rate limiting, the tenant an anchor is recorded under, and the anchor policy.
+// Authentication and rate limits are off in demo mode and on in production mode.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { AnchorRequest } from '../core/anchor.js';
 import { ApiError } from './errors.js';
+import type { AnchorAdmission } from './ledger.js';
 
 export interface AnchorClient {
   /** Who is calling: the token's name, or the remote address when unauthenticated. */
@@ -40,7 +43,8 @@ export function parseTokenGrants(spec: string): TokenGrant[] {
 export function bearerTokens(grants: readonly TokenGrant[]): Authenticator {
   const hashed = grants.map((g) => ({ ...g, hash: digest(g.token) }));
   return async (ctx) => {
-    const m = /^Bearer ([^\s]+)$/.exec(ctx.get('Authorization'));
+    // RFC 7235 §2.1: the scheme is case-insensitive.
+    const m = /^bearer +(\S+)$/i.exec(ctx.get('Authorization'));
     if (!m) return null;
     const h = digest(m[1]!);
     let found: AnchorClient | null = null;
@@ -49,11 +53,59 @@ export function bearerTokens(grants: readonly TokenGrant[]): Authenticator {
   };
 }
 
+/**
+ * Who decides the tenant an entry records. `token` (production): the token's tenant, and a
+ * client may name no other (a token bound to no tenant writes none). `client` (demo): the
+ * tenant the client names, unless its token is bound to one.
+ */
+export type TenantRule = 'token' | 'client';
+
+/** Decides one anchor (the anchor policy): allowed or not, with the policies that decided it. */
+export type AnchorDecider = (who: AnchorClient, request: AnchorRequest) => { readonly allowed: boolean; readonly reasons: readonly string[]; readonly policyVersion: string };
+
 export interface GuardOptions {
   /** Authentication; undefined lets everyone anchor (demo mode). */
   readonly authenticate?: Authenticator;
   /** Anchors per second per client; undefined disables rate limiting. */
   readonly ratePerSecond?: number;
+  /** Default `client`. */
+  readonly tenants?: TenantRule;
+  /** The anchor policy; undefined admits every valid anchor (demo mode). */
+  readonly decide?: AnchorDecider;
+}
+
+/** The request with the tenant `rule` records for `who`; a tenant the client may not use is a 403. */
+export function withTenant(request: AnchorRequest, who: AnchorClient, rule: TenantRule): AnchorRequest {
+  const sent = request.tenant;
+  const bound = who.tenant;
+  if (bound !== undefined) {
+    if (sent !== undefined && sent !== bound) {
+      throw new ApiError(403, 'tenant_mismatch', `token ${who.client} is bound to tenant ${JSON.stringify(bound)} and cannot write tenant ${JSON.stringify(sent)}`);
+    }
+    return sent === bound ? request : { ...request, tenant: bound };
+  }
+  if (sent !== undefined && rule === 'token') {
+    throw new ApiError(403, 'tenant_not_granted', `token ${who.client} is bound to no tenant and cannot write tenant ${JSON.stringify(sent)}`);
+  }
+  return request;
+}
+
+/** What the anchor route does with a validated request before submitting it: tenant, then policy. */
+export function anchorAdmission(options: GuardOptions, onDecision?: (allowed: boolean) => void): AnchorAdmission {
+  const rule = options.tenants ?? 'client';
+  const decide = options.decide;
+  return (ctx, request) => {
+    const who = ctx.state.anchorClient as AnchorClient;
+    const admitted = withTenant(request, who, rule);
+    if (!decide) return admitted;
+    const d = decide(who, admitted);
+    onDecision?.(d.allowed);
+    if (!d.allowed) {
+      const why = d.reasons.length > 0 ? `refused by ${d.reasons.join(', ')}` : 'no policy permits it';
+      throw new ApiError(403, 'anchor_denied', `the anchor policy does not allow this anchor (${why})`, {}, { reasons: d.reasons, policyVersion: d.policyVersion });
+    }
+    return admitted;
+  };
 }
 
 export function anchorGuard(options: GuardOptions) {
@@ -78,7 +130,7 @@ export function anchorGuard(options: GuardOptions) {
       }
     }
     ctx.state.client = who.client;
-    ctx.state.tenant = who.tenant;
+    ctx.state.anchorClient = who;
     await next();
   };
 }

@@ -90,8 +90,17 @@ function carries(found: { readonly entry: CanonicalEntry }, key: (typeof LOOKUP_
   return true;
 }
 
-/** `anchorGuards` run before the anchor body is read (authentication, rate limits, parsing). */
-export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []): Router {
+/**
+ * Decides whether a parsed anchor may enter the pool, as which request (the tenant recorded):
+ * throws the refusal (403). See src/api/guard.ts.
+ */
+export type AnchorAdmission = (ctx: Context, request: AnchorRequest) => AnchorRequest;
+
+/**
+ * `anchorGuards` run before the anchor body is read (authentication, rate limits, parsing);
+ * `admit` after it is validated, before it is submitted.
+ */
+export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = [], admit: AnchorAdmission = (_ctx, r) => r): Router {
   const router = new Router({ prefix: '/api/ledger' });
   const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
   const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
@@ -186,11 +195,12 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
     if (!ctx.is('application/json')) throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
     let request: AnchorRequest;
     try {
-      request = parseAnchorBody((ctx.request as { body?: unknown }).body, ctx.state.tenant as string | undefined);
+      request = parseAnchorBody((ctx.request as { body?: unknown }).body);
     } catch (e) {
       if (e instanceof ValidationError) throw badRequest(e.code, e.message);
       throw e;
     }
+    request = admit(ctx, request);
     let receipt: AnchorReceipt;
     try {
       receipt = await svc.submit(request);

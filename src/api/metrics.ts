@@ -28,6 +28,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly anchorDecisions = new Counter({
+    name: 'stele_anchor_policy_decisions_total',
+    help: 'Anchors decided by the anchor policy (production mode), by decision',
+    labelNames: ['decision'],
+    registers: [this.registry],
+  });
+  private readonly anchorAllowed = this.anchorDecisions.labels({ decision: 'allow' });
+  private readonly anchorDenied = this.anchorDecisions.labels({ decision: 'deny' });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -74,6 +83,11 @@ export class Metrics {
         },
       });
     }
+  }
+
+  /** Counts one anchor-policy decision. */
+  anchorDecision(allowed: boolean): void {
+    (allowed ? this.anchorAllowed : this.anchorDenied).inc();
   }
 
   onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {

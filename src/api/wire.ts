@@ -74,5 +74,7 @@ export interface AnchorBody {
   digest: string;
   artifact?: string;
   scope?: string;
+  /** The client's tenant; in production the token decides it (a different one is a 403). */
+  tenant?: string;
   type?: 'ledger_anchor' | 'document_verified';
 }

@@ -3,6 +3,7 @@
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
 import { basename } from 'node:path';
 import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
+import { type LabelField, checkLabel } from '../core/labels.js';
 import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../core/hash.js';
 import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../core/note.js';
@@ -382,16 +383,31 @@ export interface AnchorResult {
 export interface AnchorOptions {
   readonly artifact?: string;
   readonly scope?: string;
+  /** Sent with the anchor; the entry records it (in production the token's tenant decides). */
+  readonly tenant?: string;
   readonly type?: AnchorBody['type'];
   readonly digest?: FileDigest;
   readonly onHashProgress?: (bytes: number, total: number) => void;
 }
 
+/** A label option checked by the log's rule (src/core/labels.ts), in its NFC form. */
+export function labelOption(field: LabelField, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const checked = checkLabel(field, value);
+  if (!checked.ok) throw new UsageError(checked.reason);
+  return checked.value;
+}
+
 export async function anchorFile(s: Session, api: LedgerApi, file: string, opts: AnchorOptions = {}): Promise<AnchorResult> {
+  // Labels by the log's rule (NFC, no invisible or control characters), refused before any work.
+  const artifact = labelOption('artifact', opts.artifact);
+  const scope = labelOption('scope', opts.scope);
+  const tenant = labelOption('tenant', opts.tenant);
   const { digest, bytes } = opts.digest ?? (await sha256File(file, opts.onHashProgress));
   const body: AnchorBody = { digest };
-  if (opts.artifact !== undefined) body.artifact = opts.artifact;
-  if (opts.scope !== undefined) body.scope = opts.scope;
+  if (artifact !== undefined) body.artifact = artifact;
+  if (scope !== undefined) body.scope = scope;
+  if (tenant !== undefined) body.tenant = tenant;
   if (opts.type !== undefined && opts.type !== 'ledger_anchor') body.type = opts.type;
   const res = await api.anchor(body);
   const report = new Report();
@@ -402,8 +418,9 @@ export async function anchorFile(s: Session, api: LedgerApi, file: string, opts:
   let leaf: Outcome & { prior?: string } = await leafRule(s, res.entry, res.leafIndex, res.checkpoint.treeSize, toHex(leafHash(eh)), digest);
   const echo: string[] = [];
   if (res.entry.type !== expectedType) echo.push(`entry type is ${res.entry.type}, not ${expectedType}`);
-  if (opts.artifact !== undefined && res.entry.artifact !== opts.artifact) echo.push('entry does not carry the artifact sent');
-  if (opts.scope !== undefined && res.entry.scope !== opts.scope) echo.push('entry does not carry the scope sent');
+  if (artifact !== undefined && res.entry.artifact !== artifact) echo.push('entry does not carry the artifact sent');
+  if (scope !== undefined && res.entry.scope !== scope) echo.push('entry does not carry the scope sent');
+  if (tenant !== undefined && res.entry.tenant !== tenant) echo.push('entry does not carry the tenant sent');
   if (echo.length) leaf = { ok: false, detail: [leaf.ok ? '' : leaf.detail, ...echo].filter(Boolean).join('; ') };
   report.add('leaf', leaf);
   report.add('inclusion', checkInclusion(res.leafIndex, cc.size, leafHash(eh), hashes(res.inclusionProof), cc));

@@ -6,11 +6,11 @@
 import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Context, Next } from 'koa';
-import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import { newUlid as ulid } from './ids.js';
 import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './audit.js';
+import { AuthFailureAggregator } from './auth-failures.js';
 import { AuthenticationError, AuthorizationError, type Caller, type OidcAuthenticator, type RoleTable } from './auth.js';
 import type { ControlConfig, Operation } from './config.js';
 import type { EpochView, KeyEpochs } from './epochs.js';
@@ -33,6 +33,8 @@ export interface ControlServices {
   readonly logger: Logger;
   /** Open SSE streams, ended on close (an open stream would keep the HTTP server from closing). */
   readonly streams: Set<() => void>;
+  /** Authentication failures, aggregated per source and window before they are recorded. */
+  readonly authFailures: AuthFailureAggregator;
   /** Set when the control plane is closing: new requests get 503. */
   readonly state: { closing: boolean };
 }
@@ -53,9 +55,15 @@ const ROUTES: Record<string, Route> = {
   '/v1/audit/events': { method: 'GET', operation: 'audit.read', handle: auditEvents },
 };
 
+/** The aggregator of `config`'s window and source limit, recording through `recorder`. */
+export function authFailureAggregator(services: Pick<ControlServices, 'config' | 'recorder' | 'logger'>): AuthFailureAggregator {
+  const c = services.config;
+  return new AuthFailureAggregator(failureRecorder(services), { windowMs: c.authFailureWindowS * 1000, maxSources: c.authFailureSources });
+}
+
 /** The /v1 middleware; mount it with app.use. Paths outside /v1 pass through. */
 export function controlMiddleware(s: ControlServices) {
-  const failures = new FailureLimiter(s.config.authFailureRate);
+  const failures = s.authFailures;
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
     try {
@@ -71,7 +79,7 @@ export function controlMiddleware(s: ControlServices) {
       try {
         caller = await s.auth.authenticate(ctx.get('Authorization') || undefined);
       } catch (e) {
-        if (e instanceof AuthenticationError) recordAuthFailure(ctx, s, e, failures);
+        if (e instanceof AuthenticationError) noteAuthFailure(ctx, e, failures);
         throw e;
       }
       let role: string;
@@ -195,53 +203,26 @@ function ttlOf(v: unknown, s: ControlServices): number {
 
 // ---------------------------------------------------------------- recording failures
 
-/** Per-address token bucket for recording authentication failures; the excess is counted. */
-class FailureLimiter {
-  private readonly buckets = new LRUCache<string, { tokens: number; at: number; suppressed: number }>({ max: 10_000 });
-  constructor(private readonly rate: number) {}
-
-  /** null: do not record now (counted); else the number suppressed since the last recorded one. */
-  take(address: string): number | null {
-    if (this.rate <= 0) return null;
-    const now = Date.now();
-    const b = this.buckets.get(address) ?? { tokens: this.rate * 2, at: now, suppressed: 0 };
-    b.tokens = Math.min(this.rate * 2, b.tokens + ((now - b.at) / 1000) * this.rate);
-    b.at = now;
-    if (b.tokens < 1) {
-      b.suppressed++;
-      this.buckets.set(address, b);
-      return null;
-    }
-    b.tokens -= 1;
-    const suppressed = b.suppressed;
-    b.suppressed = 0;
-    this.buckets.set(address, b);
-    return suppressed;
-  }
+/** Anchors one authentication-failure record (a single failure or a window's summary) in the background. */
+function failureRecorder(s: Pick<ControlServices, 'recorder' | 'logger'>): (record: Record<string, unknown>) => void {
+  return (record) => {
+    const failureId = `auf_${ulid()}`;
+    s.recorder.record('authentication_failure', 'Rejected', { ...record, failure_id: failureId }, { artifact: failureId }).catch((err: unknown) => {
+      s.logger.error({ err: (err as Error).message }, 'recording an authentication failure failed');
+    });
+  };
 }
 
-/** Records a 401 in the background (the response does not wait for the ledger). */
-function recordAuthFailure(ctx: Context, s: ControlServices, e: AuthenticationError, limiter: FailureLimiter): void {
-  const address = ctx.request.ip || 'unknown';
-  const suppressed = limiter.take(address);
-  if (suppressed === null) return;
+/** Counts a 401 towards its source's window (the response does not wait for the ledger). */
+function noteAuthFailure(ctx: Context, e: AuthenticationError, failures: AuthFailureAggregator): void {
   const token = /^Bearer +(\S+)$/i.exec(ctx.get('Authorization'))?.[1];
-  const failureId = `auf_${ulid()}`;
-  const record = {
-    v: 1,
-    kind: 'authentication_failure',
-    failure_id: failureId,
-    time: new Date().toISOString(),
+  failures.add({
+    address: ctx.request.ip || 'unknown',
     reason: e.reason,
     method: ctx.method,
     path: ctx.path,
-    remote_address: address,
     // A fingerprint lets analysts correlate repeats; it reveals nothing of the token.
-    ...(token ? { token_sha256: createHash('sha256').update(token).digest('hex') } : {}),
-    ...(suppressed > 0 ? { suppressed_since_last: suppressed } : {}),
-  };
-  s.recorder.record('authentication_failure', 'Rejected', record, { artifact: failureId }).catch((err: unknown) => {
-    s.logger.error({ err: (err as Error).message }, 'recording an authentication failure failed');
+    ...(token ? { tokenSha256: createHash('sha256').update(token).digest('hex') } : {}),
   });
 }
 

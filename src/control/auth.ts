@@ -17,8 +17,9 @@
 //   every use. A changed byte is a different token, so tampering always misses the cache.
 // - Roles come from a configurable claim; MFA from `amr` / `acr` against configured values.
 import { createHash } from 'node:crypto';
-import { type JWTPayload, type JWTVerifyResult, createRemoteJWKSet, decodeProtectedHeader, errors, jwksCache, jwtVerify } from 'jose';
+import { type JWTPayload, type JWTVerifyResult, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwksCache, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
+import { checkLabel } from '../core/labels.js';
 import type { Operation, OidcSettings } from './config.js';
 import { ControlError } from './errors.js';
 
@@ -153,11 +154,12 @@ export class OidcAuthenticator {
     if (!m) throw new AuthenticationError('malformed_header', 'the Authorization header must be "Bearer <access token>"');
     const token = m[1]!;
     if (token.length > MAX_TOKEN_BYTES) throw new AuthenticationError('malformed_token', `the access token exceeds ${MAX_TOKEN_BYTES} bytes`);
-    const { jwks, jwksState } = await this.discover();
-    const nowS = this.now() / 1000;
-
     const key = this.cache ? createHash('sha256').update(token).digest('base64') : '';
     const hit = this.cache?.get(key);
+    // A remembered token passed the screen when it was verified (same bytes).
+    if (!hit) this.screen(token);
+    const { jwks, jwksState } = await this.discover();
+    const nowS = this.now() / 1000;
     if (hit) {
       const tol = this.s.clockToleranceS;
       const usable =
@@ -167,23 +169,6 @@ export class OidcAuthenticator {
         return hit.caller;
       }
       this.cache!.delete(key);
-    }
-
-    // Screen the header before jose so the refusal says why; jose enforces the same.
-    let header_: { alg?: unknown; typ?: unknown };
-    try {
-      header_ = decodeProtectedHeader(token);
-    } catch {
-      throw this.fail('malformed_token', 'the access token is not a JWS compact serialisation');
-    }
-    if (typeof header_.alg !== 'string' || header_.alg.toLowerCase() === 'none' || !this.s.algorithms.includes(header_.alg)) {
-      throw this.fail('algorithm_not_allowed', `token algorithm ${JSON.stringify(header_.alg)} is not allowed (allowed: ${this.s.algorithms.join(', ')})`);
-    }
-    if (this.s.tokenTypes.length > 0) {
-      const typ = typeof header_.typ === 'string' ? header_.typ.toLowerCase() : '';
-      if (!this.s.tokenTypes.some((t) => t.toLowerCase() === typ)) {
-        throw this.fail('invalid_token_type', `token type ${JSON.stringify(header_.typ ?? null)} is not an access token (expected ${this.s.tokenTypes.join(' or ')})`);
-      }
     }
 
     let verified: JWTVerifyResult;
@@ -208,6 +193,38 @@ export class OidcAuthenticator {
       jwksUat: jwksState.uat,
     });
     return caller;
+  }
+
+  /**
+   * Refuses a token that can never verify (not a JWS, alg none or not allowed, a wrong typ,
+   * no usable kid, a payload that is not JSON) before the identity provider is asked
+   * anything: an unreachable issuer must not turn junk into a 503. The refusal also says
+   * why, where jose would only say that verification failed (it enforces the same).
+   */
+  private screen(token: string): void {
+    let header_: { alg?: unknown; typ?: unknown; kid?: unknown };
+    try {
+      header_ = decodeProtectedHeader(token);
+    } catch {
+      throw this.fail('malformed_token', 'the access token is not a JWS compact serialisation');
+    }
+    if (typeof header_.alg !== 'string' || header_.alg.toLowerCase() === 'none' || !this.s.algorithms.includes(header_.alg)) {
+      throw this.fail('algorithm_not_allowed', `token algorithm ${JSON.stringify(header_.alg)} is not allowed (allowed: ${this.s.algorithms.join(', ')})`);
+    }
+    if (this.s.tokenTypes.length > 0) {
+      const typ = typeof header_.typ === 'string' ? header_.typ.toLowerCase() : '';
+      if (!this.s.tokenTypes.some((t) => t.toLowerCase() === typ)) {
+        throw this.fail('invalid_token_type', `token type ${JSON.stringify(header_.typ ?? null)} is not an access token (expected ${this.s.tokenTypes.join(' or ')})`);
+      }
+    }
+    if (header_.kid !== undefined && (typeof header_.kid !== 'string' || header_.kid === '' || header_.kid.length > 256)) {
+      throw this.fail('malformed_token', 'the access token names no usable key id (kid)');
+    }
+    try {
+      decodeJwt(token);
+    } catch {
+      throw this.fail('malformed_token', 'the access token payload is not a JSON claims set');
+    }
   }
 
   private fail(reason: string, message: string): AuthenticationError {
@@ -245,8 +262,9 @@ export class OidcAuthenticator {
     const mfa = amr.some((a) => this.s.mfaAmr.includes(a)) || (acr !== undefined && this.s.mfaAcr.includes(acr));
     const clientId = typeof p.client_id === 'string' ? p.client_id : typeof p.azp === 'string' ? p.azp : undefined;
     const tenantValue = this.s.tenantClaim ? claimAt(p, this.s.tenantClaim) : undefined;
-    // The ledger records at most 256 UTF-8 bytes of tenant, without control characters.
-    const tenant = typeof tenantValue === 'string' && tenantValue !== '' && Buffer.byteLength(tenantValue) <= 256 && !/[\u0000-\u001f\u007f]/u.test(tenantValue) ? tenantValue : undefined;
+    // The ledger records a tenant only by the label rule (src/core/labels.ts), in NFC.
+    const checked = typeof tenantValue === 'string' && tenantValue !== '' ? checkLabel('tenant', tenantValue) : undefined;
+    const tenant = checked?.ok ? checked.value : undefined;
     return {
       sub: p.sub,
       issuer: String(p.iss),

@@ -89,7 +89,10 @@ export interface ControlConfig {
   readonly signerName: string;
   readonly auditFsync: boolean;
   /** Authentication failures recorded per second per remote address (the rest are counted). */
-  readonly authFailureRate: number;
+  /** Authentication failures are aggregated per source over windows this long (seconds). */
+  readonly authFailureWindowS: number;
+  /** Sources with their own failure entries per window; the rest share one summary. */
+  readonly authFailureSources: number;
   /** Largest JSON request body, in bytes. */
   readonly bodyLimitBytes: number;
 }
@@ -289,7 +292,7 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
 
   const ledgerScope = top.str('ledger_scope', 'control')!;
   if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope)) throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
-  const a = reader(top.sub('audit'), '[control.audit]', ['fsync', 'auth_failure_rate']);
+  const a = reader(top.sub('audit'), '[control.audit]', ['fsync', 'auth_failure_rate', 'auth_failure_window_s', 'auth_failure_sources']);
   return {
     oidc,
     roles,
@@ -301,7 +304,9 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     ledgerScope,
     signerName: top.str('signer_name', 'stele-control')!,
     auditFsync: a.bool('fsync', true),
-    authFailureRate: a.int('auth_failure_rate', 10, 0, 100_000),
+    // auth_failure_rate (a per-second budget) is superseded by the window: still accepted, unused.
+    authFailureWindowS: a.int('auth_failure_window_s', 60, 1, 86_400),
+    authFailureSources: a.int('auth_failure_sources', 100, 1, 100_000),
     bodyLimitBytes: top.int('body_limit_bytes', 16 * 1024, 1024, 1024 * 1024),
   };
 }

@@ -14,7 +14,8 @@ import { createKmsClient } from '../aws/kms.js';
 import type { LogReader } from '../reader.js';
 import type { AnchorReceipt, OnCommitted, PublishedCheckpoint } from '../sequencer/contract.js';
 import { FsObjectStore } from '../store/fs.js';
-import { controlMiddleware } from './app.js';
+import { authFailureAggregator, controlMiddleware } from './app.js';
+import type { AuthFailureAggregator } from './auth-failures.js';
 import { AuditLog } from './audit.js';
 import { OidcAuthenticator, RoleTable } from './auth.js';
 import { type ControlConfig, resolveControlConfig } from './config.js';
@@ -72,6 +73,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const audit = await AuditLog.open(join(deps.dataDir, 'audit'), signer, { fsync: config.auditFsync, logger });
   const recorder = new Recorder(deps.submit, audit, config.ledgerScope);
   let policy: PolicyEngine | undefined;
+  let authFailures: AuthFailureAggregator | undefined;
   const streams = new Set<() => void>();
   const state = { closing: false };
   try {
@@ -89,12 +91,14 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
     );
     const auth = new OidcAuthenticator(config.oidc);
     const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
-    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams, state }));
+    authFailures = authFailureAggregator({ config, recorder, logger });
+    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams, state, authFailures }));
     logger.info(
       { issuer: config.oidc.issuer, audience: config.oidc.audience, policy: policy.version, epoch: epochs.current().epoch, kek: kek.kind, signer: signer.keyId },
       'control plane mounted at /v1',
     );
   } catch (e) {
+    authFailures?.close();
     policy?.close();
     await audit.close();
     await signer.close();
@@ -106,6 +110,8 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
       // New requests are refused; decisions already being recorded finish (the ledger is
       // still running at this point) so each keeps its audit event; then streams end.
       state.closing = true;
+      // The failures still being counted are recorded while the ledger runs.
+      authFailures?.close();
       if (!(await recorder.drain())) logger.error('control plane closed with decisions still being recorded');
       for (const end of [...streams]) end();
       p.close();

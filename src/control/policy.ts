@@ -93,15 +93,16 @@ export class PolicyEngine {
   ) {}
 
   /**
-   * Loads the directory (creating it with a deny-all starter file if absent) and watches it
-   * (and polls it every `pollMs`). `decisionCacheSize`: decisions remembered per version (default 0, none).
+   * Loads the directory (creating it with a starter file if it has no policy: `starter`, by
+   * default the control plane's deny-all one) and watches it (and polls it every `pollMs`).
+   * `decisionCacheSize`: decisions remembered per version (default 0, none).
    */
-  static async open(dir: string, logger: Logger, o: { pollMs?: number; decisionCacheSize?: number } = {}): Promise<PolicyEngine> {
+  static async open(dir: string, logger: Logger, o: { pollMs?: number; decisionCacheSize?: number; starter?: string } = {}): Promise<PolicyEngine> {
     const pollMs = o.pollMs ?? 1000;
     const e = new PolicyEngine(dir, logger, o.decisionCacheSize ?? 0);
     await mkdir(dir, { recursive: true });
     const names = await readdir(dir);
-    if (!names.some((n) => n.endsWith('.cedar'))) await writeFile(join(dir, 'policies.cedar'), DEFAULT_POLICY, { flag: 'wx' }).catch(() => undefined);
+    if (!names.some((n) => n.endsWith('.cedar'))) await writeFile(join(dir, 'policies.cedar'), o.starter ?? DEFAULT_POLICY, { flag: 'wx' }).catch(() => undefined);
     if (!(await e.reload())) throw new Error(`policies in ${dir} could not be loaded: ${e.lastError}`);
     try {
       e.watcher = watch(dir, { persistent: false }, () => e.scheduleReload());

@@ -1,12 +1,12 @@
 // Anchor requests: validation of what a client may submit (DESIGN.md §1.5) and the
 // canonical entry the sequencer builds from it.
-import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { type CanonicalEntry, artifactId } from './entry.js';
+import { LABEL_MAX_BYTES, type LabelField, checkLabel } from './labels.js';
 import { isHash64 } from './hash.js';
 
-export const MAX_ARTIFACT_BYTES = 1024;
-export const MAX_SCOPE_BYTES = 256;
-export const MAX_TENANT_BYTES = 256;
+export const MAX_ARTIFACT_BYTES = LABEL_MAX_BYTES.artifact;
+export const MAX_SCOPE_BYTES = LABEL_MAX_BYTES.scope;
+export const MAX_TENANT_BYTES = LABEL_MAX_BYTES.tenant;
 
 /** A validated request to append one entry. */
 export interface AnchorRequest {
@@ -29,16 +29,13 @@ export class ValidationError extends Error {
   }
 }
 
-const utf8Length = (s: string): number => utf8ToBytes(s).length;
-
-function optionalLabel(body: Record<string, unknown>, field: string, max: number): string | undefined {
+/** A label by the one rule of src/core/labels.ts, in its NFC form; undefined when absent. */
+function optionalLabel(body: Record<string, unknown>, field: LabelField): string | undefined {
   const v = body[field];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new ValidationError(`invalid_${field}`, `${field} must be a string`);
-  if (utf8Length(v) > max) throw new ValidationError(`invalid_${field}`, `${field} must be at most ${max} UTF-8 bytes`);
-  if (/[\u0000-\u001f\u007f]/u.test(v)) throw new ValidationError(`invalid_${field}`, `${field} must not contain control characters`);
-  if (!v.isWellFormed()) throw new ValidationError(`invalid_${field}`, `${field} must be well-formed Unicode`);
-  return v;
+  const checked = checkLabel(field, v);
+  if (!checked.ok) throw new ValidationError(`invalid_${field}`, checked.reason);
+  return checked.value;
 }
 
 /** Entry types a client may append through the anchor route, with the result recorded. */
@@ -48,20 +45,22 @@ export const CLIENT_ENTRY_TYPES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?, type?}.
- * `type` defaults to ledger_anchor; `stele verify --anchor` sends document_verified.
+ * Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?, tenant?, type?}.
+ * `type` defaults to ledger_anchor; `stele verify --anchor` sends document_verified. The
+ * tenant is the one the client names: whether it may be recorded is the route's decision.
  */
-export function parseAnchorBody(body: unknown, tenant?: string): AnchorRequest {
+export function parseAnchorBody(body: unknown): AnchorRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('invalid_body', 'request body must be a JSON object');
   }
   const b = body as Record<string, unknown>;
-  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope', 'type'].includes(k));
+  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope', 'tenant', 'type'].includes(k));
   if (unknown.length > 0) throw new ValidationError('unknown_field', `unknown field ${JSON.stringify(unknown[0])}`);
   if (b.digest === undefined) throw new ValidationError('missing_digest', 'digest is required');
   if (!isHash64(b.digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
-  const artifact = optionalLabel(b, 'artifact', MAX_ARTIFACT_BYTES);
-  const scope = optionalLabel(b, 'scope', MAX_SCOPE_BYTES);
+  const artifact = optionalLabel(b, 'artifact');
+  const scope = optionalLabel(b, 'scope');
+  const tenant = optionalLabel(b, 'tenant');
   const type = b.type ?? 'ledger_anchor';
   const result = typeof type === 'string' && Object.hasOwn(CLIENT_ENTRY_TYPES, type) ? CLIENT_ENTRY_TYPES[type] : undefined;
   if (result === undefined) {
@@ -78,8 +77,9 @@ export function anchorRequest(
   labels: { artifact?: string | undefined; scope?: string | undefined; tenant?: string | undefined } = {},
 ): AnchorRequest {
   if (!isHash64(digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
-  if (labels.tenant !== undefined && utf8Length(labels.tenant) > MAX_TENANT_BYTES) {
-    throw new ValidationError('invalid_tenant', `tenant must be at most ${MAX_TENANT_BYTES} UTF-8 bytes`);
+  if (labels.tenant !== undefined) {
+    const checked = checkLabel('tenant', labels.tenant);
+    if (!checked.ok || checked.value !== labels.tenant) throw new ValidationError('invalid_tenant', checked.ok ? 'tenant must be in NFC' : checked.reason);
   }
   const req: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = { type, result, digest: digest.toLowerCase() };
   if (labels.artifact !== undefined) req.artifact = labels.artifact;

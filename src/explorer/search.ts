@@ -1,6 +1,7 @@
 // Lookups: what a query means, the JSON API's index when the site has one (only its leaf
 // index is used; the entry is then read and verified from the tiles), and a bounded scan of
 // the record bundles with progress when there is no API (a static mirror).
+import { checkLabel } from '../core/labels.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { artifactId } from '../core/entry.js';
@@ -24,7 +25,13 @@ export function classify(input: string, scope = ''): Query {
   if (m) return { kind: 'digest', digest: m[1]!.toLowerCase(), text };
   if (/^art_[0-9a-f]{24}$/i.test(text)) return { kind: 'artifact', artifactId: text.toLowerCase(), text };
   if (/^led_/i.test(text)) return { kind: 'invalid', reason: 'an entry id looks like led_<leaf index>_<12 hex>', text };
-  return { kind: 'artifact', artifactId: artifactId(text, scope), label: text, scope, text };
+  // An artifact label, by the log's label rule: NFC (the id of the text as recorded), and
+  // nothing a log would have refused to record (so a look-alike search finds nothing wrong).
+  const label = checkLabel('artifact', text);
+  if (!label.ok) return { kind: 'invalid', reason: label.reason, text };
+  const scoped = scope === '' ? ({ ok: true, value: '' } as const) : checkLabel('scope', scope);
+  if (!scoped.ok) return { kind: 'invalid', reason: scoped.reason, text };
+  return { kind: 'artifact', artifactId: artifactId(label.value, scoped.value), label: label.value, scope: scoped.value, text };
 }
 
 export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey } from '../core/note.js';
+import { clientErrorHandler, connectHandler } from '../api/edge.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { witnessApp } from './server.js';
@@ -37,6 +38,8 @@ export async function startWitness(o: WitnessHostOptions): Promise<RunningWitnes
   const app = witnessApp(witness, o.logger);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(o.port, o.host, () => resolve(s));
+    s.on('clientError', clientErrorHandler);
+    s.on('connect', connectHandler);
     s.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;

@@ -231,6 +231,7 @@ describe('bad input', () => {
     ['anchor body too large', () => postAnchor('@', { digest: digestOf(9), artifact: big }), 413, 'body_too_large'],
     ['unknown route', () => getJson(`@/api/ledger/nope`), 404, 'not_found'],
     ['wrong method', () => getJson(`@/api/ledger/checkpoint`, { method: 'DELETE' }), 405, 'method_not_allowed'],
+    ['PROPFIND', () => getJson(`@/api/ledger/checkpoint`, { method: 'PROPFIND' }), 405, 'method_not_allowed'],
     ['GET on anchor', () => getJson(`@/api/ledger/anchor`), 405, 'method_not_allowed'],
     ['POST on a tile', () => getJson(`@/tile/0/000.p/5`, { method: 'POST' }), 405, 'method_not_allowed'],
   ];

@@ -90,7 +90,7 @@ ttl_max_s = 3600
 
 [control.audit]
 fsync = false
-auth_failure_rate = 1000
+auth_failure_window_s = 1
 `,
   );
   const srv = await startTestServer({ dataDir, enterprise: true, batchIntervalMs: o.batchIntervalMs ?? 5 });

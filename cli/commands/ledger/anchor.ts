@@ -27,11 +27,18 @@ export function anchorJson(r: AnchorResult) {
   };
 }
 
+/** The labels an entry records (artifact, scope, tenant), for the text reports. */
+export function labelsLine(e: Readonly<Record<string, unknown>>): string {
+  const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : '(none)');
+  return `  labels      artifact ${shown(e.artifact)}, scope ${shown(e.scope)}, tenant ${shown(e.tenant)}`;
+}
+
 export function printAnchor(r: AnchorResult, verb = 'Anchored'): void {
   out(`${verb} ${r.file}`);
   out(`  digest      ${r.digest}`);
   out(`  entry id    ${r.entry.id}`);
   out(`  type        ${r.entry.type} (${r.entry.result})`);
+  out(labelsLine(r.entry));
   out(`  leaf        ${r.leafIndex} in tree of size ${r.treeSize}, root ${short(r.checkpoint.rootHash)}`);
   if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
   if (r.savedProof) out(`  proof       ${r.savedProof}`);
@@ -53,6 +60,7 @@ export function registerAnchor(ledger: Command): void {
     const r = await anchorFile(session, api!, file, {
       artifact: opts.artifact ?? basename(file),
       ...(scope !== undefined ? { scope } : {}),
+      ...(loaded.effective.tenant !== undefined ? { tenant: loaded.effective.tenant } : {}),
       onHashProgress: hp.onHashProgress,
     }).finally(() => hp.stop());
     if (opts.json) emitJson(anchorJson(r));

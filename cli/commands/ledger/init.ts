@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
 import { type LedgerConfig, checkPolicy, configPath, defaultPolicyFile, parseKeyId, policyFromText, saveConfig } from '../../../src/client/config.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
-import { verifyKeyView } from '../../../src/client/ledger.js';
+import { labelOption, verifyKeyView } from '../../../src/client/ledger.js';
 import { NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
 import { EMPTY_ROOT, toHex } from '../../../src/core/hash.js';
 import { type Policy, QUORUM_NONE, describeQuorum, formatPolicy, thresholdPolicy } from '../../../src/core/tlog-policy.js';
@@ -88,9 +88,10 @@ export function registerInit(ledger: Command): void {
       endpoint: api.endpoint,
       trust: { keyId, origin: log.name, vkey: key.vkey, treeSize: cc.size, rootHash: toHex(cc.root), policy, policyFile },
     };
-    const tenant = opts.tenant ?? process.env.STELE_LEDGER_TENANT;
+    const tenant = labelOption('tenant', opts.tenant ?? process.env.STELE_LEDGER_TENANT);
     if (tenant !== undefined) cfg.tenant = tenant;
-    if (opts.scope !== undefined) cfg.scope = opts.scope;
+    const scope = labelOption('scope', opts.scope);
+    if (scope !== undefined) cfg.scope = scope;
     if (opts.tiles !== undefined) cfg.tiles = opts.tiles;
     // Shown before it is written: the witnesses are the log's word until the user reviews them.
     if (!opts.json) {

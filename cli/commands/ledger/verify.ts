@@ -21,6 +21,7 @@ import {
   tilesOption,
   logView,
 } from './common.js';
+import { labelsLine } from './anchor.js';
 
 export const RULES_HELP = `
 The report (spec §4.3), each check PASS or FAIL, computed on this machine:
@@ -66,7 +67,10 @@ export function printVerify(r: VerifyResult): void {
   out(`  digest      ${r.digest}`);
   const how = r.mode === 'api' ? 'JSON API' : r.mode === 'tiles' ? 'tiles, proofs computed locally' : 'C2SP tlog-proof file, offline';
   out(`  log         ${r.checkpoint?.origin ?? '?'} via ${r.source} (${how})`);
-  if (r.entry) out(`  entry       ${r.entry.id} (${r.entry.type}, ${r.entry.timestamp})`);
+  if (r.entry) {
+    out(`  entry       ${r.entry.id} (${r.entry.type}, ${r.entry.timestamp})`);
+    out(labelsLine(r.entry));
+  }
   if (r.leafIndex !== undefined && r.treeSize !== undefined) out(`  leaf        ${r.leafIndex} of tree size ${r.treeSize}, root ${short(r.checkpoint?.rootHash)}`);
   if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
   out(renderReport(r.report));
