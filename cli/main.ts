@@ -3,6 +3,7 @@
 // in its own module under cli/commands/ and registers itself here.
 import { Command, CommanderError } from 'commander';
 import { registerControlCommands } from './commands/control.js';
+import { registerKeyCommands } from './commands/key.js';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerLogCommands } from './commands/log.js';
 import { registerServeCommands } from './commands/serve.js';
@@ -37,6 +38,7 @@ registerLedgerCommands(program);
 registerLogCommands(program);
 registerWitnessCommands(program);
 registerControlCommands(program);
+registerKeyCommands(program);
 
 try {
   await program.parseAsync(process.argv);
