@@ -255,6 +255,16 @@ export class Token {
     }
   }
 
+  /** Whether the token still answers (tells a refused operation from a failed device). */
+  healthy(): boolean {
+    try {
+      this.lib.C_GetTokenInfo(this.slot);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Closes every session and lets the module go once no other token uses it. */
   close(): void {
     if (this.closed) return;
