@@ -114,12 +114,6 @@ export function parsePkcs11Uri(text: string): Pkcs11Uri {
   return uri;
 }
 
-/** The URI of another object in the same token (same module, token and PIN source). */
-export function withObject(uri: Pkcs11Uri, object: string, type?: Pkcs11ObjectType): Pkcs11Uri {
-  const { id: _id, object: _o, type: _t, ...token } = uri;
-  return { ...token, object, ...(type ? { type } : {}) };
-}
-
 /** A URI naming `uri`'s object for display: never carries a PIN (none can be in it). */
 export function describeUri(uri: Pkcs11Uri): string {
   const enc = (s: string) => encodeURIComponent(s);
