@@ -37,8 +37,16 @@ function report(o: KeyOpts, publicKey: Uint8Array, verb: string): void {
   else process.stdout.write(`stele: ${verb} ${o.name}\n  key id  ${out.keyId}\n  vkey    ${out.vkey}\n`);
 }
 
+const EXIT_CODES = `
+Exit codes:
+  0  done (check: the key signed and the signature verified)
+  2  usage or configuration: a bad URI, no module at module-path, no such token or key,
+     a wrong, locked or missing PIN (pin-source=file:<path> or STELE_PKCS11_PIN)
+  3  the token failed during the operation`;
+
 function common(c: Command): Command {
   return c
+    .addHelpText('after', EXIT_CODES)
     .option('--signer <pkcs11:…>', 'PKCS#11 URI of the key: module-path, token, object (env STELE_SIGNER; PIN by pin-source or env STELE_PKCS11_PIN; module also by env STELE_PKCS11_MODULE)')
     .requiredOption('--name <name>', 'key name: the log origin, witness name or control-plane signer name')
     .option('--witness', 'print the vkey of a witness cosigning key (type 0x04) instead of a log key (0x01)')
