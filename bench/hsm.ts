@@ -11,9 +11,9 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
+import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
 import { openLocalLog } from '../src/log/local.js';
-import { SeedSigner, type NoteSigner } from '../src/note.js';
+import { SeedSigner, type NoteSigner } from '../src/core/note.js';
 import { QUICK, ScratchDirs, cpuSeconds, figure, note, now } from './util.js';
 
 const ORIGIN = 'bench.stele/hsm';

@@ -8,11 +8,11 @@
 //   DynamoDB index writes per 1,000 anchors (one batch size, index on);
 //   reader GETs per inclusion proof from a cold cache (what CloudFront misses cost).
 // `--quick` / BENCH_QUICK=1 shrinks the anchor counts.
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import { openAwsLog } from '../src/aws/log.js';
 import { S3ObjectStore } from '../src/aws/s3.js';
 import { LogReader } from '../src/reader.js';
-import { TILE_WIDTH } from '../src/tiles.js';
+import { TILE_WIDTH } from '../src/core/tiles.js';
 import { startDynamoServer } from '../test/helpers/dynamo-server.js';
 import { startKmsStandIn } from '../test/helpers/kms-standin.js';
 import { startS3Server } from '../test/helpers/s3-server.js';

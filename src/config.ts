@@ -35,6 +35,8 @@ export interface ServeConfig {
   readonly role?: 'sequencer' | 'api';
   /** The log's checkpoint key: `file` (the data directory's log.key, the default) or a PKCS#11 URI of a key in an HSM. */
   readonly signer?: string;
+  /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
+  readonly reconfigure?: boolean;
 }
 
 export class ConfigError extends Error {

@@ -4,7 +4,7 @@
 // STELE_PKCS11_PIN, never from the command line.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier, openNote } from '../../src/note.js';
+import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier, openNote } from '../../src/core/note.js';
 import { CliError, EXIT } from '../errors.js';
 import { hsmError } from './serve.js';
 
@@ -125,7 +125,7 @@ export function registerKeyCommands(program: Command): void {
   common(key.command('check').description('log in, sign a test note with the key and verify it with the ordinary note verifier')).action(async (o: KeyOpts) => {
     const uriText = uriOf(o);
     const { Pkcs11Signer } = await import('../../src/pkcs11/signer.js');
-    const { signBody } = await import('../../src/note.js');
+    const { signBody } = await import('../../src/core/note.js');
     const publicKey = await hsm(async () => {
       const signer = await Pkcs11Signer.open({ uri: uriText, name: o.name });
       try {

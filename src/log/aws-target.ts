@@ -5,7 +5,7 @@
 // symlinks, so there is no file-kind check.
 import { DynamoLock } from '../aws/dynamo-lock.js';
 import { type AwsLogConfig, openAwsReader } from '../aws/log.js';
-import { SIG_ED25519, makeVerifier } from '../note.js';
+import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import type { FsckTarget } from './fsck.js';
 
 export interface AwsTarget extends FsckTarget {

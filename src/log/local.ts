@@ -3,9 +3,10 @@
 //   <data>/private/    log.key (0600), lock.json, staging/ — never served
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { NoteSigner, SeedSigner } from '../note.js';
+import type { NoteSigner, SeedSigner } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
-import { type BatchListener, type CheckpointWitnessing, Sequencer } from '../sequencer/sequencer.js';
+import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
+import { Sequencer } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
 

@@ -6,7 +6,7 @@
 // the sequencer's batch fails before anything is staged or written (as with KMS).
 import { type KeyObject, createPublicKey, verify } from 'node:crypto';
 import type { Handle } from 'pkcs11js';
-import { type NoteSigner, isValidKeyName, keyIdOf } from '../note.js';
+import { type NoteSigner, isValidKeyName, keyIdOf } from '../core/note.js';
 import { Pkcs11KeyError } from './errors.js';
 import { CKK_EC_EDWARDS, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EDDSA, type Session, Token, bounded } from './token.js';
 import { type Pkcs11Uri, describeUri, parsePkcs11Uri, Pkcs11UriError } from './uri.js';

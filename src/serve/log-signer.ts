@@ -1,7 +1,7 @@
 // Which key signs the log's checkpoints: the data directory's key file (created on first
 // start), or a key in an HSM named by a PKCS#11 URI (--signer / STELE_SIGNER / [server].signer).
 // The PKCS#11 code, and its native addon, load only when a URI is configured.
-import type { NoteSigner } from '../note.js';
+import type { NoteSigner } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
 
 export interface LogSigner {
