@@ -113,7 +113,7 @@ export class Token {
   private readonly waiters: ((s: Session | null) => void)[] = [];
   private open = 0;
   private closed = false;
-  /** Operations that failed and discarded their session. */
+  /** Sessions opened, and operations that failed (each discarding its session). */
   readonly stats = { sessionsOpened: 0, sessionErrors: 0 };
 
   private constructor(
@@ -199,8 +199,8 @@ export class Token {
 
   /**
    * Runs `fn` on a pooled session. If it throws, the session is closed and dropped, and the
-   * error passes through as a Pkcs11KeyError ('device' unless it already has a kind).
-   * `onLate` is for a timed-out operation: the session stays out of the pool until it ends.
+   * error passes through as a Pkcs11KeyError ('device' unless it already has a kind). A
+   * timed-out operation's session is closed only once the module has finished with it.
    */
   async withSession<T>(fn: (s: Session) => Promise<T> | T): Promise<T> {
     const s = await this.acquire();
