@@ -13,12 +13,13 @@ import { formatPrivateKey, parsePrivateKey } from '../../src/signer.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
 import { CLI, type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
 import { runTlogcheck, tlogcheckBinary } from '../helpers/tlogcheck.js';
+import type { JsonObject } from '../helpers/json.js';
 import { type TestToken, softHsm } from './softhsm.js';
 
 const ORIGIN = 'hsm.test/log';
 const WITNESS = 'witness.hsm.test';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 describe('a log signed in SoftHSM2, end to end', () => {
   let sb: Sandbox;
