@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { registerCompletionCommand } from './commands/completion.js';
 import { registerControlCommands } from './commands/control.js';
 import { registerHammerCommand } from './commands/hammer.js';
+import { registerKeyCommands } from './commands/key.js';
 import { registerLedgerCommands } from './commands/ledger.js';
 import { registerLogCommands } from './commands/log.js';
 import { registerMirrorCommands } from './commands/mirror.js';
@@ -61,6 +62,7 @@ registerMirrorCommands(program);
 registerMonitorCommands(program);
 registerControlCommands(program);
 registerHammerCommand(program);
+registerKeyCommands(program);
 registerCompletionCommand(program);
 
 // Under --json a failure is also one JSON document on stdout, so scripts parse every outcome.

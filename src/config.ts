@@ -47,6 +47,8 @@ export interface ServeConfig {
   readonly backend?: 'local' | 'aws';
   /** With the AWS backend: the single sequencer, or a read-only API replica. */
   readonly role?: 'sequencer' | 'api';
+  /** The log's checkpoint key: `file` (the data directory's log.key, the default) or a PKCS#11 URI of a key in an HSM. */
+  readonly signer?: string;
   /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
   readonly reconfigure?: boolean;
 }
@@ -90,6 +92,7 @@ const SETTINGS = {
   enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
   backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
   role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
+  signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string' },
 } as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' | 'bool' }>;
 
 type Key = keyof typeof SETTINGS;
@@ -155,6 +158,8 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   }
   if (cfg.mirrorTimeoutMs !== undefined && (cfg.mirrorTimeoutMs < 100 || cfg.mirrorTimeoutMs > 600_000)) throw new ConfigError('mirror timeout must be 100..600000 ms');
   if ((cfg.mirrorQuorum ?? 0) > 0 && !cfg.mirrors) throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
+  if (cfg.signer !== undefined && cfg.signer !== 'file' && !/^pkcs11:/i.test(cfg.signer)) throw new ConfigError('signer must be "file" or a pkcs11: URI');
+  if (cfg.signer !== undefined && cfg.signer !== 'file' && cfg.backend === 'aws') throw new ConfigError('the AWS backend signs with KMS or a key file (STELE_KMS_KEY_ID, STELE_KEY_FILE), not --signer');
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
   return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}), ...(cfg.anchorPolicy !== undefined ? { anchorPolicy: resolve(cfg.anchorPolicy) } : {}) };

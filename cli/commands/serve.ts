@@ -13,6 +13,13 @@ async function logger(level: string) {
   return pino({ level, base: undefined, redact: ['req.headers.authorization'] }, pino.destination(2));
 }
 
+/** A key in an HSM that cannot be used: configuration (exit 2) unless the token itself failed (exit 3). */
+export function hsmError(e: unknown): CliError | null {
+  if ((e as Error)?.name !== 'Pkcs11KeyError') return null;
+  const kind = (e as { kind?: string }).kind;
+  return new CliError(kind === 'device' ? EXIT.IO : EXIT.USAGE, `HSM: ${(e as Error).message}`);
+}
+
 function config(opts: Record<string, unknown>) {
   try {
     return resolveServeConfig(opts);
@@ -45,6 +52,10 @@ export function registerServeCommands(program: Command): void {
       '--witness-policy <file>',
       'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
     )
+    .option(
+      '--signer <file|pkcs11:…>',
+      'the checkpoint key: "file" (the data dir\'s private/log.key, created on first start; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. \'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin\' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE) (env STELE_SIGNER)',
+    )
     .option('--reconfigure', 'replace the witness settings stored with the log by this start\'s (a start that omits them uses the stored ones; different ones are refused without this)')
     .option('--mirror <vkey=url>', 'a C2SP tlog-mirror to push the entries to, repeatable (env STELE_MIRRORS, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
     .option('--mirror-quorum <n>', 'mirror cosignatures required before a checkpoint is published (env STELE_MIRROR_QUORUM; default 0: push after publishing)')
@@ -73,6 +84,8 @@ export function registerServeCommands(program: Command): void {
       const server = await startServer(cfg, log).catch((e: unknown) => {
         const config = e instanceof KeyFileError || e instanceof ConfigError || (e as Error)?.name === 'AwsConfigError';
         if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
+        const hsm = hsmError(e);
+        if (hsm) throw hsm;
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
           throw new CliError(EXIT.IO, `the filesystem holding ${cfg.dataDir} is full (no space left on device): free space there and start again; nothing acknowledged is lost`);

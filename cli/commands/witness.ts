@@ -4,6 +4,7 @@ import { SIG_ED25519, parseVkey } from '../../src/core/note.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
+import { hsmError } from './serve.js';
 
 export function registerWitnessCommands(program: Command): void {
   program
@@ -17,8 +18,9 @@ export function registerWitnessCommands(program: Command): void {
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--port <port>', 'listen port, 0 for any', '8081')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .option('--signer <file|pkcs11:…>', 'the cosigning key: "file" (<data-dir>/witness.key; default) or the PKCS#11 URI of an Ed25519 key in an HSM (PIN by pin-source or env STELE_PKCS11_PIN) (env STELE_WITNESS_SIGNER)')
     .option('--json', 'print one JSON line {url, name, vkey} when ready')
-    .action(async (o: { dataDir: string; name: string; log: string[]; host: string; port: string; logLevel: string; json?: boolean }) => {
+    .action(async (o: { dataDir: string; name: string; log: string[]; host: string; port: string; logLevel: string; signer?: string; json?: boolean }) => {
       const logs = o.log.map((v) => {
         try {
           const key = parseVkey(v);
@@ -33,12 +35,23 @@ export function registerWitnessCommands(program: Command): void {
       const { pino } = await import('pino');
       const { startWitness } = await import('../../src/witness/host.js');
       const logger = pino({ level: o.logLevel, base: undefined }, pino.destination(2));
-      const w = await startWitness({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger }).catch((e: unknown) => {
+      const spec = o.signer ?? process.env.STELE_WITNESS_SIGNER;
+      if (spec !== undefined && spec !== 'file' && !/^pkcs11:/i.test(spec)) throw new CliError(EXIT.USAGE, '--signer must be "file" or a pkcs11: URI');
+      let hsmKey: { close(): void } | undefined;
+      const w = await (async () => {
+        let signer;
+        if (spec !== undefined && spec !== 'file') {
+          const { Pkcs11Signer } = await import('../../src/pkcs11/signer.js');
+          signer = hsmKey = await Pkcs11Signer.open({ uri: spec, name: o.name });
+        }
+        return startWitness({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger, ...(signer ? { signer } : {}) });
+      })().catch((e: unknown) => {
+        hsmKey?.close();
         if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
-        throw e;
+        throw hsmError(e) ?? e;
       });
       if (o.json) process.stdout.write(`${JSON.stringify({ url: w.url, name: w.name, vkey: w.vkey })}\n`);
       else process.stdout.write(`stele: witness ${w.name} at ${w.url}\n  vkey  ${w.vkey}\n  follows ${logs.map((l) => l.name).join(', ')}\n`);
-      await closeOnSignal(w, logger, 'shutting down');
+      await closeOnSignal({ close: async () => { await w.close(); hsmKey?.close(); } }, logger, 'shutting down');
     });
 }

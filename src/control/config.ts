@@ -66,7 +66,9 @@ export interface LeaseSettings {
 }
 
 export interface KekSettings {
-  readonly provider: 'local' | 'aws-kms';
+  readonly provider: 'local' | 'aws-kms' | 'pkcs11';
+  /** pkcs11: the token's PKCS#11 URI (module-path, token, pin-source). */
+  readonly pkcs11Uri?: string;
   readonly region?: string;
   readonly endpoint?: string;
   /** Existing customer-managed key for the first epoch (else one is created). */
@@ -87,6 +89,8 @@ export interface ControlConfig {
   readonly ledgerScope: string;
   /** Name of the control plane's Ed25519 key (in its key file and signed records). */
   readonly signerName: string;
+  /** The control plane's signing key: its key file (default) or the PKCS#11 URI of an Ed25519 key in an HSM. */
+  readonly signerKey?: string;
   readonly auditFsync: boolean;
   /** Authentication failures recorded per second per remote address (the rest are counted). */
   /** Authentication failures are aggregated per source over windows this long (seconds). */
@@ -151,6 +155,8 @@ const ENV_OVERRIDES: readonly [string, 'oidc' | 'policy' | 'kek' | 'lease' | '',
   ['STELE_KEK_PROVIDER', 'kek', 'provider'],
   ['STELE_KEK_REGION', 'kek', 'region'],
   ['STELE_KEK_ENDPOINT', 'kek', 'endpoint'],
+  ['STELE_KEK_PKCS11_URI', 'kek', 'pkcs11_uri'],
+  ['STELE_CONTROL_SIGNER', '', 'signer_key'],
 ];
 
 /** Reads the [control] table of `path` (absent file: empty). */
@@ -191,7 +197,7 @@ export function resolveControlConfig(dataDir: string, env: NodeJS.ProcessEnv): C
 
 /** Validates a [control] table (already merged with overrides). */
 export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
-  const top = reader(raw, '[control]', ['oidc', 'roles', 'policy', 'lease', 'kek', 'audit', 'ledger_scope', 'signer_name', 'body_limit_bytes']);
+  const top = reader(raw, '[control]', ['oidc', 'roles', 'policy', 'lease', 'kek', 'audit', 'ledger_scope', 'signer_name', 'signer_key', 'body_limit_bytes']);
   const o = reader(top.sub('oidc'), '[control.oidc]', [
     'issuer',
     'audience',
@@ -279,11 +285,16 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError('[control.lease]: ttl_min_s ≤ ttl_default_s ≤ ttl_max_s must hold');
   }
 
-  const k = reader(top.sub('kek'), '[control.kek]', ['provider', 'region', 'endpoint', 'initial_key_id', 'timeout_ms']);
+  const k = reader(top.sub('kek'), '[control.kek]', ['provider', 'region', 'endpoint', 'initial_key_id', 'timeout_ms', 'pkcs11_uri']);
   const provider = k.str('provider', 'local');
-  if (provider !== 'local' && provider !== 'aws-kms') throw new ControlConfigError('[control.kek].provider must be local or aws-kms');
+  if (provider !== 'local' && provider !== 'aws-kms' && provider !== 'pkcs11') throw new ControlConfigError('[control.kek].provider must be local or aws-kms (or pkcs11 for an HSM)');
+  const pkcs11Uri = k.str('pkcs11_uri');
+  if (provider === 'pkcs11' && !pkcs11Uri?.startsWith('pkcs11:')) throw new ControlConfigError('[control.kek].pkcs11_uri (env STELE_KEK_PKCS11_URI) must be the pkcs11: URI of the HSM token');
+  const signerKey = top.str('signer_key');
+  if (signerKey !== undefined && signerKey !== 'file' && !signerKey.startsWith('pkcs11:')) throw new ControlConfigError('[control].signer_key (env STELE_CONTROL_SIGNER) must be "file" or a pkcs11: URI');
   const kek: KekSettings = {
     provider,
+    ...(provider === 'pkcs11' ? { pkcs11Uri: pkcs11Uri! } : {}),
     ...(k.str('region') ? { region: k.str('region')! } : {}),
     ...(k.str('endpoint') ? { endpoint: k.str('endpoint')! } : {}),
     ...(k.str('initial_key_id') ? { initialKeyId: k.str('initial_key_id')! } : {}),
@@ -303,6 +314,7 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     kek,
     ledgerScope,
     signerName: top.str('signer_name', 'stele-control')!,
+    ...(signerKey !== undefined && signerKey !== 'file' ? { signerKey } : {}),
     auditFsync: a.bool('fsync', true),
     // auth_failure_rate (a per-second budget) is superseded by the window: still accepted, unused.
     authFailureWindowS: a.int('auth_failure_window_s', 60, 1, 86_400),

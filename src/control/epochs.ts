@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import { VersionConflictError, type ObjectStore } from '../store/store.js';
 import { ControlError, invalid } from './errors.js';
-import { KekError, type KekProvider } from './kek.js';
+import { KekError, type KekKind, type KekProvider } from './kek.js';
 import { type ControlSigner, EPOCH_DOMAIN, recordDigest, verifySigned } from './signing.js';
 
 export const ZERO_HASH_HEX = '0'.repeat(64);
@@ -23,7 +23,7 @@ export interface EpochRecord {
   readonly v: 1;
   readonly epoch: number;
   readonly kek_id: string;
-  readonly kek_provider: 'local' | 'aws-kms';
+  readonly kek_provider: KekKind;
   /** ISO 8601 UTC with milliseconds. */
   readonly created: string;
   /** `sub` of the admin who rotated, or `system` for the first epoch. */

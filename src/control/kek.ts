@@ -23,14 +23,19 @@ export interface WrapBinding {
   readonly expires: number;
 }
 
+/** Where the KEKs are: key files, AWS KMS, or an HSM through PKCS#11 (src/pkcs11/kek.ts). */
+export type KekKind = 'local' | 'aws-kms' | 'pkcs11';
+
 export interface KekProvider {
-  readonly kind: 'local' | 'aws-kms';
+  readonly kind: KekKind;
   /** Creates the KEK of a new epoch; returns its id (recorded in the signed epoch record). */
   create(epoch: number): Promise<string>;
   wrap(kekId: string, dek: Uint8Array, binding: WrapBinding): Promise<Uint8Array>;
   unwrap(kekId: string, wrapped: Uint8Array, binding: WrapBinding): Promise<Uint8Array>;
   /** Destroys (local) or disables (KMS) the KEK: nothing wrapped under it unwraps afterwards. */
   retire(kekId: string): Promise<void>;
+  /** Lets go of what the provider holds open (an HSM session pool). */
+  close?(): void;
 }
 
 export class KekError extends Error {
@@ -46,7 +51,7 @@ export class KekError extends Error {
 const utf8 = new TextEncoder();
 
 /** Associated data of a locally wrapped DEK: domain, lease id, epoch and expiry. */
-function localAad(b: WrapBinding): Buffer {
+export function localAad(b: WrapBinding): Buffer {
   return Buffer.from(utf8.encode(`stele/lease-dek/v1\n${b.leaseId}\n${b.epoch}\n${b.expires}\n`));
 }
 

@@ -12,11 +12,11 @@
 import { randomBytes } from 'node:crypto';
 import { newUlid as ulid } from './ids.js';
 import type { KeyEpochs } from './epochs.js';
-import { KekError, type WrapBinding } from './kek.js';
+import { KekError, type KekKind, type WrapBinding } from './kek.js';
 
 export const DEK_BYTES = 32;
 const ENVELOPE_V1 = 0x01;
-const PROVIDER_CODE = { local: 0x01, 'aws-kms': 0x02 } as const;
+const PROVIDER_CODE = { local: 0x01, 'aws-kms': 0x02, pkcs11: 0x03 } as const;
 const HEADER_BYTES = 14;
 
 export const LEASE_ID = /^lse_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -24,7 +24,7 @@ export const LEASE_ID = /^lse_[0-9A-HJKMNP-TV-Z]{26}$/;
 export const newLeaseId = (): string => `lse_${ulid()}`;
 
 export interface Envelope {
-  readonly provider: 'local' | 'aws-kms';
+  readonly provider: KekKind;
   readonly epoch: number;
   readonly expires: number;
   readonly ciphertext: Uint8Array;
@@ -44,7 +44,7 @@ export function decodeEnvelope(s: string): Envelope {
   if (typeof s !== 'string' || !/^[A-Za-z0-9_-]+$/.test(s)) throw new KekError('unwrap_failed', 'wrapped_dek must be base64url');
   const b = Buffer.from(s, 'base64url');
   if (b.length <= HEADER_BYTES || b[0] !== ENVELOPE_V1) throw new KekError('unwrap_failed', 'wrapped_dek is not a Stele v1 envelope');
-  const provider = b[1] === 0x01 ? 'local' : b[1] === 0x02 ? 'aws-kms' : undefined;
+  const provider = (Object.keys(PROVIDER_CODE) as KekKind[]).find((k) => PROVIDER_CODE[k] === b[1]);
   if (!provider) throw new KekError('unwrap_failed', 'wrapped_dek names an unknown KEK provider');
   return { provider, epoch: b.readUInt32BE(2), expires: Number(b.readBigUInt64BE(6)), ciphertext: new Uint8Array(b.subarray(HEADER_BYTES)) };
 }

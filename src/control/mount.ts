@@ -54,15 +54,26 @@ export interface ControlState {
 
 export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv): Promise<ControlState> {
   const config = resolveControlConfig(dataDir, env);
-  const signer = await ControlSigner.open(join(dataDir, 'control.key'), config.signerName);
-  const kek: KekProvider =
-    config.kek.provider === 'local'
-      ? new LocalKekProvider(join(dataDir, 'keks'))
-      : new AwsKmsKekProvider({
-          client: createKmsClient({ region: config.kek.region, endpoint: config.kek.endpoint, timeoutMs: config.kek.timeoutMs }),
-          initialKeyId: config.kek.initialKeyId,
-          timeoutMs: config.kek.timeoutMs,
-        });
+  // A key in an HSM (PKCS#11) loads the pkcs11 code, and its native addon, only when configured.
+  const signer = config.signerKey
+    ? ControlSigner.fromHsm(await (await import('../pkcs11/signer.js')).Pkcs11Signer.open({ uri: config.signerKey, name: config.signerName, env }))
+    : await ControlSigner.open(join(dataDir, 'control.key'), config.signerName);
+  let kek: KekProvider;
+  try {
+    kek =
+      config.kek.provider === 'local'
+        ? new LocalKekProvider(join(dataDir, 'keks'))
+        : config.kek.provider === 'pkcs11'
+          ? (await import('../pkcs11/kek.js')).Pkcs11KekProvider.open({ uri: config.kek.pkcs11Uri!, env, timeoutMs: config.kek.timeoutMs })
+          : new AwsKmsKekProvider({
+              client: createKmsClient({ region: config.kek.region, endpoint: config.kek.endpoint, timeoutMs: config.kek.timeoutMs }),
+              initialKeyId: config.kek.initialKeyId,
+              timeoutMs: config.kek.timeoutMs,
+            });
+  } catch (e) {
+    await signer.close();
+    throw e;
+  }
   return { config, signer, kek, epochStore: new FsObjectStore(join(dataDir, 'state')) };
 }
 
@@ -102,6 +113,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
     policy?.close();
     await audit.close();
     await signer.close();
+    kek.close?.();
     throw e;
   }
   const p = policy;
@@ -117,6 +129,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
       p.close();
       await audit.close();
       await signer.close();
+      kek.close?.();
     },
   };
 }

@@ -118,7 +118,7 @@ export function openApiDocument(cfg: ControlConfig, roles: RoleTable): Record<st
             v: { const: 1 },
             epoch: { type: 'integer', minimum: 1 },
             kek_id: { type: 'string' },
-            kek_provider: { enum: ['local', 'aws-kms'] },
+            kek_provider: { enum: ['local', 'aws-kms', 'pkcs11'] },
             created: { type: 'string', format: 'date-time' },
             created_by: { type: 'string' },
             previous_record_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },

@@ -3,6 +3,7 @@
 // PRIVATE+KEY form as the log's (src/signer.ts); signing goes through node:crypto, which
 // is several times faster than the pure-JS signer and matters at one signature per request.
 // Audit events are signed in groups on a worker thread (signCanonicals; src/control/signing-thread.ts).
+// The key may instead be an Ed25519 key in an HSM (ControlSigner.fromHsm; src/pkcs11/).
 //
 // A signed object is JSON: its signature is `ed25519:<base64>` over
 //   <domain> ‖ 0x0A ‖ RFC 8785 canonical JSON of the object without `signature`
@@ -53,19 +54,59 @@ const messageText = (domain: string, canonical: string): string => `${domain}\n$
 const SIG_PREFIX = 'ed25519:';
 const messageOf = (domain: string, canonical: string): Buffer => Buffer.from(messageText(domain, canonical), 'utf8');
 
+/** How a ControlSigner makes its signatures: node:crypto over a key file, or a key in an HSM. */
+interface SigningKey {
+  signSync(message: Buffer): Uint8Array;
+  /** Base64 signatures of UTF-8 messages, in order. */
+  signMany(messages: readonly string[]): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** An Ed25519 key held elsewhere that signs both ways (src/pkcs11/signer.ts's Pkcs11Signer). */
+export interface ExternalEd25519Key {
+  readonly name: string;
+  readonly publicKey: Uint8Array;
+  sign(message: Uint8Array): Promise<Uint8Array>;
+  signSync(message: Uint8Array): Uint8Array;
+  close(): void;
+}
+
+function fileKey(key: KeyObject): SigningKey {
+  const thread = new SigningThread(key);
+  return {
+    signSync: (m) => sign(null, m, key),
+    signMany: (ms) => thread.sign(ms),
+    close: () => thread.close(),
+  };
+}
+
 export class ControlSigner {
   readonly keyId: string;
   readonly publicKeyB64: string;
-  private readonly thread: SigningThread;
 
   private constructor(
     readonly name: string,
     readonly publicKey: Uint8Array,
-    private readonly key: KeyObject,
+    private readonly key: SigningKey,
   ) {
-    this.thread = new SigningThread(key);
     this.keyId = keyIdOf(publicKey);
     this.publicKeyB64 = Buffer.from(publicKey).toString('base64');
+  }
+
+  /**
+   * Signs with a key in an HSM. Records are signed on the calling thread (one C_Sign each);
+   * audit groups go through the token's session pool, off the event loop.
+   */
+  static fromHsm(key: ExternalEd25519Key): ControlSigner {
+    return new ControlSigner(key.name, key.publicKey, {
+      signSync: (m) => key.signSync(m),
+      signMany: async (ms) => {
+        const out: string[] = [];
+        for (const m of ms) out.push(Buffer.from(await key.sign(Buffer.from(m, 'utf8'))).toString('base64'));
+        return out;
+      },
+      close: async () => key.close(),
+    });
   }
 
   /** Loads (or creates, mode 0600) the control plane's key file. */
@@ -80,12 +121,12 @@ export class ControlSigner {
     const key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
     const publicKey = new Uint8Array(createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519_PREFIX.length));
     if (Buffer.compare(Buffer.from(publicKey), Buffer.from(signer.publicKey)) !== 0) throw new Error(`${path}: key does not match its public half`);
-    return new ControlSigner(name, publicKey, key);
+    return new ControlSigner(name, publicKey, fileKey(key));
   }
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    return { ...obj, signature: SIG_PREFIX + sign(null, messageOf(domain, unsignedCanonical(obj)), this.key).toString('base64') };
+    return { ...obj, signature: SIG_PREFIX + Buffer.from(this.key.signSync(messageOf(domain, unsignedCanonical(obj)))).toString('base64') };
   }
 
   /**
@@ -95,13 +136,13 @@ export class ControlSigner {
    * one group at a time, so the event loop only hands the messages over.
    */
   async signCanonicals(domain: string, canonicals: readonly string[]): Promise<string[]> {
-    const signatures = await this.thread.sign(canonicals.map((c) => messageText(domain, c)));
+    const signatures = await this.key.signMany(canonicals.map((c) => messageText(domain, c)));
     return signatures.map((b64) => SIG_PREFIX + b64);
   }
 
-  /** Stops the signing thread (sign() keeps working; a later signCanonicals starts it again). */
+  /** Stops the signing thread (sign() keeps working; a later signCanonicals starts it again) or lets the HSM go. */
   close(): Promise<void> {
-    return this.thread.close();
+    return this.key.close();
   }
 
   /** The public identity clients pin: name, key id, base64 public key. */

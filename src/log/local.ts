@@ -3,6 +3,7 @@
 //   <data>/private/    log.key (0600), lock.json, staging/ — never served
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { NoteSigner, SeedSigner } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
 import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
@@ -31,9 +32,10 @@ export function localPaths(dataDir: string) {
   };
 }
 
-export async function openLocalLog(o: LocalLogOptions) {
+/** `signer`: the checkpoint key, if not the data directory's key file (e.g. a key in an HSM). */
+export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLogOptions & { readonly signer?: S }) {
   const paths = localPaths(o.dataDir);
-  const { signer, created } = await loadOrCreateKey(paths.keyFile, o.origin);
+  const { signer, created } = o.signer ? { signer: o.signer, created: false } : ((await loadOrCreateKey(paths.keyFile, o.origin)) as unknown as { signer: S; created: boolean });
   const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
   await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);

@@ -12,7 +12,7 @@ import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
 import { type AnchorReceipt, AnchorTimeoutError, type IntegratedBatch, type PublishedCheckpoint } from '../sequencer/contract.js';
 import type { Sequencer } from '../sequencer/sequencer.js';
-import { loadOrCreateKey } from '../signer.js';
+import { openLogSigner } from './log-signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
@@ -48,7 +48,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
     const aws = { ...awsLogConfigFromEnv(env), ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}), logger };
     return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws, cfg.anchorTimeoutMs);
   }
-  return localBackend(cfg, logger);
+  return localBackend(cfg, logger, env);
 }
 
 /**
@@ -81,11 +81,17 @@ function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerS
   };
 }
 
-async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> {
-  const { signer: logKey } = await loadOrCreateKey(localPaths(cfg.dataDir).keyFile, cfg.origin);
-  const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.publicKey);
-  const { endpoints, quorum, policy } = witnessSetup(cfg, logVerifier);
-  const demo = await startDemoWitnesses(cfg, logVerifier, logger);
+async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
+  const logKey = await openLogSigner(cfg.signer, localPaths(cfg.dataDir).keyFile, cfg.origin, env);
+  const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.signer.publicKey);
+  let endpoints: WitnessEndpoint[], quorum: ((cosigned: ReadonlySet<string>) => boolean) | undefined, policy: Policy | undefined, demo: RunningWitness[];
+  try {
+    ({ endpoints, quorum, policy } = witnessSetup(cfg, logVerifier));
+    demo = await startDemoWitnesses(cfg, logVerifier, logger);
+  } catch (e) {
+    logKey.close();
+    throw e;
+  }
   endpoints.push(...demo.map((d) => ({ verifier: d.verifier, url: d.url })));
   const published = policy ?? thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
   const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }) }) : undefined;
@@ -104,12 +110,15 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
     logger,
     listeners: [indexFeeder(index, reader)],
     witnessing: mirrors ? mirrors.witnessing(collector) : collector,
+    signer: logKey.signer,
   }).catch(async (e: unknown) => {
+    logKey.close();
     await index.close();
     await Promise.all(demo.map((d) => d.close()));
     throw e;
   });
-  const { sequencer, store, signer, keyCreated } = opened;
+  const { sequencer, store, signer } = opened;
+  const keyCreated = logKey.created;
   await reconcileIndex(index, reader, sequencer.checkpoint, logger);
   if (mirrors) {
     sequencer.onPublished((cp) => mirrors.published(cp.note, cp.size));
@@ -127,6 +136,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger): Promise<Backend> 
       await mirrors?.idle();
       await index.close();
       await Promise.all(demo.map((d) => d.close()));
+      logKey.close();
     },
   };
 }

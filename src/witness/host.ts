@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { SIG_COSIGNATURE_V1, type NoteVerifier, formatVkey, makeVerifier, parseVkey } from '../core/note.js';
+import { SIG_COSIGNATURE_V1, type NoteSigner, type NoteVerifier, formatVkey, makeVerifier, parseVkey } from '../core/note.js';
 import { clientErrorHandler, connectHandler } from '../api/edge.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
@@ -18,6 +18,8 @@ export interface WitnessHostOptions {
   readonly host: string;
   readonly port: number;
   readonly logger: Logger;
+  /** The cosigning key, if not the data directory's witness.key (e.g. a key in an HSM: src/pkcs11/). */
+  readonly signer?: NoteSigner;
 }
 
 export interface RunningWitness {
@@ -31,7 +33,8 @@ export interface RunningWitness {
 }
 
 export async function startWitness(o: WitnessHostOptions): Promise<RunningWitness> {
-  const { signer } = await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name);
+  const signer = o.signer ?? (await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name)).signer;
+  if (signer.name !== o.name) throw new Error(`the witness key is named ${signer.name}, not ${o.name}`);
   const state = new FsObjectStore(join(o.dataDir, 'state'));
   await state.removeTempFiles(); // of state swaps cut short by a crash
   const witness = new Witness({ signer, logs: o.logs, state });
