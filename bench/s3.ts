@@ -10,7 +10,7 @@
 // `--quick` / BENCH_QUICK=1 shrinks the anchor counts.
 import { anchorRequest } from '../src/anchor.js';
 import { openAwsLog } from '../src/aws/log.js';
-import { S3ObjectStore } from '../src/aws/s3.js';
+import { S3ObjectStore } from '../src/store/s3.js';
 import { LogReader } from '../src/reader.js';
 import { TILE_WIDTH } from '../src/tiles.js';
 import { startDynamoServer } from '../test/helpers/dynamo-server.js';

@@ -20,7 +20,7 @@ import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
 import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from '../store/s3.js';
 
 export interface AwsCredentials {
   readonly accessKeyId: string;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/anchor.js';
 import { DynamoIndex, IndexGapError } from '../../src/aws/dynamo-index.js';
 import { DynamoLock } from '../../src/aws/dynamo-lock.js';
-import { S3ObjectStore } from '../../src/aws/s3.js';
+import { S3ObjectStore } from '../../src/store/s3.js';
 import { openCheckpoint } from '../../src/checkpoint.js';
 import type { CanonicalEntry } from '../../src/entry.js';
 import { bytesEqual, leafHash, toHex } from '../../src/hash.js';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions, partialTilesAt } from '../../src/aws/s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions, partialTilesAt } from '../../src/store/s3.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
 import { tilePath } from '../../src/tiles.js';
 import { readTileBytes } from '../../src/tilestore.js';

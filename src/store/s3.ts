@@ -27,7 +27,7 @@ import {
 } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
 import { bytesEqual } from '../hash.js';
-import { type ObjectMeta, objectMeta } from '../store/layout.js';
+import { type ObjectMeta, objectMeta } from './layout.js';
 import {
   ImmutableConflictError,
   type ObjectStore,
@@ -36,7 +36,7 @@ import {
   type VersionedObject,
   VersionConflictError,
   assertValidKey,
-} from '../store/store.js';
+} from './store.js';
 import { TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../tiles.js';
 
 export interface S3ConnectionOptions {
