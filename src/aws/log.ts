@@ -147,6 +147,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   try {
     if (config.s3.requireConditionalWrites !== false) {
       const support = await staging.probeConditionalWrites();
+      if (support.ifMatchForm) store.ifMatchForm = support.ifMatchForm;
       if (!support.ifNoneMatch || !support.ifMatch) {
         throw new Error(
           `the S3 endpoint ignores conditional writes (If-None-Match honoured: ${support.ifNoneMatch}, If-Match: ${support.ifMatch}); ` +

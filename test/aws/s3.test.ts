@@ -94,7 +94,7 @@ describe('S3ObjectStore on s3rver (loopback)', () => {
 
     // With the shim answering as S3 does, the same probe passes.
     const emulated = makeStore({ shim: new ConditionalS3Shim(plain, server.bucket) });
-    expect(await emulated.probeConditionalWrites()).toEqual({ ifNoneMatch: true, ifMatch: true });
+    expect(await emulated.probeConditionalWrites()).toEqual({ ifNoneMatch: true, ifMatch: true, ifMatchForm: 'quoted' });
   });
 });
 
