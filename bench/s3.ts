@@ -9,6 +9,8 @@
 //   reader GETs per inclusion proof from a cold cache (what CloudFront misses cost).
 // `--quick` / BENCH_QUICK=1 shrinks the anchor counts.
 import { anchorRequest } from '../src/anchor.js';
+import type { DynamoIndex } from '../src/aws/dynamo-index.js';
+import type { DynamoLock } from '../src/aws/dynamo-lock.js';
 import { openAwsLog } from '../src/aws/log.js';
 import { S3ObjectStore } from '../src/store/s3.js';
 import { LogReader } from '../src/reader.js';
@@ -59,7 +61,7 @@ export default async function main(): Promise<void> {
       const pub = { ...log.store.stats };
       const stg = { ...log.staging.stats };
       const signs0 = kms.calls.Sign ?? 0;
-      const lockWrites0 = log.lock.stats.writes;
+      const lockWrites0 = (log.lock as DynamoLock).stats.writes;
       const t0 = now();
       let batches = 0;
       log.sequencer.onPublished(() => batches++);
@@ -84,7 +86,7 @@ export default async function main(): Promise<void> {
       figure(`floor PUTs per 1000 anchors (batch ${batch})`, floor, 'PUTs');
       figure(`PUTs / floor (batch ${batch})`, puts / total / (floor / 1000), 'x');
       figure(`KMS Sign calls per 1000 anchors (batch ${batch})`, per((kms.calls.Sign ?? 0) - signs0), 'calls');
-      figure(`DynamoDB lock writes per 1000 anchors (batch ${batch})`, per(log.lock.stats.writes - lockWrites0), 'writes');
+      figure(`DynamoDB lock writes per 1000 anchors (batch ${batch})`, per((log.lock as DynamoLock).stats.writes - lockWrites0), 'writes');
       figure(`anchors/s on s3rver (batch ${batch})`, total / seconds, 'anchors/s');
 
       if (batch === 100) {
@@ -126,7 +128,7 @@ export default async function main(): Promise<void> {
     const log = await open(100, true);
     await Promise.all(Array.from({ length: total }, (_, i) => log.sequencer.submit(request(i))));
     await log.close();
-    const idx = log.index!.stats;
+    const idx = (log.index as DynamoIndex).stats;
     figure('DynamoDB index writes per 1000 anchors (batch 100, artifact on every anchor)', (idx.writes * 1000) / total, 'writes');
     figure('DynamoDB index reads per 1000 anchors (batch 100)', (idx.reads * 1000) / total, 'reads');
   } finally {

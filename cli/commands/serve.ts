@@ -42,6 +42,7 @@ export function registerServeCommands(program: Command): void {
       '--witness-policy <file>',
       'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
     )
+    .option('--lock <kind>', 'AWS/S3 backend: the sequencer lock record in dynamodb or in the bucket (env STELE_LOCK; default dynamodb)')
     .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')

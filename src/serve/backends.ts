@@ -43,7 +43,8 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
   if (cfg.backend === 'aws') {
     // The AWS SDK loads only for this backend.
     const { awsLogConfigFromEnv } = await import('../aws/log.js');
-    const aws = { ...awsLogConfigFromEnv(env), logger };
+    // Without DynamoDB the sequencer keeps its lookup index in LMDB under the data directory.
+    const aws = { ...awsLogConfigFromEnv(env, { lock: cfg.lock }), indexDir: join(cfg.dataDir, 'index'), logger };
     return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws, cfg.anchorTimeoutMs);
   }
   return localBackend(cfg, logger);
@@ -199,6 +200,11 @@ async function publishExplorerConfig(store: ObjectStore, ledger: LedgerService):
 async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend> {
   const { openAwsReader } = await import('../aws/log.js');
   const r = await openAwsReader(config);
+  if (!r.index) {
+    await r.close();
+    throw new ConfigError('an API replica needs the shared DynamoDB index (STELE_DYNAMO_TABLE)');
+  }
+  const index = r.index;
   const first = await r.refreshCheckpoint();
   if (!first) {
     await r.close();
@@ -224,7 +230,7 @@ async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend
       origin: config.origin,
       publicKey: r.publicKey,
       reader: r.reader,
-      index: r.index,
+      index,
       checkpoint: () => r.checkpoint() ?? first,
       lifetimeEntries: () => (r.checkpoint() ?? first).size,
       witnesses: [],
