@@ -54,6 +54,7 @@ export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
   metrics.watchHealth({ notReady: () => backend.notReady(), checkpoint: () => ledger.checkpoint(), commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures) });
+  if (backend.followerStatus) metrics.watchFollower(backend.followerStatus);
   backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(ledger.checkpoint(), null);
 

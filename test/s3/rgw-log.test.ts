@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/anchor.js';
 import { AwsConfigError, openAwsLog } from '../../src/aws/log.js';
 import { openCheckpoint } from '../../src/checkpoint.js';
+import { artifactId } from '../../src/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/hash.js';
 import { verifyInclusion } from '../../src/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/note.js';
@@ -232,6 +233,116 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     expect(result.failures).toEqual([]);
     expect(result.failed).toBe(0);
     expect(result.passed).toBeGreaterThan(50);
+    second.child.kill('SIGTERM');
+    await once(second.child, 'exit');
+  });
+});
+
+describe('API replicas that follow the log on RGW (their own LMDB index, no DynamoDB)', () => {
+  const ORIGIN = 'rgw.follow.test/log';
+
+  function replica(dataDir: string, keyFile: string, prefix: string): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
+    Object.assign(env, {
+      STELE_BACKEND: 'aws',
+      STELE_ROLE: 'api',
+      STELE_LOCK: 'bucket',
+      STELE_ORIGIN: ORIGIN,
+      AWS_REGION: rgw.region,
+      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+      STELE_S3_BUCKET: rgw.bucket,
+      STELE_S3_ENDPOINT: rgw.endpoint,
+      STELE_S3_FORCE_PATH_STYLE: 'true',
+      STELE_S3_PREFIX: `${prefix}log/`,
+      STELE_S3_STAGING_PREFIX: `${prefix}private/`,
+      STELE_KEY_FILE: keyFile,
+    });
+    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'info'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    return Promise.race([
+      once(child.stdout!, 'data').then(([line]) => ({ child, url: (JSON.parse(String(line)) as { url: string }).url, stderr: () => err })),
+      once(child, 'exit').then(() => {
+        throw new Error(`replica exited: ${err}`);
+      }),
+    ]);
+  }
+
+  const until = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  it('a replica catches up from empty, answers lookups as the sequencer\'s index does, follows new checkpoints, and never serves one it could not verify', async () => {
+    const prefix = `follow-${uniq()}/`;
+    const dir = scratchDir('stele-rgw-follow-');
+    const keyFile = join(dir, 'log.key');
+    const log = await openAwsLog({
+      origin: ORIGIN,
+      region: rgw.region,
+      credentials: rgw.credentials,
+      s3: { bucket: rgw.bucket, publicPrefix: `${prefix}log/`, stagingPrefix: `${prefix}private/`, endpoint: rgw.endpoint, forcePathStyle: true },
+      lock: 'bucket',
+      indexDir: join(dir, 'sequencer-index'),
+      signer: { kind: 'key-file', path: keyFile },
+      batchInterval: 20,
+      heartbeatMs: 0,
+    });
+    const anchor = (from: number, n: number) =>
+      Promise.all(Array.from({ length: n }, (_, i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i), { artifact: `build-${(from + i) % 50}` }))));
+    await anchor(0, 300);
+    await anchor(300, 300);
+
+    const first = await replica(join(dir, 'r1'), keyFile, prefix);
+    expect(first.stderr()).toContain('replica index catching up from the record bundles');
+    const compare = async (url: string, size: number) => {
+      for (let i = 0; i < size; i += 37) {
+        const byHash = await getJson(`${url}/api/ledger/entry?hash=${digestOf(i)}`);
+        expect(byHash.status).toBe(200);
+        expect(byHash.body.leafIndex).toBe(await log.index!.findByDigest(digestOf(i)));
+      }
+      for (let a = 0; a < 50; a += 7) {
+        const id = artifactId(`build-${a}`);
+        const seq = await log.index!.findByArtifact(id);
+        expect(seq).toBeDefined();
+        expect((await getJson(`${url}/api/ledger/entry?artifact=${id}`)).body.leafIndex).toBe(seq);
+      }
+    };
+    expect((await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize).toBe(600);
+    await compare(first.url, 600);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${first.url}/metrics`)).text()).toMatch(/^stele_follower_lag_entries 0$/m);
+
+    // It follows: new batches become visible once indexed.
+    await anchor(600, 90);
+    await until('the replica to serve size 690', async () => (await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize === 690);
+    const late = await getJson(`${first.url}/api/ledger/entry?hash=${digestOf(689)}`);
+    expect(late.body.leafIndex).toBe(689);
+
+    // A replica restarted from an empty directory catches up to the same answers.
+    first.child.kill('SIGTERM');
+    await once(first.child, 'exit');
+    const second = await replica(join(dir, 'r2'), keyFile, prefix);
+    expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
+    await compare(second.url, 690);
+    await log.close(); // before the forgery below, which would stop it
+
+    // A checkpoint the replica cannot verify (its size raised, the signature no longer
+    // matching) is never served: the replica keeps the last verified one and is not ready.
+    const store = new S3ObjectStore({ bucket: rgw.bucket, prefix: `${prefix}log/`, endpoint: rgw.endpoint, region: rgw.region, forcePathStyle: true, credentials: rgw.credentials });
+    const real = await store.getVersioned('checkpoint.json');
+    const doc = JSON.parse(Buffer.from(real!.data).toString()) as { note: string };
+    doc.note = doc.note.replace(/\n690\n/, '\n700\n');
+    await store.swap('checkpoint.json', Buffer.from(JSON.stringify(doc)), real!.version);
+    await until('the replica to refuse the forged checkpoint', async () => (await fetch(`${second.url}/readyz`)).status === 503, 30_000);
+    expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
+    expect((await getJson(`${second.url}/api/ledger/entry?leaf=695`)).status).toBe(404);
     second.child.kill('SIGTERM');
     await once(second.child, 'exit');
   });
