@@ -51,7 +51,7 @@ export async function ensureBuilt(): Promise<void> {
   try {
     if (isFresh()) return;
     // tsc emits even when other work in progress has type errors; only a missing CLI is fatal.
-    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot });
+    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot, timeoutMs: 170_000 });
     if (!builtMtime()) throw new Error('tsc did not produce dist/cli/main.js');
   } finally {
     rmSync(lock, { recursive: true, force: true });
