@@ -35,7 +35,7 @@ const isFresh = () => builtMtime() > Math.max(newestMtime(join(repoRoot, 'src'))
  */
 export async function ensureBuilt(): Promise<void> {
   const lock = join(tmpdir(), 'stele-cli-test-build.lock');
-  const deadline = Date.now() + 180_000;
+  const deadline = Date.now() + 240_000;
   for (;;) {
     if (isFresh()) return;
     try {
@@ -43,7 +43,7 @@ export async function ensureBuilt(): Promise<void> {
       break;
     } catch {
       const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > 120_000) rmSync(lock, { recursive: true, force: true });
+      if (age > 200_000) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error('timed out waiting for another test file to build dist/');
       await new Promise((r) => setTimeout(r, 250));
     }
