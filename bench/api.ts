@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
-import { entryId } from '../src/entry.js';
+import { entryId } from '../src/core/entry.js';
 import { QUICK, figure } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;

@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import { sha256File } from '../src/client/hashfile.js';
 import { openLocalLog } from '../src/log/local.js';
 import { MiB, QUICK, figure, note } from './util.js';

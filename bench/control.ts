@@ -15,7 +15,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOidcProvider } from '../test/helpers/oidc.js';
 import { loadavg } from 'node:os';
-import { sha256 } from '../src/hash.js';
+import { sha256 } from '../src/core/hash.js';
 import { QUICK, ScratchDirs, figure as printFigure, note, sha256x3Rate } from './util.js';
 
 interface CannonResult {

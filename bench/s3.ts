@@ -13,17 +13,17 @@
 //   reader GETs per inclusion proof from a cold cache (what CloudFront misses cost).
 // `--quick` / BENCH_QUICK=1 shrinks the anchor counts.
 import { join } from 'node:path';
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import type { DynamoIndex } from '../src/aws/dynamo-index.js';
 import { openAwsLog } from '../src/aws/log.js';
 import { IndexFollower } from '../src/index/follower.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
-import { SIG_ED25519, makeVerifier } from '../src/note.js';
+import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { LogReader } from '../src/reader.js';
-import { decodePublishedCheckpoint } from '../src/sequencer/sequencer.js';
+import { decodePublishedCheckpoint } from '../src/sequencer/contract.js';
 import { CHECKPOINT_JSON_KEY } from '../src/store/layout.js';
 import { S3ObjectStore } from '../src/store/s3.js';
-import { TILE_WIDTH } from '../src/tiles.js';
+import { TILE_WIDTH } from '../src/core/tiles.js';
 import { startDynamoServer } from '../test/helpers/dynamo-server.js';
 import { startKmsStandIn } from '../test/helpers/kms-standin.js';
 import { startRgw } from '../test/helpers/rgw.js';

@@ -8,8 +8,8 @@
 // `--no-fsync`: run (a) and (c) with fsync off (reported in the output).
 import { hash as nodeHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
-import { type AnchorRequest, anchorRequest } from '../src/anchor.js';
-import { sha256 } from '../src/hash.js';
+import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
+import { sha256 } from '../src/core/hash.js';
 import { openLocalLog } from '../src/log/local.js';
 import { MiB, QUICK, RssSampler, ScratchDirs, cpuSeconds, figure, note, now, percentile, sha256x3Rate, sleep } from './util.js';
 
@@ -143,7 +143,7 @@ export default async function main(args: string[] = []): Promise<void> {
     figure('sequencer_vs_sha256_x3', Number((rate.wall / sha.wall).toFixed(3)), 'ratio');
     note('the same ratio per CPU second (steadier when other work shares the machine):');
     figure('sequencer_vs_sha256_x3_per_cpu', Number((rate.cpu / sha.cpu).toFixed(3)), 'ratio');
-    note('for comparison: the same three hashes calling node:crypto hash() directly (src/hash.ts wraps it)');
+    note('for comparison: the same three hashes calling node:crypto hash() directly (src/core/hash.ts wraps it)');
     const native = sha256x3Rate((input) => nodeHash('sha256', input, 'buffer'));
     figure('sha256_x3_rate_node_crypto', Math.round(native.wall), 'entries/s');
     figure('sha256_x3_rate_node_crypto_per_cpu_second', Math.round(native.cpu), 'entries/CPU-s');

@@ -1,6 +1,6 @@
 // Exit codes of the `stele` command (documented in README.md and `stele --help`).
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
-import { LogStateError } from '../src/sequencer/guard.js';
+import { LogStateError } from '../src/sequencer/contract.js';
 
 export const EXIT = {
   OK: 0,
@@ -42,6 +42,20 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   }
   const msg = err?.message ?? String(e);
   return { code: EXIT.IO, message: msg.split('\n')[0] ?? msg };
+}
+
+/** The name of each exit code in a JSON error document. */
+const EXIT_NAME: Record<ExitCode, string> = {
+  [EXIT.OK]: 'ok',
+  [EXIT.VERIFY_FAILED]: 'verification_failed',
+  [EXIT.USAGE]: 'usage',
+  [EXIT.IO]: 'io',
+  [EXIT.LOG_STATE]: 'log_state',
+};
+
+/** `{"error":{"code","message","exitCode"}}` and a newline: a failure under --json. */
+export function errorJson(e: { code: ExitCode; message: string }): string {
+  return `${JSON.stringify({ error: { code: EXIT_NAME[e.code], message: e.message, exitCode: e.code } })}\n`;
 }
 
 /** Exit code of each kind of ledger-client error (src/client/errors.ts). */

@@ -35,6 +35,8 @@ export interface ServeConfig {
   readonly role?: 'sequencer' | 'api';
   /** With the AWS backend: the sequencer's lock record in DynamoDB, or in the bucket (no DynamoDB needed). */
   readonly lock?: 'dynamodb' | 'bucket';
+  /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
+  readonly reconfigure?: boolean;
 }
 
 export class ConfigError extends Error {

@@ -20,13 +20,14 @@
 // A mismatch is a CorruptObjectError naming the object, which is dropped from the cache.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './entry.js';
-import { bytesEqual, leafHash, toHex } from './hash.js';
-import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './merkle.js';
+import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './core/entry.js';
+import { bytesEqual, leafHash, toHex } from './core/hash.js';
+import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { type Bundle, HashTile, TILE_WIDTH, TileHashReader, TileSet, levelHashCount, tilePath, tileWidthAt } from './tiles.js';
-import { readCompactBundle, readHashTile } from './tilestore.js';
-import { LogIntegrityError } from './sequencer/recover.js';
+import { HashTile, TILE_WIDTH, TileHashReader, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
+import { type Bundle } from './core/bundle.js';
+import { TileSet } from './tile-set.js';
+import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 
 export interface LogReaderOptions {
   /** Bytes of tiles and bundles kept in memory (default 512 MiB: every level-0 tile and bundle of a ~1.5M-entry log). */

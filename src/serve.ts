@@ -9,8 +9,9 @@ import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.j
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
-import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './note.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
 import { openBackend, withDeadline } from './serve/backends.js';
+import { LOG_SETTINGS_FILE, reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
@@ -38,14 +39,27 @@ export interface RunningServer {
  * lock first (a second process stops there, having touched nothing), then the port (a
  * taken port stops it before any recovery), answering 503 `starting` until the log is open.
  */
-export async function startServer(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
-  const guard = guardFor(cfg);
-  const dirLock = cfg.backend === 'aws' ? undefined : await lockDataDir(cfg.dataDir);
+export async function startServer(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
+  const guard = guardFor(given);
+  const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
+  const settings = dirLock ? await reconcileLogSettings(given).catch(async (e: unknown) => {
+    await dirLock.release();
+    throw e;
+  }) : undefined;
+  const cfg = settings?.cfg ?? given;
+  if (settings && settings.applied.length > 0) logger.info({ settings: settings.applied }, `using the ${settings.applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`);
   const server = await listen(cfg).catch(async (e: unknown) => {
     await dirLock?.release();
     throw e;
   });
   const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
+    await new Promise<void>((r) => server.close(() => r()));
+    await dirLock?.release();
+    throw e;
+  });
+  // Only a log that opened (verified, not refused) gets its settings recorded.
+  await settings?.record().catch(async (e: unknown) => {
+    await backend.close();
     await new Promise<void>((r) => server.close(() => r()));
     await dirLock?.release();
     throw e;

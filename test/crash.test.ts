@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SeedSigner } from '../src/note.js';
+import { SeedSigner } from '../src/core/note.js';
 import { auditLogDir, listTileFiles, verifyCheckpointNote, writeTestKey } from './helpers/audit.js';
 
 const ORIGIN = 'test.example/crash'; // as in test/helpers/crash-child.ts

@@ -1,4 +1,4 @@
-// src/entry.ts: canonical entries (RFC 8785), the entry_hash chain, entry and artifact ids.
+// src/core/entry.ts: canonical entries (RFC 8785), the entry_hash chain, entry and artifact ids.
 import { describe, expect, it } from 'vitest';
 import {
   ARTIFACT_ID,
@@ -13,8 +13,8 @@ import {
   parseCanonicalEntry,
   parseEntryId,
   presentEntry,
-} from '../src/entry.js';
-import { leafHash } from '../src/hash.js';
+} from '../src/core/entry.js';
+import { leafHash } from '../src/core/hash.js';
 import { naiveLeafHash, sha256 } from './helpers/naive.js';
 import { fromHex, hex, loadVectors } from './helpers/vectors.js';
 

@@ -8,13 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { IndexFollower } from '../src/index/follower.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
 import { localPaths } from '../src/log/local.js';
-import { SIG_ED25519, makeVerifier } from '../src/note.js';
+import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { LogReader } from '../src/reader.js';
-import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../src/sequencer/sequencer.js';
+import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../src/sequencer/contract.js';
 import { loadOrCreateKey } from '../src/signer.js';
 import { CHECKPOINT_JSON_KEY } from '../src/store/layout.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { tilePath } from '../src/tiles.js';
+import { tilePath } from '../src/core/tiles.js';
 import { digestOf, makeLog } from './helpers/logs.js';
 import { scratchDir } from './helpers/tmp.js';
 

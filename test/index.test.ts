@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CanonicalEntry } from '../src/entry.js';
+import type { CanonicalEntry } from '../src/core/entry.js';
 import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
-import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/sequencer.js';
+import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

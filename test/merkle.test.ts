@@ -1,7 +1,7 @@
-// src/merkle.ts against an independent naive RFC 6962 implementation (test/helpers/naive.ts)
+// src/core/merkle.ts against an independent naive RFC 6962 implementation (test/helpers/naive.ts)
 // and against vectors computed with Go's golang.org/x/mod/sumdb/tlog.
 import { describe, expect, it } from 'vitest';
-import { EMPTY_ROOT, leafHash, nodeHash } from '../src/hash.js';
+import { EMPTY_ROOT, leafHash, nodeHash } from '../src/core/hash.js';
 import {
   type HashReader,
   MemoryHashReader,
@@ -19,8 +19,9 @@ import {
   treeHashSync,
   verifyConsistency,
   verifyInclusion,
-} from '../src/merkle.js';
-import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader, TileSet } from '../src/tiles.js';
+} from '../src/core/merkle.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../src/core/tiles.js';
+import { TileSet } from '../src/tile-set.js';
 import { NaiveTree, largestPowerOfTwoBelow, mth, naiveLeafHash, path as naivePath, proof as naiveProof, sha256 } from './helpers/naive.js';
 import { fromHex, hex, loadVectors } from './helpers/vectors.js';
 

@@ -1,8 +1,8 @@
-// src/note.ts and src/checkpoint.ts: C2SP signed notes, vkeys, checkpoints, cosignatures.
+// src/core/note.ts and src/core/checkpoint.ts: C2SP signed notes, vkeys, checkpoints, cosignatures.
 // Signatures are also checked with node:crypto's Ed25519, independently of @noble/ed25519.
 import { createPrivateKey, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, parseExtendedCheckpointBody, signCheckpoint } from '../src/checkpoint.js';
+import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, parseExtendedCheckpointBody, signCheckpoint } from '../src/core/checkpoint.js';
 import {
   NoteError,
   SIG_COSIGNATURE_V1,
@@ -17,7 +17,7 @@ import {
   parseNote,
   parseVkey,
   signBody,
-} from '../src/note.js';
+} from '../src/core/note.js';
 import { sha256 } from './helpers/naive.js';
 import { fromHex, hex, loadVectors } from './helpers/vectors.js';
 

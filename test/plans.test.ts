@@ -1,4 +1,4 @@
-// Hash plans (src/merkle.ts): what a proof reads and how it folds, checked against the
+// Hash plans (src/core/merkle.ts): what a proof reads and how it folds, checked against the
 // naive RFC 6962 definitions, including plans that share folds and the right-edge memo.
 import { describe, expect, it } from 'vitest';
 import {
@@ -10,8 +10,8 @@ import {
   planInclusion,
   planLeafHash,
   planTreeHash,
-} from '../src/merkle.js';
-import { toHex } from '../src/hash.js';
+} from '../src/core/merkle.js';
+import { toHex } from '../src/core/hash.js';
 import * as naive from './helpers/naive.js';
 
 const N = 300;

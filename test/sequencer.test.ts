@@ -8,19 +8,15 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/anchor.js';
-import { bytesEqual, leafHash, toHex } from '../src/hash.js';
+import { anchorRequest } from '../src/core/anchor.js';
+import { bytesEqual, leafHash, toHex } from '../src/core/hash.js';
 import { openLocalLog } from '../src/log/local.js';
-import { verifyConsistency, verifyInclusion } from '../src/merkle.js';
-import { SeedSigner } from '../src/note.js';
+import { verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
+import { SeedSigner } from '../src/core/note.js';
 import { LogReader } from '../src/reader.js';
-import { LogIntegrityError } from '../src/sequencer/recover.js';
-import {
-  type AnchorReceipt,
-  type PublishedCheckpoint,
-  Sequencer,
-  SequencerStoppedError,
-} from '../src/sequencer/sequencer.js';
+import { LogIntegrityError } from '../src/tilestore.js';
+import { type AnchorReceipt, type PublishedCheckpoint, SequencerStoppedError } from '../src/sequencer/contract.js';
+import { Sequencer } from '../src/sequencer/sequencer.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } from '../src/store/lock.js';
 import type { CreateOptions, ObjectStore, StoredObject, VersionedObject } from '../src/store/store.js';

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/note.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/core/note.js';
 import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/signer.js';
 import { scratchDir } from './helpers/tmp.js';
 

@@ -1,25 +1,10 @@
-// src/tiles.ts: C2SP tile paths, hash tiles, locating subtree hashes in tiles, and bundles.
+// src/core/tiles.ts: C2SP tile paths, hash tiles, locating subtree hashes in tiles, and bundles.
 import { describe, expect, it } from 'vitest';
-import { leafHash } from '../src/hash.js';
-import { type SubtreeRef, treeHash } from '../src/merkle.js';
-import {
-  HashTile,
-  TILE_HEIGHT,
-  TILE_WIDTH,
-  type TileFetcher,
-  TileFormatError,
-  TileHashReader,
-  type TileId,
-  TileSet,
-  decodeBundle,
-  encodeBundle,
-  formatTileIndex,
-  levelHashCount,
-  locateSubtree,
-  parseTilePath,
-  tilePath,
-  tileWidthAt,
-} from '../src/tiles.js';
+import { leafHash } from '../src/core/hash.js';
+import { type SubtreeRef, treeHash } from '../src/core/merkle.js';
+import { HashTile, TILE_HEIGHT, TILE_WIDTH, type TileFetcher, TileFormatError, TileHashReader, type TileId, formatTileIndex, levelHashCount, locateSubtree, parseTilePath, tilePath, tileWidthAt } from '../src/core/tiles.js';
+import { decodeBundle, encodeBundle } from '../src/core/bundle.js';
+import { TileSet } from '../src/tile-set.js';
 import { NaiveTree, sha256 } from './helpers/naive.js';
 import { hex, loadVectors } from './helpers/vectors.js';
 

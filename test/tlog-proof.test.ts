@@ -3,9 +3,9 @@
 // tlog-checkpoint, RFC 6962, and DESIGN.md §1.1) — not Stele's parser. Tampering with each
 // part fails on the check that covers it, in both verifiers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseVkey } from '../src/note.js';
+import { parseVkey } from '../src/core/note.js';
 import type { RunningServer } from '../src/serve.js';
-import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof, verifyTlogProof } from '../src/tlog-proof.js';
+import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof, verifyTlogProof } from '../src/core/tlog-proof.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
 import { type IndependentResult, independentVerify } from './helpers/tlog-proof.js';
 

@@ -8,10 +8,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/anchor.js';
+import { anchorRequest } from '../src/core/anchor.js';
 import { openLocalLog } from '../src/log/local.js';
-import { SIG_ED25519, formatVkey, makeVerifier } from '../src/note.js';
-import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/sequencer.js';
+import { SIG_ED25519, formatVkey, makeVerifier } from '../src/core/note.js';
+import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/contract.js';
 import { auditLogDir, tileFile, writeTestKey } from './helpers/audit.js';
 import { runTlogcheck, tlogcheckBinary } from './helpers/tlogcheck.js';
 

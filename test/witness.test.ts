@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openCheckpoint, signCheckpoint } from '../src/checkpoint.js';
-import { EMPTY_ROOT, leafHash, sha256, toBase64, toHex } from '../src/hash.js';
-import { MemoryHashReader, proveConsistency, treeHash } from '../src/merkle.js';
-import { SIG_ED25519, SeedSigner, cosignBody, makeVerifier, openNote, signBody } from '../src/note.js';
+import { openCheckpoint, signCheckpoint } from '../src/core/checkpoint.js';
+import { EMPTY_ROOT, leafHash, sha256, toBase64, toHex } from '../src/core/hash.js';
+import { MemoryHashReader, proveConsistency, treeHash } from '../src/core/merkle.js';
+import { SIG_ED25519, SeedSigner, cosignBody, makeVerifier, openNote, signBody } from '../src/core/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { WitnessCollector, WitnessRollbackError } from '../src/witness/collector.js';
 import { type RunningWitness, startWitness } from '../src/witness/host.js';
@@ -281,7 +281,7 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     expect((await fetch((await monitored()).url, { method: 'POST' })).status).toBe(405);
   });
 
-  it('cosigns a checkpoint with extension lines; the cosignature covers them and verifies with src/note.ts', async () => {
+  it('cosigns a checkpoint with extension lines; the cosignature covers them and verifies with src/core/note.ts', async () => {
     const root = toBase64(await treeHash(10, new MemoryHashReader(leaves(10))));
     const body = `${ORIGIN}\n10\n${root}\nextension one\n\u00e9xtension two: opaque\n`;
     const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: await noteOf(body) }));
@@ -343,7 +343,7 @@ describe('a log witnessed by three witnesses', () => {
       expect(key.witnessPolicy.policy).toMatch(/^group quorum all \S+ \S+ \S+\nquorum quorum\n/m);
       const cp = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
       expect(cp.witnesses).toHaveLength(3);
-      const { parseVkey } = await import('../src/note.js');
+      const { parseVkey } = await import('../src/core/note.js');
       const opened = openCheckpoint(cp.note, parseVkey(srv.vkey), key.witnesses.map((w: { vkey: string }) => parseVkey(w.vkey)));
       expect(opened.cosignatures).toHaveLength(3);
       expect(await (await fetch(`${srv.url}/checkpoint`)).text()).toBe(cp.note);

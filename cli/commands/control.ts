@@ -17,8 +17,8 @@ import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control
 import { KekError } from '../../src/control/kek.js';
 import { unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
-import { hashFromHex, leafHash } from '../../src/hash.js';
-import { verifyInclusion } from '../../src/merkle.js';
+import { hashFromHex, leafHash } from '../../src/core/hash.js';
+import { verifyInclusion } from '../../src/core/merkle.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
 import { CliError, EXIT } from '../errors.js';
+import { invocation } from '../invocation.js';
 import { closeOnSignal } from '../lifecycle.js';
 
 async function logger(level: string) {
@@ -43,13 +44,14 @@ export function registerServeCommands(program: Command): void {
       'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
     )
     .option('--lock <kind>', 'AWS/S3 backend: the sequencer lock record in dynamodb or in the bucket (env STELE_LOCK; default dynamodb)')
+    .option('--reconfigure', 'replace the witness settings stored with the log by this start\'s (a start that omits them uses the stored ones; different ones are refused without this)')
     .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, anchorTimeout, json, logLevel, witness, ...rest } = opts;
-      const cfg = config({ ...rest, batchIntervalMs: batchInterval, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') });
+      const { batchInterval, anchorTimeout, json, logLevel, witness, reconfigure, ...rest } = opts;
+      const cfg = { ...config({ ...rest, batchIntervalMs: batchInterval, anchorTimeoutMs: anchorTimeout, witnesses: (witness as string[] | undefined)?.join(',') }), reconfigure: Boolean(reconfigure) };
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');
@@ -73,7 +75,7 @@ export function registerServeCommands(program: Command): void {
             `  key id    ${server.keyId}`,
             `  vkey      ${server.vkey}`,
             ...server.witnesses.map((w) => `  witness   ${w}`),
-            `  try       stele ledger init --endpoint ${server.url} --tenant demo --scope demo --trust-key ${server.keyId}`,
+            `  try       ${invocation()} ledger init --endpoint ${server.url} --tenant demo --scope demo --trust-key ${server.keyId}`,
             '',
           ].join('\n'),
         );

@@ -1,6 +1,6 @@
 // `stele witness serve`: a tlog-witness cosigner for Stele or any other tlog-tiles log.
 import type { Command } from 'commander';
-import { SIG_ED25519, parseVkey } from '../../src/note.js';
+import { SIG_ED25519, parseVkey } from '../../src/core/note.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Context, Middleware, Next } from 'koa';
 import serve from 'koa-static';
-import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, makeVerifier } from '../note.js';
+import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
 import type { LedgerService } from './ledger.js';
 
 /** Same policy as the <meta> the build writes: the page talks to its own origin only. */

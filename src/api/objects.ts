@@ -3,7 +3,7 @@
 import type { Context, Next } from 'koa';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
 import type { ObjectReader } from '../store/store.js';
-import { parseTilePath } from '../tiles.js';
+import { parseTilePath } from '../core/tiles.js';
 import { ApiError, notFound } from './errors.js';
 
 export function objectMiddleware(source: ObjectReader) {

@@ -1,8 +1,8 @@
 // JSON views of spec §2.2–2.6 built from published data.
-import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../entry.js';
-import { leafHash, toBase64, toHex } from '../hash.js';
-import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../note.js';
-import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
+import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../core/entry.js';
+import { leafHash, toBase64, toHex } from '../core/hash.js';
+import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../core/note.js';
+import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { JsonFragment, JsonObjectWriter } from './json.js';
 import type { CheckpointView, WitnessSigView } from './wire.js';
 

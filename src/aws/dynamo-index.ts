@@ -22,7 +22,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import pLimit from 'p-limit';
 import type { LookupIndex } from '../index/types.js';
-import type { IntegratedBatch } from '../sequencer/sequencer.js';
+import type { IntegratedBatch } from '../sequencer/contract.js';
 import { type DynamoConnectionOptions, type DynamoStats, createDynamoClient } from './dynamo-lock.js';
 
 export class IndexGapError extends Error {

@@ -11,7 +11,7 @@
 // is staged or written, and its anchors are retried.
 import { type KeyObject, createPublicKey, verify } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, type KMSClientConfig, SignCommand } from '@aws-sdk/client-kms';
-import { type NoteSigner, isValidKeyName, keyIdOf } from '../note.js';
+import { type NoteSigner, isValidKeyName, keyIdOf } from '../core/note.js';
 
 export class KmsSignerError extends Error {
   override name = 'KmsSignerError';

@@ -14,11 +14,12 @@
 // stalled-checkpoint alarm.
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { bytesEqual } from '../hash.js';
+import { bytesEqual } from '../core/hash.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
-import { type NoteSigner, SIG_ED25519, makeVerifier } from '../note.js';
+import { type NoteSigner, SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
-import { type BatchListener, type PublishedCheckpoint, Sequencer, decodePublishedCheckpoint } from '../sequencer/sequencer.js';
+import { type BatchListener, type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
+import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
 import { LmdbIndex } from '../index/lmdb.js';

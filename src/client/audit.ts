@@ -4,13 +4,15 @@
 // consistency with the pinned checkpoint. It streams bundle by bundle (bounded memory) and
 // stops at the first object that disagrees, naming it.
 import canonicalizeCjs from 'canonicalize';
-import { artifactId } from '../entry.js';
-import { EMPTY_ROOT, bytesEqual, toHex } from '../hash.js';
-import { treeHashSync } from '../merkle.js';
+import { artifactId, entryHash } from '../core/entry.js';
+import { EMPTY_ROOT, bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, TileFormatError, TileSet, decodeBundle, tilePath } from '../tiles.js';
+import { HashTile, TILE_WIDTH, TileFormatError, tilePath, tileRoot } from '../core/tiles.js';
+import { decodeBundle } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
-import { entryHashFast, leafHashFast, orderedPipeline, tileRootFast } from './pipeline.js';
+import { orderedPipeline } from './pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
 
 const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
@@ -130,7 +132,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   const bundles = Math.ceil(size / TILE_WIDTH);
 
   // Recomputed hashes per level not yet grouped into a full tile (< 256 each).
-  const pending: Buffer[][] = [[]];
+  const pending: Uint8Array[][] = [[]];
   const tileIndex: number[] = [0];
   let lastRow0: Uint8Array | null = null;
   let prior: Uint8Array = new Uint8Array(32);
@@ -151,7 +153,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   };
 
   /** Adds a recomputed hash at tile level `level`; checks each upper tile as it completes. */
-  const pushUp = async (level: number, h: Buffer): Promise<void> => {
+  const pushUp = async (level: number, h: Uint8Array): Promise<void> => {
     pending[level] ??= [];
     tileIndex[level] ??= 0;
     pending[level]!.push(h);
@@ -175,7 +177,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     hashTilesChecked++;
     pending[level] = [];
     tileIndex[level] = index + 1;
-    await pushUp(level + 1, tileRootFast(row));
+    await pushUp(level + 1, tileRoot(row));
   };
 
   const load = (n: number) => {
@@ -208,14 +210,14 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     for (let i = 0; i < w; i++) {
       const seq = n * TILE_WIDTH + i;
       const record = records[i]!;
-      const eh = entryHashFast(seq, record, prior);
-      const leaf = leafHashFast(eh);
+      const eh = entryHash(seq, record, prior);
+      const leaf = leafHash(eh);
       if (!bytesEqual(eh, entries[i]!)) {
         const tileLeaf = stored0.subarray(32 * i, 32 * i + 32);
         if (bytesEqual(leaf, tileLeaf)) {
           throw new AuditStop({ object: ePath, seq, message: `${ePath} item ${i} (entry ${seq}) is wrong: the record chain and the hash tile agree on a different entry hash` });
         }
-        if (bytesEqual(leafHashFast(entries[i]!), tileLeaf)) {
+        if (bytesEqual(leafHash(entries[i]!), tileLeaf)) {
           throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) does not hash to its entry hash: the record was altered or the chain is broken` });
         }
         throw new AuditStop({ object: rPath, seq, message: `entry ${seq}: the record (${rPath}), the entry hash (${ePath}) and the leaf (${tPath}) all disagree` });
@@ -224,7 +226,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
       if (problem) throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) ${problem}` });
       if (timestamp! < lastTimestamp) throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) has a timestamp earlier than entry ${seq - 1}'s` });
       lastTimestamp = timestamp!;
-      leaf.copy(row, 32 * i);
+      row.set(leaf, 32 * i);
       prior = eh;
     }
     if (!bytesEqual(row, stored0)) {
@@ -235,7 +237,7 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     const inThis = trust.pin.size > n * TILE_WIDTH && trust.pin.size <= n * TILE_WIDTH + w;
     const k = trust.pin.size - n * TILE_WIDTH;
     if (inThis && k < w) pinRoot = rootFrom(trust.pin.size, row.subarray(0, k * 32));
-    if (w === TILE_WIDTH) await pushUp(1, tileRootFast(row));
+    if (w === TILE_WIDTH) await pushUp(1, tileRoot(row));
     else lastRow0 = row;
     if (inThis && k === w) pinRoot = rootFrom(trust.pin.size, w === TILE_WIDTH ? null : row);
     entriesChecked += w;

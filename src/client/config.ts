@@ -9,9 +9,9 @@ import { promises as fs } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
-import { EMPTY_ROOT, toHex } from '../hash.js';
-import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, keyIdOf, parseVkey } from '../note.js';
-import { type Policy, PolicyError, describeQuorum, parsePolicy, quorumMet, simpleThreshold, thresholdPolicy } from '../policy.js';
+import { EMPTY_ROOT, toHex } from '../core/hash.js';
+import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, keyIdOf, parseVkey } from '../core/note.js';
+import { type Policy, PolicyError, describeQuorum, parsePolicy, quorumMet, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
 import type { Quorum } from './verify.js';
 

@@ -2,14 +2,14 @@
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
 import { basename } from 'node:path';
-import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint.js';
-import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../entry.js';
-import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
-import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../note.js';
-import { rootsFromConsistencyProof } from '../merkle.js';
+import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
+import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../core/entry.js';
+import { bytesEqual, hashFromHex, leafHash, toHex } from '../core/hash.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../core/note.js';
+import { rootsFromConsistencyProof } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
 import {
   type AnchorBody,

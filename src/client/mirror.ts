@@ -14,26 +14,18 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LRUCache } from 'lru-cache';
-import { bytesEqual, toHex } from '../hash.js';
-import { treeHash, treeHashSync } from '../merkle.js';
+import { entryHash } from '../core/entry.js';
+import { bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { treeHash, treeHashSync } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
-import {
-  HashTile,
-  TILE_WIDTH,
-  TileHashReader,
-  TileSet,
-  type TileKind,
-  decodeBundle,
-  encodeBundle,
-  levelHashCount,
-  tilePath,
-  tileWidthAt,
-} from '../tiles.js';
+import { HashTile, TILE_WIDTH, TileHashReader, type TileKind, levelHashCount, tilePath, tileRoot, tileWidthAt } from '../core/tiles.js';
+import { decodeBundle, encodeBundle } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';
-import { entryHashFast, leafHashFast, orderedPipeline, parallelRange, tileRootFast } from './pipeline.js';
+import { orderedPipeline, parallelRange } from './pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
 
 export interface MirrorOptions {
@@ -151,13 +143,13 @@ class VerifiedTiles {
     const path = tilePath({ kind: level, index, width: TILE_WIDTH });
     const local = await this.dest.read(path);
     let result: { tile: HashTile; local: boolean };
-    if (local && local.length === TILE_WIDTH * 32 && bytesEqual(tileRootFast(local), expected)) {
+    if (local && local.length === TILE_WIDTH * 32 && bytesEqual(tileRoot(local), expected)) {
       this.reused++;
       result = { tile: new HashTile(level, index, local), local: true };
     } else {
       const data = await this.source.get(path);
       if (!data) throw new ClientError('io', `${path} is missing at ${this.sourceName}`);
-      if (data.length !== TILE_WIDTH * 32 || !bytesEqual(tileRootFast(data), expected)) {
+      if (data.length !== TILE_WIDTH * 32 || !bytesEqual(tileRoot(data), expected)) {
         throw new VerificationError(`${path} from ${this.sourceName} does not match the checkpoint (its hash is not the one in ${parent.path} at position ${index % TILE_WIDTH}): tampered tile`);
       }
       this.fetched++;
@@ -353,10 +345,10 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
         let p = prior;
         for (let i = 0; i < w; i++) {
           const seq = n * TILE_WIDTH + i;
-          if (!bytesEqual(leafHashFast(eItems[i]!), tile.tile.hashAt(0, i))) {
+          if (!bytesEqual(leafHash(eItems[i]!), tile.tile.hashAt(0, i))) {
             throw new VerificationError(`${ePath} item ${i} (entry ${seq}) from ${from} is not the preimage of leaf ${seq} in ${tile.tile.path}: tampered bundle`);
           }
-          if (!bytesEqual(entryHashFast(seq, rItems[i]!, p), eItems[i]!)) {
+          if (!bytesEqual(entryHash(seq, rItems[i]!, p), eItems[i]!)) {
             throw new VerificationError(`record ${seq} (${rPath} item ${i}) from ${from} does not hash to its entry hash: tampered record`);
           }
           p = eItems[i]!;

@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { type Entry, canonicalEntryBytes, parseEntryId } from '../entry.js';
-import { hashFromHex } from '../hash.js';
-import { TLOG_PROOF_EXTENSION, steleTlogProof } from '../tlog-proof.js';
+import { type Entry, canonicalEntryBytes, parseEntryId } from '../core/entry.js';
+import { hashFromHex } from '../core/hash.js';
+import { TLOG_PROOF_EXTENSION, steleTlogProof } from '../core/tlog-proof.js';
 import { type EntryProofView, parseCheckpointView, parseEntryView } from './api.js';
 import { ClientError, UsageError } from './errors.js';
 
@@ -49,7 +49,7 @@ export function parseBundle(value: unknown, where: string): ProofBundle {
 }
 
 /**
- * The bundle as a C2SP tlog-proof file (src/tlog-proof.ts): the checkpoint note verbatim,
+ * The bundle as a C2SP tlog-proof file (src/core/tlog-proof.ts): the checkpoint note verbatim,
  * the audit path, and extra = prior entry hash ‖ canonical entry. Null when the bundle has
  * no prior entry hash (it is then not enough to go from the file's SHA-256 to the leaf).
  */

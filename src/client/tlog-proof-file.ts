@@ -1,12 +1,12 @@
 // `ledger verify <file> --proof <file.tlog-proof>`: the report of spec §4.3 from a C2SP
 // tlog-proof alone, with no network. The proof file's checkpoint note, inclusion proof and
-// extra data (src/tlog-proof.ts) carry everything rules 1, 3, 4 and 5 need; rule 2 needs a
+// extra data (src/core/tlog-proof.ts) carry everything rules 1, 3, 4 and 5 need; rule 2 needs a
 // consistency proof the file does not hold, so it is checked only when the proof's
 // checkpoint is the pinned one (same size: same root), and otherwise reported as not checked.
 import { promises as fs } from 'node:fs';
-import { presentEntry } from '../entry.js';
-import { hashFromHex, toHex } from '../hash.js';
-import { parseTlogProof, verifyTlogProof, TlogProofError, type TlogProof } from '../tlog-proof.js';
+import { presentEntry } from '../core/entry.js';
+import { hashFromHex, toHex } from '../core/hash.js';
+import { parseTlogProof, verifyTlogProof, TlogProofError, type TlogProof } from '../core/tlog-proof.js';
 import type { EntryView } from './api.js';
 import { ClientError, VerificationError } from './errors.js';
 import type { Session, VerifyResult } from './ledger.js';

@@ -2,11 +2,11 @@
 // key, witness cosignatures against pinned witness keys, consistency with the pinned
 // checkpoint, the leaf's commitment to the entry, and inclusion by recomputing the root.
 // Every check yields PASS or FAIL with a one-line reason; a Report collects them.
-import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint.js';
-import { canonicalEntryBytes, entryHash as computeEntryHash, entryId } from '../entry.js';
-import { bytesEqual, hashFromHex, leafHash, toHex } from '../hash.js';
-import { rootFromInclusionProof, rootsFromConsistencyProof } from '../merkle.js';
-import { type NoteSignature, type NoteVerifier, parseNote, verifySignature } from '../note.js';
+import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
+import { canonicalEntryBytes, entryHash as computeEntryHash, entryId } from '../core/entry.js';
+import { bytesEqual, hashFromHex, leafHash, toHex } from '../core/hash.js';
+import { rootFromInclusionProof, rootsFromConsistencyProof } from '../core/merkle.js';
+import { type NoteSignature, type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
 import type { CheckpointView, EntryView } from './api.js';
 import { ApiError, ClientError } from './errors.js';
 

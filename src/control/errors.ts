@@ -3,7 +3,7 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { ApiError } from '../api/errors.js';
-import { AnchorTimeoutError, PoolFullError, SequencerStoppedError, StorageUnavailableError } from '../sequencer/sequencer.js';
+import { AnchorTimeoutError, PoolFullError, SequencerStoppedError, StorageUnavailableError } from '../sequencer/contract.js';
 
 export class ControlError extends ApiError {
   override name = 'ControlError';

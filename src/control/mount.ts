@@ -9,11 +9,10 @@
 import { join } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import type { AnchorRequest } from '../anchor.js';
+import type { AnchorRequest } from '../core/anchor.js';
 import { createKmsClient } from '../aws/kms.js';
 import type { LogReader } from '../reader.js';
-import type { OnCommitted } from '../sequencer/pool.js';
-import type { AnchorReceipt, PublishedCheckpoint } from '../sequencer/sequencer.js';
+import type { AnchorReceipt, OnCommitted, PublishedCheckpoint } from '../sequencer/contract.js';
 import { FsObjectStore } from '../store/fs.js';
 import { controlMiddleware } from './app.js';
 import { AuditLog } from './audit.js';

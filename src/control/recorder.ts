@@ -5,9 +5,9 @@
 // committed (its id is final and it is published even across a crash), alongside the
 // checkpoint's publication rather than after it. Records never contain secrets: no tokens,
 // no DEKs, no KEKs.
-import { anchorRequest } from '../anchor.js';
-import { entryId } from '../entry.js';
-import type { AnchorReceipt } from '../sequencer/sequencer.js';
+import { anchorRequest } from '../core/anchor.js';
+import { entryId } from '../core/entry.js';
+import type { AnchorReceipt } from '../sequencer/contract.js';
 import type { AuditEvent, AuditLog } from './audit.js';
 import { shuttingDown } from './errors.js';
 import type { ControlDeps } from './mount.js';

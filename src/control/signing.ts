@@ -10,7 +10,7 @@
 import { type KeyObject, createHash, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import canonicalizeCjs from 'canonicalize';
-import { keyIdOf } from '../note.js';
+import { keyIdOf } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
 import { SigningThread } from './signing-thread.js';
 

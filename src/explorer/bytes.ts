@@ -1,6 +1,6 @@
-// Byte helpers for the explorer: hex, base64 and comparisons are src/hash.ts's (they work
+// Byte helpers for the explorer: hex, base64 and comparisons are src/core/hash.ts's (they work
 // without Buffer); UTF-8, 64-bit integers and display shortening are here.
-export { bytesEqual, concatBytes as concat, fromBase64, fromHex, toBase64, toHex } from '../hash.js';
+export { bytesEqual, concatBytes as concat, fromBase64, fromHex, toBase64, toHex } from '../core/hash.js';
 
 const enc = new TextEncoder();
 export const utf8 = (s: string): Uint8Array => enc.encode(s);

@@ -3,7 +3,8 @@
 // tiles and bundles, each fetched at most once per page and kept in memory. Full tiles are
 // also requested with `cache: 'force-cache'`, so the browser's HTTP cache serves them on
 // later visits even from a mirror that sends no caching headers.
-import { HashTile, TILE_WIDTH, TileHashReader, decodeBundle, tilePath } from '../tiles.js';
+import { HashTile, TILE_WIDTH, TileHashReader, tilePath } from '../core/tiles.js';
+import { decodeBundle } from '../core/bundle.js';
 
 export class FetchError extends Error {
   override name = 'FetchError';

@@ -6,7 +6,7 @@
 // consistency with the last checkpoint this browser saw, and for each entry the record →
 // entry hash → leaf → audit path → root chain. The JSON API is used only to find a leaf
 // index by digest or artifact; without it (a static mirror) the record bundles are scanned.
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { short, toBase64, toHex } from './bytes.js';
 import { auditPathDrawing, timeChart, typeChart } from './charts.js';
 import { type Child, type Verdict, badge, clear, fmtBytes, fmtInt, fmtTime, h, hashText } from './dom.js';

@@ -1,14 +1,14 @@
 // Signed-note checks for the browser: which line of a note is by which pinned key, and whether
 // it verifies (Ed25519 via @noble/ed25519 with the synchronous SHA-512 of @noble/hashes, so it
 // also works outside secure contexts). Parsing notes, vkeys' parts and checkpoint bodies is
-// the log's own code (src/note.ts, src/checkpoint.ts), bundled as is.
+// the log's own code (src/core/note.ts, src/core/checkpoint.ts), bundled as is.
 import * as ed from '@noble/ed25519';
-import { bytesEqual } from '../hash.js';
-import { type NoteSignature, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../note.js';
+import { bytesEqual } from '../core/hash.js';
+import { type NoteSignature, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../core/note.js';
 import { readU64be, utf8 } from './bytes.js';
 
-export { parseCheckpointBody } from '../checkpoint.js';
-export { NoteError, type NoteSignature, type ParsedNote, SIG_COSIGNATURE_V1, SIG_ED25519, parseNote } from '../note.js';
+export { parseCheckpointBody } from '../core/checkpoint.js';
+export { NoteError, type NoteSignature, type ParsedNote, SIG_COSIGNATURE_V1, SIG_ED25519, parseNote } from '../core/note.js';
 
 export interface Verifier {
   readonly name: string;
@@ -21,7 +21,7 @@ export interface Verifier {
   readonly keyId: string;
 }
 
-/** `<name>+<8 hex key hash>+<base64(type ‖ 32-byte key)>` (src/note.ts parses it); throws NoteError. */
+/** `<name>+<8 hex key hash>+<base64(type ‖ 32-byte key)>` (src/core/note.ts parses it); throws NoteError. */
 export function parseVkey(text: string): Verifier {
   const v = parseNoteVkey(text);
   return { ...v, vkey: text.trim(), keyId: keyIdOf(v.publicKey) };

@@ -1,8 +1,8 @@
 // An inclusion proof folded step by step, so the page can both check it and draw it:
 // each step names the sibling's leaf range and side and the hash it produces. The result
-// is cross-checked against src/merkle.ts's RFC 9162 verifier.
-import { leafHash, nodeHash } from '../hash.js';
-import { rootFromInclusionProof, splitPoint } from '../merkle.js';
+// is cross-checked against src/core/merkle.ts's RFC 9162 verifier.
+import { leafHash, nodeHash } from '../core/hash.js';
+import { rootFromInclusionProof, splitPoint } from '../core/merkle.js';
 import { bytesEqual } from './bytes.js';
 
 export interface Step {
@@ -55,7 +55,7 @@ export function foldInclusion(index: number, size: number, entryHash: Uint8Array
     hi = Math.max(hi, shi);
     steps.push({ sibling: { lo: slo, hi: shi, hash: sib }, side, node: { lo, hi, hash: h } });
   });
-  // Independent check with the RFC 9162 algorithm of src/merkle.ts.
+  // Independent check with the RFC 9162 algorithm of src/core/merkle.ts.
   const rfc = rootFromInclusionProof(index, size, leaf, path);
   const root = rfc && bytesEqual(rfc, h) ? h : null;
   return { leaf: { index, hash: leaf }, steps, root };

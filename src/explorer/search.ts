@@ -1,9 +1,10 @@
 // Lookups: what a query means, the JSON API's index when the site has one (only its leaf
 // index is used; the entry is then read and verified from the tiles), and a bounded scan of
 // the record bundles with progress when there is no API (a static mirror).
-import { TILE_WIDTH } from '../tiles.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import { type LogClient, bundleWidth } from './log.js';
-import { type EntryFields, artifactIdOf, parseRecord } from './verify.js';
+import { artifactId } from '../core/entry.js';
+import { type EntryFields, parseRecord } from './verify.js';
 
 export type Query =
   | { readonly kind: 'id'; readonly seq: number; readonly prefix: string; readonly text: string }
@@ -23,7 +24,7 @@ export function classify(input: string, scope = ''): Query {
   if (m) return { kind: 'digest', digest: m[1]!.toLowerCase(), text };
   if (/^art_[0-9a-f]{24}$/i.test(text)) return { kind: 'artifact', artifactId: text.toLowerCase(), text };
   if (/^led_/i.test(text)) return { kind: 'invalid', reason: 'an entry id looks like led_<leaf index>_<12 hex>', text };
-  return { kind: 'artifact', artifactId: artifactIdOf(text, scope), label: text, scope, text };
+  return { kind: 'artifact', artifactId: artifactId(text, scope), label: text, scope, text };
 }
 
 export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };
@@ -119,7 +120,7 @@ export function recordMatcher(q: Query): ((e: EntryFields, seq: number) => boole
       return (e) => e.digest === q.digest;
     case 'artifact':
       return (e) =>
-        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactIdOf(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
+        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactId(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
     default:
       return null;
   }

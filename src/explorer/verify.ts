@@ -3,10 +3,11 @@
 // last checkpoint this browser saw), single entries and whole record bundles (record →
 // entry_hash chain → leaf → audit path computed from the tiles → signed root), and the
 // PASS/FAIL report of `stele ledger verify` for a file.
-import { EMPTY_ROOT, leafHash, sha256 } from '../hash.js';
-import { proveConsistency, proveInclusion, treeHash, verifyConsistency } from '../merkle.js';
-import { TILE_WIDTH } from '../tiles.js';
-import { bytesEqual, concat, short, toHex, u64be, utf8 } from './bytes.js';
+import { entryHash, entryId } from '../core/entry.js';
+import { EMPTY_ROOT, leafHash } from '../core/hash.js';
+import { proveConsistency, proveInclusion, treeHash, verifyConsistency } from '../core/merkle.js';
+import { TILE_WIDTH } from '../core/tiles.js';
+import { bytesEqual, short, toHex } from './bytes.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { type ParsedNote, type Verifier, checkSignature, linesBy, parseCheckpointBody, parseNote } from './note.js';
 import { type FoldedProof, foldInclusion } from './proof.js';
@@ -191,17 +192,6 @@ export async function verifyCheckpoint(noteText: string, trust: Trust, client: L
 
 // ---------------------------------------------------------------- entries
 
-export const ENTRY_DOMAIN = utf8('stele/entry/v1\n');
-
-export function entryHashOf(seq: number, record: Uint8Array, prior: Uint8Array): Uint8Array {
-  return sha256(concat(ENTRY_DOMAIN, u64be(seq), record, prior));
-}
-
-export const entryIdOf = (seq: number, entryHash: Uint8Array): string => `led_${seq}_${toHex(entryHash).slice(0, 12)}`;
-
-/** The artifact id of DESIGN.md §1.4: art_ + 24 hex of SHA-256(scope ‖ 0x0A ‖ label). */
-export const artifactIdOf = (label: string, scope = ''): string => `art_${toHex(sha256(utf8(`${scope}\n${label}`))).slice(0, 24)}`;
-
 export type EntryFields = Record<string, unknown>;
 
 export function parseRecord(record: Uint8Array): EntryFields {
@@ -253,7 +243,7 @@ export async function verifyLoadedEntry(client: LogClient, b: BundleData, seq: n
   const i = seq - b.first;
   const record = b.records[i] ?? null;
   const eh = b.entryHashes[i] ?? null;
-  const base = { seq, size: cp.size, record, entryHash: eh, id: eh ? entryIdOf(seq, eh) : null };
+  const base = { seq, size: cp.size, record, entryHash: eh, id: eh ? entryId(seq, eh) : null };
   if (!record || !eh) {
     const c = fail(CHECK_NAMES.leaf, `entry ${seq} is not in bundle ${b.tile}`);
     return { ...base, fields: null, proof: null, leaf: c, inclusion: skip(CHECK_NAMES.inclusion, 'no entry'), ok: false };
@@ -266,7 +256,7 @@ export async function verifyLoadedEntry(client: LogClient, b: BundleData, seq: n
     problems.push(`the record is not a valid entry: ${(e as Error).message}`);
   }
   const prior = i === 0 ? b.prior : b.entryHashes[i - 1]!;
-  const recomputed = entryHashOf(seq, record, prior);
+  const recomputed = entryHash(seq, record, prior);
   if (!bytesEqual(recomputed, eh)) problems.push(`the record hashes (with the previous entry hash) to ${short(toHex(recomputed))}, not the entry hash ${short(toHex(eh))} the leaf commits to: the record was altered`);
   const leaf = leafHash(eh);
   try {

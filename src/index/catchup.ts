@@ -2,10 +2,10 @@
 // bundles when it lags (first start, a listener failure, `stele index rebuild`). Records
 // are read through the reader's checks, so nothing corrupt is indexed.
 import type { Logger } from 'pino';
-import { parseCanonicalEntry } from '../entry.js';
+import { parseCanonicalEntry } from '../core/entry.js';
 import type { LogReader } from '../reader.js';
-import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/sequencer.js';
-import { TILE_WIDTH } from '../tiles.js';
+import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/contract.js';
+import { TILE_WIDTH } from '../core/tiles.js';
 import type { LookupIndex } from './types.js';
 
 /**

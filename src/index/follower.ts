@@ -6,7 +6,7 @@
 // for a tree it has not checked, and one started from an empty directory catches up first.
 import type { Logger } from 'pino';
 import type { LogReader } from '../reader.js';
-import type { PublishedCheckpoint } from '../sequencer/sequencer.js';
+import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { catchUpIndex } from './catchup.js';
 import type { LookupIndex } from './types.js';
 

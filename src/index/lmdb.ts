@@ -11,7 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
-import type { IntegratedBatch } from '../sequencer/sequencer.js';
+import type { IntegratedBatch } from '../sequencer/contract.js';
 import type { LookupIndex } from './types.js';
 
 const SIZE_KEY = 'meta:size';

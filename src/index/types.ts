@@ -1,7 +1,7 @@
 // The lookup index: digest → earliest leaf, artifact id → latest leaf, entry counts by
 // type. Derived data: written by the sequencer as it integrates (a BatchListener) and
 // rebuildable from the record bundles alone. Embedded LMDB by default, DynamoDB on AWS.
-import type { BatchListener } from '../sequencer/sequencer.js';
+import type { BatchListener } from '../sequencer/contract.js';
 
 export interface LookupIndex extends BatchListener {
   /** Leaf index of the earliest entry with this digest (64 lowercase hex). */

@@ -6,7 +6,7 @@
 // symlinks, so there is no file-kind check.
 import { DynamoLock } from '../aws/dynamo-lock.js';
 import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, openAwsReader } from '../aws/log.js';
-import { SIG_ED25519, makeVerifier } from '../note.js';
+import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import type { FsckTarget } from './fsck.js';
 

@@ -13,13 +13,14 @@
 import { type AuditResult, auditLog } from '../client/audit.js';
 import { parallelRange } from '../client/pipeline.js';
 import { NOT_WITNESSED, type Trust } from '../client/verify.js';
-import { openCheckpoint } from '../checkpoint.js';
-import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../hash.js';
-import { type NoteVerifier, keyIdOf } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
+import { type NoteVerifier, keyIdOf } from '../core/note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY, EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileId, type TileKind, decodeBundle, encodeBundle, levelHashCount, parseTilePath, tilePath, tileWidthAt } from '../tiles.js';
+import { TILE_WIDTH, type TileId, type TileKind, levelHashCount, parseTilePath, tilePath, tileWidthAt } from '../core/tiles.js';
+import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { readTileBytes } from '../tilestore.js';
 import { type PublishedState, readPublished } from './published.js';
 

@@ -4,7 +4,8 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { loadOrCreateKey } from '../signer.js';
-import { type BatchListener, type CheckpointWitnessing, Sequencer } from '../sequencer/sequencer.js';
+import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
+import { Sequencer } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
 

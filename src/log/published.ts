@@ -3,12 +3,12 @@
 // (the note and its publish time) side by side, so a crash between the two can leave either
 // one behind; both are signed by the log key, so the larger is the latest the log committed
 // to. Shared by `stele log fsck` and `stele log recover`.
-import { openCheckpoint } from '../checkpoint.js';
-import { bytesEqual, toHex } from '../hash.js';
-import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { bytesEqual, toHex } from '../core/hash.js';
+import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import { publishedCheckpointOf } from '../sequencer/guard.js';
-import { decodePublishedCheckpoint } from '../sequencer/published.js';
+import { decodePublishedCheckpoint } from '../sequencer/contract.js';
 import type { ObjectReader } from '../store/store.js';
 
 export interface PublishedState {

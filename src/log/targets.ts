@@ -2,7 +2,7 @@
 // layout of src/log/local.ts) or, later, a bucket and table. Reading the key never creates one.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { SIG_ED25519, makeVerifier } from '../note.js';
+import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { KeyFileError, parsePrivateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';

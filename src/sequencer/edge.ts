@@ -4,17 +4,19 @@
 // edge (≤ 255 hashes a level), never by the log's size. A batch comes as a few packed
 // buffers (BatchEntries: the sequencing runs' canonical entries, flat hashes), and its
 // bundles of each kind are framed straight from them into one buffer (see bundles()).
-import { HASH_SIZE, bytesEqual, concatBytes } from '../hash.js';
-import { ZERO_HASH, chainEntryHashes, entryHash } from '../entry.js';
-import { treeHashSync } from '../merkle.js';
+import { HASH_SIZE, bytesEqual, concatBytes } from '../core/hash.js';
+import { ZERO_HASH, chainEntryHashes, entryHash } from '../core/entry.js';
+import { treeHashSync } from '../core/merkle.js';
 import type { StoredObject } from '../store/store.js';
-import { HashTile, type Packed, TILE_WIDTH, type TileKind, TileSet, frame, framedSize, levelHashCount, packCanonicals, packedItem, tilePath } from '../tiles.js';
+import { HashTile, TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../core/tiles.js';
+import { type Packed, frame, framedSize, packCanonicals, packedItem } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);
 
 /** A batch: its canonical entries in one or more packed pieces, its entry and leaf hashes flat (32 bytes each). */
-export type { Packed } from '../tiles.js';
+export type { Packed } from '../core/bundle.js';
 
 export interface BatchEntries {
   readonly canonicals: readonly Packed[];

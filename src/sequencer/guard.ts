@@ -4,18 +4,14 @@
 // start that finds published objects without a lock, a lock older than the signed public
 // checkpoint, or tiles and bundles beyond the lock's size refuses, and says how to recover
 // (`stele log recover` rebuilds the lock from the published checkpoint once it verifies).
-import { openCheckpoint } from '../checkpoint.js';
-import { toHex } from '../hash.js';
-import type { NoteVerifier } from '../note.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { toHex } from '../core/hash.js';
+import type { NoteVerifier } from '../core/note.js';
 import type { LockState } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../tiles.js';
-import { type PublishedCheckpoint, decodePublishedCheckpoint } from './published.js';
+import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
+import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
 
-/** The log's storage is not in a state a sequencer may build on; an operator must act. */
-export class LogStateError extends Error {
-  override name = 'LogStateError';
-}
 
 const RECOVER_HINT = 'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';
 

@@ -15,9 +15,10 @@
 // sequenced again from there, so a place is never taken from a stale edge. Runs sequenced
 // before such a reset are told apart by their epoch and dropped.
 import type { Worker } from 'node:worker_threads';
-import { type AnchorRequest, buildEntry } from '../anchor.js';
-import type { CanonicalEntry } from '../entry.js';
-import { HASH_SIZE } from '../hash.js';
+import { type AnchorRequest, buildEntry } from '../core/anchor.js';
+import type { CanonicalEntry } from '../core/entry.js';
+import { HASH_SIZE } from '../core/hash.js';
+import type { OnCommitted } from './contract.js';
 import type { BatchEntries, Packed } from './edge.js';
 import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
@@ -26,7 +27,6 @@ import { startModuleWorker } from '../threads.js';
 
 /** Settles a waiting request's promise: with its result, or with a rejected promise. */
 export type Settle<R> = (value: R | PromiseLike<R>) => void;
-export type OnCommitted = (seq: number, entryHash: Uint8Array) => void;
 
 /** Requests per run sent to the worker (and per segment). */
 const RUN = 4096;

@@ -1,7 +1,7 @@
 // A checkpoint as the log publishes it: the signed note (with any cosignatures) and the
 // time it was published, stored together in `checkpoint.json` so readers never mix two.
-import { type SignedCheckpoint, openCheckpoint } from '../checkpoint.js';
-import type { NoteVerifier } from '../note.js';
+import { type SignedCheckpoint, openCheckpoint } from '../core/checkpoint.js';
+import type { NoteVerifier } from '../core/note.js';
 
 /** A checkpoint as published: signed note (with any cosignatures) plus its time. */
 export interface PublishedCheckpoint extends SignedCheckpoint {

@@ -2,12 +2,12 @@
 // A receipt is two fields (its batch and seq); the entry, its hash and its proof are read
 // from the batch's packed buffers when asked for, so a batch of 65,536 receipts is not
 // 65,536 closures, entry objects and hash views, and nothing per anchor outlives the caller.
-import type { CanonicalEntry } from '../entry.js';
-import { HASH_SIZE } from '../hash.js';
-import { proveInclusionSync } from '../merkle.js';
-import type { TileSet } from '../tiles.js';
+import type { CanonicalEntry } from '../core/entry.js';
+import { HASH_SIZE } from '../core/hash.js';
+import { proveInclusionSync } from '../core/merkle.js';
+import type { TileSet } from '../tile-set.js';
 import type { Segment } from './pool.js';
-import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './sequencer.js';
+import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './contract.js';
 
 /** A batch in the lock and in the tiles, not yet in a published checkpoint. */
 export interface Unpublished {

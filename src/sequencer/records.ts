@@ -7,8 +7,9 @@
 // each a u16 length and UTF-8 bytes — except a lowercase hex digest, packed as its 32 bytes.
 // A request with a string that is not well-formed Unicode is kept as JSON instead (UTF-8
 // would replace its lone surrogates; JSON escapes them, as the canonical entry does).
-import type { AnchorRequest } from '../anchor.js';
-import { MAX_CANONICAL_ENTRY_BYTES } from '../entry.js';
+import type { AnchorRequest } from '../core/anchor.js';
+import { MAX_CANONICAL_ENTRY_BYTES } from '../core/entry.js';
+import { UnrecordableRequestError } from './contract.js';
 
 const HAS_ARTIFACT = 1;
 const HAS_SCOPE = 2;
@@ -20,10 +21,6 @@ const PACKABLE_DIGEST = /^[0-9a-f]{64}$/;
 const LABELS = ['artifact', 'scope', 'tenant'] as const;
 const FLAGS = [HAS_ARTIFACT, HAS_SCOPE, HAS_TENANT] as const;
 
-/** Why a request can never be an entry (checked when it is accepted). */
-export class UnrecordableRequestError extends RangeError {
-  override name = 'UnrecordableRequestError';
-}
 
 function field(r: AnchorRequest, name: keyof AnchorRequest, optional: boolean): string | undefined {
   const v: unknown = r[name];

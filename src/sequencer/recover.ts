@@ -1,16 +1,13 @@
 // Loading the right edge of a published tree from storage, verified against its root
 // before the sequencer builds on it.
-import { ZERO_HASH, entryHash } from '../entry.js';
-import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../hash.js';
-import { TileHashReader, TILE_WIDTH, levelHashCount } from '../tiles.js';
-import { proveInclusion, verifyInclusion } from '../merkle.js';
+import { ZERO_HASH, entryHash } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { TileHashReader, TILE_WIDTH, levelHashCount } from '../core/tiles.js';
+import { proveInclusion, verifyInclusion } from '../core/merkle.js';
 import type { ObjectStore } from '../store/store.js';
-import { readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
+import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
 import { RightEdge } from './edge.js';
 
-export class LogIntegrityError extends Error {
-  override name = 'LogIntegrityError';
-}
 
 /** Reads and verifies the right edge of the tree of `size` leaves whose root is `root`. */
 export async function loadEdge(store: ObjectStore, size: number, root: Uint8Array): Promise<RightEdge> {

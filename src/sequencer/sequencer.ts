@@ -13,81 +13,40 @@
 // On start it re-applies a staged batch the lock names and resumes from the verified edge.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AnchorRequest } from '../anchor.js';
-import { type SignedCheckpoint, openCheckpoint, signCheckpoint } from '../checkpoint.js';
-import { type CanonicalEntry, parseCanonicalEntry } from '../entry.js';
-import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../hash.js';
-import { proveConsistency } from '../merkle.js';
-import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../note.js';
+import type { AnchorRequest } from '../core/anchor.js';
+import { openCheckpoint, signCheckpoint } from '../core/checkpoint.js';
+import { parseCanonicalEntry } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
+import { proveConsistency } from '../core/merkle.js';
+import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../core/note.js';
 import { LogReader } from '../reader.js';
-import { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';
+import {
+  type AnchorReceipt,
+  type BatchListener,
+  type CheckpointWitnessing,
+  type IntegratedBatch,
+  type OnCommitted,
+  type PublishedCheckpoint,
+  LogStateError,
+  PoolFullError,
+  SequencerStoppedError,
+  StorageUnavailableError,
+  UnrecordableRequestError,
+  decodePublishedCheckpoint,
+  encodePublishedCheckpoint,
+} from './contract.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
-import { TileHashReader, TileSet, decodeBundle } from '../tiles.js';
+import { TileHashReader } from '../core/tiles.js';
+import { decodeBundle } from '../core/bundle.js';
+import { TileSet } from '../tile-set.js';
 import { type BatchResult, RightEdge } from './edge.js';
-import { type OnCommitted, type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
+import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
-import { UnrecordableRequestError } from './records.js';
-import { LogStateError, assertLockCurrent, assertNothingPublished, publishedCheckpointOf } from './guard.js';
+import { assertLockCurrent, assertNothingPublished, publishedCheckpointOf } from './guard.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
-
-export { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';
-
-export interface AnchorReceipt {
-  readonly seq: number;
-  readonly entry: CanonicalEntry;
-  readonly entryHash: Uint8Array;
-  /** The first published checkpoint that includes the entry. */
-  readonly checkpoint: PublishedCheckpoint;
-  /** Audit path to `checkpoint`'s root, computed on demand from tiles held in memory. */
-  inclusionProof(): Uint8Array[];
-}
-
-/** What listeners (the lookup index, metrics) learn of each published batch. */
-export interface IntegratedBatch {
-  readonly fromSize: number;
-  /** Entries in the batch: leaves fromSize .. fromSize + count - 1. */
-  readonly count: number;
-  /**
-   * Entry `seq` of the batch. Built when asked (no array of the whole batch): a listener
-   * that walks a 65,536-entry batch makes objects that die young instead of a batch's
-   * worth that outlives it in the old generation.
-   */
-  entryAt(seq: number): CanonicalEntry;
-  readonly checkpoint: PublishedCheckpoint;
-  /** Time from taking the batch to its publish, in ms (absent for recovered batches). */
-  readonly integrationMs?: number;
-}
-
-/** An IntegratedBatch over entries already in memory (re-indexing from bundles, tests). */
-export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntry[], checkpoint: PublishedCheckpoint): IntegratedBatch {
-  return {
-    fromSize,
-    count: entries.length,
-    entryAt(seq) {
-      const e = entries[seq - fromSize];
-      if (!e) throw new RangeError(`entry ${seq} is not in this batch`);
-      return e;
-    },
-    checkpoint,
-  };
-}
-
-export interface BatchListener {
-  onBatch(batch: IntegratedBatch): Promise<void>;
-}
-
-/** Witness cosigning (src/witness/collector.ts): the note to publish, or null while the policy is unmet. */
-export interface CheckpointWitnessing {
-  /**
-   * At start, before anything is cosigned: throws (a LogStateError) if a witness holds a larger
-   * tree of this log than `checkpoint`, the one the log resumes from: the log was rolled back.
-   */
-  checkWitnessedSizes?(checkpoint: SignedCheckpoint): Promise<unknown>;
-  cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null>;
-}
 
 export interface SequencerOptions {
   readonly origin: string;
@@ -107,25 +66,6 @@ export interface SequencerOptions {
   readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
   readonly now?: () => number;
-}
-
-export class PoolFullError extends Error {
-  override name = 'PoolFullError';
-}
-
-/** The sequencer stopped: closed, or it lost the lock to another sequencer. */
-export class SequencerStoppedError extends Error {
-  override name = 'SequencerStoppedError';
-}
-
-/** An anchor was not acknowledged in time; it may still be committed (look it up before anchoring again). */
-export class AnchorTimeoutError extends Error {
-  override name = 'AnchorTimeoutError';
-}
-
-/** Storage keeps failing (full, unreachable): the anchor was not recorded; retry later. */
-export class StorageUnavailableError extends Error {
-  override name = 'StorageUnavailableError';
 }
 
 interface Prepared {

@@ -4,9 +4,9 @@
 // (src/sequencer/sequencing-worker.ts). Requests come in as packed records
 // (src/sequencer/records.ts) and the results go back in a few flat buffers that move between
 // threads without copying — never an object per request on either side.
-import { buildEntry } from '../anchor.js';
-import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, chainEntryHashes } from '../entry.js';
-import { packCanonicals } from '../tiles.js';
+import { buildEntry } from '../core/anchor.js';
+import { MAX_CANONICAL_ENTRY_BYTES, canonicalEntryBytes, chainEntryHashes } from '../core/entry.js';
+import { packCanonicals } from '../core/bundle.js';
 import { Repeats, decodeRecord } from './records.js';
 
 /** Where the chain stands: the next seq, the last entry_hash, the last timestamp (ms). */

@@ -5,7 +5,7 @@
 // by a third over 2,000,000 anchors). Kept, it is allocated a few times while batches grow
 // and then never freed. It is reused only after the write that read it succeeded: a failed
 // store call might still be reading it, so then a fresh one is made.
-import { type Packed, frame, framedSize } from '../tiles.js';
+import { type Packed, frame, framedSize } from '../core/bundle.js';
 
 /** Larger batches get a buffer of their own (freed normally) rather than pinning one this big. */
 const MAX_KEPT = 64 * 1024 * 1024;

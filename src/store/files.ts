@@ -78,6 +78,25 @@ export async function createSecretFile(path: string, text: string): Promise<bool
   }
 }
 
+/** Replaces `path` with `text` (mode 0600) atomically and durably: temporary file, fsync, rename, directory fsync. */
+export async function replaceFile(path: string, text: string): Promise<void> {
+  await removeAbandonedTemps(path);
+  const temp = tempName(path);
+  try {
+    const fh = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await fh.writeFile(text);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(temp, path);
+    await syncDir(dirname(path));
+  } finally {
+    await fs.unlink(temp).catch(() => undefined);
+  }
+}
+
 /** Removes `<path>.tmp-*` files of dead processes (a secret in a leftover file is still a secret). */
 async function removeAbandonedTemps(path: string): Promise<void> {
   const prefix = `${basename(path)}${TEMP_MARK}`;

@@ -37,7 +37,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { bytesEqual } from '../hash.js';
+import { bytesEqual } from '../core/hash.js';
 import { OBJECT_READ_FLAGS, isAbsent, processAlive, tempName } from './files.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
 

@@ -1,5 +1,5 @@
 // Object names and HTTP metadata of the published log (DESIGN.md §1.2).
-import { parseTilePath } from '../tiles.js';
+import { parseTilePath } from '../core/tiles.js';
 
 export const CHECKPOINT_KEY = 'checkpoint';
 /** JSON sidecar: the signed note plus its publish timestamp, one object so readers never mix two versions. */

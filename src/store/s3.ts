@@ -31,7 +31,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
-import { bytesEqual } from '../hash.js';
+import { bytesEqual } from '../core/hash.js';
 import { type ObjectMeta, objectMeta } from './layout.js';
 import {
   ImmutableConflictError,
@@ -42,7 +42,7 @@ import {
   VersionConflictError,
   assertValidKey,
 } from './store.js';
-import { TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../tiles.js';
+import { TILE_WIDTH, type TileKind, levelHashCount, partialTilesAt, tilePath } from '../core/tiles.js';
 
 export interface S3ConnectionOptions {
   readonly region?: string;
@@ -414,21 +414,6 @@ export class S3ObjectStore implements ObjectStore {
       await this.delete(key);
     }
   }
-}
-
-/** The partial tiles and bundles that exist at tree size `size` (one per level with a partial tile). */
-export function partialTilesAt(size: number): { kind: TileKind; index: number; width: number; level: number }[] {
-  const out: { kind: TileKind; index: number; width: number; level: number }[] = [];
-  const w0 = size % TILE_WIDTH;
-  if (w0 > 0) {
-    const index = Math.floor(size / TILE_WIDTH);
-    for (const kind of ['entries', 'records'] as const) out.push({ kind, index, width: w0, level: 0 });
-  }
-  for (let level = 0; levelHashCount(level, size) > 0; level++) {
-    const count = levelHashCount(level, size);
-    if (count % TILE_WIDTH > 0) out.push({ kind: level, index: Math.floor(count / TILE_WIDTH), width: count % TILE_WIDTH, level });
-  }
-  return out;
 }
 
 /** A number kept durably that only grows (DynamoMark): how far partial tiles are swept. */

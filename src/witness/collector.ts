@@ -1,13 +1,12 @@
 // The log side of witnessing: sends each new checkpoint to the configured witnesses in
 // parallel (with the consistency proof from the size each last cosigned), verifies the
 // cosignatures that come back, and reports whether the policy is met (M of N, or a
-// tlog-policy quorum: src/policy.ts). A witness that
+// tlog-policy quorum: src/core/tlog-policy.ts). A witness that
 // has cosigned a larger tree than the log now presents is proof that the log was rolled
 // back: that is an error of its own (WitnessRollbackError), never an ordinary failed round.
-import type { SignedCheckpoint } from '../checkpoint.js';
-import { type NoteVerifier, parseNote, verifySignature } from '../note.js';
-import { LogStateError } from '../sequencer/guard.js';
-import type { CheckpointWitnessing } from '../sequencer/sequencer.js';
+import type { SignedCheckpoint } from '../core/checkpoint.js';
+import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
+import { type CheckpointWitnessing, LogStateError } from '../sequencer/contract.js';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from './protocol.js';
 
 export interface WitnessEndpoint {
@@ -23,7 +22,7 @@ export interface WitnessPolicy {
   readonly threshold?: number;
   /**
    * Whether the witnesses that cosigned (by verifier name) are enough to publish: a
-   * tlog-policy quorum (quorumMet in src/policy.ts). Default: at least `threshold` of them.
+   * tlog-policy quorum (quorumMet in src/core/tlog-policy.ts). Default: at least `threshold` of them.
    */
   readonly quorum?: (cosigned: ReadonlySet<string>) => boolean;
   /** Deadline for one round of requests, in ms (default 5,000). */

@@ -4,9 +4,9 @@
 // "that it is the witness' submission prefix URL, as defined by the tlog-witness protocol":
 // that is where the log sends add-checkpoint. A witness line without a URL takes it from a
 // `--witness <vkey>=<url>` with the same key (which also overrides a URL the line has).
-import { toHex } from '../hash.js';
-import { type NoteVerifier, SIG_COSIGNATURE_V1, formatVkey, parseVkey } from '../note.js';
-import { type Policy, type PolicyWitness, quorumMet, splitVkey, thresholdPolicy } from '../policy.js';
+import { toHex } from '../core/hash.js';
+import { type NoteVerifier, SIG_COSIGNATURE_V1, formatVkey, parseVkey } from '../core/note.js';
+import { type Policy, type PolicyWitness, quorumMet, splitVkey, thresholdPolicy } from '../core/tlog-policy.js';
 import type { WitnessEndpoint } from './collector.js';
 
 export class WitnessPolicyError extends Error {

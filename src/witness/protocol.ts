@@ -1,7 +1,7 @@
 // The C2SP tlog-witness wire format: the add-checkpoint request body
 //   old <size>\n  <base64 proof hash>\n …  \n  <checkpoint note>
 // the status of each refusal (`refuse`), and the monitoring path.
-import { HASH_SIZE, sha256, toBase64, toHex } from '../hash.js';
+import { HASH_SIZE, sha256, toBase64, toHex } from '../core/hash.js';
 
 /** The protocol allows at most 63 consistency proof lines. */
 export const MAX_PROOF_LINES = 63;

@@ -3,10 +3,10 @@
 // checkpoint inconsistent with it. Check-and-update is atomic: serialised per log in this
 // process, and a compare-and-swap on the state file across processes, persisted before the
 // cosignature is returned. The status of every refusal is chosen in protocol.ts (`refuse`).
-import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../checkpoint.js';
-import { EMPTY_ROOT, bytesEqual, toHex } from '../hash.js';
-import { verifyConsistency } from '../merkle.js';
-import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../note.js';
+import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
+import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
+import { verifyConsistency } from '../core/merkle.js';
+import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
 import type { ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { type AddCheckpointRequest, originHash, refuse } from './protocol.js';

@@ -1,11 +1,11 @@
 // The compatibility API over real sockets: spec §2 shapes, proofs that verify against the
 // library verifier, lookups, concurrency, bad input, and restarts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatCheckpointBody } from '../../src/checkpoint.js';
-import { artifactId, canonicalEntryBytes, entryHash as computeEntryHash, type Entry, ZERO_HASH } from '../../src/entry.js';
-import { hashFromHex, leafHash, sha256, toHex } from '../../src/hash.js';
-import { MemoryHashReader, treeHash, verifyConsistency, verifyInclusion } from '../../src/merkle.js';
-import { SIG_ED25519, openNote, parseVkey } from '../../src/note.js';
+import { formatCheckpointBody } from '../../src/core/checkpoint.js';
+import { artifactId, canonicalEntryBytes, entryHash as computeEntryHash, type Entry, ZERO_HASH } from '../../src/core/entry.js';
+import { hashFromHex, leafHash, sha256, toHex } from '../../src/core/hash.js';
+import { MemoryHashReader, treeHash, verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
+import { SIG_ED25519, openNote, parseVkey } from '../../src/core/note.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { LogReader } from '../../src/reader.js';
 import type { RunningServer } from '../../src/serve.js';

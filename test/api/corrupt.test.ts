@@ -1,22 +1,23 @@
 // Issue 14, item 3 over HTTP: a real log written by the real sequencer, one byte flipped in a
 // stored object (a level-0 tile, a level-1 tile, an entry bundle, a record bundle), then a
-// server started over it. Every answer is either correct (checked here with src/merkle.ts
+// server started over it. Every answer is either correct (checked here with src/core/merkle.ts
 // against the log as it was written) or a corrupt_storage error; /metrics counts it. And
 // the lookup index: a wrong row is never served, an index ahead of the tree is rebuilt.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../../src/anchor.js';
-import { artifactId, entryId } from '../../src/entry.js';
-import { hashFromHex, leafHash, toHex } from '../../src/hash.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { artifactId, entryId } from '../../src/core/entry.js';
+import { hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import { LmdbIndex } from '../../src/index/lmdb.js';
 import { openLocalLog } from '../../src/log/local.js';
-import { verifyConsistency, verifyInclusion } from '../../src/merkle.js';
+import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { LogReader, type TreeHead } from '../../src/reader.js';
 import type { RunningServer } from '../../src/serve.js';
 import { FsObjectStore } from '../../src/store/fs.js';
-import { Bundle, tilePath } from '../../src/tiles.js';
+import { tilePath } from '../../src/core/tiles.js';
+import { Bundle } from '../../src/core/bundle.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, startTestServer } from './server.js';
 

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { JsonFragment, JsonObjectWriter } from '../../src/api/json.js';
 import { anchorJson, consistencyJson, entryProofJson } from '../../src/api/views.js';
 import type { AnchorView, CheckpointView, ConsistencyView, EntryProofView } from '../../src/api/wire.js';
-import { type CanonicalEntry, canonicalEntryBytes, parseCanonicalEntry, presentEntry } from '../../src/entry.js';
-import { leafHash, sha256, toHex } from '../../src/hash.js';
+import { type CanonicalEntry, canonicalEntryBytes, parseCanonicalEntry, presentEntry } from '../../src/core/entry.js';
+import { leafHash, sha256, toHex } from '../../src/core/hash.js';
 
 const hashOf = (i: number) => sha256(Uint8Array.of(i & 0xff, i >> 8));
 

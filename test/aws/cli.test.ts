@@ -14,7 +14,7 @@ import { createApp } from '../../src/api/app.js';
 import type { LedgerService } from '../../src/api/ledger.js';
 import { Metrics } from '../../src/api/metrics.js';
 import { type AwsLog, openAwsLog } from '../../src/aws/log.js';
-import { keyIdOf } from '../../src/note.js';
+import { keyIdOf } from '../../src/core/note.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';

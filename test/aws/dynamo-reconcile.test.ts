@@ -4,13 +4,13 @@
 // other logs sharing the table are untouched.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../../src/anchor.js';
+import { anchorRequest } from '../../src/core/anchor.js';
 import { DynamoIndex } from '../../src/aws/dynamo-index.js';
-import { artifactId } from '../../src/entry.js';
+import { artifactId } from '../../src/core/entry.js';
 import { reconcileIndex } from '../../src/index/catchup.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { LogReader } from '../../src/reader.js';
-import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/sequencer.js';
+import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { scratchDir } from '../helpers/tmp.js';

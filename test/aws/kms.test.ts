@@ -5,9 +5,9 @@
 // validates it, and a KMS-signed checkpoint is an ordinary Ed25519 signed note.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KmsSigner, KmsSignerError, ed25519FromSpki } from '../../src/aws/kms.js';
-import { openCheckpoint, signCheckpoint } from '../../src/checkpoint.js';
-import { EMPTY_ROOT, sha256 } from '../../src/hash.js';
-import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier, parseVkey } from '../../src/note.js';
+import { openCheckpoint, signCheckpoint } from '../../src/core/checkpoint.js';
+import { EMPTY_ROOT, sha256 } from '../../src/core/hash.js';
+import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier, parseVkey } from '../../src/core/note.js';
 import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';
 
 const ORIGIN = 'kms.example/log';

@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions, partialTilesAt } from '../../src/store/s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions } from '../../src/store/s3.js';
+import { partialTilesAt } from '../../src/core/tiles.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
-import { tilePath } from '../../src/tiles.js';
+import { tilePath } from '../../src/core/tiles.js';
 import { readTileBytes } from '../../src/tilestore.js';
 import { ConditionalS3Shim, type S3Server, plainClient, startS3Server } from '../helpers/s3-server.js';
 

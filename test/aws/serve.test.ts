@@ -4,8 +4,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashFromHex, leafHash } from '../../src/hash.js';
-import { verifyInclusion } from '../../src/merkle.js';
+import { hashFromHex, leafHash } from '../../src/core/hash.js';
+import { verifyInclusion } from '../../src/core/merkle.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';

@@ -8,8 +8,8 @@ import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerLedgerCommands } from '../../cli/commands/ledger.js';
 import { configToToml } from '../../src/client/config.js';
-import { EMPTY_ROOT, toHex } from '../../src/hash.js';
-import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier } from '../../src/note.js';
+import { EMPTY_ROOT, toHex } from '../../src/core/hash.js';
+import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier } from '../../src/core/note.js';
 import { type CliRun, Sandbox, ensureBuilt } from '../helpers/cli.js';
 
 const key = new SeedSigner('errors.test/log', new Uint8Array(32).fill(7));

@@ -8,7 +8,7 @@ import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/clie
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../../src/anchor.js';
+import { anchorRequest } from '../../src/core/anchor.js';
 import { type AwsLogConfig, openAwsLog } from '../../src/aws/log.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';

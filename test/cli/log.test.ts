@@ -6,11 +6,11 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openCheckpoint } from '../../src/checkpoint.js';
-import { anchorRequest } from '../../src/anchor.js';
-import { toHex } from '../../src/hash.js';
+import { openCheckpoint } from '../../src/core/checkpoint.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { toHex } from '../../src/core/hash.js';
 import { openLocalLog } from '../../src/log/local.js';
-import { SIG_ED25519, makeVerifier } from '../../src/note.js';
+import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
 import { parsePrivateKey } from '../../src/signer.js';
 import { lockDataDir } from '../../src/store/dir-lock.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';

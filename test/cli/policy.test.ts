@@ -13,8 +13,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, resolveServeConfig } from '../../src/config.js';
 import { localPaths } from '../../src/log/local.js';
-import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../../src/note.js';
-import { parsePolicy } from '../../src/policy.js';
+import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../../src/core/note.js';
+import { parsePolicy } from '../../src/core/tlog-policy.js';
 import { loadOrCreateKey } from '../../src/signer.js';
 import { type RunningWitness, startWitness } from '../../src/witness/host.js';
 import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
@@ -91,7 +91,9 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const first = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args });
     await first.stop();
     writeFileSync(unmetFile, servePolicy('all'));
-    const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args });
+    // Changing a log's witness policy is deliberate: without --reconfigure the start is refused.
+    await expect(startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args })).rejects.toThrow(/exited with 2: .*witness policy.*--reconfigure/s);
+    const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args: [...args, '--reconfigure'] });
     try {
       const key = (await (await fetch(`${unmet.url}/api/ledger/key`)).json()) as Json;
       expect(parsePolicy(key.witnessPolicy.policy).groups).toEqual([{ name: 'q', k: 'all', members: ['w1', 'w2', 'w3'] }]);

@@ -9,10 +9,10 @@ import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control
 import { unwrapLease } from '../../src/control/leases.js';
 import { openControlState } from '../../src/control/mount.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
-import { formatCheckpointBody } from '../../src/checkpoint.js';
-import { hashFromHex, leafHash } from '../../src/hash.js';
-import { verifyInclusion } from '../../src/merkle.js';
-import { openNote, parseVkey } from '../../src/note.js';
+import { formatCheckpointBody } from '../../src/core/checkpoint.js';
+import { hashFromHex, leafHash } from '../../src/core/hash.js';
+import { verifyInclusion } from '../../src/core/merkle.js';
+import { openNote, parseVkey } from '../../src/core/note.js';
 import { type ControlFixture, POLICIES, startControl } from './fixture.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

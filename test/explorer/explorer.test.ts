@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatCheckpointBody, parseCheckpointBody, signCheckpoint } from '../../src/checkpoint.js';
-import { SeedSigner, parseNote } from '../../src/note.js';
+import { formatCheckpointBody, parseCheckpointBody, signCheckpoint } from '../../src/core/checkpoint.js';
+import { SeedSigner, parseNote } from '../../src/core/note.js';
 import { loadOrCreateKey } from '../../src/signer.js';
 import { type TestBrowser, hasChromium, launchBrowser, screenshot, timings } from '../helpers/browser.js';
 import {

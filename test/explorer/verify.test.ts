@@ -2,7 +2,7 @@
 // vectors (note signatures, inclusion proofs, the entry chain), and against a live in-process
 // log for the checkpoint, entry, consistency and scan logic (honest, wrong key, rollback, fork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cosignBody, SeedSigner, formatVkey, makeVerifier, SIG_COSIGNATURE_V1 } from '../../src/note.js';
+import { cosignBody, SeedSigner, formatVkey, makeVerifier, SIG_COSIGNATURE_V1 } from '../../src/core/note.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { fromBase64, fromHex, toBase64, toHex, u64be } from '../../src/explorer/bytes.js';
 import { LogClient } from '../../src/explorer/log.js';
@@ -10,7 +10,8 @@ import { checkSignature, parseNote, parseVkey } from '../../src/explorer/note.js
 import { foldInclusion } from '../../src/explorer/proof.js';
 import { apiLookup, classify, recordMatcher, scanRecords } from '../../src/explorer/search.js';
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
-import { artifactIdOf, buildReport, entryHashOf, entryIdOf, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
+import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
+import { buildReport, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
 import type { RunningServer } from '../../src/serve.js';
 import { digestOf, postAnchor, startTestServer } from '../api/server.js';
 import { loadVectors } from '../helpers/vectors.js';
@@ -53,7 +54,7 @@ describe('explorer verification against the reference vectors', () => {
     expect(() => parseVkey(v.note.vkey.replace(/\+[0-9a-f]{8}\+/, '+00000000+'))).toThrow(/key hash/);
   });
 
-  it('verifies cosignature/v1 lines made by src/note.ts, with their time', async () => {
+  it('verifies cosignature/v1 lines made by src/core/note.ts, with their time', async () => {
     const w = new SeedSigner('witness.example', new Uint8Array(32).fill(3));
     const line = await cosignBody(v.note.body, w, 1_700_000_000);
     const note = parseNote(`${v.note.signedNote}${line}`);

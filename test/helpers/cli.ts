@@ -189,11 +189,15 @@ export async function startServe(opts: { dataDir: string; origin: string; batchI
       const nl = buf.indexOf('\n');
       if (nl >= 0) {
         clearTimeout(timer);
+        let doc: ServeInfo | { error: unknown };
         try {
-          resolve(JSON.parse(buf.slice(0, nl)) as ServeInfo);
+          doc = JSON.parse(buf.slice(0, nl)) as ServeInfo | { error: unknown };
         } catch (e) {
           reject(new Error(`stele serve printed no JSON ready line: ${buf} ${stderr}`));
+          return;
         }
+        // A failed start prints its error document under --json; the exit handler reports it.
+        if (!('error' in doc)) resolve(doc);
       }
     });
     proc.once('exit', (code) => {

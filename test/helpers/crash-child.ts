@@ -8,8 +8,8 @@
 // SIGKILLs it at random moments. With --finish it integrates a few more anchors, closes
 // cleanly and prints `done <size>`.
 import { createHash, randomBytes } from 'node:crypto';
-import { anchorRequest } from '../../src/anchor.js';
-import { toHex } from '../../src/hash.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { toHex } from '../../src/core/hash.js';
 import { openLocalLog } from '../../src/log/local.js';
 
 // The parent (test/crash.test.ts) uses the same origin and pre-writes the key file.

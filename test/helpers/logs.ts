@@ -3,7 +3,7 @@
 // partial tiles and older partials, exactly as `stele serve` leaves it.
 import { createHash } from 'node:crypto';
 import { cpSync } from 'node:fs';
-import { anchorRequest } from '../../src/anchor.js';
+import { anchorRequest } from '../../src/core/anchor.js';
 import { openLocalLog } from '../../src/log/local.js';
 
 export const digestOf = (label: string, i: number): string => createHash('sha256').update(`${label}/${i}`).digest('hex');

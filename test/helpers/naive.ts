@@ -1,5 +1,5 @@
 // An independent, deliberately naive RFC 6962 §2.1 implementation for cross-checking
-// src/merkle.ts. It does not import anything from src/: hashing uses node:crypto directly.
+// src/core/merkle.ts. It does not import anything from src/: hashing uses node:crypto directly.
 //
 //   MTH({})        = SHA-256()
 //   MTH({d(0)})    = SHA-256(0x00 || d(0))

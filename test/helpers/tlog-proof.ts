@@ -1,6 +1,6 @@
 // An independent C2SP tlog-proof verifier for the tests, written from the spec texts alone
 // (tlog-proof, signed-note, tlog-checkpoint, RFC 6962/9162) and DESIGN.md §1.1: node:crypto
-// only, no Stele module, so it cannot share a bug with src/tlog-proof.ts.
+// only, no Stele module, so it cannot share a bug with src/core/tlog-proof.ts.
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
 
 const sha = (...parts: Buffer[]): Buffer => createHash('sha256').update(Buffer.concat(parts)).digest();

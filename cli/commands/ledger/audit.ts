@@ -4,8 +4,8 @@ import { auditLog } from '../../../src/client/audit.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { openObjectSource } from '../../../src/client/objects.js';
 import { NOT_WITNESSED, type Trust } from '../../../src/client/verify.js';
-import { EMPTY_ROOT } from '../../../src/hash.js';
-import { SIG_ED25519, keyIdOf, parseVkey } from '../../../src/note.js';
+import { EMPTY_ROOT } from '../../../src/core/hash.js';
+import { SIG_ED25519, keyIdOf, parseVkey } from '../../../src/core/note.js';
 import { EXIT } from '../../errors.js';
 import { type CommonOptions, common, emitJson, green, intArg, openSession, out, progress, red } from './common.js';
 

@@ -11,6 +11,8 @@ import { DirObjectReader, HttpObjectReader, type LogObjectSource, isUrl, openObj
 import { ProofStore } from '../../../src/client/proofs.js';
 import type { Report } from '../../../src/client/verify.js';
 import { EXIT } from '../../errors.js';
+import { asInvoked } from '../../invocation.js';
+import { isQuiet } from '../../verbosity.js';
 
 export interface CommonOptions {
   config?: string;
@@ -107,8 +109,9 @@ export const red = (s: string) => paint(31, s);
 export const dim = (s: string) => paint(2, s);
 export const bold = (s: string) => paint(1, s);
 
+/** One line of human output on stdout (silenced by -q). */
 export function out(text = ''): void {
-  process.stdout.write(`${text}\n`);
+  if (!isQuiet()) process.stdout.write(`${asInvoked(text)}\n`);
 }
 
 export function emitJson(value: unknown): void {
@@ -168,7 +171,7 @@ const NO_PROGRESS: Progress = { update() {}, stop() {} };
 
 /** A progress bar on stderr, shown only when stderr is a terminal and output is not JSON. */
 export function progress(label: string, json: boolean | undefined, unit = ''): Progress {
-  if (json || !process.stderr.isTTY || process.env.STELE_NO_PROGRESS) return NO_PROGRESS;
+  if (json || isQuiet() || !process.stderr.isTTY || process.env.STELE_NO_PROGRESS) return NO_PROGRESS;
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

@@ -10,8 +10,8 @@ import { type LedgerConfig, checkPolicy, configPath, defaultPolicyFile, parseKey
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { verifyKeyView } from '../../../src/client/ledger.js';
 import { NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
-import { EMPTY_ROOT, toHex } from '../../../src/hash.js';
-import { type Policy, QUORUM_NONE, describeQuorum, formatPolicy, thresholdPolicy } from '../../../src/policy.js';
+import { EMPTY_ROOT, toHex } from '../../../src/core/hash.js';
+import { type Policy, QUORUM_NONE, describeQuorum, formatPolicy, thresholdPolicy } from '../../../src/core/tlog-policy.js';
 import type { KeyView } from '../../../src/client/api.js';
 import { type CommonOptions, common, emitJson, out, short } from './common.js';
 

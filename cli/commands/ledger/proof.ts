@@ -1,7 +1,7 @@
 // `stele ledger proof <entry_id>`: show the stored inclusion proof and verify it again
 // (fetching it from the log if it is not stored).
 import type { Command } from 'commander';
-import { parseEntryId } from '../../../src/entry.js';
+import { parseEntryId } from '../../../src/core/entry.js';
 import { ClientError, UsageError } from '../../../src/client/errors.js';
 import { type ProofBundle, tlogProofOf, writeAtomic } from '../../../src/client/proofs.js';
 import { proveEntry } from '../../../src/client/ledger.js';

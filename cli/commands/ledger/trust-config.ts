@@ -15,12 +15,12 @@ import {
   readConfigFile,
   saveConfig,
 } from '../../../src/client/config.js';
-import { type PolicyWitness, describeQuorum, formatPolicy, simpleThreshold, thresholdPolicy } from '../../../src/policy.js';
-import { parseVkey } from '../../../src/note.js';
+import { type PolicyWitness, describeQuorum, formatPolicy, simpleThreshold, thresholdPolicy } from '../../../src/core/tlog-policy.js';
+import { parseVkey } from '../../../src/core/note.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
-import { toHex } from '../../../src/hash.js';
+import { toHex } from '../../../src/core/hash.js';
 import {
   type CommonOptions,
   common,

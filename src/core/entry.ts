@@ -1,5 +1,6 @@
 // Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
 // entry ids and artifact ids (DESIGN.md §1.1, §1.4, §1.5).
+import { utf8ToBytes } from '@noble/hashes/utils.js';
 import canonicalizeCjs from 'canonicalize';
 import { HASH_SIZE, leafHash, sha256, toHex } from './hash.js';
 
@@ -41,9 +42,29 @@ export function canonicalEntryBytes(entry: CanonicalEntry | Entry): Uint8Array {
   }
   const json = canonicalize(fields);
   if (json === undefined) throw new TypeError('entry cannot be canonicalised');
-  // Buffer.from takes small entries from Node's shared allocation pool rather than giving
-  // each its own ArrayBuffer (the sequencer makes tens of thousands a second).
-  return Buffer.from(json, 'utf8');
+  return utf8Pooled(json);
+}
+
+// Small entries are cut from a shared slab rather than each getting its own ArrayBuffer (the
+// sequencer makes tens of thousands a second); the slab is dropped once it is full and lives
+// as long as any entry cut from it.
+const SLAB_BYTES = 64 * 1024;
+const encoder = new TextEncoder();
+let slab = new Uint8Array(0);
+let slabUsed = 0;
+
+/** UTF-8 of `text`, a view into the shared slab when it is small. */
+function utf8Pooled(text: string): Uint8Array {
+  const most = text.length * 3; // UTF-16 code unit -> at most 3 UTF-8 bytes
+  if (most > SLAB_BYTES / 8) return encoder.encode(text);
+  if (slab.length - slabUsed < most) {
+    slab = new Uint8Array(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const { written } = encoder.encodeInto(text, slab.subarray(slabUsed));
+  const out = slab.subarray(slabUsed, slabUsed + written);
+  slabUsed += (written + 7) & ~7;
+  return out;
 }
 
 const SEQ_AT = ENTRY_DOMAIN.length;
@@ -52,15 +73,21 @@ const CANONICAL_AT = SEQ_AT + 8;
 /** entry_hash = SHA-256(domain ‖ seq as u64 BE (exact up to 2^53) ‖ canonical_entry ‖ prior_entry_hash). */
 export function entryHash(seq: number, canonical: Uint8Array, prior: Uint8Array): Uint8Array {
   if (prior.length !== HASH_SIZE) throw new RangeError('prior entry hash must be 32 bytes');
-  // The input is assembled in one (pooled) buffer: no allocation per part.
-  const input = Buffer.allocUnsafe(CANONICAL_AT + canonical.length + HASH_SIZE);
-  input.set(ENTRY_DOMAIN, 0);
-  input.writeUInt32BE(Math.floor(seq / 2 ** 32), SEQ_AT);
-  input.writeUInt32BE(seq >>> 0, SEQ_AT + 4);
-  input.set(canonical, CANONICAL_AT);
-  input.set(prior, CANONICAL_AT + canonical.length);
-  return sha256(input);
+  // The input is assembled in one scratch buffer (hashing is synchronous): no allocation per entry.
+  const length = CANONICAL_AT + canonical.length + HASH_SIZE;
+  if (entryInput.length < length) {
+    entryInput = new Uint8Array(Math.max(length, 2 * entryInput.length));
+    entryInput.set(ENTRY_DOMAIN, 0);
+    entrySeq = new DataView(entryInput.buffer);
+  }
+  entrySeq.setUint32(SEQ_AT, Math.floor(seq / 2 ** 32));
+  entrySeq.setUint32(SEQ_AT + 4, seq >>> 0);
+  entryInput.set(canonical, CANONICAL_AT);
+  entryInput.set(prior, CANONICAL_AT + canonical.length);
+  return sha256(entryInput.subarray(0, length));
 }
+let entryInput = new Uint8Array(0);
+let entrySeq = new DataView(entryInput.buffer);
 
 /**
  * The chain over canonical entries at seq, seq+1, … from `prior`: their entry hashes and
@@ -100,7 +127,7 @@ export function parseEntryId(id: string): { seq: number; hashPrefix: string } | 
 
 /** art_ + first 24 hex of SHA-256(scope ‖ 0x0A ‖ artifact label); scope is "" when absent. */
 export function artifactId(artifact: string, scope = ''): string {
-  return `art_${toHex(sha256(Buffer.from(`${scope}\n${artifact}`, 'utf8'))).slice(0, 24)}`;
+  return `art_${toHex(sha256(utf8ToBytes(`${scope}\n${artifact}`))).slice(0, 24)}`;
 }
 
 export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;

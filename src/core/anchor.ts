@@ -1,5 +1,6 @@
 // Anchor requests: validation of what a client may submit (DESIGN.md §1.5) and the
 // canonical entry the sequencer builds from it.
+import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { type CanonicalEntry, artifactId } from './entry.js';
 import { isHash64 } from './hash.js';
 
@@ -28,7 +29,7 @@ export class ValidationError extends Error {
   }
 }
 
-const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
+const utf8Length = (s: string): number => utf8ToBytes(s).length;
 
 function optionalLabel(body: Record<string, unknown>, field: string, max: number): string | undefined {
   const v = body[field];

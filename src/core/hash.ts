@@ -8,44 +8,57 @@ import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 
 export const HASH_SIZE = 32;
 
-type NodeCrypto = typeof import('node:crypto');
-const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
+// Found at run time, never imported: this module must load in a browser, where there is no
+// `process`. Only the one function used is typed, so nothing here depends on Node's types.
+interface HostCrypto {
+  hash?(algorithm: 'sha256', data: Uint8Array, outputEncoding: 'buffer'): Uint8Array;
+}
+const hostCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
   'node:crypto',
-) as NodeCrypto | undefined;
-const nativeHash = typeof nodeCrypto?.hash === 'function' ? nodeCrypto.hash : undefined;
+) as HostCrypto | undefined;
+const nativeHash = typeof hostCrypto?.hash === 'function' ? hostCrypto.hash.bind(hostCrypto) : undefined;
+
+/** SHA-256 of `data`. */
+export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? (data) => nativeHash('sha256', data, 'buffer') : (data) => nobleSha256(data);
 
 /** SHA-256 of the concatenation of `parts`. */
-export const sha256Parts: (...parts: Uint8Array[]) => Uint8Array = nativeHash
-  ? (...parts) => nativeHash('sha256', parts.length === 1 ? parts[0]! : Buffer.concat(parts), 'buffer')
-  : (...parts) => {
-      const h = nobleSha256.create();
-      for (const p of parts) h.update(p);
-      return h.digest();
-    };
-
-export function sha256(data: Uint8Array): Uint8Array {
-  return sha256Parts(data);
+export function sha256Parts(...parts: Uint8Array[]): Uint8Array {
+  if (nativeHash) return nativeHash('sha256', parts.length === 1 ? parts[0]! : concatBytes(...parts), 'buffer');
+  const h = nobleSha256.create();
+  for (const p of parts) h.update(p);
+  return h.digest();
 }
 
-const LEAF_PREFIX = new Uint8Array([0x00]);
-const NODE_PREFIX = new Uint8Array([0x01]);
+// Hashing is synchronous, so one scratch buffer per rule assembles each input without an
+// allocation: leaf and node hashes are the hot path of the sequencer and of log audits.
+let leafInput = new Uint8Array(1 + HASH_SIZE); // [0] stays 0x00
+const nodeInput = Uint8Array.of(0x01, ...new Uint8Array(2 * HASH_SIZE));
 
 /** leaf = SHA-256(0x00 ‖ leaf input). */
 export function leafHash(input: Uint8Array): Uint8Array {
-  return sha256Parts(LEAF_PREFIX, input);
+  if (leafInput.length !== 1 + input.length) leafInput = new Uint8Array(1 + input.length);
+  leafInput.set(input, 1);
+  return sha256(leafInput);
 }
 
 /** parent = SHA-256(0x01 ‖ left ‖ right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
-  return sha256Parts(NODE_PREFIX, left, right);
+  if (left.length !== HASH_SIZE || right.length !== HASH_SIZE) return sha256Parts(nodeInput.subarray(0, 1), left, right);
+  nodeInput.set(left, 1);
+  nodeInput.set(right, 1 + HASH_SIZE);
+  return sha256(nodeInput);
 }
 
 /** Root of the empty tree: SHA-256 of the empty string (RFC 6962 §2.1). */
 export const EMPTY_ROOT = sha256(new Uint8Array(0));
 
 // Hex and base64 through Node's Buffer where there is one, plain code in the browser (the
-// explorer bundles this module and src/note.ts, src/checkpoint.ts, which use these).
-const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+// explorer bundles this module and src/core/note.ts, src/core/checkpoint.ts, which use these).
+interface HostBytes {
+  from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'hex' | 'base64'): string };
+  from(text: string, encoding: 'hex' | 'base64'): Uint8Array;
+}
+const NodeBuffer = (globalThis as { Buffer?: HostBytes }).Buffer;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 export function toHex(bytes: Uint8Array): string {

@@ -9,10 +9,17 @@ ed.hashes.sha512 = sha512;
 // Ed25519 through Node's native binding (about 30× faster than pure JS: it is what bounds a
 // witness's and the control plane's request rate), with @noble/ed25519 where Node's crypto
 // is absent. Same keys, same deterministic signatures (RFC 8032), same test vectors.
-type NodeCrypto = typeof import('node:crypto');
+// Found at run time, never imported (this module loads in a browser); only what is used is typed.
+type HostKey = object;
+interface HostCrypto {
+  createPublicKey(key: { key: Uint8Array; format: 'der'; type: 'spki' }): HostKey;
+  createPrivateKey(key: { key: Uint8Array; format: 'der'; type: 'pkcs8' }): HostKey;
+  verify(algorithm: null, data: Uint8Array, key: HostKey, signature: Uint8Array): boolean;
+  sign(algorithm: null, data: Uint8Array, key: HostKey): Uint8Array;
+}
 const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
   'node:crypto',
-) as NodeCrypto | undefined;
+) as HostCrypto | undefined;
 // DER prefixes of a raw Ed25519 public key (SPKI) and seed (PKCS#8), for Node's KeyObjects.
 const SPKI_ED25519 = Uint8Array.of(0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00);
 const PKCS8_ED25519 = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20);
@@ -21,7 +28,7 @@ export function ed25519Verify(signature: Uint8Array, message: Uint8Array, public
   if (signature.length !== 64 || publicKey.length !== 32) return false;
   if (!nodeCrypto) return ed.verify(signature, message, publicKey);
   try {
-    const key = nodeCrypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519, publicKey]), format: 'der', type: 'spki' });
+    const key = nodeCrypto.createPublicKey({ key: concatBytes(SPKI_ED25519, publicKey), format: 'der', type: 'spki' });
     return nodeCrypto.verify(null, message, key, signature);
   } catch {
     return false; // not a valid curve point
@@ -212,7 +219,7 @@ export function openNote(
 /** A signer over an Ed25519 private seed held in memory. */
 export class SeedSigner implements NoteSigner {
   readonly publicKey: Uint8Array;
-  private readonly nativeKey: import('node:crypto').KeyObject | undefined;
+  private readonly nativeKey: HostKey | undefined;
 
   constructor(
     readonly name: string,
@@ -221,7 +228,7 @@ export class SeedSigner implements NoteSigner {
     if (seed.length !== 32) throw new NoteError('an Ed25519 seed is 32 bytes');
     if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
     this.publicKey = ed.getPublicKey(seed);
-    this.nativeKey = nodeCrypto?.createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
+    this.nativeKey = nodeCrypto?.createPrivateKey({ key: concatBytes(PKCS8_ED25519, seed), format: 'der', type: 'pkcs8' });
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {

@@ -1,7 +1,7 @@
 // C2SP tlog-tiles: tile paths, hash tiles with their interior hashes, the tile a subtree
 // hash lives in, and a HashReader that reads each needed tile once (DESIGN.md §1.2).
 import { HASH_SIZE, nodeHash } from './hash.js';
-import { type HashReader, RightEdgeMemo, type SubtreeRef, type SyncHashLookup } from './merkle.js';
+import { type HashReader, RightEdgeMemo, type SubtreeRef } from './merkle.js';
 
 export const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;
@@ -122,6 +122,33 @@ export class HashTile {
   }
 }
 
+/** The partial tiles and bundles that exist at tree size `size` (one per level with a partial tile). */
+export function partialTilesAt(size: number): { kind: TileKind; index: number; width: number; level: number }[] {
+  const out: { kind: TileKind; index: number; width: number; level: number }[] = [];
+  const w0 = size % TILE_WIDTH;
+  if (w0 > 0) {
+    const index = Math.floor(size / TILE_WIDTH);
+    for (const kind of ['entries', 'records'] as const) out.push({ kind, index, width: w0, level: 0 });
+  }
+  for (let level = 0; levelHashCount(level, size) > 0; level++) {
+    const count = levelHashCount(level, size);
+    if (count % TILE_WIDTH > 0) out.push({ kind: level, index: Math.floor(count / TILE_WIDTH), width: count % TILE_WIDTH, level });
+  }
+  return out;
+}
+
+/** Hash of a full tile's 256 hashes: the tree hash one tile level up. */
+export function tileRoot(row: Uint8Array): Uint8Array {
+  if (row.length !== TILE_WIDTH * HASH_SIZE) throw new RangeError('only a full tile has a root');
+  let cur = row;
+  for (let n = TILE_WIDTH / 2; n >= 1; n /= 2) {
+    const next = new Uint8Array(n * HASH_SIZE);
+    for (let j = 0; j < n; j++) next.set(nodeHash(cur.subarray(2 * j * HASH_SIZE, (2 * j + 1) * HASH_SIZE), cur.subarray((2 * j + 1) * HASH_SIZE, (2 * j + 2) * HASH_SIZE)), j * HASH_SIZE);
+    cur = next;
+  }
+  return cur;
+}
+
 export class TileFormatError extends Error {
   override name = 'TileFormatError';
 }
@@ -141,9 +168,8 @@ export function locateSubtree(ref: SubtreeRef): { level: number; index: number; 
  */
 export type TileFetcher = (level: number, index: number, width: number) => HashTile | Promise<HashTile>;
 
-const tileKey = (level: number, index: number): string => `${level}/${index}`;
-
-function locateAll(refs: readonly SubtreeRef[], size: number) {
+/** Where each subtree hash of a tree of `size` leaves lives; throws for one beyond the tree. */
+export function locateAll(refs: readonly SubtreeRef[], size: number) {
   return refs.map((ref) => {
     if ((ref.index + 1) * 2 ** ref.level > size) {
       throw new RangeError(`subtree ${ref.level}/${ref.index} is beyond tree size ${size}`);
@@ -194,163 +220,4 @@ export class TileHashReader implements HashReader {
     const pick = (loaded: readonly HashTile[]) => spots.map((s, i) => loaded[slots[i]!]!.hashAt(s.row, s.pos));
     return waiting ? Promise.all(tiles).then(pick) : pick(tiles as HashTile[]);
   }
-}
-
-/** Hash tiles held in memory (a sequencer's right edge and the tiles of its last batch). */
-export class TileSet {
-  private readonly tiles = new Map<string, HashTile>();
-
-  constructor(tiles: Iterable<HashTile> = []) {
-    for (const t of tiles) this.add(t);
-  }
-
-  add(tile: HashTile): void {
-    const key = tileKey(tile.level, tile.index);
-    const had = this.tiles.get(key);
-    if (!had || had.width < tile.width) this.tiles.set(key, tile);
-  }
-
-  get(level: number, index: number): HashTile | undefined {
-    return this.tiles.get(tileKey(level, index));
-  }
-
-  all(): IterableIterator<HashTile> {
-    return this.tiles.values();
-  }
-
-  /** A synchronous lookup for a tree of `size` leaves; throws if a needed tile is absent. */
-  lookup(size: number): SyncHashLookup {
-    return (refs) =>
-      locateAll(refs, size).map((s) => {
-        const tile = this.get(s.level, s.index);
-        if (!tile || tile.width < tileWidthAt(s.level, s.index, size)) {
-          throw new RangeError(`tile ${s.level}/${s.index} is not in memory`);
-        }
-        return tile.hashAt(s.row, s.pos);
-      });
-  }
-}
-
-/** Entry/record bundle framing: per item a 2-byte big-endian length, then the bytes. */
-export function encodeBundle(items: readonly Uint8Array[]): Uint8Array {
-  return frame(items, []);
-}
-
-/** Items [from, to) of a packed buffer: item j is bytes[j === 0 ? 0 : ends[j - 1], ends[j]). */
-export interface Packed {
-  readonly bytes: Uint8Array;
-  readonly ends: Uint32Array;
-  readonly from: number;
-  readonly to: number;
-}
-
-/** Item j of a packed piece (a view of its bytes). */
-export const packedItem = (p: Packed, j: number): Uint8Array => p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
-
-/** Items (canonical entries) packed back to back as one piece. */
-export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {
-  const ends = new Uint32Array(canonicals.length);
-  let at = 0;
-  canonicals.forEach((c, i) => (ends[i] = at += c.length));
-  const bytes = new Uint8Array(at);
-  canonicals.forEach((c, i) => bytes.set(c, i === 0 ? 0 : ends[i - 1]!));
-  return { bytes, ends, from: 0, to: canonicals.length };
-}
-
-/** Bytes of the bundle framing of `old` then the pieces' items. */
-export function framedSize(old: readonly Uint8Array[], pieces: readonly Packed[]): number {
-  let size = 0;
-  for (const o of old) size += 2 + o.length;
-  for (const p of pieces) {
-    if (p.to > p.from) size += 2 * (p.to - p.from) + p.ends[p.to - 1]! - (p.from === 0 ? 0 : p.ends[p.from - 1]!);
-  }
-  return size;
-}
-
-/**
- * Bundle framing (a 2-byte big-endian length, then the bytes) of `old`
- * then every piece's items, written at the start of `into` (a new buffer if not given).
- */
-export function frame(old: readonly Uint8Array[], pieces: readonly Packed[], into?: Uint8Array): Uint8Array {
-  const size = framedSize(old, pieces);
-  const bytes = into ? into.subarray(0, size) : new Uint8Array(size);
-  let at = 0;
-  const put = (src: Uint8Array, start: number, end: number) => {
-    const len = end - start;
-    if (len > 0xffff) throw new RangeError(`bundle item of ${len} bytes exceeds 65,535`);
-    bytes[at] = len >>> 8;
-    bytes[at + 1] = len & 0xff;
-    bytes.set(src.subarray(start, end), at + 2);
-    at += 2 + len;
-  };
-  for (const o of old) put(o, 0, o.length);
-  for (const p of pieces) for (let j = p.from; j < p.to; j++) put(p.bytes, j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
-  return bytes;
-}
-
-/**
- * A decoded bundle kept compact: its bytes and the end offset of each item, so a cache
- * holds one buffer and one small table per bundle instead of an object per item.
- */
-export class Bundle {
-  /** Per item, whether a reader has checked it (see checked/markChecked); 0 until then. */
-  private readonly checks: Uint8Array;
-
-  private constructor(
-    readonly data: Uint8Array,
-    /** ends[i] is the offset just past item i; item i starts 2 bytes after ends[i - 1] (or 0). */
-    private readonly ends: Uint32Array,
-  ) {
-    this.checks = new Uint8Array(ends.length);
-  }
-
-  /** Parses the framing; throws TileFormatError if it is broken or holds more than `maxItems`. */
-  static decode(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Bundle {
-    const ends: number[] = [];
-    let off = 0;
-    while (off < data.length) {
-      if (off + 2 > data.length) throw new TileFormatError(`${path}: truncated length at byte ${off}`);
-      const end = off + 2 + ((data[off]! << 8) | data[off + 1]!);
-      if (end > data.length) throw new TileFormatError(`${path}: item at byte ${off} runs past the end`);
-      ends.push(end);
-      off = end;
-    }
-    if (ends.length > maxItems) throw new TileFormatError(`${path}: ${ends.length} items, more than ${maxItems}`);
-    return new Bundle(data, Uint32Array.from(ends));
-  }
-
-  get length(): number {
-    return this.ends.length;
-  }
-
-  /** Item i (a view of the bundle's bytes). */
-  item(i: number): Uint8Array {
-    if (!Number.isInteger(i) || i < 0 || i >= this.ends.length) throw new RangeError(`bundle has no item ${i}`);
-    const end = this.ends[i]!;
-    const start = i === 0 ? 2 : this.ends[i - 1]! + 2;
-    return this.data.subarray(start, end);
-  }
-
-  /** True once item i has passed its reader's check; the bytes are immutable, so it is done once. */
-  checked(i: number): boolean {
-    return this.checks[i] === 1;
-  }
-
-  markChecked(i: number): void {
-    this.checks[i] = 1;
-  }
-
-  /** The first `count` items as separate views. */
-  items(count = this.length): Uint8Array[] {
-    return Array.from({ length: Math.min(count, this.length) }, (_, i) => this.item(i));
-  }
-
-  /** Bytes this bundle keeps alive: its buffer and its offset table. */
-  get retainedBytes(): number {
-    return this.data.buffer.byteLength + this.ends.byteLength + this.checks.byteLength;
-  }
-}
-
-export function decodeBundle(data: Uint8Array, path = 'bundle', maxItems = TILE_WIDTH): Uint8Array[] {
-  return Bundle.decode(data, path, maxItems).items();
 }

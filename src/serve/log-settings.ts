@@ -1,0 +1,145 @@
+// The settings that define what a log promises its clients (which witnesses cosign its
+// checkpoints and what quorum publishes one) are stored with the log at its first start, in
+// private/log-settings.json. A later start that omits them uses the stored ones; one that
+// gives different ones is refused unless it says --reconfigure. So a restart that forgets
+// `--witness` never silently publishes checkpoints that clients who pinned the witnesses
+// reject (issue 20: persistent log settings).
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, type ServeConfig } from '../config.js';
+import { isAbsent, replaceFile } from '../store/files.js';
+
+export const LOG_SETTINGS_FILE = join('private', 'log-settings.json');
+
+/** What is stored: each setting as the log was started with it (null: not set). */
+export interface LogSettings {
+  readonly witnesses: readonly string[] | null;
+  readonly witnessThreshold: number | null;
+  readonly witnessPolicy: { readonly path: string; readonly sha256: string } | null;
+  readonly demoWitnesses: number | null;
+}
+
+const NAMES: Record<keyof LogSettings, string> = {
+  witnesses: 'witnesses (--witness)',
+  witnessThreshold: 'witness threshold (--witness-threshold)',
+  witnessPolicy: 'witness policy (--witness-policy)',
+  demoWitnesses: 'demo witnesses (--demo-witnesses)',
+};
+
+/** The settings a start runs with, and how to record them once the log has opened. */
+export interface ReconciledSettings {
+  readonly cfg: ServeConfig;
+  /** Settings this start omitted and took from the log. */
+  readonly applied: (keyof LogSettings)[];
+  /** Stores the effective settings with the log; call only once the log has opened (a refused start writes nothing). */
+  record(): Promise<void>;
+}
+
+/**
+ * Applies the stored settings to `cfg` (a local log's data directory) where this start omits
+ * them, and refuses a start that changes or removes a stored setting unless
+ * `cfg.reconfigure`, in which case this start's settings (given or not) replace them.
+ * Adding a setting the log never had (witnesses to an unwitnessed log) needs no flag: no
+ * client relied on its absence.
+ */
+export async function reconcileLogSettings(cfg: ServeConfig): Promise<ReconciledSettings> {
+  const path = join(cfg.dataDir, LOG_SETTINGS_FILE);
+  const given = await settingsOf(cfg);
+  const stored = cfg.reconfigure ? null : await readSettings(path);
+  const applied: (keyof LogSettings)[] = [];
+  let effective: ServeConfig = cfg;
+  let settings: LogSettings = given;
+  if (stored !== null) {
+    for (const key of Object.keys(NAMES) as (keyof LogSettings)[]) {
+      if (stored[key] === null || JSON.stringify(given[key]) === JSON.stringify(stored[key])) continue;
+      if (given[key] !== null) {
+        throw new ConfigError(
+          `this log was started with ${NAMES[key]} ${describe(stored[key])}, and this start gives ${describe(given[key])}: ` +
+            'clients that pinned the log rely on them; pass --reconfigure to change them on purpose',
+        );
+      }
+      effective = withStored(effective, key, stored);
+      settings = { ...settings, [key]: stored[key] };
+      applied.push(key);
+    }
+    // A stored policy file must still say what it said: an edited file is a changed setting.
+    if (applied.includes('witnessPolicy')) {
+      const now = await fileDigest(stored.witnessPolicy!.path);
+      if (now !== stored.witnessPolicy!.sha256) {
+        throw new ConfigError(`the witness policy ${stored.witnessPolicy!.path} stored with this log ${now === null ? 'is gone' : 'has changed'}; pass --reconfigure with the policy to use`);
+      }
+    }
+  }
+  const text = `${JSON.stringify(settings, null, 2)}\n`;
+  return {
+    cfg: effective,
+    applied,
+    async record() {
+      if (stored !== null && JSON.stringify(stored) === JSON.stringify(settings)) return;
+      await fs.mkdir(join(cfg.dataDir, 'private'), { recursive: true, mode: 0o700 });
+      await replaceFile(path, text);
+    },
+  };
+}
+
+async function settingsOf(cfg: ServeConfig): Promise<LogSettings> {
+  let policy: LogSettings['witnessPolicy'] = null;
+  if (cfg.witnessPolicy !== undefined) {
+    const sha256 = await fileDigest(cfg.witnessPolicy);
+    if (sha256 === null) throw new ConfigError(`cannot read the witness policy ${cfg.witnessPolicy}`);
+    policy = { path: cfg.witnessPolicy, sha256 };
+  }
+  return {
+    // The order of --witness flags says nothing: compare them as a set.
+    witnesses: cfg.witnesses ? cfg.witnesses.split(',').map((w) => w.trim()).filter(Boolean).sort() : null,
+    witnessThreshold: cfg.witnessThreshold ?? null,
+    witnessPolicy: policy,
+    demoWitnesses: cfg.demoWitnesses ? cfg.demoWitnesses : null,
+  };
+}
+
+function withStored(cfg: ServeConfig, key: keyof LogSettings, stored: LogSettings): ServeConfig {
+  switch (key) {
+    case 'witnesses':
+      return { ...cfg, witnesses: stored.witnesses!.join(',') };
+    case 'witnessThreshold':
+      return { ...cfg, witnessThreshold: stored.witnessThreshold! };
+    case 'witnessPolicy':
+      return { ...cfg, witnessPolicy: stored.witnessPolicy!.path };
+    case 'demoWitnesses':
+      return { ...cfg, demoWitnesses: stored.demoWitnesses! };
+  }
+}
+
+async function readSettings(path: string): Promise<LogSettings | null> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (e) {
+    if (isAbsent(e)) return null;
+    throw e;
+  }
+  try {
+    const doc = JSON.parse(text) as Partial<LogSettings>;
+    return { witnesses: doc.witnesses ?? null, witnessThreshold: doc.witnessThreshold ?? null, witnessPolicy: doc.witnessPolicy ?? null, demoWitnesses: doc.demoWitnesses ?? null };
+  } catch {
+    throw new ConfigError(`${path} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`);
+  }
+}
+
+async function fileDigest(path: string): Promise<string | null> {
+  try {
+    return createHash('sha256').update(await fs.readFile(path)).digest('hex');
+  } catch (e) {
+    if (isAbsent(e)) return null;
+    throw e;
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'none';
+  if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map((w: string) => w.split('+')[0]).join(', ');
+  if (typeof v === 'object') return (v as { path: string }).path;
+  return String(v);
+}
