@@ -10,7 +10,7 @@
 // stopped by their PIDs (SIGTERM, then SIGKILL), also if the process exits without close().
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +61,17 @@ function portOpen(port: number): Promise<boolean> {
     });
     s.once('error', () => resolve(false));
   });
+}
+
+/** The last lines of each daemon's log, for a start that failed. */
+function logTails(logDir: string): string {
+  try {
+    return readdirSync(logDir)
+      .map((f) => `--- ${f}\n${readFileSync(join(logDir, f), 'utf8').trimEnd().split('\n').slice(-8).join('\n')}`)
+      .join('\n');
+  } catch {
+    return '';
+  }
 }
 
 const live = new Set<ChildProcess>();
@@ -188,7 +199,9 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
     };
   } catch (e) {
     client?.destroy();
+    const logs = logTails(join(dir, 'log'));
     await stop();
-    throw e instanceof RgwStartError ? e : new RgwStartError(`${step}: ${(e as Error).message}`);
+    const message = e instanceof RgwStartError ? e.message : `${step}: ${(e as Error).message}`;
+    throw new RgwStartError(logs ? `${message}\n${logs}` : message);
   }
 }

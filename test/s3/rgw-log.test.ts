@@ -33,7 +33,11 @@ let rgw: RgwServer;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  [rgw] = await Promise.all([startRgw(), ensureBuilt()]);
+  // Both settle before either failure is thrown, so a failed build never leaves a cluster running.
+  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
+  if (started.status === 'fulfilled') rgw = started.value;
+  if (started.status === 'rejected') throw started.reason;
+  if (built.status === 'rejected') throw built.reason;
   // The public prefixes are readable without credentials, as a CDN origin would be.
   const policy = {
     Version: '2012-10-17',
