@@ -8,6 +8,9 @@
 //
 // The daemons run in the foreground (`-f`) as children of this process, so they are
 // stopped by their PIDs (SIGTERM, then SIGKILL), also if the process exits without close().
+// One cluster runs on a machine at a time: a second one started beside the first had its
+// OSD exit during start-up (cause not found), so startRgw() waits for a lock directory in
+// the temporary directory (freed by close(), or taken over when its process is gone).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -75,19 +78,63 @@ function logTails(logDir: string): string {
 }
 
 const live = new Set<ChildProcess>();
+const MACHINE_LOCK = join(tmpdir(), 'stele-rgw.lock');
+let holdingLock = false;
 process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
+  if (holdingLock) rmSync(MACHINE_LOCK, { recursive: true, force: true });
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Waits until no other process on this machine runs a cluster, then marks this one's. */
+async function acquireMachineLock(deadline: number): Promise<void> {
+  for (;;) {
+    try {
+      mkdirSync(MACHINE_LOCK);
+      writeFileSync(join(MACHINE_LOCK, 'pid'), String(process.pid));
+      holdingLock = true;
+      return;
+    } catch {
+      let pid = 0;
+      try {
+        pid = Number(readFileSync(join(MACHINE_LOCK, 'pid'), 'utf8'));
+      } catch {
+        // Just created by another process, its pid not yet written: wait for it.
+      }
+      if (pid > 0 && !alive(pid)) {
+        rmSync(MACHINE_LOCK, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() >= deadline) throw new RgwStartError(`another Ceph test cluster is running on this machine (process ${pid || '?'}; ${MACHINE_LOCK})`);
+      await sleep(500);
+    }
+  }
+}
+
+function releaseMachineLock(): void {
+  if (!holdingLock) return;
+  holdingLock = false;
+  rmSync(MACHINE_LOCK, { recursive: true, force: true });
+}
 
 /**
  * Starts the cluster and creates `bucket`. `deadlineMs` bounds the whole start (default
  * 120 s: the machine may be busy); `memoryBytes` bounds the OSD's RAM store.
  */
-export async function startRgw(options: { bucket?: string; deadlineMs?: number; memoryBytes?: number } = {}): Promise<RgwServer> {
+export async function startRgw(options: { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number } = {}): Promise<RgwServer> {
   if (!rgwAvailable()) {
     throw new RgwStartError(`Ceph is not installed (need ${BINARIES.join(', ')}): apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common uuid-runtime`);
   }
   const bucket = options.bucket ?? 'stele';
+  await acquireMachineLock(Date.now() + (options.lockWaitMs ?? 600_000));
   const deadline = Date.now() + (options.deadlineMs ?? 120_000);
   const left = () => Math.max(1, deadline - Date.now());
   const dir = mkdtempSync(join(tmpdir(), 'stele-rgw-'));
@@ -156,6 +203,7 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
     for (const d of daemons) if (!gone(d)) d.kill('SIGKILL');
     for (let i = 0; i < 40 && !daemons.every(gone); i++) await sleep(50);
     rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    releaseMachineLock();
   };
 
   let client: S3Client | undefined;

@@ -44,7 +44,7 @@ beforeAll(async () => {
     Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` }],
   };
   await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
-}, 240_000);
+}, 720_000); // may wait for another file's cluster (one per machine)
 
 afterAll(async () => {
   for (const c of children) {

@@ -12,7 +12,7 @@ let rgw: RgwServer;
 
 beforeAll(async () => {
   rgw = await startRgw();
-}, 180_000);
+}, 720_000); // may wait for another file's cluster (one per machine)
 afterAll(async () => {
   await rgw?.close();
 });
