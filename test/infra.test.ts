@@ -20,7 +20,7 @@ beforeAll(() => {
   const app = new App();
   template = Template.fromStack(new SteleStack(app, 'Test'));
   resources = template.toJSON().Resources as Record<string, Json>;
-}, 60_000);
+}, 180_000); // synthesizing takes ~50 s on a busy machine
 
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 const refId = (v: Json | string): string => (typeof v === 'string' ? v : (v.Ref ?? v['Fn::GetAtt']?.[0]));
