@@ -12,6 +12,7 @@ import { registerMirrorCommands } from './commands/mirror.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerWitnessCommands } from './commands/witness.js';
+import { emittedJson } from './commands/ledger/common.js';
 import { EXIT, describeError, errorJson } from './errors.js';
 import { asInvoked } from './invocation.js';
 import { setVerbosity, traceHttp } from './verbosity.js';
@@ -79,7 +80,7 @@ try {
     const described = describeError(e);
     const message = asInvoked(described.message);
     process.stderr.write(`stele: ${message}\n`);
-    if (wantsJson) process.stdout.write(errorJson({ code: described.code, message }));
+    if (wantsJson && !emittedJson()) process.stdout.write(errorJson({ code: described.code, message }));
     process.exitCode = described.code;
   }
 }

@@ -1,15 +1,19 @@
 // The CDK app: `npx cdk synth` (offline: no lookups, environment-agnostic) and
 // `npx cdk deploy --parameters Origin=ledger.example.com/log …`.
 // Context (-c key=value): stele:stackName (default Stele); stele:imageAsset=<dir> builds
-// the container image from <dir>'s Dockerfile instead of the ImageRepository parameter.
+// the container image from <dir>'s Dockerfile instead of the ImageRepository parameter;
+// stele:lock=bucket keeps the sequencer's lock record in the bucket instead of DynamoDB.
 import { App } from 'aws-cdk-lib';
 import { SteleStack } from './stack.js';
 
 const app = new App();
 const stackName = (app.node.tryGetContext('stele:stackName') as string | undefined) ?? 'Stele';
 const imageAsset = app.node.tryGetContext('stele:imageAsset') as string | undefined;
+const lock = app.node.tryGetContext('stele:lock') as string | undefined;
+if (lock !== undefined && lock !== 'dynamodb' && lock !== 'bucket') throw new Error('context stele:lock must be dynamodb or bucket');
 new SteleStack(app, stackName, {
   description: 'Stele: a C2SP tlog-tiles transparency log on S3, CloudFront, DynamoDB, KMS and Fargate',
   imageAsset,
+  lock,
 });
 app.synth();

@@ -53,6 +53,12 @@ export interface SteleStackProps extends StackProps {
   readonly imageAsset?: string;
   /** Built explorer to publish beside the tiles (default dist/explorer, if built). */
   readonly explorerDir?: string;
+  /**
+   * Where the sequencer keeps its lock record: a DynamoDB item (default), or an object under
+   * the staging prefix, replaced by compare-and-swap on its ETag (`bucket`: S3 conditional
+   * writes, no DynamoDB write on the commit path). The table still holds the lookup index.
+   */
+  readonly lock?: 'dynamodb' | 'bucket';
 }
 
 /** Object prefixes in the bucket; must match the services' STELE_S3_PREFIX / STELE_S3_STAGING_PREFIX. */
@@ -191,6 +197,7 @@ export class SteleStack extends Stack {
       STELE_S3_PREFIX: PUBLIC_PREFIX,
       STELE_S3_STAGING_PREFIX: STAGING_PREFIX,
       STELE_DYNAMO_TABLE: this.table.tableName,
+      STELE_LOCK: props.lock ?? 'dynamodb',
       STELE_KMS_KEY_ID: this.key.keyArn,
       STELE_BATCH_INTERVAL_MS: batchInterval.valueAsString,
       STELE_MIN_BATCH_SPACING_MS: minBatchSpacing.valueAsString,
@@ -223,8 +230,8 @@ export class SteleStack extends Stack {
     const api = service('Api', 'api', 512, 1024);
 
     // The single writer: one task, and a deployment stops the old task before starting the
-    // new one, so two sequencers never run at once (if they did, the DynamoDB lock makes
-    // the second one stop rather than fork the log).
+    // new one, so two sequencers never run at once (if they did, the lock — DynamoDB or
+    // the bucket's — makes the second one stop rather than fork the log).
     this.sequencerService = new ecs.FargateService(this, 'SequencerService', {
       cluster,
       taskDefinition: seq.task,

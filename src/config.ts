@@ -49,6 +49,8 @@ export interface ServeConfig {
   readonly role?: 'sequencer' | 'api';
   /** The log's checkpoint key: `file` (the data directory's log.key, the default) or a PKCS#11 URI of a key in an HSM. */
   readonly signer?: string;
+  /** With the AWS backend: the sequencer's lock record in DynamoDB, or in the bucket (no DynamoDB needed). */
+  readonly lock?: 'dynamodb' | 'bucket';
   /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
   readonly reconfigure?: boolean;
 }
@@ -93,6 +95,7 @@ const SETTINGS = {
   backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
   role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
   signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string' },
+  lock: { env: 'STELE_LOCK', file: 'lock', kind: 'string' },
 } as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' | 'bool' }>;
 
 type Key = keyof typeof SETTINGS;
@@ -145,6 +148,7 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');
   if (cfg.backend !== undefined && cfg.backend !== 'local' && cfg.backend !== 'aws') throw new ConfigError('backend must be local or aws');
   if (cfg.role !== undefined && cfg.role !== 'sequencer' && cfg.role !== 'api') throw new ConfigError('role must be sequencer or api');
+  if (cfg.lock !== undefined && cfg.lock !== 'dynamodb' && cfg.lock !== 'bucket') throw new ConfigError('lock must be dynamodb or bucket');
   if (cfg.mode === 'production' && !cfg.anchorTokens && cfg.role !== 'api') {
     throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
   }

@@ -80,6 +80,7 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
   metrics.watchHealth({ notReady: () => backend.notReady(), checkpoint: () => ledger.checkpoint(), commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures) });
+  if (backend.followerStatus) metrics.watchFollower(backend.followerStatus);
   backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(ledger.checkpoint(), null);
 

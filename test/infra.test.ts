@@ -20,7 +20,7 @@ beforeAll(() => {
   const app = new App();
   template = Template.fromStack(new SteleStack(app, 'Test'));
   resources = template.toJSON().Resources as Record<string, Json>;
-}, 60_000);
+}, 180_000); // synthesizing takes ~50 s on a busy machine
 
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 const refId = (v: Json | string): string => (typeof v === 'string' ? v : (v.Ref ?? v['Fn::GetAtt']?.[0]));
@@ -123,6 +123,19 @@ describe('infra/stack.ts (CDK assertions)', () => {
       expect(actionsOf([s]).some((a) => a.includes('*'))).toBe(false);
       expect(s.Resource).not.toBe('*');
     }
+  });
+
+  it('the lock record is in DynamoDB by default, in the bucket with lock: bucket (both services told, the sequencer may write it)', () => {
+    const lockEnv = (t: Template) =>
+      Object.values(t.findResources('AWS::ECS::TaskDefinition')).map(
+        (task) => (task.Properties.ContainerDefinitions[0].Environment as { Name: string; Value: string }[]).find((e) => e.Name === 'STELE_LOCK')?.Value,
+      );
+    expect(lockEnv(template)).toEqual(['dynamodb', 'dynamodb']);
+    const bucketLock = Template.fromStack(new SteleStack(new App(), 'BucketLock', { lock: 'bucket' }));
+    expect(lockEnv(bucketLock)).toEqual(['bucket', 'bucket']);
+    // The lock object lives under the staging prefix, which the sequencer alone may write.
+    const seqWrites = taskRoleStatements('SequencerTask').filter((st) => actionsOf([st]).includes('s3:PutObject'));
+    expect(JSON.stringify(seqWrites)).toContain('/private/*');
   });
 
   it('exactly one sequencer task, never two during a deployment; the API service autoscales', () => {

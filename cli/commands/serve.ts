@@ -56,6 +56,7 @@ export function registerServeCommands(program: Command): void {
       '--signer <file|pkcs11:…>',
       'the checkpoint key: "file" (the data dir\'s private/log.key, created on first start; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. \'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin\' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE) (env STELE_SIGNER)',
     )
+    .option('--lock <kind>', 'AWS/S3 backend: the sequencer lock record in dynamodb or in the bucket (env STELE_LOCK; default dynamodb)')
     .option('--reconfigure', 'replace the witness settings stored with the log by this start\'s (a start that omits them uses the stored ones; different ones are refused without this)')
     .option('--mirror <vkey=url>', 'a C2SP tlog-mirror to push the entries to, repeatable (env STELE_MIRRORS, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
     .option('--mirror-quorum <n>', 'mirror cosignatures required before a checkpoint is published (env STELE_MIRROR_QUORUM; default 0: push after publishing)')

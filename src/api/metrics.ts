@@ -90,6 +90,12 @@ export class Metrics {
     (allowed ? this.anchorAllowed : this.anchorDenied).inc();
   }
 
+  /** Exposes how far an API replica with its own index has followed the published log. */
+  watchFollower(status: () => { lag: number; indexed: number; served: number }): void {
+    new Gauge({ name: 'stele_follower_lag_entries', help: 'Published entries this replica has not indexed and served yet', registers: [this.registry], collect() { this.set(status().lag); } });
+    new Gauge({ name: 'stele_follower_indexed_entries', help: 'Entries in this replica\'s own lookup index', registers: [this.registry], collect() { this.set(status().indexed); } });
+  }
+
   onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {
     this.treeSize.set(cp.size);
     this.checkpointAge.set(Date.parse(cp.timestamp) / 1000);

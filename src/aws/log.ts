@@ -2,8 +2,12 @@
 //   public objects   S3, under `publicPrefix` (default "log/"): tiles, bundles, checkpoint —
 //                    what CloudFront serves (its origin path is that prefix)
 //   staging          S3, under `stagingPrefix` (default "private/"): staged batches, never served
-//   lock             DynamoDB conditional writes (DynamoLock): the one commit point
-//   lookup index     DynamoDB (DynamoIndex), shared with every API replica
+//   lock             DynamoDB conditional writes (DynamoLock), or `lock: 'bucket'`: an object
+//                    beside the staged batches (`<staging>lock.json`), replaced by
+//                    compare-and-swap on its ETag — then the log needs the bucket and nothing
+//                    else (any S3-compatible store that honours If-Match: Ceph RGW, MinIO, R2)
+//   lookup index     DynamoDB (DynamoIndex), shared with every API replica; without DynamoDB,
+//                    an embedded LMDB index in `indexDir`, rebuilt from the bundles if lost
 //   signer           AWS KMS Ed25519 (KmsSigner), or a local key file / any NoteSigner
 // Besides the sequencer it runs two background chores: the partial-tile sweeper (its
 // progress kept in the table) and a heartbeat log line that the CDK stack turns into the
@@ -18,10 +22,14 @@ import { type BatchListener, type PublishedCheckpoint, decodePublishedCheckpoint
 import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
+import { LmdbIndex } from '../index/lmdb.js';
+import type { LookupIndex } from '../index/types.js';
+import { type SequencerLock, StoreLock } from '../store/lock.js';
+import { StoreMark } from '../store/mark.js';
 import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from './s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from '../store/s3.js';
 
 /**
  * Default shortest time between batch starts on AWS, in ms: a batch costs a KMS signature, a
@@ -42,6 +50,12 @@ export type AwsSignerConfig =
   /** A local Ed25519 key file (created 0600 if absent), as the local log uses. */
   | { readonly kind: 'key-file'; readonly path: string }
   | { readonly kind: 'signer'; readonly signer: NoteSigner };
+
+/** Where the sequencer's lock record lives: a DynamoDB item, or an object in the bucket. */
+export type LockKind = 'dynamodb' | 'bucket';
+
+/** The bucket lock's key under the staging prefix (never served). */
+export const BUCKET_LOCK_KEY = 'lock.json';
 
 export interface AwsLogConfig {
   /** Log origin: the checkpoint's first line and the signing key's name. */
@@ -71,9 +85,14 @@ export interface AwsLogConfig {
     readonly sweepPartials?: boolean;
     readonly clientConfig?: S3StoreOptions['clientConfig'];
   };
-  readonly dynamo: { readonly table: string; readonly endpoint?: string };
+  /** The table of the lock (lock 'dynamodb'), the lookup index and the sweep mark; optional with the bucket lock. */
+  readonly dynamo?: { readonly table: string; readonly endpoint?: string };
+  /** Where the lock record lives (default 'dynamodb'). */
+  readonly lock?: LockKind;
+  /** Without DynamoDB: the directory of the sequencer's embedded LMDB lookup index. */
+  readonly indexDir?: string;
   readonly signer: AwsSignerConfig;
-  /** Maintain the DynamoDB lookup index as batches publish (default true). */
+  /** Maintain the lookup index as batches publish (default true). */
   readonly index?: boolean;
   readonly batchInterval?: number;
   readonly maxBatch?: number;
@@ -90,8 +109,8 @@ export interface AwsLog {
   readonly sequencer: Sequencer;
   readonly store: S3ObjectStore;
   readonly staging: S3ObjectStore;
-  readonly lock: DynamoLock;
-  readonly index: DynamoIndex | undefined;
+  readonly lock: SequencerLock;
+  readonly index: LookupIndex | undefined;
   readonly signer: NoteSigner;
   readonly reader: LogReader;
   /** Settles when the index has caught up with the log as it was at open. */
@@ -124,7 +143,7 @@ async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
   });
 }
 
-/** The S3 stores and DynamoDB client of a config (shared by the sequencer and API replicas). */
+/** The S3 stores and DynamoDB client (if configured) of a config (shared by the sequencer and API replicas). */
 export function awsBackends(config: AwsLogConfig) {
   const publicPrefix = config.s3.publicPrefix ?? 'log/';
   const stagingPrefix = config.s3.stagingPrefix ?? 'private/';
@@ -139,24 +158,31 @@ export function awsBackends(config: AwsLogConfig) {
   const common = { client: s3, bucket: config.s3.bucket, concurrency: config.s3.concurrency };
   const store = new S3ObjectStore({ ...common, prefix: publicPrefix });
   const staging = new S3ObjectStore({ ...common, prefix: stagingPrefix });
-  const ddb = createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials });
+  const ddb = config.dynamo ? createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials }) : undefined;
   return { s3, store, staging, ddb };
 }
 
 /** Opens (or creates) the log on S3 + DynamoDB + KMS and starts its sequencer. */
 export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   const log = config.logger;
+  const lockKind = config.lock ?? 'dynamodb';
+  if (lockKind === 'dynamodb' && !config.dynamo) throw new AwsConfigError('the DynamoDB lock needs a table (STELE_DYNAMO_TABLE), or use the bucket lock (--lock bucket)');
+  if (lockKind === 'bucket' && config.s3.requireConditionalWrites === false) {
+    throw new AwsConfigError('the bucket lock is a compare-and-swap on an object: it cannot run on an endpoint whose conditional writes are not verified');
+  }
+  if (config.index !== false && !config.dynamo && !config.indexDir) throw new AwsConfigError('the lookup index needs DynamoDB (STELE_DYNAMO_TABLE) or a local index directory');
   const { s3, store, staging, ddb } = awsBackends(config);
-  const table = config.dynamo.table;
   let signer: NoteSigner | undefined;
+  let index: LookupIndex | undefined;
   const destroy = () => {
     if (signer instanceof KmsSigner) signer.close();
     s3.destroy();
-    ddb.destroy();
+    ddb?.destroy();
   };
   try {
     if (config.s3.requireConditionalWrites !== false) {
       const support = await staging.probeConditionalWrites();
+      if (support.ifMatchForm) store.ifMatchForm = support.ifMatchForm;
       if (!support.ifNoneMatch || !support.ifMatch) {
         throw new Error(
           `the S3 endpoint ignores conditional writes (If-None-Match honoured: ${support.ifNoneMatch}, If-Match: ${support.ifMatch}); ` +
@@ -168,8 +194,12 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     }
 
     signer = await openSigner(config);
-    const lock = new DynamoLock({ client: ddb, table, log: config.origin });
-    const index = config.index === false ? undefined : new DynamoIndex({ client: ddb, table, log: config.origin });
+    const table = config.dynamo?.table;
+    const lock: SequencerLock =
+      lockKind === 'bucket' || !ddb || !table ? new StoreLock(staging, BUCKET_LOCK_KEY) : new DynamoLock({ client: ddb, table, log: config.origin });
+    if (config.index !== false) {
+      index = ddb && table ? new DynamoIndex({ client: ddb, table, log: config.origin }) : new LmdbIndex(config.indexDir!, log);
+    }
     const reader = new LogReader(store, logCorruptObjects(log));
     const sequencer = await Sequencer.open({
       origin: config.origin,
@@ -197,7 +227,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     const sweeper =
       config.s3.sweepPartials === false
         ? undefined
-        : await PartialSweeper.start(store, new DynamoMark(ddb, table, config.origin, 'swept'), opened.size, (e) =>
+        : await PartialSweeper.start(store, ddb && table ? new DynamoMark(ddb, table, config.origin, 'swept') : new StoreMark(staging, 'marks/swept'), opened.size, (e) =>
             log?.error({ err: e.message }, 'partial-tile sweep failed; retried after the next publish'),
           );
 
@@ -250,10 +280,12 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
         await sequencer.close();
         await indexReady;
         await sweeper?.idle();
+        if (index instanceof LmdbIndex) await index.close();
         destroy();
       },
     };
   } catch (e) {
+    if (index instanceof LmdbIndex) await index.close();
     destroy();
     throw e;
   }
@@ -273,7 +305,8 @@ export async function openAwsReader(config: AwsLogConfig) {
     s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : await openSigner(config);
   if (signer.name !== config.origin) throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
   const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
-  const index = new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin });
+  // The shared DynamoDB index, if there is one (else a replica keeps its own: see src/serve/backends.ts).
+  const index = ddb && config.dynamo ? new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin }) : undefined;
   let latest: PublishedCheckpoint | undefined;
   // Verified against the checkpoints refresh() accepts (the API also passes its checkpoint with each read).
   const reader = new LogReader(store, logCorruptObjects(config.logger));
@@ -300,7 +333,7 @@ export async function openAwsReader(config: AwsLogConfig) {
     async close() {
       if (signer instanceof KmsSigner) signer.close();
       s3.destroy();
-      ddb.destroy();
+      ddb?.destroy();
     },
   };
 }
@@ -313,11 +346,13 @@ export class AwsConfigError extends Error {
  * The AWS configuration from the environment, as the CDK stack sets it on both services:
  *   STELE_ORIGIN, AWS_REGION, STELE_S3_BUCKET, STELE_S3_PREFIX (default log/),
  *   STELE_S3_STAGING_PREFIX (default private/), STELE_S3_ENDPOINT, STELE_S3_FORCE_PATH_STYLE,
- *   STELE_DYNAMO_TABLE, STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
+ *   STELE_LOCK (dynamodb, the default, or bucket), STELE_DYNAMO_TABLE (required for the
+ *   DynamoDB lock), STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
  *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
  *   STELE_MIN_BATCH_SPACING_MS.
+ * `lock` (from `stele serve --lock` or its config file) overrides STELE_LOCK.
  */
-export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLogConfig {
+export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env, over: { lock?: LockKind } = {}): AwsLogConfig {
   const need = (name: string): string => {
     const v = env[name];
     if (!v) throw new AwsConfigError(`${name} is required for the AWS backend`);
@@ -335,6 +370,9 @@ export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLo
     if (!/^(1|0|true|false)$/i.test(v)) throw new AwsConfigError(`${name} must be true or false`);
     return /^(1|true)$/i.test(v);
   };
+  const lock = over.lock ?? (env.STELE_LOCK || 'dynamodb');
+  if (lock !== 'dynamodb' && lock !== 'bucket') throw new AwsConfigError('STELE_LOCK must be dynamodb or bucket');
+  const table = lock === 'dynamodb' ? need('STELE_DYNAMO_TABLE') : env.STELE_DYNAMO_TABLE || undefined;
   let signer: AwsSignerConfig;
   if (env.STELE_KMS_KEY_ID) {
     signer = { kind: 'kms', keyId: env.STELE_KMS_KEY_ID, endpoint: env.STELE_KMS_ENDPOINT || undefined, expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined };
@@ -355,7 +393,8 @@ export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsLo
       // Only for a test server that ignores conditional PUTs (the lock still prevents forks).
       requireConditionalWrites: flag('STELE_S3_REQUIRE_CONDITIONAL_WRITES'),
     },
-    dynamo: { table: need('STELE_DYNAMO_TABLE'), endpoint: env.STELE_DYNAMO_ENDPOINT || undefined },
+    ...(table ? { dynamo: { table, endpoint: env.STELE_DYNAMO_ENDPOINT || undefined } } : {}),
+    lock,
     signer,
     batchInterval: int('STELE_BATCH_INTERVAL_MS'),
     maxBatch: int('STELE_MAX_BATCH'),

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
+import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
@@ -35,6 +36,8 @@ export interface Backend {
   onPublished(fn: (cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void): void;
   /** Readiness: null while the log can take and serve anchors, else why not. */
   notReady(): string | null;
+  /** An API replica that keeps its own index: how far it has followed the published log. */
+  followerStatus?(): FollowerStatus;
   /** Calls `fn` if the log stops on its own (another writer, a changed lock): the server should exit. */
   onStopped(fn: (err: Error) => void): void;
   /** Integrates what was accepted, then releases storage. */
@@ -45,8 +48,14 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
   if (cfg.backend === 'aws') {
     // The AWS SDK loads only for this backend.
     const { awsLogConfigFromEnv } = await import('../aws/log.js');
-    const aws = { ...awsLogConfigFromEnv(env), ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}), logger };
-    return cfg.role === 'api' ? awsReplica(aws, logger) : awsSequencer(aws, cfg.anchorTimeoutMs);
+    // Without DynamoDB the sequencer keeps its lookup index in LMDB under the data directory.
+    const aws = {
+      ...awsLogConfigFromEnv(env, { lock: cfg.lock }),
+      ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}),
+      indexDir: join(cfg.dataDir, 'index'),
+      logger,
+    };
+    return cfg.role === 'api' ? awsReplica(aws, logger, aws.indexDir) : awsSequencer(aws, cfg.anchorTimeoutMs);
   }
   return localBackend(cfg, logger, env);
 }
@@ -226,27 +235,47 @@ async function publishExplorerConfig(store: ObjectStore, ledger: LedgerService):
   await store.swap(EXPLORER_CONFIG_KEY, data, current?.version ?? null);
 }
 
-/** A read-only API replica: follows the published checkpoint in S3 once a second. */
-async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend> {
+/** How long a replica with its own index may stay behind the published checkpoint and still be ready. */
+const FOLLOWER_MAX_BEHIND_MS = 30_000;
+
+/**
+ * A read-only API replica: follows the published checkpoint in S3 once a second. With the
+ * shared DynamoDB index it serves each verified checkpoint at once; without it, it keeps its
+ * own LMDB index in `indexDir`, fed by following the record bundles (IndexFollower), and
+ * serves a checkpoint only once every entry under it is indexed.
+ */
+async function awsReplica(config: AwsLogConfig, logger: Logger, indexDir: string): Promise<Backend> {
   const { openAwsReader } = await import('../aws/log.js');
   const r = await openAwsReader(config);
-  const first = await r.refreshCheckpoint();
-  if (!first) {
+  const ownIndex = r.index ? undefined : new LmdbIndex(indexDir, logger);
+  const follower = ownIndex && new IndexFollower(ownIndex, r.reader, r.refreshCheckpoint, logger);
+  const index = r.index ?? ownIndex!;
+  const poll = follower ? () => follower.poll() : () => r.refreshCheckpoint();
+  const current = follower ? () => follower.checkpoint() : () => r.checkpoint();
+  const release = async () => {
+    await ownIndex?.close();
     await r.close();
+  };
+  const first = await poll().catch(async (e: unknown) => {
+    await release();
+    throw e;
+  });
+  if (!first) {
+    await release();
     throw new Error('the log has no published checkpoint yet; start the sequencer first');
   }
   const listeners: ((cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void)[] = [];
   let failure: string | null = null;
   const timer = setInterval(() => {
-    const before = r.checkpoint();
-    r.refreshCheckpoint().then(
+    const before = current();
+    poll().then(
       (cp) => {
         failure = null;
         if (cp && cp !== before) for (const fn of listeners) fn(cp, null);
       },
       (e: unknown) => {
         failure = (e as Error).message;
-        logger.error({ err: failure }, 'checkpoint refresh failed');
+        logger.error({ err: failure }, 'following the published log failed');
       },
     );
   }, 1000);
@@ -255,21 +284,29 @@ async function awsReplica(config: AwsLogConfig, logger: Logger): Promise<Backend
       origin: config.origin,
       publicKey: r.publicKey,
       reader: r.reader,
-      index: r.index,
-      checkpoint: () => r.checkpoint() ?? first,
-      lifetimeEntries: () => (r.checkpoint() ?? first).size,
+      index,
+      checkpoint: () => current() ?? first,
+      lifetimeEntries: () => (current() ?? first).size,
       witnesses: [],
       witnessThreshold: 0,
     },
     objects: r.store,
     keyCreated: false,
     witnessEndpoints: [],
+    ...(follower ? { followerStatus: () => follower.status() } : {}),
     onPublished: (fn) => listeners.push(fn),
-    notReady: () => (failure === null ? null : `following the checkpoint failed: ${failure}`),
+    notReady: () => {
+      if (failure !== null) return `following the published log failed: ${failure}`;
+      const st = follower?.status();
+      // Seconds behind are normal while a batch is indexed; a replica stuck behind is taken out of rotation.
+      if (st && st.behindMs > FOLLOWER_MAX_BEHIND_MS) return `behind the published log by ${st.lag} entries for ${Math.round(st.behindMs / 1000)} s`;
+      return null;
+    },
     onStopped: () => undefined,
     async close() {
       clearInterval(timer);
-      await r.close();
+      await poll().catch(() => undefined);
+      await release();
     },
   };
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { DynamoIndex, IndexGapError } from '../../src/aws/dynamo-index.js';
 import { DynamoLock } from '../../src/aws/dynamo-lock.js';
-import { S3ObjectStore } from '../../src/aws/s3.js';
+import { S3ObjectStore } from '../../src/store/s3.js';
 import { openCheckpoint } from '../../src/core/checkpoint.js';
 import type { CanonicalEntry } from '../../src/core/entry.js';
 import { bytesEqual, leafHash, toHex } from '../../src/core/hash.js';

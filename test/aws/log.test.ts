@@ -113,6 +113,14 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     await expect(openAwsLog({ ...cfg, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(/ignores conditional writes/);
   });
 
+  it('the bucket lock is refused on an endpoint that ignores conditional writes, and cannot skip the probe', async () => {
+    const { dynamo: _, ...cfg } = await config();
+    const bucketLock = { ...cfg, lock: 'bucket' as const, index: false };
+    await expect(openAwsLog({ ...bucketLock, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(/ignores conditional writes/);
+    await expect(openAwsLog(bucketLock)).rejects.toThrow(/bucket lock .* cannot run on an endpoint whose conditional writes are not verified/);
+    await expect(openAwsLog({ ...cfg, index: false })).rejects.toThrow(/DynamoDB lock needs a table/);
+  });
+
   it('anchors entries, and the log verifies from the bucket alone against the KMS public key; partials are swept; a restart resumes', async () => {
     const cfg = await config();
     const log = await openAwsLog(cfg);
@@ -192,7 +200,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     // What an API replica opens: the public objects, the shared index and the KMS public key, no signing.
     const replica = await openAwsReader(cfg);
     expect(replica.publicKey).toEqual(verifier.publicKey);
-    expect(await replica.index.findByDigest(receipts[123]!.entry.digest)).toBe(123);
+    expect(await replica.index!.findByDigest(receipts[123]!.entry.digest)).toBe(123);
     const published = await replica.refreshCheckpoint();
     expect(published).toMatchObject({ size: 601, timestamp: again.sequencer.checkpoint.timestamp });
     expect(toHex(await replica.reader.treeHash(601))).toBe(toHex(published!.root));
@@ -206,7 +214,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     const root = cfg.s3.publicPrefix!.split('/')[0]!;
     await stagingDrained(cfg.s3.stagingPrefix!);
     const before = await listAll(`${root}/`);
-    const lock = new DynamoLock({ table: cfg.dynamo.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const lock = new DynamoLock({ table: cfg.dynamo!.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
     const lockBefore = await lock.read();
 
     let settled = 0;
@@ -249,7 +257,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     let log = await openAwsLog(cfg);
     await submit(log, 0, 20);
     await log.close();
-    const lock = new DynamoLock({ table: cfg.dynamo.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const lock = new DynamoLock({ table: cfg.dynamo!.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
     const older = (await lock.read())!.state;
     log = await openAwsLog(cfg);
     await submit(log, 20, 15);
@@ -265,7 +273,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
 
     // The item is gone altogether: not a new log either.
     const client = new DynamoDBClient({ endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
-    await client.send(new DeleteItemCommand({ TableName: cfg.dynamo.table, Key: { pk: { S: `lock#${ORIGIN}` }, sk: { S: 'lock' } } }));
+    await client.send(new DeleteItemCommand({ TableName: cfg.dynamo!.table, Key: { pk: { S: `lock#${ORIGIN}` }, sk: { S: 'lock' } } }));
     client.destroy();
     await expect(openAwsLog(cfg)).rejects.toThrow(/published objects \(a signed checkpoint of size 35\) but no lock record/);
     expect(await lock.read()).toBeNull();
@@ -285,5 +293,13 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     expect(cfg).toMatchObject({ origin: ORIGIN, region: 'eu-west-1', s3: { bucket: 'b', forcePathStyle: true }, dynamo: { table: 't' }, batchInterval: 500 });
     expect(cfg.signer).toMatchObject({ kind: 'kms', keyId: 'arn:aws:kms:eu-west-1:111122223333:key/k' });
     expect(() => awsLogConfigFromEnv({ STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_DYNAMO_TABLE: 't' })).toThrow(/STELE_KMS_KEY_ID/);
+    // The bucket lock needs no table; the DynamoDB lock (the default) does.
+    const base = { STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_KEY_FILE: '/k' };
+    const bucket = awsLogConfigFromEnv({ ...base, STELE_LOCK: 'bucket' });
+    expect(bucket.lock).toBe('bucket');
+    expect(bucket.dynamo).toBeUndefined();
+    expect(awsLogConfigFromEnv(base, { lock: 'bucket' }).lock).toBe('bucket');
+    expect(() => awsLogConfigFromEnv(base)).toThrow(/STELE_DYNAMO_TABLE/);
+    expect(() => awsLogConfigFromEnv({ ...base, STELE_LOCK: 'etcd' })).toThrow(/STELE_LOCK must be dynamodb or bucket/);
   });
 });

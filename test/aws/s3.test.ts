@@ -1,12 +1,13 @@
 // S3ObjectStore against a real S3-protocol server on loopback (s3rver). s3rver does not
-// enforce conditional PUTs; the probe below proves it, the immutable-create and swap
-// logic is exercised through ConditionalS3Shim (test/helpers/s3-server.ts), which answers
-// as AWS S3 does, and compare-and-swap of the log is proven through the DynamoDB lock in
-// dynamo.test.ts.
+// enforce conditional PUTs; the probe below proves it, and ConditionalS3Shim
+// (test/helpers/s3-server.ts) answers as AWS S3 does (the quoted If-Match form) and injects
+// the faults a real server cannot be made to give on demand (409, 503, a lost response).
+// Conditional writes for real — racing creators and compare-and-swaps, RGW's bare If-Match
+// form — are tested on Ceph RGW in test/s3/rgw-store.test.ts.
 import { randomBytes } from 'node:crypto';
 import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions } from '../../src/aws/s3.js';
+import { PartialSweeper, S3ObjectStore, type S3StoreOptions } from '../../src/store/s3.js';
 import { partialTilesAt } from '../../src/core/tiles.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
 import { tilePath } from '../../src/core/tiles.js';
@@ -95,7 +96,7 @@ describe('S3ObjectStore on s3rver (loopback)', () => {
 
     // With the shim answering as S3 does, the same probe passes.
     const emulated = makeStore({ shim: new ConditionalS3Shim(plain, server.bucket) });
-    expect(await emulated.probeConditionalWrites()).toEqual({ ifNoneMatch: true, ifMatch: true });
+    expect(await emulated.probeConditionalWrites()).toEqual({ ifNoneMatch: true, ifMatch: true, ifMatchForm: 'quoted' });
   });
 });
 

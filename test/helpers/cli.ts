@@ -36,7 +36,7 @@ const isFresh = () => builtMtime() > Math.max(newestMtime(join(repoRoot, 'src'))
  */
 export async function ensureBuilt(): Promise<void> {
   const lock = join(tmpdir(), 'stele-cli-test-build.lock');
-  const deadline = Date.now() + 180_000;
+  const deadline = Date.now() + 240_000;
   for (;;) {
     if (isFresh()) return;
     try {
@@ -44,7 +44,7 @@ export async function ensureBuilt(): Promise<void> {
       break;
     } catch {
       const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > 120_000) rmSync(lock, { recursive: true, force: true });
+      if (age > 200_000) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error('timed out waiting for another test file to build dist/');
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -52,8 +52,8 @@ export async function ensureBuilt(): Promise<void> {
   try {
     if (isFresh()) return;
     // tsc emits even when other work in progress has type errors; only a missing CLI is fatal.
-    // A busy machine compiles slowly: give tsc the time the lock's own staleness allows.
-    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot, timeoutMs: 110_000 });
+    // A busy machine compiles slowly; killed mid-write, tsc would leave a truncated module in dist/.
+    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot, timeoutMs: 170_000 });
     if (!builtMtime()) throw new Error('tsc did not produce dist/cli/main.js');
   } finally {
     rmSync(lock, { recursive: true, force: true });

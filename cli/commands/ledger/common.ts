@@ -114,8 +114,17 @@ export function out(text = ''): void {
   if (!isQuiet()) process.stdout.write(`${asInvoked(text)}\n`);
 }
 
+let emitted = false;
+
+/** The command's one JSON document on stdout. */
 export function emitJson(value: unknown): void {
+  emitted = true;
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** True once the command printed its JSON document: a failure after it must not print a second one. */
+export function emittedJson(): boolean {
+  return emitted;
 }
 
 /**

@@ -5,6 +5,11 @@
 //            whose first attempt landed resolves), different bytes are ImmutableConflictError.
 //   swap     PutObject with `If-Match: <ETag>` (`If-None-Match: *` when creating). A 412 is
 //            VersionConflictError unless the object already holds exactly our bytes.
+//   If-Match RFC 9110 and AWS S3 take the ETag quoted, as S3 returns it; Ceph RGW 16 compares
+//            If-Match with the bare value and refuses the quoted one. The probe finds which
+//            form the endpoint honours; without a probe, a 412 for the ETag the object still
+//            has is retried once in the other form (still conditional, so a writer that got
+//            in between is refused all the same) and that form is kept.
 //   retries  the SDK's standard strategy retries throttling (SlowDown, 429) and 5xx with
 //            exponential backoff and jitter; 409 ConditionalRequestConflict (a concurrent
 //            conditional write to the same key) is retried here, with backoff, because the
@@ -27,7 +32,7 @@ import {
 } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
 import { bytesEqual } from '../core/hash.js';
-import { type ObjectMeta, objectMeta } from '../store/layout.js';
+import { type ObjectMeta, objectMeta } from './layout.js';
 import {
   ImmutableConflictError,
   type ObjectStore,
@@ -36,7 +41,7 @@ import {
   type VersionedObject,
   VersionConflictError,
   assertValidKey,
-} from '../store/store.js';
+} from './store.js';
 import { TILE_WIDTH, type TileKind, levelHashCount, partialTilesAt, tilePath } from '../core/tiles.js';
 
 export interface S3ConnectionOptions {
@@ -64,6 +69,8 @@ export interface S3StoreOptions extends S3ConnectionOptions {
   readonly concurrency?: number;
   /** Retries of 409 ConditionalRequestConflict per write (default 8). */
   readonly conflictRetries?: number;
+  /** How If-Match carries the ETag, if known (default quoted, corrected by probe or by a refused current ETag). */
+  readonly ifMatchForm?: IfMatchForm;
   /** Content-Type and Cache-Control per key (default objectMeta of DESIGN.md §1.2). */
   readonly meta?: (key: string) => ObjectMeta;
 }
@@ -85,11 +92,25 @@ export interface SweepResult {
   readonly missingFull: number;
 }
 
+/**
+ * How a PUT's If-Match carries the ETag: `quoted` as S3 returns it and RFC 9110 requires
+ * (AWS S3, MinIO), or `bare`, without the quotes (Ceph RGW 16 matches only this form).
+ */
+export type IfMatchForm = 'quoted' | 'bare';
+
+/** The ETag `etag` (as S3 returns it, quoted) written in `form`. */
+export function ifMatchValue(etag: string, form: IfMatchForm): string {
+  const bare = etag.replace(/^"(.*)"$/, '$1');
+  return form === 'bare' ? bare : `"${bare}"`;
+}
+
 export interface ConditionalWriteSupport {
   /** A second `If-None-Match: *` PUT of an existing key was refused with 412. */
   readonly ifNoneMatch: boolean;
-  /** A PUT with a wrong `If-Match` ETag was refused with 412. */
+  /** Wrong `If-Match` ETags (quoted and bare) were refused with 412, and the right one accepted. */
   readonly ifMatch: boolean;
+  /** The form in which the right ETag was accepted (quoted tried first). */
+  readonly ifMatchForm?: IfMatchForm;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -134,6 +155,8 @@ export class S3ObjectStore implements ObjectStore {
   private readonly limit: ReturnType<typeof pLimit>;
   private readonly conflictRetries: number;
   private readonly meta: (key: string) => ObjectMeta;
+  /** How If-Match carries the ETag on this endpoint (see ifMatchValue). */
+  ifMatchForm: IfMatchForm;
 
   constructor(options: S3StoreOptions) {
     const prefix = options.prefix ?? '';
@@ -146,6 +169,7 @@ export class S3ObjectStore implements ObjectStore {
     this.limit = pLimit(options.concurrency ?? 32);
     this.conflictRetries = options.conflictRetries ?? 8;
     this.meta = options.meta ?? objectMeta;
+    this.ifMatchForm = options.ifMatchForm ?? 'quoted';
   }
 
   private s3Key(key: string): string {
@@ -208,15 +232,26 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async swap(key: string, data: Uint8Array, expected: string | null): Promise<string> {
+    let form = this.ifMatchForm;
+    let otherFormTried = false;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.put(key, data, expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected });
+        const version = await this.put(key, data, expected === null ? { IfNoneMatch: '*' } : { IfMatch: ifMatchValue(expected, form) });
+        this.ifMatchForm = form;
+        return version;
       } catch (e) {
         if (isPreconditionFailed(e) || (expected !== null && isNotFound(e))) {
           // A retried PUT whose first attempt landed also ends here: it is ours if the
           // object now holds exactly our bytes.
           const current = await this.getVersioned(key);
           if (current && bytesEqual(current.data, data)) return current.version;
+          // Refused although `expected` is the current ETag: the endpoint wants the other
+          // form. The retry is conditional too: it replaces only that same version.
+          if (expected !== null && current?.version === expected && !otherFormTried) {
+            otherFormTried = true;
+            form = form === 'quoted' ? 'bare' : 'quoted';
+            continue;
+          }
           throw new VersionConflictError(key);
         }
         if (isConditionalConflict(e) && attempt < this.conflictRetries) {
@@ -344,12 +379,14 @@ export class S3ObjectStore implements ObjectStore {
 
   /**
    * Checks that the endpoint enforces conditional PUTs, with a throwaway key under this
-   * store's prefix: create, create again (must be refused), overwrite with a wrong
-   * If-Match (must be refused), delete. Some S3-compatible servers ignore the headers.
+   * store's prefix: create, create again (must be refused), overwrite with a wrong ETag in
+   * If-Match, quoted and bare (both must be refused), then with the right ETag, quoted and
+   * else bare (one must be accepted: that form is kept for swap), delete. Some
+   * S3-compatible servers ignore the headers; Ceph RGW 16 accepts only the bare ETag.
    */
   async probeConditionalWrites(): Promise<ConditionalWriteSupport> {
     const key = `.probe-${randomBytes(8).toString('hex')}`;
-    const attempt = async (condition: { IfNoneMatch?: string; IfMatch?: string }): Promise<boolean> => {
+    const refused = async (condition: { IfNoneMatch?: string; IfMatch?: string }): Promise<boolean> => {
       try {
         await this.put(key, new Uint8Array([2]), condition);
         return false;
@@ -358,11 +395,21 @@ export class S3ObjectStore implements ObjectStore {
         throw e;
       }
     };
-    await this.put(key, new Uint8Array([1]), { IfNoneMatch: '*' });
+    const etag = await this.put(key, new Uint8Array([1]), { IfNoneMatch: '*' });
     try {
-      const ifNoneMatch = await attempt({ IfNoneMatch: '*' });
-      const ifMatch = await attempt({ IfMatch: '"00000000000000000000000000000000"' });
-      return { ifNoneMatch, ifMatch };
+      const ifNoneMatch = await refused({ IfNoneMatch: '*' });
+      const wrong = '"00000000000000000000000000000000"';
+      const wrongRefused = (await refused({ IfMatch: ifMatchValue(wrong, 'quoted') })) && (await refused({ IfMatch: ifMatchValue(wrong, 'bare') }));
+      let ifMatchForm: IfMatchForm | undefined;
+      if (wrongRefused) {
+        for (const form of ['quoted', 'bare'] as const) {
+          if (!(await refused({ IfMatch: ifMatchValue(etag, form) }))) {
+            ifMatchForm = this.ifMatchForm = form;
+            break;
+          }
+        }
+      }
+      return { ifNoneMatch, ifMatch: ifMatchForm !== undefined, ...(ifMatchForm ? { ifMatchForm } : {}) };
     } finally {
       await this.delete(key);
     }

@@ -1,0 +1,387 @@
+// A whole self-hosted log on Ceph's RADOS Gateway (test/helpers/rgw.ts) with the lock in the
+// bucket and no DynamoDB: two sequencers racing on one bucket lock; `stele serve` as the
+// sequencer (a real process) with the CLI's verify --tiles and tlogcheck reading the tiles
+// straight from the gateway (anonymous GETs under the public prefix, as a CDN would); and
+// a SIGKILL of the sequencer mid-batch, then a restart that loses nothing acknowledged.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PutBucketPolicyCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { AwsConfigError, openAwsLog } from '../../src/aws/log.js';
+import { openCheckpoint } from '../../src/core/checkpoint.js';
+import { artifactId } from '../../src/core/entry.js';
+import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
+import { verifyInclusion } from '../../src/core/merkle.js';
+import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
+import { LogReader } from '../../src/reader.js';
+import { type AnchorReceipt, SequencerStoppedError } from '../../src/sequencer/contract.js';
+import { Sequencer } from '../../src/sequencer/sequencer.js';
+import { CHECKPOINT_KEY } from '../../src/store/layout.js';
+import { StoreLock } from '../../src/store/lock.js';
+import { S3ObjectStore } from '../../src/store/s3.js';
+import { digestOf, getJson, postAnchor } from '../api/server.js';
+import { Sandbox, ensureBuilt } from '../helpers/cli.js';
+import { type RgwServer, startRgw } from '../helpers/rgw.js';
+import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+let rgw: RgwServer;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  // Both settle before either failure is thrown, so a failed build never leaves a cluster running.
+  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
+  if (started.status === 'fulfilled') rgw = started.value;
+  if (started.status === 'rejected') throw started.reason;
+  if (built.status === 'rejected') throw built.reason;
+  // The public prefixes are readable without credentials, as a CDN origin would be.
+  const policy = {
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` }],
+  };
+  await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
+}, 720_000); // may wait for another file's cluster (one per machine)
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGKILL');
+      await once(c, 'exit');
+    }
+  }
+  await rgw?.close();
+});
+
+const uniq = () => randomBytes(4).toString('hex');
+const store = (prefix: string) =>
+  new S3ObjectStore({ bucket: rgw.bucket, prefix, endpoint: rgw.endpoint, region: rgw.region, forcePathStyle: true, credentials: rgw.credentials });
+
+describe('the bucket lock on Ceph RGW', () => {
+  it('two sequencers racing on one bucket: exactly one publishes each size, the other stops, the log never forks', async () => {
+    const origin = 'race.rgw.example/log';
+    const signer = new SeedSigner(origin, new Uint8Array(32).fill(5));
+    const prefix = `race-${uniq()}/`;
+    // Every sequencer gets its own clients, as separate processes would.
+    const open = async () => {
+      const staging = store(`${prefix}private/`);
+      await staging.probeConditionalWrites(); // as openAwsLog does: finds RGW's If-Match form
+      return Sequencer.open({ origin, signer, store: store(`${prefix}log/`), staging, lock: new StoreLock(staging, 'lock.json'), batchInterval: 20 });
+    };
+    const published = new Map<number, string[]>();
+    const watch = (s: Sequencer, name: string) => s.onPublished((c) => published.set(c.size, [...(published.get(c.size) ?? []), `${name}:${toHex(c.root)}`]));
+
+    const acked: AnchorReceipt[] = [];
+    let n = 0;
+    let winner = await open();
+    watch(winner, 'w0');
+    for (let round = 1; round <= 3; round++) {
+      const challenger = await open(); // resumes from the lock at the current size
+      watch(challenger, `c${round}`);
+      const submitTo = (s: Sequencer, k: number) => Array.from({ length: k }, () => s.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(n++))));
+      const results = await Promise.allSettled([...submitTo(winner, 5 + round), ...submitTo(challenger, 3 + round)]);
+      const stopped = [winner, challenger].filter((s) => s.failure);
+      expect(stopped).toHaveLength(1);
+      expect(stopped[0]!.failure).toBeInstanceOf(SequencerStoppedError);
+      for (const r of results) {
+        if (r.status === 'fulfilled') acked.push(r.value);
+        else expect(r.reason).toBeInstanceOf(SequencerStoppedError);
+      }
+      winner = winner.failure ? challenger : winner;
+      acked.push(...(await Promise.all(submitTo(winner, 2))));
+    }
+    await winner.close();
+
+    for (const [size, roots] of published) expect(roots, `size ${size}`).toHaveLength(1);
+    const reader = new LogReader(store(`${prefix}log/`), { unverified: true });
+    const note = Buffer.from((await reader.source.get(CHECKPOINT_KEY))!).toString('utf8');
+    const cp = openCheckpoint(note, makeVerifier(origin, SIG_ED25519, signer.publicKey));
+    expect(cp.size).toBe(acked.length);
+    expect(new Set(acked.map((a) => a.seq)).size).toBe(acked.length);
+    for (const a of acked) {
+      const e = await reader.entry(a.seq, cp.size);
+      expect(bytesEqual(e.entryHash, a.entryHash)).toBe(true);
+      expect(verifyInclusion(a.seq, cp.size, leafHash(a.entryHash), await reader.inclusionProof(a.seq, cp.size), cp.root)).toBe(true);
+    }
+    for (const [size, [root]] of published) if (size > 0) expect(toHex(await reader.treeHash(size))).toBe(root!.split(':')[1]);
+    const lock = await new StoreLock(store(`${prefix}private/`), 'lock.json').read();
+    expect(lock?.state.size).toBe(cp.size);
+  });
+
+  it('is refused on an endpoint whose conditional writes are not verified', async () => {
+    const p = `refuse-${uniq()}/`;
+    await expect(
+      openAwsLog({
+        origin: 'refuse.rgw.example/log',
+        region: rgw.region,
+        credentials: rgw.credentials,
+        s3: { bucket: rgw.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: rgw.endpoint, forcePathStyle: true, requireConditionalWrites: false },
+        lock: 'bucket',
+        index: false,
+        signer: { kind: 'signer', signer: new SeedSigner('refuse.rgw.example/log', new Uint8Array(32).fill(1)) },
+      }),
+    ).rejects.toBeInstanceOf(AwsConfigError);
+  });
+});
+
+describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
+  const ORIGIN = 'rgw.serve.test/log';
+  const TOKEN = 'tok_0123456789abcdef0123';
+  const auth = { authorization: `Bearer ${TOKEN}` };
+
+  function serve(dataDir: string, keyFile: string): Promise<{ child: ChildProcess; url: string; keyId: string; vkey: string }> {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
+    Object.assign(env, {
+      STELE_BACKEND: 'aws',
+      STELE_ROLE: 'sequencer',
+      STELE_MODE: 'production',
+      STELE_ANCHOR_TOKENS: `ci=${TOKEN}`,
+      STELE_ANCHOR_RATE: '1000000',
+      STELE_ORIGIN: ORIGIN,
+      AWS_REGION: rgw.region,
+      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+      STELE_S3_BUCKET: rgw.bucket,
+      STELE_S3_ENDPOINT: rgw.endpoint,
+      STELE_S3_FORCE_PATH_STYLE: 'true',
+      STELE_S3_PREFIX: 'serve/log/',
+      STELE_S3_STAGING_PREFIX: 'serve/private/',
+      STELE_KEY_FILE: keyFile,
+      STELE_BATCH_INTERVAL_MS: '50',
+      STELE_HEARTBEAT_MS: '0',
+    });
+    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--lock', 'bucket', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'error'], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    return Promise.race([
+      once(child.stdout!, 'data').then(([line]) => ({ child, ...(JSON.parse(String(line)) as { url: string; keyId: string; vkey: string }) })),
+      once(child, 'exit').then(() => {
+        throw new Error(`serve exited: ${err}`);
+      }),
+    ]);
+  }
+
+  it('anchors, verify --tiles and tlogcheck from the gateway; a SIGKILL mid-batch loses nothing acknowledged', async () => {
+    const dataDir = scratchDir('stele-rgw-serve-');
+    const keyFile = join(dataDir, 'log.key');
+    const first = await serve(dataDir, keyFile);
+    const tiles = `${rgw.endpoint}/${rgw.bucket}/serve/log`;
+
+    // Sizes that cross a tile boundary, in batches.
+    for (const [from, n] of [[0, 1], [1, 260], [261, 40]] as const) {
+      const rs = await Promise.all(Array.from({ length: n }, (_, i) => postAnchor(first.url, { digest: digestOf(from + i), artifact: `f${from + i}` }, auth)));
+      expect(rs.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);
+    }
+    // The lock record is a private object beside the staged batches; the public prefix has no lock.
+    expect((await fetch(`${tiles}/checkpoint`)).status).toBe(200);
+    expect((await fetch(`${rgw.endpoint}/${rgw.bucket}/serve/private/lock.json`)).status).toBe(403);
+    expect(JSON.parse(Buffer.from((await store('serve/private/').get('lock.json'))!).toString()).size).toBe(301);
+
+    // The CLI verifies an anchored file from the gateway's tiles alone.
+    const sb = new Sandbox('stele-rgw-cli-');
+    try {
+      sb.file('release.tar.gz', 'the release bytes\n');
+      expect((await sb.run(['ledger', 'init', '--endpoint', first.url, '--tenant', 'acme', '--scope', 'rel', '--trust-key', first.keyId])).code).toBe(0);
+      const a = await sb.json(['ledger', 'anchor', 'release.tar.gz'], { STELE_LEDGER_TOKEN: TOKEN });
+      expect(a.code, a.stderr).toBe(0);
+      const v = await sb.json(['ledger', 'verify', 'release.tar.gz', '--tiles', tiles]);
+      expect(v.code, v.stderr).toBe(0);
+      expect(v.out).toMatchObject({ result: 'PASS', mode: 'tiles', leafIndex: 301 });
+    } finally {
+      sb.cleanup();
+    }
+
+    // SIGKILL while a stream of anchors is in flight.
+    const acked = new Map<string, number>();
+    let stop = false;
+    const stream = (async () => {
+      for (let i = 0; !stop; i++) {
+        const batch = await Promise.all(
+          Array.from({ length: 25 }, (_, j) => postAnchor(first.url, { digest: digestOf(100_000 + i * 25 + j) }, auth).catch(() => null)),
+        );
+        for (const [j, r] of batch.entries()) if (r?.status === 201) acked.set(digestOf(100_000 + i * 25 + j), r.body.leafIndex as number);
+        if (batch.some((r) => r === null || r.status !== 201)) return;
+      }
+    })();
+    while (acked.size < 100) await new Promise((r) => setTimeout(r, 20));
+    first.child.kill('SIGKILL');
+    await once(first.child, 'exit');
+    stop = true;
+    await stream;
+    expect(acked.size).toBeGreaterThanOrEqual(100);
+
+    // Restart: the batch the lock committed is re-applied; every acknowledged anchor is there.
+    const second = await serve(dataDir, keyFile);
+    const cp = (await getJson(`${second.url}/api/ledger/checkpoint`)).body;
+    expect(cp.treeSize).toBeGreaterThanOrEqual(302 + acked.size);
+    for (const [digest, leafIndex] of acked) {
+      const e = await getJson(`${second.url}/api/ledger/entry?hash=${digest}`);
+      expect(e.status, digest).toBe(200);
+      expect(e.body.leafIndex).toBe(leafIndex);
+      expect(verifyInclusion(e.body.leafIndex, e.body.treeSize, leafHash(hashFromHex(e.body.entry.proof.entryHash)), e.body.auditPath.map(hashFromHex), hashFromHex(e.body.rootHash))).toBe(true);
+    }
+    expect((await postAnchor(second.url, { digest: digestOf(999_999) }, auth)).status).toBe(201);
+
+    // tlogcheck over the tiles the gateway serves (the API only for the entry lookups).
+    const old = join(dataDir, 'old.checkpoint');
+    writeFileSync(old, (await getJson(`${second.url}/api/ledger/entry?leaf=260`)).body.checkpoint.note);
+    const result = await runTlogcheck(['-src', tiles, '-vkey', second.vkey, '-api', second.url, '-entry-url-template', '/api/ledger/entry?leaf=%d', '-samples', '60', '-old-size', '1,256,261', '-old-checkpoint', old]);
+    expect(result.failures).toEqual([]);
+    expect(result.failed).toBe(0);
+    expect(result.passed).toBeGreaterThan(50);
+    second.child.kill('SIGTERM');
+    await once(second.child, 'exit');
+
+    // The operator commands read the bucket lock: fsck passes; a lost lock object is
+    // reported and rebuilt from the published checkpoint by recover.
+    const ops = new Sandbox('stele-rgw-ops-');
+    try {
+      const env = {
+        STELE_LOCK: 'bucket',
+        STELE_ORIGIN: ORIGIN,
+        AWS_REGION: rgw.region,
+        AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+        STELE_S3_BUCKET: rgw.bucket,
+        STELE_S3_ENDPOINT: rgw.endpoint,
+        STELE_S3_FORCE_PATH_STYLE: 'true',
+        STELE_S3_PREFIX: 'serve/log/',
+        STELE_S3_STAGING_PREFIX: 'serve/private/',
+        STELE_KEY_FILE: keyFile,
+      };
+      const clean = await ops.json(['log', 'fsck', '--aws'], env);
+      expect(clean.code, clean.stderr).toBe(0);
+      const size = clean.out.checkpoint.size as number;
+      expect(clean.out.lock).toMatchObject({ relation: 'equal', size });
+      await store('serve/private/').delete('lock.json');
+      const lost = await ops.json(['log', 'fsck', '--aws'], env);
+      expect(lost.code).toBe(1);
+      expect(lost.out.lock.relation).toBe('missing');
+      const r = await ops.json(['log', 'recover', '--aws'], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.out).toMatchObject({ result: 'recovered', size });
+      expect((await ops.json(['log', 'fsck', '--aws'], env)).out.lock.relation).toBe('equal');
+    } finally {
+      ops.cleanup();
+    }
+  });
+});
+
+describe('API replicas that follow the log on RGW (their own LMDB index, no DynamoDB)', () => {
+  const ORIGIN = 'rgw.follow.test/log';
+
+  function replica(dataDir: string, keyFile: string, prefix: string): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
+    Object.assign(env, {
+      STELE_BACKEND: 'aws',
+      STELE_ROLE: 'api',
+      STELE_LOCK: 'bucket',
+      STELE_ORIGIN: ORIGIN,
+      AWS_REGION: rgw.region,
+      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+      STELE_S3_BUCKET: rgw.bucket,
+      STELE_S3_ENDPOINT: rgw.endpoint,
+      STELE_S3_FORCE_PATH_STYLE: 'true',
+      STELE_S3_PREFIX: `${prefix}log/`,
+      STELE_S3_STAGING_PREFIX: `${prefix}private/`,
+      STELE_KEY_FILE: keyFile,
+    });
+    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'info'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    return Promise.race([
+      once(child.stdout!, 'data').then(([line]) => ({ child, url: (JSON.parse(String(line)) as { url: string }).url, stderr: () => err })),
+      once(child, 'exit').then(() => {
+        throw new Error(`replica exited: ${err}`);
+      }),
+    ]);
+  }
+
+  const until = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  it('a replica catches up from empty, answers lookups as the sequencer\'s index does, follows new checkpoints, and never serves one it could not verify', async () => {
+    const prefix = `follow-${uniq()}/`;
+    const dir = scratchDir('stele-rgw-follow-');
+    const keyFile = join(dir, 'log.key');
+    const log = await openAwsLog({
+      origin: ORIGIN,
+      region: rgw.region,
+      credentials: rgw.credentials,
+      s3: { bucket: rgw.bucket, publicPrefix: `${prefix}log/`, stagingPrefix: `${prefix}private/`, endpoint: rgw.endpoint, forcePathStyle: true },
+      lock: 'bucket',
+      indexDir: join(dir, 'sequencer-index'),
+      signer: { kind: 'key-file', path: keyFile },
+      batchInterval: 20,
+      heartbeatMs: 0,
+    });
+    const anchor = (from: number, n: number) =>
+      Promise.all(Array.from({ length: n }, (_, i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i), { artifact: `build-${(from + i) % 50}` }))));
+    await anchor(0, 300);
+    await anchor(300, 300);
+
+    const first = await replica(join(dir, 'r1'), keyFile, prefix);
+    expect(first.stderr()).toContain('replica index catching up from the record bundles');
+    const compare = async (url: string, size: number) => {
+      for (let i = 0; i < size; i += 37) {
+        const byHash = await getJson(`${url}/api/ledger/entry?hash=${digestOf(i)}`);
+        expect(byHash.status).toBe(200);
+        expect(byHash.body.leafIndex).toBe(await log.index!.findByDigest(digestOf(i)));
+      }
+      for (let a = 0; a < 50; a += 7) {
+        const id = artifactId(`build-${a}`);
+        const seq = await log.index!.findByArtifact(id);
+        expect(seq).toBeDefined();
+        expect((await getJson(`${url}/api/ledger/entry?artifact=${id}`)).body.leafIndex).toBe(seq);
+      }
+    };
+    expect((await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize).toBe(600);
+    await compare(first.url, 600);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${first.url}/metrics`)).text()).toMatch(/^stele_follower_lag_entries 0$/m);
+
+    // It follows: new batches become visible once indexed.
+    await anchor(600, 90);
+    await until('the replica to serve size 690', async () => (await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize === 690);
+    const late = await getJson(`${first.url}/api/ledger/entry?hash=${digestOf(689)}`);
+    expect(late.body.leafIndex).toBe(689);
+
+    // A replica restarted from an empty directory catches up to the same answers.
+    first.child.kill('SIGTERM');
+    await once(first.child, 'exit');
+    const second = await replica(join(dir, 'r2'), keyFile, prefix);
+    expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
+    await compare(second.url, 690);
+    await log.close(); // before the forgery below, which would stop it
+
+    // A checkpoint the replica cannot verify (its size raised, the signature no longer
+    // matching) is never served: the replica keeps the last verified one and is not ready.
+    const store = new S3ObjectStore({ bucket: rgw.bucket, prefix: `${prefix}log/`, endpoint: rgw.endpoint, region: rgw.region, forcePathStyle: true, credentials: rgw.credentials });
+    const real = await store.getVersioned('checkpoint.json');
+    const doc = JSON.parse(Buffer.from(real!.data).toString()) as { note: string };
+    doc.note = doc.note.replace(/\n690\n/, '\n700\n');
+    await store.swap('checkpoint.json', Buffer.from(JSON.stringify(doc)), real!.version);
+    await until('the replica to refuse the forged checkpoint', async () => (await fetch(`${second.url}/readyz`)).status === 503, 30_000);
+    expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
+    expect((await getJson(`${second.url}/api/ledger/entry?leaf=695`)).status).toBe(404);
+    second.child.kill('SIGTERM');
+    await once(second.child, 'exit');
+  });
+});
