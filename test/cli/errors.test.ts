@@ -71,7 +71,7 @@ const cases: Case[] = [
   ['a configuration that is not TOML', () => ['ledger', 'checkpoint', '--config', at('bad.toml')], 2, /^stele: .*bad\.toml is not valid TOML \(line 1/],
   ['a vkey that is not the pinned key id', () => ['ledger', 'verify', 'present.txt', '--config', at('wrong-key.toml')], 2, /vkey does not hash to the pinned key_id/],
   ['a configuration without trust', () => ['ledger', 'checkpoint', '--config', at('no-trust.toml')], 2, /no \[ledger\.trust\] table/],
-  ['a missing --config file', () => ['ledger', 'checkpoint', '--config', at('nope.toml')], 2, /^stele: no configuration at .*nope\.toml; run `stele ledger init` first/],
+  ['a missing --config file', () => ['ledger', 'checkpoint', '--config', at('nope.toml')], 2, /^stele: no configuration at .*nope\.toml; run `node \S+main\.js ledger init` first/],
   // malformed key ids, entry ids, witness keys, thresholds, URLs: usage error
   ['a malformed key id', () => ['ledger', 'init', '--endpoint', down, '--trust-key', 'not-a-key', '--config', at('n.toml')], 2, /^stele: malformed key id "not-a-key": expected 64 hex characters/],
   ['a malformed entry id', () => ['ledger', 'proof', 'led_12'], 2, /^stele: malformed entry id "led_12"/],
