@@ -114,7 +114,7 @@ async function stop(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
-async function json(url: string, token?: string): Promise<any> {
+async function json(url: string, token?: string): Promise<Record<string, unknown>> {
   const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   return res.json();
 }

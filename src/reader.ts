@@ -25,7 +25,7 @@ import { bytesEqual, leafHash, toHex } from './core/hash.js';
 import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
 import { HashTile, TILE_WIDTH, TileHashReader, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
-import { type Bundle } from './core/bundle.js';
+import type { Bundle } from './core/bundle.js';
 import { TileSet } from './tile-set.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 

@@ -132,7 +132,7 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */
 function listen(cfg: ServeConfig): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const s = createServer((req, res) => {
+    const s = createServer((_req, res) => {
       res.writeHead(503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Retry-After': '1' });
       res.end(JSON.stringify({ error: { code: 'starting', message: 'the log is starting (recovering and verifying its storage); retry shortly' } }));
     });

@@ -9,8 +9,9 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SteleStack } from '../infra/stack.js';
 import { scratchDir } from './helpers/tmp.js';
+import type { JsonObject } from './helpers/json.js';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 let template: Template;
 let resources: Record<string, Json>;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
-import { type AuditEvent } from '../../src/control/audit.js';
+import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, ControlClientError } from '../../src/control/client.js';
 import { ControlConfigError } from '../../src/control/config.js';
 import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';

@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { EMPTY_ROOT, toHex } from '../core/hash.js';
-import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, keyIdOf, parseVkey } from '../core/note.js';
+import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, SIG_SUBTREE_MLDSA44, keyIdOf, parseVkey } from '../core/note.js';
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
 import { type Quorum, policyQuorum } from './verify.js';
@@ -112,10 +112,10 @@ export function pinnedLogVerifier(trust: TrustPin, where = 'configuration'): Not
   return v;
 }
 
-/** Parses a witness vkey (type 0x04 cosignature key). */
+/** Parses a witness vkey: a cosignature/v1 Ed25519 (type 0x04) or subtree/v1 ML-DSA-44 (type 0x06) key. */
 export function parseWitnessVkey(vkey: string): NoteVerifier {
   const v = parseVkey(vkey);
-  if (v.type !== SIG_COSIGNATURE_V1) throw new Error('a witness key must be a cosignature/v1 (type 0x04) vkey');
+  if (v.type !== SIG_COSIGNATURE_V1 && v.type !== SIG_SUBTREE_MLDSA44) throw new Error('a witness key must be a cosignature vkey (type 0x04 Ed25519 or 0x06 ML-DSA-44)');
   return v;
 }
 

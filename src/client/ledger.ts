@@ -11,17 +11,17 @@ import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
-import {
-  type AnchorBody,
-  type CheckpointView,
-  type EntryView,
-  type KeyView,
+import type {
+  AnchorBody,
+  CheckpointView,
+  EntryView,
+  KeyView,
   LedgerApi,
 } from './api.js';
 import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
 import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
 import { type FileDigest, sha256File } from './hashfile.js';
-import { type ProofBundle, PROOF_FORMAT, ProofStore } from './proofs.js';
+import { type ProofBundle, PROOF_FORMAT, type ProofStore } from './proofs.js';
 import {
   type CheckedCheckpoint,
   type CheckpointInput,

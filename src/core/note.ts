@@ -1,8 +1,14 @@
-// C2SP signed-note: Ed25519 signatures (type 0x01), tlog-cosignature/v1 cosignatures
-// (type 0x04), key hashes, and verifier keys in vkey form (DESIGN.md §1.3).
+// C2SP signed-note: Ed25519 signatures (type 0x01), tlog-cosignature cosignatures
+// (cosignature/v1 Ed25519, type 0x04; subtree/v1 ML-DSA-44, type 0x06), key hashes, and
+// verifier keys in vkey form (DESIGN.md §1.3).
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
+import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
+import { parseExtendedCheckpointBody } from './checkpoint-body.js';
 import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex } from './hash.js';
+import { NoteError } from './note-error.js';
+
+export { NoteError } from './note-error.js';
 
 ed.hashes.sha512 = sha512;
 
@@ -37,15 +43,16 @@ export function ed25519Verify(signature: Uint8Array, message: Uint8Array, public
 
 export const SIG_ED25519 = 0x01;
 export const SIG_COSIGNATURE_V1 = 0x04;
+/** tlog-cosignature's ML-DSA-44 type: a subtree/v1 cosignature, post-quantum. */
+export const SIG_SUBTREE_MLDSA44 = 0x06;
+/** Public key sizes by signature type (tlog-cosignature: 32-byte Ed25519, 1312-byte ML-DSA-44). */
+const PUBLIC_KEY_BYTES: Record<NoteVerifier['type'], number> = { [SIG_ED25519]: 32, [SIG_COSIGNATURE_V1]: 32, [SIG_SUBTREE_MLDSA44]: 1312 };
+const MLDSA44_SIGNATURE_BYTES = 2420;
 /** Notes larger than this are refused before parsing (signed-note suggests a small bound). */
 export const MAX_NOTE_BYTES = 1 << 20;
 
 const utf8 = new TextEncoder();
 const EM_DASH_PREFIX = '\u2014 ';
-
-export class NoteError extends Error {
-  override name = 'NoteError';
-}
 
 /** A key name: non-empty, no whitespace, no '+'. */
 export function isValidKeyName(name: string): boolean {
@@ -65,17 +72,18 @@ export interface NoteSigner {
   sign(message: Uint8Array): Promise<Uint8Array>;
 }
 
-/** A verifier for one key: type 0x01 (log) or 0x04 (witness cosignature). */
+/** A verifier for one key: type 0x01 (log), 0x04 or 0x06 (witness cosignatures). */
 export interface NoteVerifier {
   readonly name: string;
-  readonly type: typeof SIG_ED25519 | typeof SIG_COSIGNATURE_V1;
+  readonly type: typeof SIG_ED25519 | typeof SIG_COSIGNATURE_V1 | typeof SIG_SUBTREE_MLDSA44;
   readonly publicKey: Uint8Array;
   readonly keyHash: Uint8Array;
 }
 
 export function makeVerifier(name: string, type: NoteVerifier['type'], publicKey: Uint8Array): NoteVerifier {
   if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
-  if (publicKey.length !== 32) throw new NoteError('an Ed25519 public key is 32 bytes');
+  const size = PUBLIC_KEY_BYTES[type];
+  if (publicKey.length !== size) throw new NoteError(`a type 0x${type.toString(16).padStart(2, '0')} public key is ${size} bytes`);
   return { name, type, publicKey, keyHash: keyHash(name, type, publicKey) };
 }
 
@@ -93,16 +101,52 @@ export function parseVkey(vkey: string): NoteVerifier {
   const [name, hashHex, keyB64] = [text.slice(0, a), text.slice(a + 1, b), text.slice(b + 1)];
   if (!/^[0-9a-f]{8}$/.test(hashHex)) throw new NoteError('vkey key hash must be 8 lowercase hex characters');
   const raw = fromBase64(keyB64);
-  if (!raw || raw.length !== 33) throw new NoteError('vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
-  const type = raw[0];
-  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw new NoteError(`unsupported vkey type 0x${type?.toString(16)}`);
-  const v = makeVerifier(name, type, raw.subarray(1));
+  if (!raw || raw.length < 2) throw new NoteError('vkey key must be base64 of a type byte and a public key');
+  const type = raw[0]!;
+  if (!(type in PUBLIC_KEY_BYTES)) throw new NoteError(`unsupported vkey type 0x${type.toString(16)}`);
+  if (raw.length !== 1 + PUBLIC_KEY_BYTES[type as NoteVerifier['type']]) {
+    throw new NoteError(type === SIG_SUBTREE_MLDSA44 ? 'vkey key must be base64 of a type byte and a 1312-byte ML-DSA-44 key' : 'vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
+  }
+  const v = makeVerifier(name, type as NoteVerifier['type'], raw.subarray(1));
   if (toHex(v.keyHash) !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
   return v;
 }
 
 export function cosignatureMessage(body: string, timestamp: number): Uint8Array {
   return utf8.encode(`cosignature/v1\ntime ${timestamp}\n${body}`);
+}
+
+/**
+ * The ML-DSA-44 signed message (tlog-cosignature "ML-DSA-44 signed message"): the label
+ * "subtree/v1\n\0", the cosigner name and log origin each with a one-byte length, the
+ * timestamp, and the subtree [start, end) with its root hash. A checkpoint is the subtree
+ * [0, size); its extension lines are not covered.
+ */
+export function subtreeCosignatureMessage(m: { cosigner: string; timestamp: number; origin: string; start: number; end: number; hash: Uint8Array }): Uint8Array {
+  const name = utf8.encode(m.cosigner);
+  const origin = utf8.encode(m.origin);
+  if (name.length < 1 || name.length > 255 || origin.length < 1 || origin.length > 255) throw new NoteError('cosigner name and origin must be 1..255 bytes');
+  if (m.hash.length !== 32) throw new NoteError('a subtree hash is 32 bytes');
+  if (m.start !== 0 && m.timestamp !== 0) throw new NoteError('a subtree that does not start at 0 has timestamp 0');
+  return concatBytes(utf8.encode('subtree/v1\n\0'), Uint8Array.of(name.length), name, u64(m.timestamp), Uint8Array.of(origin.length), origin, u64(m.start), u64(m.end), m.hash);
+}
+
+/** The subtree/v1 message of a checkpoint note body: [0, size) with its root. */
+function checkpointSubtreeMessage(cosigner: string, body: string, timestamp: number): Uint8Array | null {
+  try {
+    const c = parseExtendedCheckpointBody(body);
+    return subtreeCosignatureMessage({ cosigner, timestamp, origin: c.origin, start: 0, end: c.size, hash: c.root });
+  } catch {
+    return null; // not a checkpoint: no ML-DSA cosignature can cover it
+  }
+}
+
+/** An ML-DSA-44 (type 0x06) cosignature line over a checkpoint `body`, from a FIPS 204 secret key. */
+export function cosignBodyMlDsa44(body: string, name: string, secretKey: Uint8Array, publicKey: Uint8Array, timestamp: number): string {
+  const message = checkpointSubtreeMessage(name, body, timestamp);
+  if (!message) throw new NoteError('an ML-DSA-44 cosignature covers a checkpoint body');
+  const sig = ml_dsa44.sign(message, secretKey);
+  return signatureLine(name, keyHash(name, SIG_SUBTREE_MLDSA44, publicKey), concatBytes(u64(timestamp), sig));
 }
 
 function u64(n: number): Uint8Array {
@@ -133,7 +177,7 @@ export async function cosignBody(body: string, signer: NoteSigner, timestamp: nu
 export interface NoteSignature {
   readonly name: string;
   readonly keyHash: Uint8Array;
-  /** The bytes after the key hash: 64 for type 0x01, 8 + 64 for a cosignature. */
+  /** The bytes after the key hash: 64 for type 0x01, 8 + 64 for type 0x04, 8 + 2420 for type 0x06. */
   readonly payload: Uint8Array;
   readonly line: string;
 }
@@ -179,12 +223,23 @@ export function verifySignature(body: string, sig: NoteSignature, v: NoteVerifie
     if (sig.payload.length !== 64) return null;
     return ed25519Verify(sig.payload, utf8.encode(body), v.publicKey) ? { verifier: v, signature: sig.payload } : null;
   }
-  if (sig.payload.length !== 72) return null;
+  // Both cosignature types are a timestamped_signature: u64 time, then the signature.
+  const sigBytes = v.type === SIG_SUBTREE_MLDSA44 ? MLDSA44_SIGNATURE_BYTES : 64;
+  if (sig.payload.length !== 8 + sigBytes) return null;
   const t = Number(new DataView(sig.payload.buffer, sig.payload.byteOffset, 8).getBigUint64(0));
   const s = sig.payload.subarray(8);
-  return Number.isSafeInteger(t) && ed25519Verify(s, cosignatureMessage(body, t), v.publicKey)
-    ? { verifier: v, signature: s, timestamp: t }
-    : null;
+  if (!Number.isSafeInteger(t)) return null;
+  if (v.type === SIG_COSIGNATURE_V1) return ed25519Verify(s, cosignatureMessage(body, t), v.publicKey) ? { verifier: v, signature: s, timestamp: t } : null;
+  const message = checkpointSubtreeMessage(v.name, body, t);
+  return message !== null && mlDsa44Verify(s, message, v.publicKey) ? { verifier: v, signature: s, timestamp: t } : null;
+}
+
+function mlDsa44Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  try {
+    return ml_dsa44.verify(signature, message, publicKey);
+  } catch {
+    return false; // a malformed key or signature encoding
+  }
 }
 
 /**

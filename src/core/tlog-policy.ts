@@ -97,7 +97,6 @@ const keyMaterial = (p: VkeyParts) => toHex(p.key);
 const FIELDS = /[ \t]+/;
 const trimWs = (s: string) => s.replace(/^[ \t]+|[ \t]+$/g, '');
 // "the allowed octet values are 0x09 (tab), 0x0A (newline), 0x20-0x7E, and 0x80-0xFF".
-// eslint-disable-next-line no-control-regex
 const FORBIDDEN = /[\x00-\x08\x0b-\x1f\x7f]/;
 
 /** Parses a tlog-policy text; throws PolicyError("line N: …") on the first problem. */

@@ -62,7 +62,8 @@ export class RecordBuffer {
       this.reserve(1 + 4 + json.length * 3);
       this.buf[this.used] = AS_JSON;
       this.used = this.putString(json, this.used + 1, 4);
-      return this.close();
+      this.close();
+      return;
     }
     let flags = 0;
     let need = 1;

@@ -6,7 +6,7 @@
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
 import { verifyConsistency } from '../core/merkle.js';
-import { type NoteSigner, type NoteVerifier, NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
+import { type NoteSigner, type NoteVerifier, type NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
 import type { ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { type AddCheckpointRequest, originHash, refuse } from './protocol.js';

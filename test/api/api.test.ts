@@ -11,12 +11,13 @@ import { LogReader } from '../../src/reader.js';
 import type { RunningServer } from '../../src/serve.js';
 import * as ed from '@noble/ed25519';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
+import type { Json } from '../helpers/json.js';
 
 const CHECKPOINT_FIELDS = ['keyId', 'lifetimeEntries', 'logId', 'note', 'rootHash', 'signature', 'timestamp', 'treeSize', 'witnesses'];
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
-function checkCheckpointJson(cp: any, vkey: string) {
+function checkCheckpointJson(cp: Json, vkey: string) {
   expect(Object.keys(cp).sort()).toEqual(CHECKPOINT_FIELDS);
   expect(cp.rootHash).toMatch(HEX64);
   expect(cp.timestamp).toMatch(ISO_MS);
@@ -32,7 +33,7 @@ function checkCheckpointJson(cp: any, vkey: string) {
 }
 
 
-function checkEntryProof(r: any) {
+function checkEntryProof(r: Json) {
   expect(Object.keys(r).sort()).toEqual(['auditPath', 'checkpoint', 'entry', 'leafHash', 'leafIndex', 'rootHash', 'treeSize']);
   const e: Entry = r.entry;
   expect(e.id).toBe(`led_${r.leafIndex}_${e.proof.entryHash.slice(0, 12)}`);
@@ -45,7 +46,7 @@ function checkEntryProof(r: any) {
 
 describe('compatibility API', () => {
   let srv: RunningServer;
-  const anchored: any[] = [];
+  const anchored: Json[] = [];
 
   beforeAll(async () => {
     srv = await startTestServer();
@@ -196,7 +197,7 @@ describe('bad input', () => {
   afterAll(() => srv?.close());
 
   const big = 'x'.repeat(20_000);
-  const cases: [string, () => Promise<{ status: number; body: any }>, number, string][] = [
+  const cases: [string, () => Promise<{ status: number; body: Json }>, number, string][] = [
     ['no lookup key', () => getJson(`@/api/ledger/entry`), 400, 'lookup_key'],
     ['two lookup keys', () => getJson(`@/api/ledger/entry?id=led_0_000000000000&hash=${digestOf(1)}`), 400, 'lookup_key'],
     ['repeated key', () => getJson(`@/api/ledger/entry?hash=${digestOf(1)}&hash=${digestOf(1)}`), 400, 'duplicate_parameter'],

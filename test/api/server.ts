@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { SERVE_DEFAULTS } from '../../src/config.js';
 import { type RunningServer, type ServeConfig, startServer } from '../../src/serve.js';
 import { scratchDir } from '../helpers/tmp.js';
+import type { Json } from '../helpers/json.js';
 
 export async function startTestServer(overrides: Partial<ServeConfig> = {}): Promise<RunningServer> {
   const cfg: ServeConfig = {
@@ -17,7 +18,7 @@ export async function startTestServer(overrides: Partial<ServeConfig> = {}): Pro
   return startServer(cfg, pino({ level: 'silent' }));
 }
 
-export async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: any; headers: Headers }> {
+export async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: Json; headers: Headers }> {
   const res = await fetch(url, init);
   const text = await res.text();
   let body: unknown;

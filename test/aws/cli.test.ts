@@ -19,9 +19,10 @@ import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type KmsStandIn, startKmsStandIn } from '../helpers/kms-standin.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'ledger.example.com/aws-cli';
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 let s3: S3Server;
 let ddb: DynamoServer;

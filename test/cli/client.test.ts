@@ -109,7 +109,7 @@ describe('trust configuration', () => {
     await bad((c) => (c.trust.keyId = hex('other key')), /vkey does not hash to the pinned key_id/);
     writeFileSync(path, configToToml(base).replace(/^witness_threshold = 1$/m, 'witness_threshold = 2'));
     await expect(readConfigFile(path)).rejects.toThrow(/exceeds the 1 pinned witnesses/);
-    await bad((c) => (c.trust.policy = { ...c.trust.policy, witnesses: [{ ...c.trust.policy.witnesses[0]!, vkey: c.trust.vkey! }] }), /cosignature\/v1 \(type 0x04\)/);
+    await bad((c) => (c.trust.policy = { ...c.trust.policy, witnesses: [{ ...c.trust.policy.witnesses[0]!, vkey: c.trust.vkey! }] }), /a witness key must be a cosignature vkey \(type 0x04 Ed25519 or 0x06 ML-DSA-44\)/);
     await bad((c) => (c.trust.rootHash = 'XYZ'), /root_hash must be 64 lowercase hex/);
     await bad((c) => (c.trust.origin = 'another/origin'), /origin does not match/);
   });

@@ -9,10 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { type TamperProxy, dropCosignatures, startTamperProxy } from '../helpers/fake-log-server.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'e2e.test/log';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 const rule = (out: Json, n: number) => (out.checks as Json[]).find((c) => c.rule === n)!;
 
 describe('stele ledger, end to end against stele serve', () => {

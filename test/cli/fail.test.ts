@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServe, Sandbox, copyLogKey, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { type TamperProxy, flipByte, flipHex, forgeNote, forgeSig, startTamperProxy } from '../helpers/fake-log-server.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'fail.test/log';
-type Json = Record<string, any>;
+type Json = JsonObject;
 const rule = (out: Json, n: number) => (out.checks as Json[]).find((c) => c.rule === n)!;
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 /** The checkpoint object inside any API answer. */

@@ -16,9 +16,10 @@ import { lockDataDir } from '../../src/store/dir-lock.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { copyLog, digestOf, makeLog } from '../helpers/logs.js';
 import { scratchDir } from '../helpers/tmp.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'fsck.test/log';
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 let root: string;
 let pristine: string;

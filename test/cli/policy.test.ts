@@ -19,8 +19,9 @@ import { loadOrCreateKey } from '../../src/signer.js';
 import { type RunningWitness, startWitness } from '../../src/witness/host.js';
 import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
 import { type TamperProxy, startTamperProxy } from '../helpers/fake-log-server.js';
+import type { JsonObject } from '../helpers/json.js';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 const rule = (out: Json, n: number) => (out.checks as Json[]).find((c) => c.rule === n)!;
 const MET = 'policy.test/log';
 const UNMET = 'policy-unmet.test/log';

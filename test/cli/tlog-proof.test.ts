@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
 import { independentVerify } from '../helpers/tlog-proof.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'tlog-proof.test/log';
-type Json = Record<string, any>;
+type Json = JsonObject;
 const rule = (out: Json, n: number): Json => (out.checks as Json[]).find((c) => c.rule === n)!;
 const statuses = (out: Json): string[] => [1, 2, 3, 4, 5, 6].map((n) => rule(out, n)?.status);
 

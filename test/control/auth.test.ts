@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlClient } from '../../src/control/client.js';
 import { startOidcProvider } from '../helpers/oidc.js';
 import { AUDIENCE, CLIENTS, type ControlFixture, startControl } from './fixture.js';
+import type { Json } from '../helpers/json.js';
 
 const EVAL = { principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"' };
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -145,7 +146,7 @@ describe('control-plane authentication', () => {
     const expected = ['missing_token', 'malformed_header', 'malformed_token', 'token_expired', 'invalid_audience', 'invalid_issuer', 'algorithm_not_allowed', 'invalid_signature', 'invalid_token_type'];
     const analyst = new ControlClient(f.srv.url, await f.token('analyst'));
     // Authentication failures are recorded in the background (the 401 does not wait for the ledger).
-    let events: any[] = [];
+    let events: Json[] = [];
     let reasons = new Set<string>();
     for (let i = 0; i < 50 && !expected.every((r) => reasons.has(r)); i++) {
       if (i > 0) await sleep(100);

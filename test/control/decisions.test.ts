@@ -14,6 +14,7 @@ import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { openNote, parseVkey } from '../../src/core/note.js';
 import { type ControlFixture, POLICIES, startControl } from './fixture.js';
+import type { Json } from '../helpers/json.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -27,8 +28,8 @@ describe('control-plane decisions', () => {
   const lease = (body: unknown, token = svc) => f.call('POST', '/v1/access/lease', { token, body });
 
   /** All audit events so far (analyst with MFA). */
-  async function events(): Promise<any[]> {
-    const out: any[] = [];
+  async function events(): Promise<Json[]> {
+    const out: Json[] = [];
     for await (const m of new ControlClient(f.srv.url, analyst).events({ follow: false })) out.push(JSON.parse(m.data));
     return out;
   }

@@ -6,6 +6,7 @@ import type { RunningServer } from '../../src/serve.js';
 import { getJson, startTestServer } from '../api/server.js';
 import { type OidcClientSpec, type TestOidcProvider, startOidcProvider } from '../helpers/oidc.js';
 import { scratchDir } from '../helpers/tmp.js';
+import type { Json } from '../helpers/json.js';
 
 export const AUDIENCE = 'https://control.stele.test/v1';
 
@@ -54,7 +55,7 @@ export interface ControlFixture {
   readonly controlDir: string;
   readonly policyDir: string;
   token(client: string, resource?: string): Promise<string>;
-  call(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: Json; headers: Headers }>;
   /** Replaces a policy file atomically (write aside, rename). */
   writePolicy(name: string, text: string): void;
   close(): Promise<void>;

@@ -3,7 +3,7 @@
 // signature and record digest verify.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { type AuditEvent } from '../../src/control/audit.js';
+import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, SseParser } from '../../src/control/client.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
 import type { RunningServer } from '../../src/serve.js';

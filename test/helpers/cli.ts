@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, promises as fs, readdirSync, rmSync, statSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './vectors.js';
+import type { JsonObject } from './json.js';
 
 export const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -119,8 +120,7 @@ export class Sandbox {
   }
 
   /** Runs with --json and parses stdout. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  async json<T = Record<string, any>>(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<CliRun & { out: T }> {
+  async json<T = JsonObject>(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<CliRun & { out: T }> {
     const r = await this.run([...args, '--json'], extraEnv);
     let out: T;
     try {
@@ -192,7 +192,7 @@ export async function startServe(opts: { dataDir: string; origin: string; batchI
         let doc: ServeInfo | { error: unknown };
         try {
           doc = JSON.parse(buf.slice(0, nl)) as ServeInfo | { error: unknown };
-        } catch (e) {
+        } catch {
           reject(new Error(`stele serve printed no JSON ready line: ${buf} ${stderr}`));
           return;
         }

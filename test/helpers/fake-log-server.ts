@@ -4,12 +4,13 @@
 // tests point the client at it.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Json } from './json.js';
 
 export interface Tamper {
   /** Rewrites the upstream URL of a request (e.g. to answer one lookup with another). */
   rewrite?(url: URL): URL;
   /** Rewrites a 2xx JSON answer of /api/ledger/<route>; return the body to send. */
-  json?(route: string, body: any, url: URL): any;
+  json?(route: string, body: Json, url: URL): Json;
   /** Rewrites a log object (`checkpoint`, `tile/…`); null answers 404. */
   object?(key: string, data: Buffer): Buffer | null;
 }

@@ -1,13 +1,13 @@
-// Typed loader for the shared tlog test vectors (computed with Go's reference
-// golang.org/x/mod/sumdb/tlog and note packages). The file lives beside the repo at
-// ../shared/vectors/tlog-vectors.json.
+// Typed loader for the tlog test vectors in test/vectors/tlog-vectors.json (data computed
+// with Go's reference golang.org/x/mod/sumdb/tlog and note packages, copied into the repo so
+// a clone needs nothing beside it).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (this file is test/helpers/vectors.ts). */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const vectorsPath = path.resolve(repoRoot, '../shared/vectors/tlog-vectors.json');
+export const vectorsPath = path.join(repoRoot, 'test', 'vectors', 'tlog-vectors.json');
 
 export interface RootVector {
   size: number;

@@ -4,7 +4,7 @@
 import { promises as fs } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { LedgerApi } from '../../../src/client/api.js';
+import type { LedgerApi } from '../../../src/client/api.js';
 import {
   type LedgerConfig,
   checkPolicy,

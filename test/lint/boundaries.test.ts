@@ -1,0 +1,81 @@
+// The import boundaries of biome.jsonc hold: probe files that cross them, linted with the
+// repository's own configuration in a scratch copy, are refused with the boundary's message,
+// and probes that keep to them pass. (`npm run lint` applies the same rules to the real tree.)
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { scratchDir } from '../helpers/tmp.js';
+import { repoRoot } from '../helpers/vectors.js';
+
+const BIOME = path.join(repoRoot, 'node_modules', '.bin', 'biome');
+
+interface Diagnostic {
+  readonly category: string;
+  readonly severity: string;
+  readonly message: string;
+  readonly location: { readonly path: string };
+}
+
+/** Lints the given files (path → source) with biome.jsonc; returns the error diagnostics per file. */
+async function lint(files: Record<string, string>): Promise<Map<string, Diagnostic[]>> {
+  const dir = scratchDir('stele-lint-');
+  copyFileSync(path.join(repoRoot, 'biome.jsonc'), path.join(dir, 'biome.jsonc'));
+  for (const [name, source] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), source);
+  }
+  const out = await promisify(execFile)(BIOME, ['lint', '--vcs-enabled=false', '--reporter=json', '.'], { cwd: dir }).catch(
+    (e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }),
+  );
+  const report = JSON.parse(out.stdout) as { diagnostics: Diagnostic[] };
+  const byFile = new Map<string, Diagnostic[]>(Object.keys(files).map((f) => [f, []]));
+  for (const d of report.diagnostics) if (d.severity === 'error') byFile.get(d.location.path)?.push(d);
+  return byFile;
+}
+
+const messages = (ds: Diagnostic[] | undefined) => (ds ?? []).map((d) => `${d.category}: ${d.message}`);
+
+describe('lint: import boundaries of biome.jsonc', () => {
+  it('src/core imports no Node built-in, no Buffer or process, and nothing above it', async () => {
+    const r = await lint({
+      'src/core/builtin.ts': "import { createHash } from 'node:crypto';\nexport const a = createHash;\n",
+      'src/core/bare.ts': "import { readFileSync } from 'fs';\nexport const a = readFileSync;\n",
+      'src/core/upward.ts': "import { LogReader } from '../reader.js';\nexport const a = LogReader;\n",
+      'src/core/buffer.ts': "export const a = Buffer.from('x');\nexport const b = process.env;\n",
+      'src/core/fine.ts': "import { sha256 } from '@noble/hashes/sha2.js';\nimport { leafHash } from './hash.js';\nexport const a = [sha256, leafHash];\n",
+    });
+    expect(messages(r.get('src/core/builtin.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/)]);
+    expect(messages(r.get('src/core/bare.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/)]);
+    expect(messages(r.get('src/core/upward.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is the bottom layer/)]);
+    expect(messages(r.get('src/core/buffer.ts'))).toEqual([
+      expect.stringMatching(/^lint\/style\/noRestrictedGlobals: /),
+      expect.stringMatching(/^lint\/style\/noRestrictedGlobals: /),
+    ]);
+    expect(messages(r.get('src/core/fine.ts'))).toEqual([]);
+  });
+
+  it('outside src/sequencer, sequencer.ts is imported only for the Sequencer class; its vocabulary comes from contract.ts', async () => {
+    const r = await lint({
+      'src/api/vocabulary.ts': "import { PoolFullError } from '../sequencer/sequencer.js';\nexport const a = PoolFullError;\n",
+      'src/api/type-only.ts': "import type { AnchorReceipt } from '../sequencer/sequencer.js';\nexport type A = AnchorReceipt;\n",
+      'test/deep.test.ts': "import { Sequencer, SequencerStoppedError } from '../src/sequencer/sequencer.js';\nexport const a = [Sequencer, SequencerStoppedError];\n",
+      'src/log/root.ts': "import { Sequencer } from '../sequencer/sequencer.js';\nexport const a = Sequencer;\n",
+      'src/api/contract.ts': "import { PoolFullError, type AnchorReceipt } from '../sequencer/contract.js';\nexport const a = PoolFullError;\nexport type A = AnchorReceipt;\n",
+      'src/sequencer/inside.ts': "import { PoolFullError } from './sequencer.js';\nexport const a = PoolFullError;\n",
+    });
+    const contract = /noRestrictedImports: Import the sequencer's types and errors from src\/sequencer\/contract\.ts/;
+    expect(messages(r.get('src/api/vocabulary.ts'))).toEqual([expect.stringMatching(contract)]);
+    expect(messages(r.get('src/api/type-only.ts'))).toEqual([expect.stringMatching(contract)]);
+    expect(messages(r.get('test/deep.test.ts'))).toEqual([expect.stringMatching(contract)]);
+    expect(messages(r.get('src/log/root.ts'))).toEqual([]);
+    expect(messages(r.get('src/api/contract.ts'))).toEqual([]);
+    expect(messages(r.get('src/sequencer/inside.ts'))).toEqual([]);
+  });
+
+  it('noExplicitAny is an error', async () => {
+    const r = await lint({ 'src/api/any.ts': 'export function f(x: any): number {\n  return x;\n}\n' });
+    expect(messages(r.get('src/api/any.ts'))).toEqual([expect.stringMatching(/^lint\/suspicious\/noExplicitAny: /)]);
+  });
+});
