@@ -6,7 +6,7 @@
 // A pin always wins; when the site then presents a different key the page says so loudly.
 // Also keeps the last checkpoint this browser verified, per log origin.
 import { policyQuorum } from '../core/rules.js';
-import { type Policy, PolicyError, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
+import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
 import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, type Verifier, parseVkey } from './note.js';
 import type { SeenCheckpoint, Trust } from './verify.js';
 
@@ -89,7 +89,7 @@ export function toTrust(c: TrustConfig): Trust {
     try {
       policy = thresholdPolicy([], named, k);
     } catch (e) {
-      throw new NoteError((e as PolicyError).message);
+      throw new NoteError((e as Error).message);
     }
   }
   const witnesses: Verifier[] = policy.witnesses.map((w) => {
