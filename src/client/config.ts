@@ -11,9 +11,9 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { EMPTY_ROOT, toHex } from '../core/hash.js';
 import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, SIG_SUBTREE_MLDSA44, keyIdOf, parseVkey } from '../core/note.js';
-import { type Policy, PolicyError, describeQuorum, parsePolicy, quorumMet, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
+import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
-import type { Quorum } from './verify.js';
+import { type Quorum, policyQuorum } from './verify.js';
 
 export interface TrustPin {
   /** Lowercase hex SHA-256 of the log's raw Ed25519 public key. */
@@ -121,27 +121,14 @@ export function parseWitnessVkey(vkey: string): NoteVerifier {
 
 /** The policy's witness keys and its quorum over the ones whose cosignatures verify. */
 export function trustWitnesses(trust: TrustPin, where = 'configuration'): { witnesses: NoteVerifier[]; quorum: Quorum } {
-  const label = new Map<NoteVerifier, string>();
   const witnesses = trust.policy.witnesses.map((w) => {
-    let v: NoteVerifier;
     try {
-      v = parseWitnessVkey(w.vkey);
+      return parseWitnessVkey(w.vkey);
     } catch (e) {
       throw new ConfigError(`${where}: witness ${w.name}: ${(e as Error).message}`);
     }
-    label.set(v, w.name);
-    return v;
   });
-  const policy = trust.policy;
-  return {
-    witnesses,
-    quorum: {
-      required: policy.quorum !== 'none',
-      text: describeQuorum(policy),
-      met: (valid) => quorumMet(policy, new Set([...valid].map((v) => label.get(v)).filter((n): n is string => n !== undefined))),
-      label: (v) => label.get(v) ?? v.name,
-    },
-  };
+  return { witnesses, quorum: policyQuorum(trust.policy, witnesses) };
 }
 
 /**

@@ -29,10 +29,10 @@ import {
   type Outcome,
   type ProveConsistency,
   Report,
-  type StatusOutcome,
   type Trust,
   checkCheckpoint,
   checkConsistency,
+  checkConsistencyWithPin,
   checkEntryBinding,
   checkInclusion,
   checkLeaf,
@@ -472,15 +472,10 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
   report.add('signature', cc.signature);
   const prove = api ? new ApiView(api).prove : null;
   const pin = s.trust.pin;
-  let consistency: Outcome | StatusOutcome;
-  if (cc.size >= pin.size || !prove) {
-    consistency = !prove && cc.size !== pin.size
-      ? { status: 'SKIP', reason: 'offline', detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency` }
-      : await checkConsistency(pin, { size: cc.size, root: cc.root }, prove);
-  } else {
-    const older = await checkConsistency({ size: cc.size, root: cc.root }, pin, prove, "proof's");
-    consistency = older.ok ? { ok: true, detail: `the proof's checkpoint (size ${cc.size}) is a prefix of the pinned one (size ${pin.size}): ${older.detail}` } : older;
-  }
+  const consistency = await checkConsistencyWithPin(pin, { size: cc.size, root: cc.root }, prove, {
+    reason: 'offline',
+    detail: `offline: the proof's checkpoint (size ${cc.size}) and the pinned one (size ${pin.size}) differ; run online to prove consistency`,
+  });
   report.add('consistency', consistency);
   report.add('witnesses', cc.witnesses);
   if (bundle.entry.id !== id) report.add('leaf', { ok: false, detail: `the log answered with entry ${bundle.entry.id}, not ${id}` });

@@ -25,7 +25,8 @@ import {
   unpin,
   writeSeen,
 } from './trust.js';
-import { type Check, type CheckpointResult, type EntryResult, type Report, buildReport, verifyBundle, verifyCheckpoint, verifyEntry } from './verify.js';
+import { TLOG_PROOF_EXTENSION } from '../core/tlog-proof.js';
+import { type Check, type CheckpointResult, type EntryResult, type Report, buildReport, verifyBundle, verifyCheckpoint, verifyEntry, verifyTlogProofFile } from './verify.js';
 import './styles.css';
 
 const base = new URL('./', location.href);
@@ -184,8 +185,8 @@ async function nonEmptyLog(main: HTMLElement) {
 /** Renders the fields, the report and the audit path of a verified entry. */
 function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: string; match?: Check; heading?: string } = {}): HTMLElement {
   const report = buildReport(cp, e, opts.fileDigest);
-  const checks = opts.match ? { ...report, checks: [{ rule: 0, ...opts.match }, ...report.checks] } : report;
-  const result: Report = opts.match && opts.match.status === 'FAIL' ? { ...checks, result: 'FAIL' } : { ...checks, result: report.result };
+  const checks = opts.match ? { ...report, checks: [{ ...opts.match, rule: 0 }, ...report.checks] } : report;
+  const result: Report = opts.match && opts.match.status === 'FAIL' ? { ...checks, result: 'FAIL', verdict: 'FAIL' } : { ...checks, result: report.result };
   const fields = e.fields ?? {};
   const rows: Array<[string, Child]> = [
     ['Entry id', h('code', null, e.id ?? '?')],
@@ -571,8 +572,9 @@ async function viewVerify(main: HTMLElement): Promise<void> {
   main.append(
     h('h1', { tabindex: '-1' }, 'Verify a file'),
     h('p', null, 'The file is hashed here, in your browser, a chunk at a time; it is never uploaded. Only its SHA-256 digest is looked up.'),
+    h('p', null, 'Or drop a ', h('code', null, '.tlog-proof'), ' file (', h('code', null, 'stele ledger proof <id> --export'), '), alone or with the file it proves: it is verified here against the trusted key and witness policy, with nothing looked up.'),
   );
-  const input = h('input', { type: 'file', id: 'file-input', class: 'visually-hidden', tabindex: '-1', 'data-testid': 'file-input' });
+  const input = h('input', { type: 'file', multiple: true, id: 'file-input', class: 'visually-hidden', tabindex: '-1', 'data-testid': 'file-input' });
   const zone = h(
     'div',
     { class: 'dropzone', 'data-testid': 'dropzone' },
@@ -582,10 +584,16 @@ async function viewVerify(main: HTMLElement): Promise<void> {
   );
   const out = h('div', { 'aria-live': 'polite', 'data-testid': 'verify-output' });
   main.append(zone, out);
-  const start = (f: File | undefined) => {
-    if (f) void verifyFile(f, out);
+  // A dropped C2SP tlog-proof (`.tlog-proof`) is verified on its own; beside it, a file is
+  // checked against the proof's entry instead of being looked up.
+  const start = (files: ArrayLike<File> | null | undefined) => {
+    const all = files ? Array.from(files) : [];
+    const proof = all.find((f) => f.name.endsWith(TLOG_PROOF_EXTENSION));
+    const file = all.find((f) => f !== proof);
+    if (proof) void verifyProofFile(proof, file, out);
+    else if (file) void verifyFile(file, out);
   };
-  input.addEventListener('change', () => start(input.files?.[0]));
+  input.addEventListener('change', () => start(input.files));
   zone.addEventListener('dragover', (ev) => {
     ev.preventDefault();
     zone.classList.add('dragging');
@@ -594,7 +602,7 @@ async function viewVerify(main: HTMLElement): Promise<void> {
   zone.addEventListener('drop', (ev) => {
     ev.preventDefault();
     zone.classList.remove('dragging');
-    start(ev.dataTransfer?.files?.[0]);
+    start(ev.dataTransfer?.files);
   });
   // Let the label act as a button from the keyboard too.
   zone.querySelector('label')!.setAttribute('tabindex', '0');
@@ -658,6 +666,34 @@ async function verifyFile(file: File, out: HTMLElement): Promise<void> {
   );
 }
 
+async function verifyProofFile(proofFile: File, file: File | undefined, out: HTMLElement): Promise<void> {
+  const run = ++verifyRun;
+  clear(out);
+  const [text, digest] = await Promise.all([proofFile.text(), file ? hashBlob(file) : Promise.resolve(undefined)]);
+  if (run !== verifyRun) return;
+  const l = await load();
+  if (!l.resolved.trust) return noCheckpoint(out, l);
+  const current = l.cp?.root && l.cp.signature.status === 'PASS' ? { size: l.cp.size, root: l.cp.root } : null;
+  const v = await verifyTlogProofFile(text, l.resolved.trust, client, current, digest);
+  if (run !== verifyRun) return;
+  const r = v.report;
+  if (r.result === 'FAIL') setFailure(`proof-${proofFile.name}`, `Verification of ${proofFile.name} failed: ${r.checks.filter((c) => c.status === 'FAIL').map((c) => `${c.rule}. ${c.name}: ${c.detail}`).join('; ')}`);
+  out.append(
+    dl([
+      ['Proof file', proofFile.name],
+      ...(file && digest ? ([['File', `${file.name} (${fmtBytes(file.size)})`], ['SHA-256', hashText(digest, { 'data-testid': 'file-digest' })]] as Array<[string, Child]>) : []),
+      ...(v.index >= 0 ? ([['Leaf index', fmtInt(v.index)], ['Tree size', fmtInt(v.size)]] as Array<[string, Child]>) : []),
+      ...(v.entry && typeof v.entry.digest === 'string' ? ([['Entry digest', hashText(v.entry.digest)]] as Array<[string, Child]>) : []),
+    ]),
+    h(
+      'div',
+      { class: `panel panel-${r.result.toLowerCase()}`, 'data-testid': 'verify-result', 'data-status': r.result, 'data-verdict': r.verdict },
+      badge(r.result, r.result === 'PASS' ? `${r.verdict} — the proof verifies` : 'FAIL — do not trust this proof'),
+    ),
+    reportList(r, 'verify-report'),
+  );
+}
+
 // ------------------------------------------------------------------ charts
 
 async function viewCharts(main: HTMLElement, params: URLSearchParams): Promise<void> {
@@ -709,7 +745,7 @@ async function viewTrust(main: HTMLElement): Promise<void> {
         ['Log key (vkey)', h('code', { class: 'hash', 'data-testid': 'trust-vkey' }, t.log.vkey)],
         ['Key id', hashText(t.log.keyId)],
         ['Witnesses', t.witnesses.length ? h('ul', null, t.witnesses.map((w) => h('li', null, h('code', { class: 'hash' }, w.vkey)))) : 'none'],
-        ['Threshold', `${t.threshold} of ${t.witnesses.length} witness cosignatures required`],
+        ['Quorum', h('span', { 'data-testid': 'trust-quorum' }, t.quorum.required ? `${t.quorum.text} (C2SP tlog-policy)` : 'none: checkpoints are not witnessed')],
       ]),
       r.source === 'pin'
         ? h('button', { type: 'button', onclick: () => (unpin(storage, t.log.name), reload()) }, 'Unpin (use the site’s configuration again)')

@@ -4,17 +4,13 @@
 // the log's own code (src/core/note.ts, src/core/checkpoint.ts), bundled as is.
 import * as ed from '@noble/ed25519';
 import { bytesEqual } from '../core/hash.js';
-import { type NoteSignature, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../core/note.js';
+import { type NoteSignature, type NoteVerifier, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../core/note.js';
 import { readU64be, utf8 } from './bytes.js';
 
 export { parseCheckpointBody } from '../core/checkpoint.js';
 export { NoteError, type NoteSignature, type ParsedNote, SIG_COSIGNATURE_V1, SIG_ED25519, parseNote } from '../core/note.js';
 
-export interface Verifier {
-  readonly name: string;
-  readonly type: number;
-  readonly publicKey: Uint8Array;
-  readonly keyHash: Uint8Array;
+export interface Verifier extends NoteVerifier {
   /** The vkey text it was parsed from. */
   readonly vkey: string;
   /** Lowercase hex SHA-256 of the raw public key (DESIGN.md §1.4 keyId). */

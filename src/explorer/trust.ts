@@ -5,14 +5,22 @@
 //      `stele serve` from its own key), else the site's /api/ledger/key.
 // A pin always wins; when the site then presents a different key the page says so loudly.
 // Also keeps the last checkpoint this browser verified, per log origin.
+import { policyQuorum } from '../core/rules.js';
+import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
 import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, type Verifier, parseVkey } from './note.js';
 import type { SeenCheckpoint, Trust } from './verify.js';
 
 export interface TrustConfig {
   readonly vkey: string;
   readonly witnesses: readonly string[];
+  /** The old M-of-N count, used only when there is no `policy`. */
   readonly threshold: number;
+  /** The witnesses and their quorum as C2SP tlog-policy text: the authority when present. */
+  readonly policy?: string;
 }
+
+/** What rule 5 says in the browser when the trust requires no cosignatures. */
+const WITNESS_HINT = 'pin a witness policy on the Trust page';
 
 export type TrustSource = 'pin' | 'link' | 'site-config' | 'site-api';
 
@@ -61,17 +69,35 @@ function safeSet(store: KV | null, key: string, value: string | null): void {
   }
 }
 
-/** Builds a Trust from vkeys; throws NoteError on a malformed or wrong-type key. */
+/**
+ * Builds a Trust from vkeys; throws NoteError on a malformed or wrong-type key. The witness
+ * quorum is a C2SP tlog-policy: the configured policy text, else k of the listed witnesses.
+ */
 export function toTrust(c: TrustConfig): Trust {
   const log = parseVkey(c.vkey);
   if (log.type !== SIG_ED25519) throw new NoteError('the log key must be an Ed25519 (type 0x01) vkey');
-  const witnesses: Verifier[] = c.witnesses.map((w) => {
-    const v = parseVkey(w);
+  let policy: Policy;
+  if (c.policy !== undefined && c.policy.trim() !== '') {
+    try {
+      policy = parsePolicy(c.policy);
+    } catch (e) {
+      throw new NoteError(`the witness policy is not a tlog-policy: ${(e as Error).message}`);
+    }
+  } else {
+    const named = c.witnesses.map((w) => ({ name: parseVkey(w).name, vkey: w }));
+    const k = Number.isSafeInteger(c.threshold) && c.threshold >= 0 ? Math.min(c.threshold, named.length) : named.length;
+    try {
+      policy = thresholdPolicy([], named, k);
+    } catch (e) {
+      throw new NoteError((e as Error).message);
+    }
+  }
+  const witnesses: Verifier[] = policy.witnesses.map((w) => {
+    const v = parseVkey(w.vkey);
     if (v.type !== SIG_COSIGNATURE_V1) throw new NoteError(`witness key ${v.name} must be a cosignature/v1 (type 0x04) vkey`);
     return v;
   });
-  const threshold = Number.isSafeInteger(c.threshold) && c.threshold >= 0 ? Math.min(c.threshold, witnesses.length) : witnesses.length;
-  return { log, witnesses, threshold };
+  return { origin: log.name, keyId: log.keyId, log, witnesses, policy, quorum: policyQuorum(policy, witnesses, WITNESS_HINT) };
 }
 
 export function readPins(store: KV | null): Record<string, TrustConfig & { pinnedAt: string }> {
@@ -116,15 +142,17 @@ export function parseConfig(v: unknown): TrustConfig | null {
   const witnesses = ws
     .map((w: unknown) => (typeof w === 'string' ? w : w && typeof w === 'object' && typeof (w as { vkey?: unknown }).vkey === 'string' ? (w as { vkey: string }).vkey : null))
     .filter((w): w is string => w !== null);
-  const t = o.witnessThreshold ?? (o.witnessPolicy as { threshold?: unknown } | undefined)?.threshold ?? o.threshold;
+  const wp = o.witnessPolicy as { threshold?: unknown; policy?: unknown } | undefined;
+  const t = o.witnessThreshold ?? wp?.threshold ?? o.threshold;
   const threshold = typeof t === 'number' ? t : typeof t === 'string' && /^\d+$/.test(t) ? Number(t) : witnesses.length;
-  return { vkey: o.vkey, witnesses, threshold };
+  const policy = typeof wp?.policy === 'string' ? wp.policy : typeof o.policy === 'string' ? o.policy : undefined;
+  return { vkey: o.vkey, witnesses, threshold, ...(policy !== undefined ? { policy } : {}) };
 }
 
 export function configFromLink(params: URLSearchParams): TrustConfig | null {
   const vkey = params.get('vkey');
   if (!vkey) return null;
-  return parseConfig({ vkey, witnesses: params.getAll('witness'), threshold: params.get('threshold') ?? undefined });
+  return parseConfig({ vkey, witnesses: params.getAll('witness'), threshold: params.get('threshold') ?? undefined, policy: params.get('policy') ?? undefined });
 }
 
 async function fetchJson(url: URL, fetchFn: typeof fetch): Promise<unknown> {

@@ -5,30 +5,49 @@
 // PASS/FAIL report of `stele ledger verify` for a file.
 import { entryHash, entryId } from '../core/entry.js';
 import { EMPTY_ROOT, leafHash } from '../core/hash.js';
-import { proveConsistency, proveInclusion, treeHash, verifyConsistency } from '../core/merkle.js';
+import { proveConsistency, proveInclusion, treeHash } from '../core/merkle.js';
+import {
+  type Cosigner,
+  type KeyTrust,
+  type Outcome,
+  type ProveConsistency,
+  Report as CoreReport,
+  RULES,
+  type Status,
+  type StatusOutcome,
+  checkCheckpoint,
+  checkConsistency,
+  checkTlogProof,
+} from '../core/rules.js';
 import { TILE_WIDTH } from '../core/tiles.js';
-import { bytesEqual, short, toHex } from './bytes.js';
+import type { Policy } from '../core/tlog-policy.js';
+import { type TlogProof, parseTlogProof } from '../core/tlog-proof.js';
+import { bytesEqual, fromHex, short, toHex } from './bytes.js';
 import { type LogClient, bundleWidth } from './log.js';
-import { type ParsedNote, type Verifier, checkSignature, linesBy, parseCheckpointBody, parseNote } from './note.js';
+import { type Verifier, parseCheckpointBody, parseNote } from './note.js';
 import { type FoldedProof, foldInclusion } from './proof.js';
 
-export type Status = 'PASS' | 'FAIL' | 'SKIP';
+export type { Status } from '../core/rules.js';
 
+/** One line of a report as the page shows it (the rule number, when it is one of §4.3's). */
 export interface Check {
   readonly name: string;
   readonly status: Status;
   readonly detail: string;
+  readonly rule?: number;
+  /** Why a SKIP did not run, in a few words (what the verdict names). */
+  readonly reason?: string;
 }
 
 const pass = (name: string, detail: string): Check => ({ name, status: 'PASS', detail });
 const fail = (name: string, detail: string): Check => ({ name, status: 'FAIL', detail });
-const skip = (name: string, detail: string): Check => ({ name, status: 'SKIP', detail });
+const skip = (name: string, detail: string, reason?: string): Check => ({ name, status: 'SKIP', detail, ...(reason ? { reason } : {}) });
 
-/** The keys the page verifies against. */
-export interface Trust {
+/** The keys the page verifies against: the log key and a C2SP tlog-policy over witness keys. */
+export interface Trust extends KeyTrust {
   readonly log: Verifier;
   readonly witnesses: readonly Verifier[];
-  readonly threshold: number;
+  readonly policy: Policy;
 }
 
 /** A checkpoint this browser has verified before (kept in local storage). */
@@ -62,66 +81,47 @@ export interface CheckpointResult {
   readonly remember: boolean;
 }
 
+/**
+ * The page's names for its checks: the §4.3 rules' own (src/core/rules.ts), except rule 2,
+ * whose pinned checkpoint is here the last one this browser saw; and the page's own check
+ * that the tiles hash to the signed root.
+ */
 export const CHECK_NAMES = {
-  signature: 'Checkpoint signature',
-  witnesses: 'Witness cosignatures',
+  signature: RULES.signature.name,
+  witnesses: RULES.witnesses.name,
   tiles: 'Tiles match the signed root',
   consistency: 'Consistency with the last checkpoint seen',
-  leaf: 'Leaf hash',
-  inclusion: 'Inclusion',
-  overall: 'Client-side verification',
+  leaf: RULES.leaf.name,
+  inclusion: RULES.inclusion.name,
+  overall: RULES.overall.name,
 } as const;
 
-function signatureCheck(note: ParsedNote | null, body: { origin: string } | null, parseError: string | null, trust: Trust): Check {
-  const name = CHECK_NAMES.signature;
-  if (!note || !body) return fail(name, `malformed checkpoint: ${parseError}`);
-  if (body.origin !== trust.log.name) return fail(name, `checkpoint is for origin ${body.origin}, not the trusted log ${trust.log.name}`);
-  const mine = linesBy(note, trust.log);
-  if (mine.length === 0) {
-    const others = [...new Set(note.signatures.map((s) => s.name))];
-    return fail(name, `no signature by the trusted key ${short(trust.log.keyId)} (signed by: ${others.join(', ') || 'nobody'} with other keys)`);
-  }
-  const results = mine.map((s) => checkSignature(note.body, s, trust.log));
-  if (results.some((r) => r.status === 'valid')) {
-    return pass(name, `Ed25519 signature by the trusted key ${trust.log.name} (key id ${short(trust.log.keyId)}) verified in your browser`);
-  }
-  const why = results.find((r) => r.status === 'invalid');
-  return fail(name, `the signature does not verify under the trusted key ${short(trust.log.keyId)}: ${why && why.status === 'invalid' ? why.reason : ''} (forged or altered checkpoint)`);
+const RULE_NAMES: Record<number, string> = { [RULES.consistency.rule]: CHECK_NAMES.consistency };
+
+/** A core check as the page shows it (its name through the page's map). */
+export function present(c: { rule: number; name: string; status: Status; detail: string }): Check & { rule: number } {
+  return { rule: c.rule, name: RULE_NAMES[c.rule] ?? c.name, status: c.status, detail: c.detail };
 }
 
-function witnessCheck(note: ParsedNote | null, sigOk: boolean, trust: Trust): { check: Check; rows: WitnessRow[] } {
-  const name = CHECK_NAMES.witnesses;
-  const rows: WitnessRow[] = [];
-  if (note) {
-    for (const w of trust.witnesses) {
-      const lines = linesBy(note, w);
-      if (lines.length === 0) {
-        rows.push({ name: w.name, status: 'MISSING', detail: 'no cosignature by this witness' });
-        continue;
-      }
-      const results = lines.map((l) => checkSignature(note.body, l, w));
-      const ok = results.find((r) => r.status === 'valid');
-      if (ok && ok.status === 'valid') rows.push({ name: w.name, status: 'PASS', ...(ok.time !== undefined ? { time: ok.time } : {}), detail: 'cosignature verified' });
-      else {
-        const bad = results[0]!;
-        rows.push({ name: w.name, status: 'FAIL', detail: bad.status === 'invalid' ? bad.reason : 'invalid' });
-      }
-    }
-    const known = [trust.log, ...trust.witnesses];
-    for (const s of note.signatures) {
-      if (!known.some((k) => k.name === s.name && bytesEqual(k.keyHash, s.keyHash))) {
-        rows.push({ name: s.name, status: 'UNKNOWN', detail: `signature by a key you do not trust (key hash ${toHex(s.keyHash)}); not counted` });
-      }
-    }
-  }
-  const valid = rows.filter((r) => r.status === 'PASS').length;
-  const bad = rows.filter((r) => r.status === 'FAIL');
-  const t = trust.threshold;
-  if (!sigOk) return { rows, check: fail(name, 'not counted: the checkpoint itself did not verify') };
-  if (bad.length > 0) return { rows, check: fail(name, `invalid cosignature by ${bad.map((r) => r.name).join(', ')}`) };
-  if (trust.witnesses.length === 0 && t === 0) return { rows, check: skip(name, 'no witnesses are configured for this log') };
-  const detail = `${valid} of ${trust.witnesses.length} trusted witness${trust.witnesses.length === 1 ? '' : 'es'} cosigned; ${t} required`;
-  return { rows, check: valid >= t ? pass(name, detail) : fail(name, `${detail} — below the threshold`) };
+const asCheck = (name: string, o: Outcome | StatusOutcome): Check =>
+  'status' in o ? { name, status: o.status, detail: o.detail } : { name, status: o.ok ? 'PASS' : 'FAIL', detail: o.detail };
+
+const ROW_STATUS = { valid: 'PASS', invalid: 'FAIL', missing: 'MISSING', unknown: 'UNKNOWN' } as const;
+
+function witnessRows(cosigners: readonly Cosigner[]): WitnessRow[] {
+  return cosigners.map((c) => ({
+    name: c.name,
+    status: ROW_STATUS[c.status],
+    ...(c.time !== undefined ? { time: c.time } : {}),
+    detail:
+      c.status === 'valid'
+        ? 'cosignature verified'
+        : c.status === 'invalid'
+          ? 'a cosignature line under this witness key does not verify'
+          : c.status === 'missing'
+            ? 'no cosignature by this witness'
+            : `signature by a key you do not trust (key hash ${c.keyHash}); not counted`,
+  }));
 }
 
 async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Promise<Check> {
@@ -136,25 +136,16 @@ async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Pr
   }
 }
 
+/** Consistency proofs computed in the browser from the tiles of the newer tree. */
+export const tilesProver =
+  (client: LogClient): ProveConsistency =>
+  async (first, second) => ({ proof: await proveConsistency(first, second, client.reader(second)) });
+
 async function consistencyCheck(client: LogClient, size: number, root: Uint8Array, seen: SeenCheckpoint | null): Promise<Check> {
   const name = CHECK_NAMES.consistency;
-  if (!seen) return skip(name, 'first visit: this browser has not seen a checkpoint of this log before; it remembers this one now');
+  if (!seen) return skip(name, 'first visit: this browser has not seen a checkpoint of this log before; it remembers this one now', 'first visit');
   const old = { size: seen.size, root: hexBytes(seen.rootHex) };
-  if (size < old.size) return fail(name, `tree size ${size} is smaller than the ${old.size} this browser saw on ${seen.at}: the log rolled back (or serves a stale view)`);
-  if (size === old.size) {
-    return bytesEqual(root, old.root)
-      ? pass(name, `same tree as the checkpoint seen on ${seen.at} (size ${size})`)
-      : fail(name, `size ${size} has root ${short(toHex(root))} but this browser saw root ${short(seen.rootHex)}: the log forked`);
-  }
-  if (old.size === 0) return pass(name, `the empty tree seen before is a prefix of every tree (0 → ${size})`);
-  try {
-    const proof = await proveConsistency(old.size, size, client.reader(size));
-    return verifyConsistency(old.size, size, proof, old.root, root)
-      ? pass(name, `size ${old.size} → ${size}: both roots recomputed from a ${proof.length}-hash consistency proof read from the tiles`)
-      : fail(name, `the tiles do not prove that the tree of size ${old.size} seen on ${seen.at} (root ${short(seen.rootHex)}) is a prefix of this one: the log is not append-only (fork), or a tile is altered`);
-  } catch (e) {
-    return fail(name, `cannot compute a consistency proof from the tiles: ${(e as Error).message}`);
-  }
+  return asCheck(name, await checkConsistency(old, { size, root }, tilesProver(client), 'last-seen'));
 }
 
 function hexBytes(hex: string): Uint8Array {
@@ -164,30 +155,39 @@ function hexBytes(hex: string): Uint8Array {
 }
 
 export async function verifyCheckpoint(noteText: string, trust: Trust, client: LogClient, seen: SeenCheckpoint | null): Promise<CheckpointResult> {
-  let note: ParsedNote | null = null;
-  let body: ReturnType<typeof parseCheckpointBody> | null = null;
-  let parseError: string | null = null;
-  try {
-    note = parseNote(noteText);
-    body = parseCheckpointBody(note.body);
-  } catch (e) {
-    parseError = (e as Error).message;
-  }
-  const signature = signatureCheck(note, body, parseError, trust);
+  // Rules 1 and 5 are the core's (src/core/rules.ts), as in `stele ledger verify`.
+  const cc = checkCheckpoint({ note: noteText }, trust);
+  const signature = asCheck(CHECK_NAMES.signature, cc.signature);
+  const witnesses = asCheck(CHECK_NAMES.witnesses, cc.witnesses);
   const sigOk = signature.status === 'PASS';
-  const { check: witnesses, rows: witnessRows } = witnessCheck(note, sigOk, trust);
-  const size = body?.size ?? 0;
-  const root = body?.root ?? null;
-  const [tiles, consistency] =
-    body && root
-      ? await Promise.all([
-          tilesCheck(client, size, root),
-          sigOk ? consistencyCheck(client, size, root, seen) : Promise.resolve(skip(CHECK_NAMES.consistency, 'not checked: the checkpoint signature did not verify')),
-        ])
-      : [skip(CHECK_NAMES.tiles, 'no checkpoint body'), skip(CHECK_NAMES.consistency, 'no checkpoint body')];
+  let parsed = true;
+  try {
+    parseCheckpointBody(parseNote(noteText).body);
+  } catch {
+    parsed = false;
+  }
+  const { size, root } = cc;
+  const [tiles, consistency] = parsed
+    ? await Promise.all([
+        tilesCheck(client, size, root),
+        sigOk ? consistencyCheck(client, size, root, seen) : Promise.resolve(skip(CHECK_NAMES.consistency, 'not checked: the checkpoint signature did not verify', 'the checkpoint signature did not verify')),
+      ])
+    : [skip(CHECK_NAMES.tiles, 'no checkpoint body'), skip(CHECK_NAMES.consistency, 'no checkpoint body')];
   const checks = [signature, witnesses, tiles, consistency];
   const ok = !checks.some((c) => c.status === 'FAIL');
-  return { note: noteText, origin: body?.origin ?? '', size, root, signature, witnesses, witnessRows, tiles, consistency, ok, remember: ok && sigOk };
+  return {
+    note: noteText,
+    origin: parsed ? cc.origin : '',
+    size: parsed ? size : 0,
+    root: parsed ? root : null,
+    signature,
+    witnesses,
+    witnessRows: witnessRows(cc.cosigners),
+    tiles,
+    consistency,
+    ok,
+    remember: ok && sigOk,
+  };
 }
 
 // ---------------------------------------------------------------- entries
@@ -299,15 +299,25 @@ export async function verifyBundle(client: LogClient, tile: number, cp: { size: 
 
 // ---------------------------------------------------------------- report
 
+/** The report as the page shows it: the checks (names through the page's map), result and verdict. */
 export interface Report {
   readonly checks: Array<Check & { rule: number }>;
   readonly result: 'PASS' | 'FAIL';
+  /** The core's verdict, e.g. "PASS (rule 2 not checked: first visit)". */
+  readonly verdict: string;
 }
 
+export function reportView(r: CoreReport): Report {
+  return { checks: r.checks.map(present), result: r.result, verdict: r.verdict };
+}
+
+const statusOutcome = (c: Check): Outcome | StatusOutcome =>
+  c.status === 'SKIP' ? { status: 'SKIP', detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) } : { status: c.status, detail: c.detail };
+
 /**
- * The six rules of `stele ledger verify` (spec §4.3): checkpoint signature, consistency,
- * leaf hash, inclusion, witnesses, and the overall client-side verdict. With `fileDigest`,
- * rule 3 also requires the entry to record that digest.
+ * The six rules of `stele ledger verify` (spec §4.3) in the core's report: checkpoint
+ * signature, consistency, leaf hash, inclusion, witnesses, and the overall client-side
+ * verdict. With `fileDigest`, rule 3 also requires the entry to record that digest.
  */
 export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: string): Report {
   let leaf = e.leaf;
@@ -320,23 +330,58 @@ export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: s
           ? pass(CHECK_NAMES.leaf, `entry ${e.id} records the file's digest ${short(fileDigest)}; ${e.leaf.detail}`)
           : e.leaf;
   }
-  const rules: Array<Check & { rule: number }> = [
-    { rule: 1, ...cp.signature },
-    { rule: 2, ...cp.consistency },
-    { rule: 3, ...leaf },
-    { rule: 4, ...e.inclusion },
-    { rule: 5, ...cp.witnesses },
-  ];
-  const failed = rules.filter((c) => c.status === 'FAIL');
-  const skipped = rules.filter((c) => c.status === 'SKIP');
-  const overall: Check & { rule: number } = failed.length
-    ? { rule: 6, ...fail(CHECK_NAMES.overall, `${failed.map((c) => `rule ${c.rule}`).join(', ')} failed: do not trust this ${failed.some((c) => c.rule === 3 || c.rule === 4) ? 'entry' : 'log view'}`) }
-    : {
-        rule: 6,
-        ...pass(
-          CHECK_NAMES.overall,
-          `every check was recomputed in your browser from the trusted key and the tiles${skipped.length ? ` (${skipped.map((c) => `rule ${c.rule}`).join(', ')} not applicable)` : ''}`,
-        ),
-      };
-  return { checks: [...rules, overall], result: failed.length ? 'FAIL' : 'PASS' };
+  const r = new CoreReport();
+  r.add('signature', statusOutcome(cp.signature));
+  r.add('consistency', statusOutcome(cp.consistency));
+  r.add('leaf', statusOutcome(leaf));
+  r.add('inclusion', statusOutcome(e.inclusion));
+  r.add('witnesses', statusOutcome(cp.witnesses));
+  r.finish();
+  return reportView(r);
+}
+
+// ---------------------------------------------------------------- tlog-proof files
+
+export interface TlogProofView {
+  readonly report: Report;
+  readonly index: number;
+  readonly size: number;
+  readonly entry: EntryFields | null;
+  readonly entryHash: Uint8Array | null;
+}
+
+/**
+ * A dropped C2SP tlog-proof, checked by the core's rules (src/core/rules.ts) exactly as
+ * `stele ledger verify --proof` does: against the trusted key and witness policy, with rule
+ * 2 proved from the tiles against the checkpoint this page verified (when it has one).
+ */
+export async function verifyTlogProofFile(
+  text: string,
+  trust: Trust,
+  client: LogClient,
+  current: { size: number; root: Uint8Array } | null,
+  fileDigest?: string,
+): Promise<TlogProofView> {
+  let proof: TlogProof;
+  try {
+    proof = parseTlogProof(text);
+  } catch (e) {
+    const r = new CoreReport();
+    r.add('signature', { ok: false, detail: (e as Error).message });
+    r.finish();
+    return { report: reportView(r), index: -1, size: 0, entry: null, entryHash: null };
+  }
+  const digest = fileDigest !== undefined ? fromHex(fileDigest) : null;
+  const { report, checkpoint, result } = await checkTlogProof(proof, { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } }, {
+    ...(digest ? { fileDigest: digest } : {}),
+    prove: current ? tilesProver(client) : null,
+    offline: () => ({ reason: 'no verified checkpoint', detail: 'not checked: this page has no verified checkpoint of the log to compare with' }),
+  });
+  return {
+    report: reportView(report),
+    index: proof.index,
+    size: checkpoint.size,
+    entry: (result.entry as EntryFields | undefined) ?? null,
+    entryHash: result.entryHash ?? null,
+  };
 }
