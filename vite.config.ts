@@ -11,7 +11,13 @@ export const EXPLORER_CSP =
 const csp = (): Plugin => ({
   name: 'stele-explorer-csp',
   apply: 'build',
-  transformIndexHtml: () => [{ tag: 'meta', attrs: { 'http-equiv': 'Content-Security-Policy', content: EXPLORER_CSP }, injectTo: 'head-prepend' }],
+  transformIndexHtml: () => [
+    {
+      tag: 'meta',
+      attrs: { 'http-equiv': 'Content-Security-Policy', content: EXPLORER_CSP },
+      injectTo: 'head-prepend',
+    },
+  ],
 });
 
 export default defineConfig({

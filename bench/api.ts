@@ -24,11 +24,22 @@ const ROOT = new URL('..', import.meta.url).pathname;
 
 async function buildLog(dataDir: string): Promise<void> {
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-  const { sequencer } = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 1, maxBatch: 65_536, listeners: [index] });
+  const { sequencer } = await openLocalLog({
+    dataDir,
+    origin: ORIGIN,
+    fsync: false,
+    batchInterval: 1,
+    maxBatch: 65_536,
+    listeners: [index],
+  });
   const wave = 65_536;
   for (let from = 0; from < LOG_SIZE; from += wave) {
     const n = Math.min(wave, LOG_SIZE - from);
-    await Promise.all(Array.from({ length: n }, (_, k) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k), { artifact: `a${from + k}` }))));
+    await Promise.all(
+      Array.from({ length: n }, (_, k) =>
+        sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k), { artifact: `a${from + k}` })),
+      ),
+    );
   }
   await sequencer.close();
   await index.close();
@@ -61,7 +72,12 @@ interface Run {
   errors: number;
 }
 
-async function load(url: string, connections: number, paths: () => string, init: Partial<autocannon.Options> = {}): Promise<Run> {
+async function load(
+  url: string,
+  connections: number,
+  paths: () => string,
+  init: Partial<autocannon.Options> = {},
+): Promise<Run> {
   const result = await autocannon({
     url,
     connections,
@@ -92,7 +108,9 @@ export default async function main(): Promise<void> {
     await buildLog(dataDir);
     figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
 
-    const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), { unverified: true });
+    const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), {
+      unverified: true,
+    });
     const sampleIds: string[] = [];
     for (let k = 0; k < 2000; k++) {
       const seq = Math.floor(Math.random() * LOG_SIZE);
@@ -112,7 +130,19 @@ export default async function main(): Promise<void> {
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
     figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
 
-    const srv = await startChild(['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--origin', ORIGIN, '--port', '0', '--json', '--log-level', 'warn']);
+    const srv = await startChild([
+      'dist/cli/main.js',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--origin',
+      ORIGIN,
+      '--port',
+      '0',
+      '--json',
+      '--log-level',
+      'warn',
+    ]);
     try {
       for (const [name, paths] of [
         ['entry_by_id', () => `/api/ledger/entry?id=${pick(sampleIds)}`],
@@ -153,7 +183,6 @@ export default async function main(): Promise<void> {
         // Hash tiles only (bundles aside): about one per tree level per proof path.
         figure(`${name}_hash_tiles_read_per_request`, Number((hashTiles / run.requests).toFixed(2)), 'tiles');
       }
-
     } finally {
       await stop(srv.child);
     }
@@ -161,7 +190,21 @@ export default async function main(): Promise<void> {
     // Anchors: 256 connections, each waiting for its answer, so throughput is bounded by
     // 256 / latency; a short batch interval (group commit) is what lets it scale.
     const anchorInterval = 10;
-    const anchorSrv = await startChild(['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--origin', ORIGIN, '--port', '0', '--json', '--log-level', 'warn', '--batch-interval', String(anchorInterval)]);
+    const anchorSrv = await startChild([
+      'dist/cli/main.js',
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--origin',
+      ORIGIN,
+      '--port',
+      '0',
+      '--json',
+      '--log-level',
+      'warn',
+      '--batch-interval',
+      String(anchorInterval),
+    ]);
     try {
       let n = LOG_SIZE * 4;
       t = performance.now();

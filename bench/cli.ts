@@ -21,7 +21,10 @@ import { repoRoot } from '../test/helpers/vectors.js';
 const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
 const ORIGIN = 'bench.cli/log';
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string; ms: number; peakRssMiB: number }> {
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string; ms: number; peakRssMiB: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -52,7 +55,8 @@ async function hashBench(sizeBytes: number): Promise<void> {
   try {
     const chunk = randomBytes(16 * MiB);
     const fd = openSync(file, 'w');
-    for (let off = 0; off < sizeBytes; off += chunk.length) writeSync(fd, chunk, 0, Math.min(chunk.length, sizeBytes - off));
+    for (let off = 0; off < sizeBytes; off += chunk.length)
+      writeSync(fd, chunk, 0, Math.min(chunk.length, sizeBytes - off));
     closeSync(fd);
     const mib = sizeBytes / MiB;
     let bestNode = Infinity;
@@ -86,13 +90,24 @@ async function buildLog(n: number): Promise<string> {
   }
   rmSync(dataDir, { recursive: true, force: true });
   const t0 = performance.now();
-  const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 1, maxBatch: 65_536, maxPending: 2_000_000 });
+  const log = await openLocalLog({
+    dataDir,
+    origin: ORIGIN,
+    fsync: false,
+    batchInterval: 1,
+    maxBatch: 65_536,
+    maxPending: 2_000_000,
+  });
   for (let done = 0; done < n; ) {
     const k = Math.min(65_536, n - done);
     const ps = [];
     for (let i = done; i < done + k; i++) {
       const digest = createHash('sha256').update(`bench entry ${i}`).digest('hex');
-      ps.push(log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `pkg-${i}.tgz`, scope: 'bench' })));
+      ps.push(
+        log.sequencer.submit(
+          anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `pkg-${i}.tgz`, scope: 'bench' }),
+        ),
+      );
     }
     await Promise.all(ps);
     done += k;
@@ -103,9 +118,27 @@ async function buildLog(n: number): Promise<string> {
 }
 
 async function startServe(dataDir: string): Promise<{ url: string; keyId: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--origin', ORIGIN, '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', '--json'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [
+      CLI,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--origin',
+      ORIGIN,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      '--json',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     let buf = '';
     proc.stdout!.on('data', (d) => {
@@ -129,7 +162,12 @@ export default async function main(): Promise<void> {
   const serve = await startServe(dataDir);
   note(`stele serve ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (index catch-up included)`);
   const home = mkdtempSync(join(tmpdir(), 'stele-bench-home-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+  };
   delete env.STELE_LEDGER_ENDPOINT;
   delete env.STELE_LEDGER_TENANT;
   const mirror = join(home, 'mirror');
@@ -138,7 +176,13 @@ export default async function main(): Promise<void> {
     if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`);
     const m = await run(['ledger', 'mirror', mirror, '--json'], env);
     if (m.code !== 0) throw new Error(`mirror failed: ${m.stderr}`);
-    const mj = JSON.parse(m.stdout) as { treeSize: number; requests: number; fetched: number; bytes: number; elapsedMs: number };
+    const mj = JSON.parse(m.stdout) as {
+      treeSize: number;
+      requests: number;
+      fetched: number;
+      bytes: number;
+      elapsedMs: number;
+    };
     note(`mirror of ${mj.treeSize} entries from stele serve on loopback (CLI process, 16 parallel requests)`);
     figure('mirror_entries_per_second', mj.treeSize / (m.ms / 1000), 'entries/s');
     figure('mirror_seconds', m.ms / 1000, 's');
@@ -153,7 +197,9 @@ export default async function main(): Promise<void> {
   const a = await run(['ledger', 'audit', mirror, '--json'], env);
   if (a.code !== 0) throw new Error(`audit failed (exit ${a.code}): ${a.stdout.slice(0, 400)} ${a.stderr}`);
   const aj = JSON.parse(a.stdout) as { entriesChecked: number; hashTilesChecked: number; elapsedMs: number };
-  note(`audit of the ${aj.entriesChecked}-entry mirror (whole CLI process: start, audit, exit; ${aj.hashTilesChecked} hash tiles)`);
+  note(
+    `audit of the ${aj.entriesChecked}-entry mirror (whole CLI process: start, audit, exit; ${aj.hashTilesChecked} hash tiles)`,
+  );
   figure('audit_seconds', a.ms / 1000, 's');
   figure('audit_entries_per_second', aj.entriesChecked / (a.ms / 1000), 'entries/s');
   figure('audit_peak_rss', a.peakRssMiB, 'MiB');

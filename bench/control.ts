@@ -27,7 +27,9 @@ interface CannonResult {
 }
 // Loaded by a computed specifier so this file type-checks with or without autocannon's typings.
 const AUTOCANNON: string = 'autocannon';
-const autocannon = ((await import(AUTOCANNON)) as { default: unknown }).default as (o: Record<string, unknown>) => Promise<CannonResult>;
+const autocannon = ((await import(AUTOCANNON)) as { default: unknown }).default as (
+  o: Record<string, unknown>,
+) => Promise<CannonResult>;
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const AUDIENCE = 'https://control.bench.stele/v1';
@@ -45,7 +47,14 @@ const ENTITIES = [
   { uid: { type: 'Group', id: 'staff' }, attrs: {}, parents: [] },
   { uid: { type: 'Group', id: 'contractors' }, attrs: {}, parents: [] },
   { uid: { type: 'User', id: 'alice' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }] },
-  { uid: { type: 'User', id: 'bob' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }, { type: 'Group', id: 'contractors' }] },
+  {
+    uid: { type: 'User', id: 'bob' },
+    attrs: {},
+    parents: [
+      { type: 'Group', id: 'staff' },
+      { type: 'Group', id: 'contractors' },
+    ],
+  },
   { uid: { type: 'Document', id: 'q3-report' }, attrs: { dept: 'eng' }, parents: [] },
 ];
 
@@ -61,11 +70,28 @@ process.on('SIGTERM', () => srv.close().then(() => process.exit(0)));
 `;
 
 async function startControlServer(dataDir: string, fsync: boolean): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), '--import', 'tsx', '--input-type=module', '-e', CHILD], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NODE_NO_WARNINGS: '1', BENCH_DATA_DIR: dataDir, BENCH_BATCH_MS: String(BATCH_INTERVAL_MS), BENCH_FSYNC: fsync ? '1' : '0' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      CHILD,
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        NODE_NO_WARNINGS: '1',
+        BENCH_DATA_DIR: dataDir,
+        BENCH_BATCH_MS: String(BATCH_INTERVAL_MS),
+        BENCH_FSYNC: fsync ? '1' : '0',
+      },
+    },
+  );
   const exited = once(child, 'exit');
   const first = await Promise.race([once(child.stdout!, 'data') as Promise<[Buffer]>, exited.then(() => null)]);
   if (first === null) throw new ChildCrashed('the server exited during start-up');
@@ -104,8 +130,12 @@ class ChildCrashed extends Error {}
 
 /** Runs `p` unless the child exits first. */
 function whileAlive<T>(child: ChildProcess, p: Promise<T>): Promise<T> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.reject(new ChildCrashed('the server is not running'));
-  return Promise.race([p, once(child, 'exit').then(() => Promise.reject(new ChildCrashed('the server exited during the run')))]);
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.reject(new ChildCrashed('the server is not running'));
+  return Promise.race([
+    p,
+    once(child, 'exit').then(() => Promise.reject(new ChildCrashed('the server exited during the run'))),
+  ]);
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -121,7 +151,9 @@ async function json(url: string, token?: string): Promise<Record<string, unknown
 
 /** Audit events of type policy_evaluation after `after`, counted from the stream. */
 async function countEvaluations(url: string, token: string, after: number): Promise<{ count: number; last: number }> {
-  const res = await fetch(`${url}/v1/audit/events?follow=false&type=policy_evaluation`, { headers: { authorization: `Bearer ${token}`, 'last-event-id': String(after) } });
+  const res = await fetch(`${url}/v1/audit/events?follow=false&type=policy_evaluation`, {
+    headers: { authorization: `Bearer ${token}`, 'last-event-id': String(after) },
+  });
   const text = await res.text();
   const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
   return { count: ids.length, last: ids.at(-1) ?? after };
@@ -165,16 +197,32 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
   );
   const { url, child } = await startControlServer(dataDir, o.fsync);
   try {
-    const body = JSON.stringify({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"q3-report"', context: { ip: '10.1.2.3' } });
+    const body = JSON.stringify({
+      principal: 'User::"alice"',
+      action: 'Action::"read"',
+      resource: 'Document::"q3-report"',
+      context: { ip: '10.1.2.3' },
+    });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens.svc}` };
     // Warm up: discovery, JWKS fetch and cache, Cedar, JIT.
     const alive = <T>(p: Promise<T>) => whileAlive(child, p);
-    await alive(autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: 8, duration: 2 }));
+    await alive(
+      autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: 8, duration: 2 }),
+    );
     const ledgerBefore = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
     const auditBefore = await alive(countEvaluations(url, tokens.analyst, 0));
 
     const cpuBefore = serverCpu(child.pid);
-    const r = await alive(autocannon({ url: `${url}/v1/policy/evaluate`, method: 'POST', body, headers, connections: o.connections, duration: DURATION_S }));
+    const r = await alive(
+      autocannon({
+        url: `${url}/v1/policy/evaluate`,
+        method: 'POST',
+        body,
+        headers,
+        connections: o.connections,
+        duration: DURATION_S,
+      }),
+    );
     const cpuAfter = serverCpu(child.pid);
     await new Promise((res) => setTimeout(res, 500));
     const ledgerAfter = (await alive(json(`${url}/api/ledger/checkpoint`))).lifetimeEntries as number;
@@ -183,7 +231,13 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     const figures: [string, number, string][] = [];
     const figure = (name: string, value: number, unit: string) => figures.push([name, value, unit]);
     /** Server CPU per answered request: the main thread, and all threads. */
-    const cpuFigures = (name: string, before: ServerCpu | undefined, after: ServerCpu | undefined, answered: number, unit: string) => {
+    const cpuFigures = (
+      name: string,
+      before: ServerCpu | undefined,
+      after: ServerCpu | undefined,
+      answered: number,
+      unit: string,
+    ) => {
       if (!before || !after || answered === 0) return;
       figure(`${name}_main${label}`, ((after.main - before.main) * 1000) / answered, unit);
       figure(`${name}_all${label}`, ((after.all - before.all) * 1000) / answered, unit);
@@ -202,14 +256,23 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
     if (o.ledgerBaseline) {
       let i = 0;
       const before = serverCpu(child.pid);
-      const a = await alive(autocannon({
-        url: `${url}/api/ledger/anchor`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        connections: o.connections,
-        duration: DURATION_S,
-        requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ digest: (i++).toString(16).padStart(64, '0') }) }) }],
-      }));
+      const a = await alive(
+        autocannon({
+          url: `${url}/api/ledger/anchor`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          connections: o.connections,
+          duration: DURATION_S,
+          requests: [
+            {
+              setupRequest: (req: Record<string, unknown>) => ({
+                ...req,
+                body: JSON.stringify({ digest: (i++).toString(16).padStart(64, '0') }),
+              }),
+            },
+          ],
+        }),
+      );
       figure(`ledger_anchor_rps${label}`, a.requests.average, 'req/s');
       figure(`ledger_anchor_p50${label}`, a.latency.p50, 'ms');
       figure(`ledger_anchor_p99${label}`, a.latency.p99, 'ms');
@@ -223,30 +286,54 @@ async function runOnce(o: RunOptions, issuer: string, tokens: { svc: string; ana
 
 export default async function main(): Promise<void> {
   const idp = await startOidcProvider({
-    clients: { svc: { claims: { roles: ['service'] }, ttl: 3600 }, analyst: { claims: { roles: ['analyst'], amr: ['hwk'] }, ttl: 3600 } },
+    clients: {
+      svc: { claims: { roles: ['service'] }, ttl: 3600 },
+      analyst: { claims: { roles: ['analyst'], amr: ['hwk'] }, ttl: 3600 },
+    },
     defaultResource: AUDIENCE,
     alg: 'ES256',
   });
   // This shared machine's speed varies by up to 1.5x from one run to another (a whole
   // benchmark moves with it): the hashing rate before and after says how fast it ran.
-  const gauge = (when: string) => printFigure(`machine_sha256_x3_rate_${when}`, Math.round(sha256x3Rate(sha256, 1000).wall), 'entries/s');
+  const gauge = (when: string) =>
+    printFigure(`machine_sha256_x3_rate_${when}`, Math.round(sha256x3Rate(sha256, 1000).wall), 'entries/s');
   note(`load average at start ${loadavg()[0]!.toFixed(2)}`);
   gauge('at_start');
   try {
     const tokens = { svc: await idp.token('svc'), analyst: await idp.token('analyst') };
-    note(`POST /v1/policy/evaluate, ${DURATION_S} s per run, ES256 access tokens from oidc-provider (JWKS fetched once, then cached), batch interval ${BATCH_INTERVAL_MS} ms`);
-    note('every answered decision is a ledger entry (policy_evaluation) in a published checkpoint and a signed audit event');
+    note(
+      `POST /v1/policy/evaluate, ${DURATION_S} s per run, ES256 access tokens from oidc-provider (JWKS fetched once, then cached), batch interval ${BATCH_INTERVAL_MS} ms`,
+    );
+    note(
+      'every answered decision is a ledger entry (policy_evaluation) in a published checkpoint and a signed audit event',
+    );
     if (RUNS.has(1)) {
-      note(`1. durable (ledger and audit fsync on), ${CONNECTIONS} connections; then the ledger's own POST /api/ledger/anchor on the same server for comparison`);
-      await run({ label: '', tokenCache: true, fsync: true, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+      note(
+        `1. durable (ledger and audit fsync on), ${CONNECTIONS} connections; then the ledger's own POST /api/ledger/anchor on the same server for comparison`,
+      );
+      await run(
+        { label: '', tokenCache: true, fsync: true, connections: CONNECTIONS, ledgerBaseline: true },
+        idp.issuer,
+        tokens,
+      );
     }
     if (RUNS.has(2)) {
       note('2. durable, verified-token cache off (each request verifies the JWT signature with jose)');
-      await run({ label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
+      await run(
+        { label: '_no_token_cache', tokenCache: false, fsync: true, connections: CONNECTIONS },
+        idp.issuer,
+        tokens,
+      );
     }
     if (RUNS.has(5)) {
-      note('5. durable, decision cache off (Cedar evaluates every request; the benchmark repeats one request, which the cache otherwise answers)');
-      await run({ label: '_no_decision_cache', tokenCache: true, decisionCache: false, fsync: true, connections: CONNECTIONS }, idp.issuer, tokens);
+      note(
+        '5. durable, decision cache off (Cedar evaluates every request; the benchmark repeats one request, which the cache otherwise answers)',
+      );
+      await run(
+        { label: '_no_decision_cache', tokenCache: true, decisionCache: false, fsync: true, connections: CONNECTIONS },
+        idp.issuer,
+        tokens,
+      );
     }
     if (RUNS.has(3)) {
       note('3. durable, 256 connections (more decisions per ledger batch)');
@@ -254,7 +341,11 @@ export default async function main(): Promise<void> {
     }
     if (RUNS.has(4)) {
       note(`4. fsync off (ledger I/O out of the way: the control plane's own cost), ${CONNECTIONS} connections`);
-      await run({ label: '_nofsync', tokenCache: true, fsync: false, connections: CONNECTIONS, ledgerBaseline: true }, idp.issuer, tokens);
+      await run(
+        { label: '_nofsync', tokenCache: true, fsync: false, connections: CONNECTIONS, ledgerBaseline: true },
+        idp.issuer,
+        tokens,
+      );
     }
   } finally {
     await idp.close();

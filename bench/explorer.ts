@@ -25,14 +25,28 @@ export default async function main(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'stele-bench-explorer-'));
   try {
     const t0 = performance.now();
-    await anchorMany(stele.url, Array.from({ length: entries }, (_, i) => ({ digest: sha256hex(`bench ${i}`), artifact: `b-${i}`, scope: 'bench' })), 64);
-    note(`${entries} entries anchored in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${runs} runs each; Chromium ${browser.context.browser()?.version() ?? '(persistent)'}`);
+    await anchorMany(
+      stele.url,
+      Array.from({ length: entries }, (_, i) => ({
+        digest: sha256hex(`bench ${i}`),
+        artifact: `b-${i}`,
+        scope: 'bench',
+      })),
+      64,
+    );
+    note(
+      `${entries} entries anchored in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${runs} runs each; Chromium ${browser.context.browser()?.version() ?? '(persistent)'}`,
+    );
 
     const { page } = await browser.page();
     const cdp = await browser.context.newCDPSession(page);
     const render = async (): Promise<{ rendered: number; verify: number }> => {
       await page.goto(`${stele.url}/?r=${Math.random()}#/`);
-      await page.waitForFunction(() => (globalThis as unknown as { __stele?: SteleTimings }).__stele?.checkpointRenderedMs !== undefined, null, { timeout: 30_000 });
+      await page.waitForFunction(
+        () => (globalThis as unknown as { __stele?: SteleTimings }).__stele?.checkpointRenderedMs !== undefined,
+        null,
+        { timeout: 30_000 },
+      );
       const status = await page.locator('[data-testid=cp-status]').getAttribute('data-status');
       if (status !== 'PASS') throw new Error(`checkpoint view shows ${status}`);
       const t = await timings(page);
@@ -49,7 +63,11 @@ export default async function main(): Promise<void> {
       coldVerify.push(r.verify);
     }
     await cdp.send('Network.setCacheDisabled', { cacheDisabled: false });
-    await anchorMany(stele.url, Array.from({ length: 50 }, (_, i) => ({ digest: sha256hex(`bench later ${i}`) })), 16);
+    await anchorMany(
+      stele.url,
+      Array.from({ length: 50 }, (_, i) => ({ digest: sha256hex(`bench later ${i}`) })),
+      16,
+    );
     const warm: number[] = [];
     for (let i = 0; i < runs; i++) warm.push((await render()).rendered);
 

@@ -22,7 +22,10 @@ const scratch = new ScratchDirs();
 
 function request(i: number): AnchorRequest {
   const digest = (i * 2654435761).toString(16).padStart(16, '0').repeat(4).slice(0, 64);
-  return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/v1.${i % 97}-build-${i}.tar.gz`, scope: 'acme/ci' });
+  return anchorRequest('ledger_anchor', 'Anchored', digest, {
+    artifact: `release/v1.${i % 97}-build-${i}.tar.gz`,
+    scope: 'acme/ci',
+  });
 }
 
 /** A scratch SoftHSM2 token with an Ed25519 key generated in it; the signer's URI. */
@@ -31,7 +34,11 @@ async function tokenKey(): Promise<string> {
   const conf = join(dir, 'softhsm2.conf');
   writeFileSync(conf, `directories.tokendir = ${dir}\nobjectstore.backend = file\nlog.level = ERROR\n`);
   process.env.SOFTHSM2_CONF = conf;
-  execFileSync('softhsm2-util', ['--init-token', '--free', '--label', 'bench', '--so-pin', '87654321', '--pin', '24680'], { stdio: 'pipe' });
+  execFileSync(
+    'softhsm2-util',
+    ['--init-token', '--free', '--label', 'bench', '--so-pin', '87654321', '--pin', '24680'],
+    { stdio: 'pipe' },
+  );
   writeFileSync(join(dir, 'pin'), '24680\n', { mode: 0o600 });
   const uri = `pkcs11:token=bench;object=log?module-path=${MODULE}&pin-source=file:${join(dir, 'pin')}`;
   const { Token } = await import('../src/pkcs11/token.js');
@@ -55,9 +62,19 @@ async function signRate(signer: NoteSigner, n: number): Promise<{ wall: number; 
   return { wall: n / s, cpu: n / cpuSeconds(cpu0) };
 }
 
-async function sequencerRate(signer: NoteSigner | undefined, total: number): Promise<{ wall: number; cpu: number; batches: number }> {
+async function sequencerRate(
+  signer: NoteSigner | undefined,
+  total: number,
+): Promise<{ wall: number; cpu: number; batches: number }> {
   const dataDir = scratch.make('stele-bench-hsm-log-');
-  const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 100, maxPending: 1_000_000, ...(signer ? { signer } : {}) });
+  const log = await openLocalLog({
+    dataDir,
+    origin: ORIGIN,
+    fsync: false,
+    batchInterval: 100,
+    maxPending: 1_000_000,
+    ...(signer ? { signer } : {}),
+  });
   let batches = 0;
   log.sequencer.onPublished(() => batches++);
   const CHUNK = 4096;
@@ -94,7 +111,9 @@ export default async function run(): Promise<void> {
     const l = await signRate(local, signs);
     figure('local_checkpoint_signs_per_second', Math.round(l.wall), 'signs/s');
 
-    note(`sequencer: ${anchors} anchors, fsync off, 100 ms batches, 65,536 in flight; local key first, then the HSM key`);
+    note(
+      `sequencer: ${anchors} anchors, fsync off, 100 ms batches, 65,536 in flight; local key first, then the HSM key`,
+    );
     const base = await sequencerRate(undefined, anchors);
     const withHsm = await sequencerRate(hsm, anchors);
     figure('sequencer_local_key_throughput', Math.round(base.wall), 'anchors/s');

@@ -33,11 +33,18 @@ const ORIGIN = 'bench.stele/s3';
 
 function request(i: number) {
   const digest = (i * 2654435761).toString(16).padStart(16, '0').repeat(4).slice(0, 64);
-  return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`, scope: 'acme/ci' });
+  return anchorRequest('ledger_anchor', 'Anchored', digest, {
+    artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`,
+    scope: 'acme/ci',
+  });
 }
 
 export default async function main(): Promise<void> {
-  const [s3, ddb, kms] = await Promise.all([startRgw({ memoryBytes: 4 * 1024 ** 3 }), startDynamoServer(), startKmsStandIn()]);
+  const [s3, ddb, kms] = await Promise.all([
+    startRgw({ memoryBytes: 4 * 1024 ** 3 }),
+    startDynamoServer(),
+    startKmsStandIn(),
+  ]);
   let run = 0;
   const open = async (batch: number, index: boolean) => {
     const table = `bench${run}`;
@@ -47,9 +54,17 @@ export default async function main(): Promise<void> {
       origin: ORIGIN,
       region: s3.region,
       credentials: s3.credentials,
-      s3: { bucket: s3.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: s3.endpoint, forcePathStyle: true },
+      s3: {
+        bucket: s3.bucket,
+        publicPrefix: `${p}log/`,
+        stagingPrefix: `${p}private/`,
+        endpoint: s3.endpoint,
+        forcePathStyle: true,
+      },
       // The index figures use the DynamoDB index (dynalite); otherwise the self-hosted shape: the lock in the bucket, no table.
-      ...(index ? { dynamo: { table, endpoint: ddb.endpoint }, lock: 'dynamodb' as const } : { lock: 'bucket' as const }),
+      ...(index
+        ? { dynamo: { table, endpoint: ddb.endpoint }, lock: 'dynamodb' as const }
+        : { lock: 'bucket' as const }),
       signer: { kind: 'kms', keyId: kms.keyId, endpoint: kms.endpoint },
       index,
       maxBatch: batch,
@@ -60,10 +75,16 @@ export default async function main(): Promise<void> {
   };
 
   try {
-    note('Ceph RGW 16 (one-node loopback cluster, memstore OSD), lock in the bucket, KMS stand-in; counts from S3ObjectStore.stats');
-    note('per batch the sequencer writes: the lock record (with small batches inline, else 1 staged batch), the level-0 partial tile,');
+    note(
+      'Ceph RGW 16 (one-node loopback cluster, memstore OSD), lock in the bucket, KMS stand-in; counts from S3ObjectStore.stats',
+    );
+    note(
+      'per batch the sequencer writes: the lock record (with small batches inline, else 1 staged batch), the level-0 partial tile,',
+    );
     note('the entry and record partial bundles, checkpoint.json and checkpoint, plus the full tiles it completes');
-    note('the machine is shared: anchors/s is wall-clock and noisy; CPU ms per 1000 anchors is this process only (process.cpuUsage)');
+    note(
+      'the machine is shared: anchors/s is wall-clock and noisy; CPU ms per 1000 anchors is this process only (process.cpuUsage)',
+    );
     const floorFull = (3 * 1000) / TILE_WIDTH;
     figure('floor full-tile PUTs per 1000 anchors', floorFull, 'PUTs');
     const counts = QUICK ? { 1: 300, 100: 5_000, 10_000: 20_000 } : { 1: 1_000, 100: 20_000, 10_000: 100_000 };
@@ -104,7 +125,13 @@ export default async function main(): Promise<void> {
       if (batch === 100) {
         // What a verifier costs: inclusion proofs at the final size from a cold reader cache.
         const reader = new LogReader(
-          new S3ObjectStore({ bucket: s3.bucket, prefix: log.store.prefix, endpoint: s3.endpoint, forcePathStyle: true, credentials: s3.credentials }),
+          new S3ObjectStore({
+            bucket: s3.bucket,
+            prefix: log.store.prefix,
+            endpoint: s3.endpoint,
+            forcePathStyle: true,
+            credentials: s3.credentials,
+          }),
           { unverified: true },
         );
         const size = log.sequencer.checkpoint.size;
@@ -149,7 +176,9 @@ export default async function main(): Promise<void> {
     // Group commit: with a 1 s batch interval the batch size is the anchor rate, so the
     // per-batch overhead (≈ 6 PUTs, + the level-1 partial when a tile completes) is spread
     // over more anchors as the rate grows. Projection from the counts measured above.
-    note('projected with a 1 s batch interval (batch = rate): 11.72 + (6 + min(1, B/256)) x 1000/B PUTs per 1000 anchors');
+    note(
+      'projected with a 1 s batch interval (batch = rate): 11.72 + (6 + min(1, B/256)) x 1000/B PUTs per 1000 anchors',
+    );
     for (const rate of [1, 10, 100, 1000, 10_000]) {
       const puts = floorFull + ((6 + Math.min(1, rate / TILE_WIDTH)) * 1000) / rate;
       figure(`projected S3 PUTs per 1000 anchors at ${rate} anchors/s`, puts, 'PUTs');
@@ -162,7 +191,11 @@ export default async function main(): Promise<void> {
     await Promise.all(Array.from({ length: total }, (_, i) => log.sequencer.submit(request(i))));
     await log.close();
     const idx = (log.index as DynamoIndex).stats;
-    figure('DynamoDB index writes per 1000 anchors (batch 100, artifact on every anchor)', (idx.writes * 1000) / total, 'writes');
+    figure(
+      'DynamoDB index writes per 1000 anchors (batch 100, artifact on every anchor)',
+      (idx.writes * 1000) / total,
+      'writes',
+    );
     figure('DynamoDB index reads per 1000 anchors (batch 100)', (idx.reads * 1000) / total, 'reads');
   } finally {
     await Promise.all([s3.close(), ddb.close(), kms.close()]);

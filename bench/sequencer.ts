@@ -11,7 +11,19 @@ import { cpus, loadavg } from 'node:os';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
 import { sha256 } from '../src/core/hash.js';
 import { openLocalLog } from '../src/log/local.js';
-import { MiB, QUICK, RssSampler, ScratchDirs, cpuSeconds, figure, note, now, percentile, sha256x3Rate, sleep } from './util.js';
+import {
+  MiB,
+  QUICK,
+  RssSampler,
+  ScratchDirs,
+  cpuSeconds,
+  figure,
+  note,
+  now,
+  percentile,
+  sha256x3Rate,
+  sleep,
+} from './util.js';
 
 const ORIGIN = 'bench.stele/sequencer';
 const INTERVAL_MS = 1000;
@@ -19,13 +31,19 @@ const INTERVAL_MS = 1000;
 /** A realistic request: 64-hex digest, an artifact label and a scope (~270-byte canonical entry). */
 function request(i: number): AnchorRequest {
   const digest = (i * 2654435761).toString(16).padStart(16, '0').repeat(4).slice(0, 64);
-  return anchorRequest('ledger_anchor', 'Anchored', digest, { artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`, scope: 'acme/ci' });
+  return anchorRequest('ledger_anchor', 'Anchored', digest, {
+    artifact: `release/stele-v1.${i % 97}.${i % 13}-build-${i}.tar.gz`,
+    scope: 'acme/ci',
+  });
 }
 
 /** The logs' directories, removed when every run is done (deleting the 2M-anchor log had slowed the latency run's file creates 20-fold). */
 const scratch = new ScratchDirs();
 
-async function withLog<T>(fsync: boolean, fn: (log: Awaited<ReturnType<typeof openLocalLog>>) => Promise<T>): Promise<T> {
+async function withLog<T>(
+  fsync: boolean,
+  fn: (log: Awaited<ReturnType<typeof openLocalLog>>) => Promise<T>,
+): Promise<T> {
   const dataDir = scratch.make('stele-bench-seq-');
   const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync, batchInterval: INTERVAL_MS, maxPending: 1_000_000 });
   try {
@@ -36,7 +54,11 @@ async function withLog<T>(fsync: boolean, fn: (log: Awaited<ReturnType<typeof op
 }
 
 /** (a) + (c): submit `total` anchors as fast as the bounded window allows. */
-async function throughput(total: number, marks: { at: number; label: string }[], fsync: boolean): Promise<{ wall: number; cpu: number }> {
+async function throughput(
+  total: number,
+  marks: { at: number; label: string }[],
+  fsync: boolean,
+): Promise<{ wall: number; cpu: number }> {
   const rss = new RssSampler(25).start();
   return withLog(fsync, async ({ sequencer, store }) => {
     let batches = 0;
@@ -69,10 +91,13 @@ async function throughput(total: number, marks: { at: number; label: string }[],
     const cpu = cpuSeconds(cpu0);
     rss.stop();
 
-    note(`throughput run: ${total} anchors, fsync ${fsync ? 'on' : 'off'}, batch interval ${INTERVAL_MS} ms, max batch 65,536, ${WINDOW} in flight`);
+    note(
+      `throughput run: ${total} anchors, fsync ${fsync ? 'on' : 'off'}, batch interval ${INTERVAL_MS} ms, max batch 65,536, ${WINDOW} in flight`,
+    );
     for (const m of marks) {
       const r = at.get(m.at)!;
-      if (m.label.startsWith('throughput')) figure(`sequencer_${m.label}`, Math.round(m.at / (r.ms / 1000)), 'anchors/s');
+      if (m.label.startsWith('throughput'))
+        figure(`sequencer_${m.label}`, Math.round(m.at / (r.ms / 1000)), 'anchors/s');
     }
     const rate = total / (ms / 1000);
     figure('sequencer_throughput', Math.round(rate), 'anchors/s');
@@ -83,7 +108,8 @@ async function throughput(total: number, marks: { at: number; label: string }[],
     figure('sequencer_largest_batch', largest, 'anchors');
     figure('sequencer_store_puts_per_anchor', Number((store.stats.puts / total).toFixed(4)), 'objects');
     for (const m of marks) {
-      if (m.label.startsWith('rss')) figure(`sequencer_peak_${m.label}`, Math.round(at.get(m.at)!.peak), `MiB${fsync ? '' : ' (fsync off)'}`);
+      if (m.label.startsWith('rss'))
+        figure(`sequencer_peak_${m.label}`, Math.round(at.get(m.at)!.peak), `MiB${fsync ? '' : ' (fsync off)'}`);
     }
     return { wall: rate, cpu: total / cpu };
   });
@@ -109,7 +135,9 @@ async function latency(rate: number, seconds: number): Promise<void> {
       await sleep(2);
     }
     await Promise.all(pending);
-    note(`latency run: ${sent} anchors offered at ${rate}/s for ${seconds} s, fsync on, batch interval ${INTERVAL_MS} ms`);
+    note(
+      `latency run: ${sent} anchors offered at ${rate}/s for ${seconds} s, fsync on, batch interval ${INTERVAL_MS} ms`,
+    );
     figure('ack_latency_p50', Math.round(percentile(lat, 50)), 'ms');
     figure('ack_latency_p99', Math.round(percentile(lat, 99)), 'ms');
     figure('ack_latency_max', Math.round(Math.max(...lat)), 'ms');
@@ -131,7 +159,9 @@ export default async function main(args: string[] = []): Promise<void> {
         { at: 1_000_000, label: 'throughput_1m' },
         { at: 2_000_000, label: 'rss_after_2m' },
       ];
-  note(`node ${process.version}, ${cpus().length} CPUs, ${QUICK ? 'quick mode' : 'full run'}, load average at start ${loadavg()[0]!.toFixed(2)}`);
+  note(
+    `node ${process.version}, ${cpus().length} CPUs, ${QUICK ? 'quick mode' : 'full run'}, load average at start ${loadavg()[0]!.toFixed(2)}`,
+  );
   // Throughput and RSS first, in a fresh process, so the RSS peaks are the sequencer's.
   const rssBase = process.memoryUsage.rss() / MiB;
   figure('rss_at_start', Math.round(rssBase), 'MiB');

@@ -17,7 +17,17 @@ const WARMUP = QUICK ? 2 : 5;
 const ROOT = process.env.BENCH_STELE_ROOT ?? new URL('..', import.meta.url).pathname;
 
 async function startServe(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const args = [join(ROOT, 'dist/cli/main.js'), 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'warn'];
+  const args = [
+    join(ROOT, 'dist/cli/main.js'),
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--port',
+    '0',
+    '--json',
+    '--log-level',
+    'warn',
+  ];
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -51,7 +61,9 @@ export default async function main(): Promise<void> {
   const dataDir = dirs.make('stele-bench-serve-');
   const { url, child } = await startServe(dataDir);
   try {
-    note(`stele serve from ${ROOT} with default settings, ${CONNECTIONS} closed-loop clients, ${DURATION} s after ${WARMUP} s of warm-up`);
+    note(
+      `stele serve from ${ROOT} with default settings, ${CONNECTIONS} closed-loop clients, ${DURATION} s after ${WARMUP} s of warm-up`,
+    );
     await anchorLoad(url, WARMUP, 1 << 30);
     const cpu0 = processCpuMs(child.pid);
     const run = await anchorLoad(url, DURATION, 0);
@@ -64,13 +76,23 @@ export default async function main(): Promise<void> {
 
     // The same load through `stele hammer`, which also verifies every anchor from the tiles
     // (its fetch-based writers cost this process more CPU than autocannon: a lower bound).
-    const h = await runHammer({ url, writers: CONNECTIONS, duplicateShare: 0.05, readers: 2, durationMs: DURATION * 1000 });
+    const h = await runHammer({
+      url,
+      writers: CONNECTIONS,
+      duplicateShare: 0.05,
+      readers: 2,
+      durationMs: DURATION * 1000,
+    });
     figure('serve_default_hammer_throughput', h.writes.perSecond, 'anchors/s');
     figure('serve_default_hammer_integrate_p50', h.writes.integrateMs?.p50 ?? NaN, 'ms');
     figure('serve_default_hammer_integrate_p99', h.writes.integrateMs?.p99 ?? NaN, 'ms');
     figure('serve_default_hammer_pushback', h.writes.pushback[429] + h.writes.pushback[503], 'responses');
     figure('serve_default_hammer_verified_inclusions', h.reads.inclusionProofs, 'anchors');
-    figure('serve_default_hammer_failures', h.verificationFailures + h.writes.errors + h.reads.errors + h.reads.unverified, '');
+    figure(
+      'serve_default_hammer_failures',
+      h.verificationFailures + h.writes.errors + h.reads.errors + h.reads.unverified,
+      '',
+    );
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');

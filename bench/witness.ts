@@ -21,7 +21,10 @@ const TREE = QUICK ? 16_384 : 65_536;
 const STEPS = QUICK ? 200 : 1000;
 
 async function child(args: string[]): Promise<{ proc: ChildProcess; info: { url: string } }> {
-  const proc = spawn(process.execPath, ['dist/cli/main.js', ...args, '--json', '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['dist/cli/main.js', ...args, '--json', '--log-level', 'warn'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [line] = (await once(proc.stdout!, 'data')) as [Buffer];
   return { proc, info: JSON.parse(line.toString().split('\n')[0]!) as { url: string } };
 }
@@ -33,16 +36,32 @@ async function stop(proc: ChildProcess): Promise<void> {
 
 async function witnessThroughput(dir: string): Promise<void> {
   const logDir = join(dir, 'tree');
-  const { sequencer, store } = await openLocalLog({ dataDir: logDir, origin: 'bench.tree/log', fsync: false, batchInterval: 1 });
-  await Promise.all(Array.from({ length: TREE }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', i.toString(16).padStart(64, '0')))));
+  const { sequencer, store } = await openLocalLog({
+    dataDir: logDir,
+    origin: 'bench.tree/log',
+    fsync: false,
+    batchInterval: 1,
+  });
+  await Promise.all(
+    Array.from({ length: TREE }, (_, i) =>
+      sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', i.toString(16).padStart(64, '0'))),
+    ),
+  );
   await sequencer.close();
   const reader = new LogReader(store, { unverified: true });
   const sizes = Array.from({ length: STEPS }, (_, k) => Math.floor(((k + 1) * TREE) / STEPS));
   const roots = await Promise.all(sizes.map((s) => reader.treeHash(s, TREE)));
-  const proofs = await Promise.all(sizes.map((s, k) => (k === 0 ? [] : reader.consistencyProof(sizes[k - 1]!, s, TREE))));
-  note(`proofs of ${Math.round(proofs.reduce((a, p) => a + p.length, 0) / proofs.length)} hashes on average, tree of ${TREE}`);
+  const proofs = await Promise.all(
+    sizes.map((s, k) => (k === 0 ? [] : reader.consistencyProof(sizes[k - 1]!, s, TREE))),
+  );
+  note(
+    `proofs of ${Math.round(proofs.reduce((a, p) => a + p.length, 0) / proofs.length)} hashes on average, tree of ${TREE}`,
+  );
 
-  const logs = Array.from({ length: LOGS }, (_, j) => new SeedSigner(`bench${j}.witness/log`, new Uint8Array(32).fill(j + 1)));
+  const logs = Array.from(
+    { length: LOGS },
+    (_, j) => new SeedSigner(`bench${j}.witness/log`, new Uint8Array(32).fill(j + 1)),
+  );
   const bodies = await Promise.all(
     logs.map(async (signer) =>
       Promise.all(
@@ -54,7 +73,17 @@ async function witnessThroughput(dir: string): Promise<void> {
     ),
   );
   const vkeys = logs.flatMap((s) => ['--log', formatVkey(makeVerifier(s.name, SIG_ED25519, s.publicKey))]);
-  const w = await child(['witness', 'serve', '--data-dir', join(dir, 'w'), '--name', 'bench.witness', '--port', '0', ...vkeys]);
+  const w = await child([
+    'witness',
+    'serve',
+    '--data-dir',
+    join(dir, 'w'),
+    '--name',
+    'bench.witness',
+    '--port',
+    '0',
+    ...vkeys,
+  ]);
   try {
     const latencies: number[] = [];
     let failures = 0;

@@ -33,8 +33,23 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };
-  if (err?.code === 'ENOSPC') return { code: EXIT.IO, message: `no space left on the device${err.path ? ` holding ${err.path}` : ''}: free space on that filesystem and start again (nothing acknowledged is lost)` };
-  const io = ['ENOENT', 'EACCES', 'EPERM', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EISDIR', 'ENOSPC'];
+  if (err?.code === 'ENOSPC')
+    return {
+      code: EXIT.IO,
+      message: `no space left on the device${err.path ? ` holding ${err.path}` : ''}: free space on that filesystem and start again (nothing acknowledged is lost)`,
+    };
+  const io = [
+    'ENOENT',
+    'EACCES',
+    'EPERM',
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+    'EISDIR',
+    'ENOSPC',
+  ];
   if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
   if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {
     const cause = (err as { cause?: { message?: string } }).cause?.message;

@@ -75,7 +75,8 @@ try {
   if (e instanceof CommanderError) {
     // Help and version requests exit 0; usage errors were already printed by commander.
     process.exitCode = e.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-    if (e.exitCode !== 0 && wantsJson) process.stdout.write(errorJson({ code: EXIT.USAGE, message: e.message.replace(/^error: /, '') }));
+    if (e.exitCode !== 0 && wantsJson)
+      process.stdout.write(errorJson({ code: EXIT.USAGE, message: e.message.replace(/^error: /, '') }));
   } else {
     const described = describeError(e);
     const message = asInvoked(described.message);

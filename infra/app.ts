@@ -10,7 +10,8 @@ const app = new App();
 const stackName = (app.node.tryGetContext('stele:stackName') as string | undefined) ?? 'Stele';
 const imageAsset = app.node.tryGetContext('stele:imageAsset') as string | undefined;
 const lock = app.node.tryGetContext('stele:lock') as string | undefined;
-if (lock !== undefined && lock !== 'dynamodb' && lock !== 'bucket') throw new Error('context stele:lock must be dynamodb or bucket');
+if (lock !== undefined && lock !== 'dynamodb' && lock !== 'bucket')
+  throw new Error('context stele:lock must be dynamodb or bucket');
 new SteleStack(app, stackName, {
   description: 'Stele: a C2SP tlog-tiles transparency log on S3, CloudFront, DynamoDB, KMS and Fargate',
   imageAsset,

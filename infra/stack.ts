@@ -107,16 +107,31 @@ export class SteleStack extends Stack {
       default: 1000,
       minValue: 0,
       maxValue: 60000,
-      description: 'Shortest time between two batch starts, in ms: each batch costs a KMS sign, S3 PUTs and two DynamoDB writes (0: back to back)',
+      description:
+        'Shortest time between two batch starts, in ms: each batch costs a KMS sign, S3 PUTs and two DynamoDB writes (0: back to back)',
     });
     const imageRepository = new CfnParameter(this, 'ImageRepository', {
       type: 'String',
       default: 'stele',
       description: 'ECR repository (in this account and region) holding the Stele image',
     });
-    const imageTag = new CfnParameter(this, 'ImageTag', { type: 'String', default: 'latest', description: 'Image tag to run' });
-    const apiMin = new CfnParameter(this, 'ApiMinTasks', { type: 'Number', default: 2, minValue: 1, description: 'Fewest API tasks' });
-    const apiMax = new CfnParameter(this, 'ApiMaxTasks', { type: 'Number', default: 10, minValue: 1, description: 'Most API tasks' });
+    const imageTag = new CfnParameter(this, 'ImageTag', {
+      type: 'String',
+      default: 'latest',
+      description: 'Image tag to run',
+    });
+    const apiMin = new CfnParameter(this, 'ApiMinTasks', {
+      type: 'Number',
+      default: 2,
+      minValue: 1,
+      description: 'Fewest API tasks',
+    });
+    const apiMax = new CfnParameter(this, 'ApiMaxTasks', {
+      type: 'Number',
+      default: 10,
+      minValue: 1,
+      description: 'Most API tasks',
+    });
     const stallSeconds = new CfnParameter(this, 'StallAlarmSeconds', {
       type: 'Number',
       default: 60,
@@ -127,9 +142,12 @@ export class SteleStack extends Stack {
       type: 'String',
       noEcho: true,
       minLength: 1,
-      description: 'Bearer tokens of the anchor route, name=token[@tenant],… (kept in Secrets Manager, given to the sequencer only)',
+      description:
+        'Bearer tokens of the anchor route, name=token[@tenant],… (kept in Secrets Manager, given to the sequencer only)',
     });
-    const hasDomain = new CfnCondition(this, 'HasDomain', { expression: Fn.conditionNot(Fn.conditionEquals(domainName.valueAsString, '')) });
+    const hasDomain = new CfnCondition(this, 'HasDomain', {
+      expression: Fn.conditionNot(Fn.conditionEquals(domainName.valueAsString, '')),
+    });
 
     // ---- storage, key, table --------------------------------------------------------
     this.bucket = new s3.Bucket(this, 'Tiles', {
@@ -145,7 +163,11 @@ export class SteleStack extends Stack {
         { id: 'swept-partials', prefix: `${PUBLIC_PREFIX}tile/`, noncurrentVersionExpiration: Duration.days(1) },
         { id: 'applied-staging', prefix: STAGING_PREFIX, noncurrentVersionExpiration: Duration.days(1) },
         // Replaced checkpoints stay recoverable for 30 days.
-        { id: 'noncurrent', noncurrentVersionExpiration: Duration.days(30), abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        {
+          id: 'noncurrent',
+          noncurrentVersionExpiration: Duration.days(30),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
         { id: 'delete-markers', expiredObjectDeleteMarker: true },
       ],
     });
@@ -180,7 +202,10 @@ export class SteleStack extends Stack {
           file: 'infra/Dockerfile',
           exclude: ['node_modules', 'cdk.out', '.git', 'dist', '.stele', '.scratch'],
         })
-      : ecs.ContainerImage.fromEcrRepository(ecr.Repository.fromRepositoryName(this, 'Repository', imageRepository.valueAsString), imageTag.valueAsString);
+      : ecs.ContainerImage.fromEcrRepository(
+          ecr.Repository.fromRepositoryName(this, 'Repository', imageRepository.valueAsString),
+          imageTag.valueAsString,
+        );
 
     const tokens = new secretsmanager.Secret(this, 'AnchorTokensSecret', {
       description: 'Stele anchor-route bearer tokens (STELE_ANCHOR_TOKENS)',
@@ -209,7 +234,10 @@ export class SteleStack extends Stack {
       role === 'sequencer' ? { STELE_ANCHOR_TOKENS: ecs.Secret.fromSecretsManager(tokens) } : {};
 
     const service = (name: 'Sequencer' | 'Api', role: 'sequencer' | 'api', cpu: number, memoryLimitMiB: number) => {
-      const logGroup = new logs.LogGroup(this, `${name}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+      const logGroup = new logs.LogGroup(this, `${name}Logs`, {
+        retention: logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
       const task = new ecs.FargateTaskDefinition(this, `${name}Task`, {
         cpu,
         memoryLimitMiB,
@@ -248,7 +276,10 @@ export class SteleStack extends Stack {
       maxHealthyPercent: 200,
       circuitBreaker: { rollback: true },
     });
-    const scaling = this.apiService.autoScaleTaskCount({ minCapacity: apiMin.valueAsNumber, maxCapacity: apiMax.valueAsNumber });
+    const scaling = this.apiService.autoScaleTaskCount({
+      minCapacity: apiMin.valueAsNumber,
+      maxCapacity: apiMax.valueAsNumber,
+    });
     scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 60 });
     scaling.scaleOnMemoryUtilization('Memory', { targetUtilizationPercent: 75 });
 
@@ -258,20 +289,35 @@ export class SteleStack extends Stack {
     // ListBucket makes S3 answer 404 (not 403) for an absent key, which the store relies on.
     const listBucket = new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn] });
     seq.task.taskRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], resources: [publicObjects, stagingObjects] }),
+      new iam.PolicyStatement({
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+        resources: [publicObjects, stagingObjects],
+      }),
     );
     seq.task.taskRole.addToPrincipalPolicy(listBucket);
     seq.task.taskRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [this.table.tableArn],
+      }),
     );
-    seq.task.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:Sign', 'kms:GetPublicKey'], resources: [this.key.keyArn] }));
+    seq.task.taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['kms:Sign', 'kms:GetPublicKey'], resources: [this.key.keyArn] }),
+    );
 
-    api.task.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [publicObjects] }));
+    api.task.taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [publicObjects] }),
+    );
     api.task.taskRole.addToPrincipalPolicy(listBucket);
     api.task.taskRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'], resources: [this.table.tableArn] }),
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'],
+        resources: [this.table.tableArn],
+      }),
     );
-    api.task.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:GetPublicKey'], resources: [this.key.keyArn] }));
+    api.task.taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['kms:GetPublicKey'], resources: [this.key.keyArn] }),
+    );
 
     // ---- load balancer: only CloudFront gets through ----------------------------------
     // The origin-verify value is the stack's UUID: not guessable from outside the account.
@@ -375,7 +421,10 @@ export class SteleStack extends Stack {
     }
     // Optional custom domain, chosen at deploy time.
     const cfn = this.distribution.node.defaultChild as cloudfront.CfnDistribution;
-    cfn.addPropertyOverride('DistributionConfig.Aliases', Fn.conditionIf(hasDomain.logicalId, [domainName.valueAsString], Aws.NO_VALUE));
+    cfn.addPropertyOverride(
+      'DistributionConfig.Aliases',
+      Fn.conditionIf(hasDomain.logicalId, [domainName.valueAsString], Aws.NO_VALUE),
+    );
     const ifDomain = (yes: unknown, no: unknown) => Fn.conditionIf(hasDomain.logicalId, yes, no);
     cfn.addPropertyOverride('DistributionConfig.ViewerCertificate', {
       AcmCertificateArn: ifDomain(certificateArn.valueAsString, Aws.NO_VALUE),
@@ -421,14 +470,20 @@ export class SteleStack extends Stack {
     }).addAlarmAction(action);
     new cloudwatch.Alarm(this, 'Api5xxAlarm', {
       alarmDescription: 'The API answers with server errors',
-      metric: apiTargets.metrics.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, { period: Duration.minutes(5), statistic: 'Sum' }),
+      metric: apiTargets.metrics.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, {
+        period: Duration.minutes(5),
+        statistic: 'Sum',
+      }),
       threshold: 10,
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }).addAlarmAction(action);
 
     // ---- outputs --------------------------------------------------------------------
-    new CfnOutput(this, 'LogUrl', { value: `https://${this.distribution.distributionDomainName}`, description: 'Tiles, checkpoint and /api/ledger' });
+    new CfnOutput(this, 'LogUrl', {
+      value: `https://${this.distribution.distributionDomainName}`,
+      description: 'Tiles, checkpoint and /api/ledger',
+    });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'KeyArn', { value: this.key.keyArn });

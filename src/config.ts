@@ -109,7 +109,8 @@ function coerce(key: Key, value: unknown, where: string): string | number | bool
     throw new ConfigError(`${where}: ${key} must be true or false`);
   }
   if (kind === 'int') {
-    const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : NaN;
+    const n =
+      typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : NaN;
     if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: ${key} must be a non-negative integer`);
     return n;
   }
@@ -132,7 +133,10 @@ function readFileSettings(path: string): Record<string, unknown> {
   }
 }
 
-export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { config?: string }, env: NodeJS.ProcessEnv = process.env): ServeConfig {
+export function resolveServeConfig(
+  flags: Partial<Record<Key, unknown>> & { config?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): ServeConfig {
   const file = flags.config ? readFileSettings(flags.config) : {};
   const known = new Set(Object.values(SETTINGS).map((s) => s.file));
   const unknown = Object.keys(file).find((k) => !known.has(k as never));
@@ -140,31 +144,50 @@ export function resolveServeConfig(flags: Partial<Record<Key, unknown>> & { conf
   const out: Record<string, unknown> = { ...SERVE_DEFAULTS };
   for (const key of Object.keys(SETTINGS) as Key[]) {
     const s = SETTINGS[key];
-    if (flags[key] !== undefined) out[key] = coerce(key, flags[key], `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+    if (flags[key] !== undefined)
+      out[key] = coerce(key, flags[key], `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
     else if (env[s.env] !== undefined && env[s.env] !== '') out[key] = coerce(key, env[s.env], s.env);
     else if (file[s.file] !== undefined) out[key] = coerce(key, file[s.file], `config [server].${s.file}`);
   }
   const cfg = out as unknown as ServeConfig;
   if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');
-  if (cfg.backend !== undefined && cfg.backend !== 'local' && cfg.backend !== 'aws') throw new ConfigError('backend must be local or aws');
-  if (cfg.role !== undefined && cfg.role !== 'sequencer' && cfg.role !== 'api') throw new ConfigError('role must be sequencer or api');
-  if (cfg.lock !== undefined && cfg.lock !== 'dynamodb' && cfg.lock !== 'bucket') throw new ConfigError('lock must be dynamodb or bucket');
+  if (cfg.backend !== undefined && cfg.backend !== 'local' && cfg.backend !== 'aws')
+    throw new ConfigError('backend must be local or aws');
+  if (cfg.role !== undefined && cfg.role !== 'sequencer' && cfg.role !== 'api')
+    throw new ConfigError('role must be sequencer or api');
+  if (cfg.lock !== undefined && cfg.lock !== 'dynamodb' && cfg.lock !== 'bucket')
+    throw new ConfigError('lock must be dynamodb or bucket');
   if (cfg.mode === 'production' && !cfg.anchorTokens && cfg.role !== 'api') {
     throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
   }
   if (cfg.port > 65_535) throw new ConfigError('port must be at most 65535');
-  if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000) throw new ConfigError('batch interval must be 1..60000 ms');
+  if (cfg.batchIntervalMs < 1 || cfg.batchIntervalMs > 60_000)
+    throw new ConfigError('batch interval must be 1..60000 ms');
   if ((cfg.minBatchSpacingMs ?? 0) > 60_000) throw new ConfigError('min batch spacing must be 0..60000 ms');
-  if (cfg.anchorTimeoutMs < 100 || cfg.anchorTimeoutMs > 600_000) throw new ConfigError('anchor timeout must be 100..600000 ms');
+  if (cfg.anchorTimeoutMs < 100 || cfg.anchorTimeoutMs > 600_000)
+    throw new ConfigError('anchor timeout must be 100..600000 ms');
   if (cfg.maxBatch < 1 || cfg.maxBatch > 1_000_000) throw new ConfigError('max batch must be 1..1000000');
   if (cfg.witnessPolicy !== undefined && cfg.witnessThreshold !== undefined) {
-    throw new ConfigError('witness policy and witness threshold are exclusive: the policy\'s quorum line says what is required');
+    throw new ConfigError(
+      "witness policy and witness threshold are exclusive: the policy's quorum line says what is required",
+    );
   }
-  if (cfg.mirrorTimeoutMs !== undefined && (cfg.mirrorTimeoutMs < 100 || cfg.mirrorTimeoutMs > 600_000)) throw new ConfigError('mirror timeout must be 100..600000 ms');
-  if ((cfg.mirrorQuorum ?? 0) > 0 && !cfg.mirrors) throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
-  if (cfg.signer !== undefined && cfg.signer !== 'file' && !/^pkcs11:/i.test(cfg.signer)) throw new ConfigError('signer must be "file" or a pkcs11: URI');
-  if (cfg.signer !== undefined && cfg.signer !== 'file' && cfg.backend === 'aws') throw new ConfigError('the AWS backend signs with KMS or a key file (STELE_KMS_KEY_ID, STELE_KEY_FILE), not --signer');
+  if (cfg.mirrorTimeoutMs !== undefined && (cfg.mirrorTimeoutMs < 100 || cfg.mirrorTimeoutMs > 600_000))
+    throw new ConfigError('mirror timeout must be 100..600000 ms');
+  if ((cfg.mirrorQuorum ?? 0) > 0 && !cfg.mirrors)
+    throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
+  if (cfg.signer !== undefined && cfg.signer !== 'file' && !/^pkcs11:/i.test(cfg.signer))
+    throw new ConfigError('signer must be "file" or a pkcs11: URI');
+  if (cfg.signer !== undefined && cfg.signer !== 'file' && cfg.backend === 'aws')
+    throw new ConfigError(
+      'the AWS backend signs with KMS or a key file (STELE_KMS_KEY_ID, STELE_KEY_FILE), not --signer',
+    );
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
-  return { ...cfg, dataDir: resolve(cfg.dataDir), ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}), ...(cfg.anchorPolicy !== undefined ? { anchorPolicy: resolve(cfg.anchorPolicy) } : {}) };
+  return {
+    ...cfg,
+    dataDir: resolve(cfg.dataDir),
+    ...(cfg.witnessPolicy !== undefined ? { witnessPolicy: resolve(cfg.witnessPolicy) } : {}),
+    ...(cfg.anchorPolicy !== undefined ? { anchorPolicy: resolve(cfg.anchorPolicy) } : {}),
+  };
 }

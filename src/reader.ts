@@ -22,7 +22,16 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './core/entry.js';
 import { bytesEqual, leafHash, toHex } from './core/hash.js';
-import { type HashPlan, planAll, planConsistency, planConsistencyWithRoots, planInclusion, planLeafHash, planTreeHash, treeHashSync } from './core/merkle.js';
+import {
+  type HashPlan,
+  planAll,
+  planConsistency,
+  planConsistencyWithRoots,
+  planInclusion,
+  planLeafHash,
+  planTreeHash,
+  treeHashSync,
+} from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
 import { HashTile, TILE_WIDTH, TileHashReader, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
 import type { Bundle } from './core/bundle.js';
@@ -66,7 +75,10 @@ export class CorruptObjectError extends LogIntegrityError {
 
 /** What a server's reader does with a corrupt object: logs it, once, with its key. */
 export function logCorruptObjects(logger: Logger | undefined): Pick<LogReaderOptions, 'onCorrupt'> {
-  return { onCorrupt: (key, message) => logger?.error({ object: key, err: message }, 'corrupt object in storage; answering corrupt_storage') };
+  return {
+    onCorrupt: (key, message) =>
+      logger?.error({ object: key, err: message }, 'corrupt object in storage; answering corrupt_storage'),
+  };
 }
 
 /** A verifying reader was asked for a tree whose root it was never given. */
@@ -130,7 +142,9 @@ const ENTRY_OVERHEAD_BYTES = 512;
 
 /** The values of `parts`, synchronously unless one of them is still a promise. */
 function all<T extends readonly unknown[]>(...parts: { readonly [K in keyof T]: Maybe<T[K]> }): Maybe<T> {
-  return parts.some((p) => p instanceof Promise) ? (Promise.all(parts) as Promise<unknown> as Promise<T>) : (parts as unknown as T);
+  return parts.some((p) => p instanceof Promise)
+    ? (Promise.all(parts) as Promise<unknown> as Promise<T>)
+    : (parts as unknown as T);
 }
 
 /** `f` of the value, synchronously if it is already there. */
@@ -172,7 +186,11 @@ export class LogReader {
     const sizeCalculation = (v: Cached) => v.retainedBytes + ENTRY_OVERHEAD_BYTES;
     // The right edge is a few objects per tree size; an eighth of the budget is plenty.
     this.full = new LRUCache({ maxSize: bytes - Math.floor(bytes / 8), sizeCalculation });
-    this.partial = new LRUCache({ maxSize: Math.max(1, Math.floor(bytes / 8)), sizeCalculation, ttl: options.partialTtlMs ?? 1000 });
+    this.partial = new LRUCache({
+      maxSize: Math.max(1, Math.floor(bytes / 8)),
+      sizeCalculation,
+      ttl: options.partialTtlMs ?? 1000,
+    });
     this.verify = options.unverified !== true;
     this.onCorrupt = options.onCorrupt;
   }
@@ -240,7 +258,9 @@ export class LogReader {
   }
 
   private bundleNow(kind: 'entries' | 'records', index: number, width: number): Maybe<Bundle> {
-    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () => readCompactBundle(this.source, kind, index, width));
+    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () =>
+      readCompactBundle(this.source, kind, index, width),
+    );
   }
 
   /** Hash tile (level, index) of `tree`, authenticated when verifying: synchronous once it is. */
@@ -251,7 +271,13 @@ export class LogReader {
   }
 
   /** Authenticates a hash tile of `tree`: a full one against its parent, a partial one with the right edge. */
-  private async authenticate(tree: TreeHead, level: number, index: number, width: number, loading: Maybe<HashTile>): Promise<HashTile> {
+  private async authenticate(
+    tree: TreeHead,
+    level: number,
+    index: number,
+    width: number,
+    loading: Maybe<HashTile>,
+  ): Promise<HashTile> {
     const tile = await loading;
     if (this.authentic.has(tile)) return tile;
     // A partial tile of a tree is that tree's right-edge tile at its level.
@@ -259,7 +285,11 @@ export class LogReader {
     const up = Math.floor(index / TILE_WIDTH);
     const parent = await this.treeTile(tree, level + 1, up, tileWidthAt(level + 1, up, tree.size));
     if (!bytesEqual(tile.root(), parent.hashAt(0, index % TILE_WIDTH))) {
-      throw this.corrupt([`${level}/${index}/${width}`], tile.path, `does not hash to hash ${index % TILE_WIDTH} of ${parent.path}`);
+      throw this.corrupt(
+        [`${level}/${index}/${width}`],
+        tile.path,
+        `does not hash to hash ${index % TILE_WIDTH} of ${parent.path}`,
+      );
     }
     this.authentic.add(tile);
     return tile;
@@ -291,7 +321,11 @@ export class LogReader {
     // As RightEdge.root(): the tree hash of a size is folded from its right-edge tiles alone.
     if (!bytesEqual(treeHashSync(tree.size, new TileSet(present).lookup(tree.size)), tree.root)) {
       const paths = present.map((t) => t.path).join(', ');
-      throw this.corrupt(keys, paths, `the right-edge tiles of tree size ${tree.size} do not hash to its checkpoint root`);
+      throw this.corrupt(
+        keys,
+        paths,
+        `the right-edge tiles of tree size ${tree.size} do not hash to its checkpoint root`,
+      );
     }
     for (const t of present) this.authentic.add(t);
     return tiles;
@@ -387,7 +421,8 @@ export class LogReader {
   /** The records of leaves [from, to) of `tree`, each checked as `entry` checks it (for indexing). */
   async records(from: number, to: number, tree: TreeRef): Promise<Uint8Array[]> {
     const t = this.resolve(tree);
-    if (!Number.isSafeInteger(from) || from < 0 || to > t.size || from > to) throw new RangeError(`no entries [${from}, ${to}) in a tree of ${t.size}`);
+    if (!Number.isSafeInteger(from) || from < 0 || to > t.size || from > to)
+      throw new RangeError(`no entries [${from}, ${to}) in a tree of ${t.size}`);
     const out: Uint8Array[] = [];
     for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < to; n++) {
       const width = bundleWidth(n, t.size);
@@ -404,16 +439,21 @@ export class LogReader {
   /** The entry, with its audit path if asked for (else an empty one). */
   private readEntry(seq: number, tree: Tree, withProof: boolean): Maybe<EntryWithProof> {
     const size = tree.size;
-    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new RangeError(`no entry ${seq} in a tree of ${size}`);
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size)
+      throw new RangeError(`no entry ${seq} in a tree of ${size}`);
     const n = Math.floor(seq / TILE_WIDTH);
     const width = bundleWidth(n, size);
-    const hashes = this.run(tree, (r) => planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF));
+    const hashes = this.run(tree, (r) =>
+      planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF),
+    );
     const parts = all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width), hashes);
     return then(parts, ([entries, records, [leaf, auditPath]]) => {
       const i = seq - n * TILE_WIDTH;
       const read = () => new ReadEntry(seq, records.item(i), entries.item(i), leaf, auditPath);
       // Bundles are immutable: each item is checked the first time it is served, then trusted.
-      return entries.checked(i) && records.checked(i) ? read() : then(this.checkEntry(tree, seq, entries, records), read);
+      return entries.checked(i) && records.checked(i)
+        ? read()
+        : then(this.checkEntry(tree, seq, entries, records), read);
     });
   }
 
@@ -425,11 +465,16 @@ export class LogReader {
       const eh = this.checkedEntryHash(entries, tile, seq);
       if (records.checked(i)) return;
       // The prior is in this bundle and tile but for item 0, whose prior ends the previous bundle.
-      const prior = i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
+      const prior =
+        i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
       return then(prior, (before) => {
         if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
           const key = tilePath({ kind: 'records', index: n, width: records.length });
-          throw this.corrupt([`records/${n}/${bundleWidth(n, tree.size)}`], key, `record ${seq} does not hash to its entry hash`);
+          throw this.corrupt(
+            [`records/${n}/${bundleWidth(n, tree.size)}`],
+            key,
+            `record ${seq} does not hash to its entry hash`,
+          );
         }
         records.markChecked(i);
       });
@@ -440,7 +485,9 @@ export class LogReader {
   private entryHashAt(tree: Tree, seq: number): Maybe<Uint8Array> {
     const n = Math.floor(seq / TILE_WIDTH);
     const width = bundleWidth(n, tree.size);
-    return then(all(this.bundleNow('entries', n, width), this.treeTile(tree, 0, n, width)), ([entries, tile]) => this.checkedEntryHash(entries, tile, seq));
+    return then(all(this.bundleNow('entries', n, width), this.treeTile(tree, 0, n, width)), ([entries, tile]) =>
+      this.checkedEntryHash(entries, tile, seq),
+    );
   }
 
   /** Item `seq` of its entry bundle, checked (once) against leaf `seq` of its level-0 tile. */
@@ -450,7 +497,11 @@ export class LogReader {
     if (!entries.checked(i)) {
       if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) {
         const key = tilePath({ kind: 'entries', index: tile.index, width: entries.length });
-        throw this.corrupt([`entries/${tile.index}/${tile.width}`], key, `entry bundle item ${seq} does not match its leaf hash in ${tile.path}`);
+        throw this.corrupt(
+          [`entries/${tile.index}/${tile.width}`],
+          key,
+          `entry bundle item ${seq} does not match its leaf hash in ${tile.path}`,
+        );
       }
       entries.markChecked(i);
     }

@@ -40,15 +40,25 @@ export interface RunningServer {
  * lock first (a second process stops there, having touched nothing), then the port (a
  * taken port stops it before any recovery), answering 503 `starting` until the log is open.
  */
-export async function startServer(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
+export async function startServer(
+  given: ServeConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunningServer> {
   const tokenGuard = guardFor(given);
   const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
-  const settings = dirLock ? await reconcileLogSettings(given).catch(async (e: unknown) => {
-    await dirLock.release();
-    throw e;
-  }) : undefined;
+  const settings = dirLock
+    ? await reconcileLogSettings(given).catch(async (e: unknown) => {
+        await dirLock.release();
+        throw e;
+      })
+    : undefined;
   const cfg = settings?.cfg ?? given;
-  if (settings && settings.applied.length > 0) logger.info({ settings: settings.applied }, `using the ${settings.applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`);
+  if (settings && settings.applied.length > 0)
+    logger.info(
+      { settings: settings.applied },
+      `using the ${settings.applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`,
+    );
   const server = await listen(cfg).catch(async (e: unknown) => {
     await dirLock?.release();
     throw e;
@@ -69,27 +79,42 @@ export async function startServer(given: ServeConfig, logger: Logger, env: NodeJ
   // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
   const anchorPolicy =
     cfg.mode === 'production' && backend.sequencer
-      ? await (await import('./api/anchor-policy.js')).openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger).catch(async (e: unknown) => {
-          await backend.close();
-          await new Promise<void>((r) => server.close(() => r()));
-          await dirLock?.release();
-          throw new ConfigError(`anchor policy: ${(e as Error).message}`);
-        })
+      ? await (await import('./api/anchor-policy.js'))
+          .openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger)
+          .catch(async (e: unknown) => {
+            await backend.close();
+            await new Promise<void>((r) => server.close(() => r()));
+            await dirLock?.release();
+            throw new ConfigError(`anchor policy: ${(e as Error).message}`);
+          })
       : undefined;
   const guard: GuardOptions = { ...tokenGuard, ...(anchorPolicy ? { decide: anchorPolicy.decide } : {}) };
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
-  metrics.watchHealth({ notReady: () => backend.notReady(), checkpoint: () => ledger.checkpoint(), commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures) });
+  metrics.watchHealth({
+    notReady: () => backend.notReady(),
+    checkpoint: () => ledger.checkpoint(),
+    commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures),
+  });
   if (backend.followerStatus) metrics.watchFollower(backend.followerStatus);
   backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
   metrics.onPublished(ledger.checkpoint(), null);
 
   let shuttingDown = false;
-  const app = createApp({ ledger, objects: backend.objects, logger, metrics, guard, notReady: () => backend.notReady(), closing: () => shuttingDown });
+  const app = createApp({
+    ledger,
+    objects: backend.objects,
+    logger,
+    metrics,
+    guard,
+    notReady: () => backend.notReady(),
+    closing: () => shuttingDown,
+  });
   const control = cfg.enterprise
     ? await mountControlPlane(app, {
         submit: (req, onCommitted) => {
-          if (!backend.sequencer) throw new ConfigError('the enterprise control plane needs a log that accepts entries');
+          if (!backend.sequencer)
+            throw new ConfigError('the enterprise control plane needs a log that accepts entries');
           const { sequencer } = backend;
           return withDeadline(sequencer.submit(req, onCommitted), cfg.anchorTimeoutMs, () => sequencer.notReady);
         },
@@ -149,7 +174,14 @@ function listen(cfg: ServeConfig): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
     const s = createServer((_req, res) => {
       res.writeHead(503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Retry-After': '1' });
-      res.end(JSON.stringify({ error: { code: 'starting', message: 'the log is starting (recovering and verifying its storage); retry shortly' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            code: 'starting',
+            message: 'the log is starting (recovering and verifying its storage); retry shortly',
+          },
+        }),
+      );
     });
     s.keepAliveTimeout = 65_000;
     // Node's own parse errors (431, 400) get the JSON error shape too, not an empty body.
@@ -169,7 +201,11 @@ function guardFor(cfg: ServeConfig): GuardOptions {
     if (cfg.role === 'api') return {};
     throw new ConfigError('production mode needs anchor tokens (--anchor-tokens or STELE_ANCHOR_TOKENS)');
   }
-  return { authenticate: bearerTokens(grants(cfg.anchorTokens)), ratePerSecond: cfg.anchorRate ?? 100, tenants: 'token' };
+  return {
+    authenticate: bearerTokens(grants(cfg.anchorTokens)),
+    ratePerSecond: cfg.anchorRate ?? 100,
+    tenants: 'token',
+  };
 }
 
 function grants(spec: string) {

@@ -25,7 +25,8 @@ export function parsePrivateKey(text: string): SeedSigner {
   if (!m) throw new KeyFileError('not a PRIVATE+KEY string');
   const [, name, hash, b64] = m as unknown as [string, string, string, string];
   const raw = Buffer.from(b64, 'base64');
-  if (!isValidKeyName(name) || raw.length !== 33 || raw[0] !== SIG_ED25519) throw new KeyFileError('malformed private key');
+  if (!isValidKeyName(name) || raw.length !== 33 || raw[0] !== SIG_ED25519)
+    throw new KeyFileError('malformed private key');
   const signer = new SeedSigner(name, new Uint8Array(raw.subarray(1)));
   if (Buffer.from(keyHash(name, SIG_ED25519, signer.publicKey)).toString('hex') !== hash) {
     throw new KeyFileError('private key hash does not match');
@@ -44,7 +45,8 @@ export async function loadOrCreateKey(path: string, name: string): Promise<{ sig
   if (!isValidKeyName(name)) throw new NoteError(`invalid origin ${JSON.stringify(name)}`);
   await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
   let created = false;
-  if (!(await exists(path))) created = await createSecretFile(path, `${formatPrivateKey(name, new Uint8Array(randomBytes(32)))}\n`);
+  if (!(await exists(path)))
+    created = await createSecretFile(path, `${formatPrivateKey(name, new Uint8Array(randomBytes(32)))}\n`);
   return { signer: await readKey(path, name), created };
 }
 

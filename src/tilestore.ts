@@ -18,7 +18,12 @@ export class MissingObjectError extends Error {
 }
 
 /** Reads tile (kind, index) at `width`; a missing partial is cut from the full tile. */
-export async function readTileBytes(store: ObjectReader, kind: TileKind, index: number, width: number): Promise<Uint8Array> {
+export async function readTileBytes(
+  store: ObjectReader,
+  kind: TileKind,
+  index: number,
+  width: number,
+): Promise<Uint8Array> {
   const key = tilePath({ kind, index, width });
   const data = await store.get(key);
   if (data) return data;
@@ -30,9 +35,15 @@ export async function readTileBytes(store: ObjectReader, kind: TileKind, index: 
 }
 
 /** Hash tile (level, index) at `width` hashes, checking its size. */
-export async function readHashTile(store: ObjectReader, level: number, index: number, width: number): Promise<HashTile> {
+export async function readHashTile(
+  store: ObjectReader,
+  level: number,
+  index: number,
+  width: number,
+): Promise<HashTile> {
   const tile = new HashTile(level, index, await readTileBytes(store, level, index, width));
-  if (tile.width !== width) throw new MissingObjectError(`${tilePath({ kind: level, index, width })} (has ${tile.width} hashes)`);
+  if (tile.width !== width)
+    throw new MissingObjectError(`${tilePath({ kind: level, index, width })} (has ${tile.width} hashes)`);
   return tile;
 }
 
@@ -42,7 +53,12 @@ export function storeTileFetcher(store: ObjectReader): TileFetcher {
 }
 
 /** Bundle (kind, index), checked to hold at least `width` items (a full one may hold more). */
-export async function readCompactBundle(store: ObjectReader, kind: 'entries' | 'records', index: number, width: number): Promise<Bundle> {
+export async function readCompactBundle(
+  store: ObjectReader,
+  kind: 'entries' | 'records',
+  index: number,
+  width: number,
+): Promise<Bundle> {
   const key = tilePath({ kind, index, width });
   const bundle = Bundle.decode(await readTileBytes(store, kind, index, width), key);
   if (bundle.length < width) throw new MissingObjectError(`${key} (has ${bundle.length} items)`);
@@ -50,6 +66,11 @@ export async function readCompactBundle(store: ObjectReader, kind: 'entries' | '
 }
 
 /** The first `width` items of bundle (kind, index). */
-export async function readBundle(store: ObjectReader, kind: 'entries' | 'records', index: number, width: number): Promise<Uint8Array[]> {
+export async function readBundle(
+  store: ObjectReader,
+  kind: 'entries' | 'records',
+  index: number,
+  width: number,
+): Promise<Uint8Array[]> {
   return (await readCompactBundle(store, kind, index, width)).items(width);
 }

@@ -41,9 +41,25 @@ describe('ML-DSA-44 cosignatures (tlog-cosignature, type 0x06)', () => {
     };
     const label = utf8.encode('subtree/v1\n\0');
     expect(label.length).toBe(12);
-    expect(m).toEqual(concatBytes(label, Uint8Array.of(1), utf8.encode('w'), u64(1), Uint8Array.of(6), utf8.encode('o.test'), u64(0), u64(5), hash));
-    expect(() => subtreeCosignatureMessage({ cosigner: 'w', timestamp: 1, origin: 'o.test', start: 3, end: 5, hash })).toThrow(/timestamp 0/);
-    expect(() => subtreeCosignatureMessage({ cosigner: 'x'.repeat(256), timestamp: 0, origin: 'o', start: 0, end: 1, hash })).toThrow(NoteError);
+    expect(m).toEqual(
+      concatBytes(
+        label,
+        Uint8Array.of(1),
+        utf8.encode('w'),
+        u64(1),
+        Uint8Array.of(6),
+        utf8.encode('o.test'),
+        u64(0),
+        u64(5),
+        hash,
+      ),
+    );
+    expect(() =>
+      subtreeCosignatureMessage({ cosigner: 'w', timestamp: 1, origin: 'o.test', start: 3, end: 5, hash }),
+    ).toThrow(/timestamp 0/);
+    expect(() =>
+      subtreeCosignatureMessage({ cosigner: 'x'.repeat(256), timestamp: 0, origin: 'o', start: 0, end: 1, hash }),
+    ).toThrow(NoteError);
   });
 
   it('round-trips a 1312-byte key as a vkey, which a client accepts as a witness key', () => {
@@ -68,7 +84,9 @@ describe('ML-DSA-44 cosignatures (tlog-cosignature, type 0x06)', () => {
     const other = formatCheckpointBody({ origin: log.name, size: 43, root: sha256(utf8.encode('root')) });
     const { line } = await signBody(other, log);
     // The same cosignature moved onto a checkpoint of another size.
-    expect(() => openNote(`${other}\n${line}${witnessLine}\n`, logKey, [witness])).toThrow(/invalid signature by pq\.witness\.test/);
+    expect(() => openNote(`${other}\n${line}${witnessLine}\n`, logKey, [witness])).toThrow(
+      /invalid signature by pq\.witness\.test/,
+    );
     // One byte of the signature flipped.
     const raw = Buffer.from(witnessLine.split(' ').at(-1)!, 'base64');
     raw[100]! ^= 1;

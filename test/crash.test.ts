@@ -120,7 +120,9 @@ describe('crash safety under SIGKILL', () => {
       const seq = Number(m[1]);
       const had = acked.get(seq);
       if (had && (had.entryHash !== m[2] || had.digest !== m[3])) {
-        problems.push(`seq ${seq} acknowledged twice with different entries (rounds ${had.round} and ${round}): a fork`);
+        problems.push(
+          `seq ${seq} acknowledged twice with different entries (rounds ${had.round} and ${round}): a fork`,
+        );
       }
       acked.set(seq, { entryHash: m[2]!, digest: m[3]!, round });
       ackedRounds.add(round);
@@ -159,13 +161,15 @@ describe('crash safety under SIGKILL', () => {
       }
       run.child.kill('SIGKILL');
       const { code, signal } = await run.exited;
-      if (run.lines.some((l) => l.startsWith('err '))) problems.push(`round ${round}: child reported ${run.lines.join(' | ')} ${run.stderr()}`);
+      if (run.lines.some((l) => l.startsWith('err ')))
+        problems.push(`round ${round}: child reported ${run.lines.join(' | ')} ${run.stderr()}`);
       expect(signal ?? code, run.stderr()).toBe('SIGKILL');
       await snapshotTiles(round);
 
       // The lock never goes backwards, and the public checkpoint is a signed one of ours.
       const lock = JSON.parse(await readFile(path.join(dataDir, 'private', 'lock.json'), 'utf8')) as { size: number };
-      if (lock.size < lastLockSize) problems.push(`round ${round}: lock went back from ${lastLockSize} to ${lock.size}`);
+      if (lock.size < lastLockSize)
+        problems.push(`round ${round}: lock went back from ${lastLockSize} to ${lock.size}`);
       lastLockSize = lock.size;
       const note = await readFile(path.join(logDir, 'checkpoint'), 'utf8').catch(() => null);
       let publicSize = 0;
@@ -174,12 +178,15 @@ describe('crash safety under SIGKILL', () => {
         roundCheckpoints.push(note);
         // Whatever moment the kill hit, the public checkpoint is fully backed by its tiles
         // and bundles: a client reading the directory now could verify everything.
-        await auditLogDir(logDir, ORIGIN, publicKey, note).catch((e: Error) => problems.push(`round ${round}: public checkpoint ${publicSize}: ${e.message}`));
+        await auditLogDir(logDir, ORIGIN, publicKey, note).catch((e: Error) =>
+          problems.push(`round ${round}: public checkpoint ${publicSize}: ${e.message}`),
+        );
       }
       // An acknowledgement comes only after the lock and the public checkpoint cover it.
       let maxAcked = -1;
       for (const [seq, a] of acked) if (a.round === round && seq > maxAcked) maxAcked = seq;
-      if (maxAcked >= publicSize) problems.push(`round ${round}: seq ${maxAcked} acknowledged but the public checkpoint has ${publicSize}`);
+      if (maxAcked >= publicSize)
+        problems.push(`round ${round}: seq ${maxAcked} acknowledged but the public checkpoint has ${publicSize}`);
       if (lock.size > publicSize) afterCommit++;
       progress(
         `round ${round}: killed after ${delay} ms (${Date.now() - started} ms in all), ${acked.size - before} new acks, ` +
@@ -196,7 +203,9 @@ describe('crash safety under SIGKILL', () => {
     const done = finish.lines.find((l) => l.startsWith('done '));
     expect(done).toBeDefined();
     await snapshotTiles(ROUNDS);
-    progress(`${afterCommit} of ${ROUNDS} kills landed between a commit and its public checkpoint; ${acked.size} acknowledged in all`);
+    progress(
+      `${afterCommit} of ${ROUNDS} kills landed between a commit and its public checkpoint; ${acked.size} acknowledged in all`,
+    );
 
     expect(problems.slice(0, 20), `${problems.length} problems`).toEqual([]);
     expect(acked.size).toBeGreaterThan(1000); // the test really ran under load
@@ -223,7 +232,9 @@ describe('crash safety under SIGKILL', () => {
       expect(Buffer.from(audit.tree.root(c.size)).toString('hex')).toBe(Buffer.from(c.root).toString('hex'));
     }
     // Digests are unique per child run, so an entry appears at most once.
-    const digests = audit.records.map((r) => (JSON.parse(Buffer.from(r).toString('utf8')) as { digest: string }).digest);
+    const digests = audit.records.map(
+      (r) => (JSON.parse(Buffer.from(r).toString('utf8')) as { digest: string }).digest,
+    );
     expect(new Set(digests).size).toBe(digests.length);
   }, 90_000);
 });

@@ -161,7 +161,8 @@ describe('entry ids', () => {
   });
 
   it('parseEntryId accepts well-formed ids', () => {
-    for (const v of entries.chain) expect(parseEntryId(v.id)).toEqual({ seq: v.seq, hashPrefix: v.entryHash.slice(0, 12) });
+    for (const v of entries.chain)
+      expect(parseEntryId(v.id)).toEqual({ seq: v.seq, hashPrefix: v.entryHash.slice(0, 12) });
     expect(parseEntryId('led_123456789_0123456789ab')).toEqual({ seq: 123456789, hashPrefix: '0123456789ab' });
     expect(parseEntryId(`led_${Number.MAX_SAFE_INTEGER}_0123456789ab`)).toEqual({
       seq: Number.MAX_SAFE_INTEGER,

@@ -64,7 +64,8 @@ describe('a full disk', () => {
       // Every answer comes within the bound (plus a margin for a batch in flight) as a 201 or
       // a JSON 503 that says whether the anchor may still be recorded.
       const answers = [];
-      for (let round = 0; round < 4; round++) answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => anchor(100 + round * 10 + k)))));
+      for (let round = 0; round < 4; round++)
+        answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => anchor(100 + round * 10 + k)))));
       for (const a of answers) {
         expect(a.ms).toBeLessThan(ANCHOR_TIMEOUT_MS + 1500);
         if (a.status !== 201) {
@@ -103,7 +104,17 @@ describe('a full disk', () => {
     fill(filler);
     const sandbox = new Sandbox('stele-full-');
     try {
-      const r = await sandbox.run(['serve', '--data-dir', dataDir, '--origin', ORIGIN, '--port', '0', '--log-level', 'warn']);
+      const r = await sandbox.run([
+        'serve',
+        '--data-dir',
+        dataDir,
+        '--origin',
+        ORIGIN,
+        '--port',
+        '0',
+        '--log-level',
+        'warn',
+      ]);
       expect(r.code).toBe(3);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toContain(`the filesystem holding ${dataDir} is full`);

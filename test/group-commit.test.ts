@@ -17,7 +17,8 @@ import { scratchDir } from './helpers/tmp.js';
 const ORIGIN = 'test.example/group-commit';
 const MINUTE = 60_000;
 
-const request = (salt: string, i: number) => anchorRequest('ledger_anchor', 'Anchored', createHash('sha256').update(`${salt}/${i}`).digest('hex'), {});
+const request = (salt: string, i: number) =>
+  anchorRequest('ledger_anchor', 'Anchored', createHash('sha256').update(`${salt}/${i}`).digest('hex'), {});
 
 async function openLog(o: { batchInterval: number; minBatchSpacing?: number }) {
   const dataDir = scratchDir('stele-group-');
@@ -118,7 +119,10 @@ describe('min batch spacing setting', () => {
     expect(resolveServeConfig({}, {}).minBatchSpacingMs).toBeUndefined();
     expect(resolveServeConfig({ config: file }, {}).minBatchSpacingMs).toBe(250);
     expect(resolveServeConfig({ config: file }, { STELE_MIN_BATCH_SPACING_MS: '500' }).minBatchSpacingMs).toBe(500);
-    expect(resolveServeConfig({ config: file, minBatchSpacingMs: '0' }, { STELE_MIN_BATCH_SPACING_MS: '500' }).minBatchSpacingMs).toBe(0);
+    expect(
+      resolveServeConfig({ config: file, minBatchSpacingMs: '0' }, { STELE_MIN_BATCH_SPACING_MS: '500' })
+        .minBatchSpacingMs,
+    ).toBe(0);
     expect(() => resolveServeConfig({ minBatchSpacingMs: '60001' }, {})).toThrow(ConfigError);
     expect(() => resolveServeConfig({ minBatchSpacingMs: '-1' }, {})).toThrow(ConfigError);
   });

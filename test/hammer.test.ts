@@ -13,8 +13,21 @@ const sandbox = new Sandbox('stele-hammer-');
 interface Report {
   ok: boolean;
   tree: { startSize: number; endSize: number; growth: number };
-  writes: { acknowledged: number; duplicates: number; errors: number; integrateMs: { p50: number; p99: number } | null; pushback: Record<string, number> };
-  reads: { checkpoints: number; consistencyProofs: number; inclusionProofs: number; spotChecks: number; errors: number; unverified: number };
+  writes: {
+    acknowledged: number;
+    duplicates: number;
+    errors: number;
+    integrateMs: { p50: number; p99: number } | null;
+    pushback: Record<string, number>;
+  };
+  reads: {
+    checkpoints: number;
+    consistencyProofs: number;
+    inclusionProofs: number;
+    spotChecks: number;
+    errors: number;
+    unverified: number;
+  };
   verificationFailures: number;
   problems: string[];
 }
@@ -35,7 +48,20 @@ describe('stele hammer', () => {
   it('against a local stele serve: anchors are acknowledged and proved included, checkpoints consistent, no errors', async () => {
     serve = await startServe({ dataDir: scratchDir('stele-hammer-log-'), origin: ORIGIN });
     // Bounds that hold on a loaded machine: a few rounds of 8 writers in 5 s, half of them re-sending a digest.
-    const r = await sandbox.json<Report>(['hammer', serve.url, '--writers', '8', '--readers', '2', '--max-runtime', '5', '--duplicates', '0.5', '--vkey', serve.vkey]);
+    const r = await sandbox.json<Report>([
+      'hammer',
+      serve.url,
+      '--writers',
+      '8',
+      '--readers',
+      '2',
+      '--max-runtime',
+      '5',
+      '--duplicates',
+      '0.5',
+      '--vkey',
+      serve.vkey,
+    ]);
     expect(r.code, `${r.stderr}\n${JSON.stringify(r.out.problems)}`).toBe(0);
     expect(r.out.ok).toBe(true);
     expect(r.out.writes.acknowledged).toBeGreaterThanOrEqual(8);
@@ -53,7 +79,16 @@ describe('stele hammer', () => {
   }, 120_000);
 
   it('a goal it misses fails the run (exit 1), as does a usage error (exit 2)', async () => {
-    const r = await sandbox.json<Report & { goals: { writeGoal: { met: boolean } } }>(['hammer', serve.url, '--writers', '1', '--max-runtime', '1', '--write-goal', '1000000']);
+    const r = await sandbox.json<Report & { goals: { writeGoal: { met: boolean } } }>([
+      'hammer',
+      serve.url,
+      '--writers',
+      '1',
+      '--max-runtime',
+      '1',
+      '--write-goal',
+      '1000000',
+    ]);
     expect(r.code).toBe(1);
     expect(r.out.goals.writeGoal.met).toBe(false);
     expect(r.out.verificationFailures).toBe(0);
@@ -73,7 +108,18 @@ describe('stele hammer', () => {
     bytes[5 * 32 + 7]! ^= 0x01; // one bit of leaf 5's hash
     writeFileSync(tile, bytes);
 
-    const r = await sandbox.json<Report>(['hammer', serve.url, '--writers', '2', '--readers', '2', '--max-runtime', '4', '--vkey', serve.vkey]);
+    const r = await sandbox.json<Report>([
+      'hammer',
+      serve.url,
+      '--writers',
+      '2',
+      '--readers',
+      '2',
+      '--max-runtime',
+      '4',
+      '--vkey',
+      serve.vkey,
+    ]);
     expect(r.code).toBe(1);
     expect(r.out.ok).toBe(false);
     expect(r.out.verificationFailures).toBeGreaterThan(0);

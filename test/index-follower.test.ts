@@ -25,7 +25,12 @@ describe('IndexFollower', () => {
     const dataDir = scratchDir('stele-follower-');
     const { publicDir, keyFile } = localPaths(dataDir);
     const published: Uint8Array[] = [];
-    await makeLog(dataDir, ORIGIN, [300, 50], () => void published.push(readFileSync(join(publicDir, CHECKPOINT_JSON_KEY))));
+    await makeLog(
+      dataDir,
+      ORIGIN,
+      [300, 50],
+      () => void published.push(readFileSync(join(publicDir, CHECKPOINT_JSON_KEY))),
+    );
     const verifier = makeVerifier(ORIGIN, SIG_ED25519, (await loadOrCreateKey(keyFile, ORIGIN)).signer.publicKey);
 
     const follow = (dir: string) => {
@@ -68,7 +73,8 @@ describe('IndexFollower', () => {
     const b = follow(scratchDir('stele-follower-b-'));
     b.publish(published[1]!);
     expect((await b.follower.poll())?.size).toBe(350);
-    for (const i of [0, 1, 255, 256, 299, 349]) expect(await b.index.findByDigest(digestOf(ORIGIN, i))).toBe(await a.index.findByDigest(digestOf(ORIGIN, i)));
+    for (const i of [0, 1, 255, 256, 299, 349])
+      expect(await b.index.findByDigest(digestOf(ORIGIN, i))).toBe(await a.index.findByDigest(digestOf(ORIGIN, i)));
     expect(await b.index.countsByType()).toEqual(await a.index.countsByType());
     await Promise.all([a.index.close(), b.index.close()]);
   });

@@ -13,8 +13,16 @@ const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
-const entry = (d: number, type: string, artifactId?: string): CanonicalEntry => ({ v: 1, type, result: 'r', digest: digest(d), timestamp: 't', ...(artifactId ? { artifact: 'x', artifactId } : {}) });
-const batch = (fromSize: number, entries: CanonicalEntry[]): IntegratedBatch => batchOfEntries(fromSize, entries, {} as PublishedCheckpoint);
+const entry = (d: number, type: string, artifactId?: string): CanonicalEntry => ({
+  v: 1,
+  type,
+  result: 'r',
+  digest: digest(d),
+  timestamp: 't',
+  ...(artifactId ? { artifact: 'x', artifactId } : {}),
+});
+const batch = (fromSize: number, entries: CanonicalEntry[]): IntegratedBatch =>
+  batchOfEntries(fromSize, entries, {} as PublishedCheckpoint);
 
 describe('LmdbIndex', () => {
   it('answers for a batch as soon as onBatch returns, keeps first digest / latest artifact, and persists once', async () => {
@@ -53,7 +61,12 @@ describe('LmdbIndex', () => {
     let transactions = 0;
     db.transaction = (f) => (transactions++, transaction(f));
     for (let b = 0; b < 20; b++) {
-      await index.onBatch(batch(b * 10, Array.from({ length: 10 }, (_, i) => entry(b * 10 + i, i % 2 ? 'odd' : 'even'))));
+      await index.onBatch(
+        batch(
+          b * 10,
+          Array.from({ length: 10 }, (_, i) => entry(b * 10 + i, i % 2 ? 'odd' : 'even')),
+        ),
+      );
       if (b % 7 === 6) void index.flush(); // a commit in flight while later batches arrive
       const counts = await index.countsByType();
       expect(counts.odd! + counts.even!).toBe((b + 1) * 10);

@@ -31,7 +31,8 @@ function taskRoleStatements(taskLogicalIdPrefix: string): Json[] {
   const role = refId(task.Properties.TaskRoleArn);
   const statements: Json[] = [];
   for (const [, p] of ofType('AWS::IAM::Policy')) {
-    if (p.Properties.Roles.some((r: Json) => refId(r) === role)) statements.push(...p.Properties.PolicyDocument.Statement);
+    if (p.Properties.Roles.some((r: Json) => refId(r) === role))
+      statements.push(...p.Properties.PolicyDocument.Statement);
   }
   for (const [, r] of ofType('AWS::IAM::Role').filter(([id]) => id === role)) {
     for (const p of r.Properties.Policies ?? []) statements.push(...p.PolicyDocument.Statement);
@@ -40,7 +41,8 @@ function taskRoleStatements(taskLogicalIdPrefix: string): Json[] {
   return statements;
 }
 
-const actionsOf = (statements: Json[]) => statements.filter((s) => s.Effect === 'Allow').flatMap((s) => [s.Action].flat() as string[]);
+const actionsOf = (statements: Json[]) =>
+  statements.filter((s) => s.Effect === 'Allow').flatMap((s) => [s.Action].flat() as string[]);
 /** Whether an IAM action pattern (with * wildcards) grants `action`. */
 const grants = (pattern: string, action: string) =>
   new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 'i').test(action);
@@ -48,7 +50,12 @@ const grants = (pattern: string, action: string) =>
 describe('infra/stack.ts (CDK assertions)', () => {
   it('the bucket is private, versioned and TLS-only; only the distribution may read it', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
-      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
       VersioningConfiguration: { Status: 'Enabled' },
     });
     const [[, policy]] = ofType('AWS::S3::BucketPolicy') as [[string, Json]];
@@ -82,7 +89,9 @@ describe('infra/stack.ts (CDK assertions)', () => {
 
     const apiBehavior = byPath['/api/ledger/*'];
     expect(apiBehavior.CachePolicyId).toBe('4135ea2d-6df8-44a3-9df3-4b5a84be39ad'); // managed CachingDisabled
-    expect(apiBehavior.AllowedMethods).toEqual(expect.arrayContaining(['GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'POST', 'DELETE']));
+    expect(apiBehavior.AllowedMethods).toEqual(
+      expect.arrayContaining(['GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'POST', 'DELETE']),
+    );
     const apiOrigin = origins.find((o) => o.Id === apiBehavior.TargetOriginId)!;
     expect(resources[refId(apiOrigin.DomainName)]?.Type).toBe('AWS::ElasticLoadBalancingV2::LoadBalancer');
     expect(apiOrigin.OriginCustomHeaders[0].HeaderName).toBe('X-Stele-Origin-Verify');
@@ -107,8 +116,17 @@ describe('infra/stack.ts (CDK assertions)', () => {
   it('IAM least privilege: the API role cannot write objects, write the table or sign; the sequencer signs with that key only', () => {
     const api = taskRoleStatements('ApiTask');
     const apiActions = actionsOf(api);
-    for (const forbidden of ['s3:PutObject', 's3:DeleteObject', 'kms:Sign', 'dynamodb:PutItem', 'dynamodb:UpdateItem']) {
-      expect(apiActions.filter((a) => grants(a, forbidden)), forbidden).toEqual([]);
+    for (const forbidden of [
+      's3:PutObject',
+      's3:DeleteObject',
+      'kms:Sign',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]) {
+      expect(
+        apiActions.filter((a) => grants(a, forbidden)),
+        forbidden,
+      ).toEqual([]);
     }
     expect(apiActions).toEqual(expect.arrayContaining(['s3:GetObject', 'dynamodb:GetItem']));
 
@@ -128,7 +146,10 @@ describe('infra/stack.ts (CDK assertions)', () => {
   it('the lock record is in DynamoDB by default, in the bucket with lock: bucket (both services told, the sequencer may write it)', () => {
     const lockEnv = (t: Template) =>
       Object.values(t.findResources('AWS::ECS::TaskDefinition')).map(
-        (task) => (task.Properties.ContainerDefinitions[0].Environment as { Name: string; Value: string }[]).find((e) => e.Name === 'STELE_LOCK')?.Value,
+        (task) =>
+          (task.Properties.ContainerDefinitions[0].Environment as { Name: string; Value: string }[]).find(
+            (e) => e.Name === 'STELE_LOCK',
+          )?.Value,
       );
     expect(lockEnv(template)).toEqual(['dynamodb', 'dynamodb']);
     const bucketLock = Template.fromStack(new SteleStack(new App(), 'BucketLock', { lock: 'bucket' }));
@@ -143,18 +164,30 @@ describe('infra/stack.ts (CDK assertions)', () => {
     const sequencers = services.filter(([, s]) => s.Properties.DesiredCount === 1);
     expect(sequencers).toHaveLength(1);
     expect(sequencers[0]![0]).toMatch(/^SequencerService/);
-    expect(sequencers[0]![1].Properties.DeploymentConfiguration).toMatchObject({ MinimumHealthyPercent: 0, MaximumPercent: 100 });
+    expect(sequencers[0]![1].Properties.DeploymentConfiguration).toMatchObject({
+      MinimumHealthyPercent: 0,
+      MaximumPercent: 100,
+    });
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       ScalableDimension: 'ecs:service:DesiredCount',
       ResourceId: Match.anyValue(),
     });
     const [, seqTask] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('SequencerTask'))!;
-    const env = Object.fromEntries((seqTask.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]));
-    expect(env).toMatchObject({ STELE_BACKEND: 'aws', STELE_ROLE: 'sequencer', STELE_S3_PREFIX: 'log/', STELE_S3_STAGING_PREFIX: 'private/' });
+    const env = Object.fromEntries(
+      (seqTask.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]),
+    );
+    expect(env).toMatchObject({
+      STELE_BACKEND: 'aws',
+      STELE_ROLE: 'sequencer',
+      STELE_S3_PREFIX: 'log/',
+      STELE_S3_STAGING_PREFIX: 'private/',
+    });
     expect(env.STELE_BATCH_INTERVAL_MS).toEqual({ Ref: 'BatchIntervalMs' });
     expect(env.STELE_MIN_BATCH_SPACING_MS).toEqual({ Ref: 'MinBatchSpacingMs' });
     // Anchor tokens reach the sequencer (which serves the anchor route) from Secrets Manager, never the API.
-    expect(seqTask.Properties.ContainerDefinitions[0].Secrets.map((x: Json) => x.Name)).toEqual(['STELE_ANCHOR_TOKENS']);
+    expect(seqTask.Properties.ContainerDefinitions[0].Secrets.map((x: Json) => x.Name)).toEqual([
+      'STELE_ANCHOR_TOKENS',
+    ]);
     const [, apiTask] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('ApiTask'))!;
     expect(apiTask.Properties.ContainerDefinitions[0].Secrets).toBeUndefined();
   });
@@ -163,12 +196,19 @@ describe('infra/stack.ts (CDK assertions)', () => {
     template.hasResourceProperties('AWS::Logs::MetricFilter', { FilterPattern: '{ $.level >= 50 }' });
     template.hasResourceProperties('AWS::Logs::MetricFilter', {
       FilterPattern: '{ $.msg = "sequencer heartbeat" }',
-      MetricTransformations: [Match.objectLike({ MetricValue: '$.stallSeconds', MetricName: 'CheckpointStallSeconds' })],
+      MetricTransformations: [
+        Match.objectLike({ MetricValue: '$.stallSeconds', MetricName: 'CheckpointStallSeconds' }),
+      ],
     });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'CheckpointStallSeconds', TreatMissingData: 'breaching' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'CheckpointStallSeconds',
+      TreatMissingData: 'breaching',
+    });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'SequencerErrors' });
     const params = template.toJSON().Parameters as Json;
-    expect(Object.keys(params)).toEqual(expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs', 'AnchorTokens']));
+    expect(Object.keys(params)).toEqual(
+      expect.arrayContaining(['Origin', 'DomainName', 'BatchIntervalMs', 'AnchorTokens']),
+    );
     expect(params.AnchorTokens.NoEcho).toBe(true);
     // Group commit on AWS: at most one batch (a KMS sign, S3 PUTs, two DynamoDB writes) a second by default.
     expect(params.MinBatchSpacingMs).toMatchObject({ Type: 'Number', Default: 1000 });
@@ -181,6 +221,8 @@ describe('infra/stack.ts: the explorer', () => {
     writeFileSync(join(dir, 'index.html'), '<!doctype html><title>x</title>');
     const t = Template.fromStack(new SteleStack(new App(), 'WithExplorer', { explorerDir: dir }));
     t.hasResourceProperties('Custom::CDKBucketDeployment', { DestinationBucketKeyPrefix: 'log/', Prune: false });
-    t.hasResourceProperties('AWS::CloudFront::Distribution', { DistributionConfig: Match.objectLike({ DefaultRootObject: 'index.html' }) });
+    t.hasResourceProperties('AWS::CloudFront::Distribution', {
+      DistributionConfig: Match.objectLike({ DefaultRootObject: 'index.html' }),
+    });
   }, 60_000);
 });

@@ -22,7 +22,15 @@ import {
 } from '../src/core/merkle.js';
 import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../src/core/tiles.js';
 import { TileSet } from '../src/tile-set.js';
-import { NaiveTree, largestPowerOfTwoBelow, mth, naiveLeafHash, path as naivePath, proof as naiveProof, sha256 } from './helpers/naive.js';
+import {
+  NaiveTree,
+  largestPowerOfTwoBelow,
+  mth,
+  naiveLeafHash,
+  path as naivePath,
+  proof as naiveProof,
+  sha256,
+} from './helpers/naive.js';
 import { fromHex, hex, loadVectors } from './helpers/vectors.js';
 
 const vectors = loadVectors();
@@ -61,7 +69,8 @@ function lookupFor(n: number): SyncHashLookup {
     refs.map(({ level, index }) => {
       const lo = index * 2 ** level;
       const hi = lo + 2 ** level;
-      if (!Number.isSafeInteger(lo) || hi > n) throw new Error(`read of subtree ${level}/${index} beyond tree size ${n}`);
+      if (!Number.isSafeInteger(lo) || hi > n)
+        throw new Error(`read of subtree ${level}/${index} beyond tree size ${n}`);
       return naive.mth(lo, hi);
     });
 }
@@ -301,7 +310,16 @@ describe('RFC 6962 reference vectors', () => {
   const mem = new MemoryHashReader(rfcLeaves);
 
   it('has the well-known 8-leaf inputs and root', () => {
-    expect(rfc.leafInputs).toEqual(['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f']);
+    expect(rfc.leafInputs).toEqual([
+      '',
+      '00',
+      '10',
+      '2021',
+      '3031',
+      '40414243',
+      '5051525354555657',
+      '606162636465666768696a6b6c6d6e6f',
+    ]);
     expect(rfcRoots.get(8)).toBe('5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328');
     expect(rfc.roots.map((r) => r.size)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
@@ -320,7 +338,9 @@ describe('RFC 6962 reference vectors', () => {
       expect(hexes(proveInclusionSync(v.index, v.size, mem.lookup))).toEqual(v.path);
       expect(hexes(await proveInclusion(v.index, v.size, mem))).toEqual(v.path);
       expect(hexes(naivePath(v.index, rfcInputs.slice(0, v.size)))).toEqual(v.path);
-      expect(verifyInclusion(v.index, v.size, fromHex(v.leafHash), v.path.map(fromHex), fromHex(rfcRoots.get(v.size)!))).toBe(true);
+      expect(
+        verifyInclusion(v.index, v.size, fromHex(v.leafHash), v.path.map(fromHex), fromHex(rfcRoots.get(v.size)!)),
+      ).toBe(true);
     }
   });
 
@@ -408,7 +428,9 @@ describe('large vectors through tiles (70,000 leaves)', () => {
     for (const v of L.consistency) {
       expect(hexes(await proveConsistency(v.first, v.second, new TileHashReader(v.second, fetch)))).toEqual(v.proof);
       expect(hexes(bigNaive.proof(v.first, v.second))).toEqual(v.proof);
-      expect(verifyConsistency(v.first, v.second, v.proof.map(fromHex), rootFor(v.first), rootFor(v.second))).toBe(true);
+      expect(verifyConsistency(v.first, v.second, v.proof.map(fromHex), rootFor(v.first), rootFor(v.second))).toBe(
+        true,
+      );
     }
   });
 
@@ -471,7 +493,10 @@ describe('large vectors through tiles (70,000 leaves)', () => {
 // Verification must reject anything but the exact proof.
 // ---------------------------------------------------------------------------------------
 
-const SAMPLE_SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 511, 512, 513, 599, 600];
+const SAMPLE_SIZES = [
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 511, 512, 513, 599,
+  600,
+];
 
 function sampleIndexes(n: number, from: number, to: number): number[] {
   if (n <= 70) return Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -542,10 +567,22 @@ describe('inclusion verification rejects tampering', () => {
           if (s === n || s <= m || s > N) continue;
           mustReject(`${tag}: as size ${s}`, verifyInclusion(m, s, leaf, p, roots[s]!));
         }
-        for (const r of [roots[n - 1]!, roots[n + 1]!, flipped(root, 31), flipped(root, 0, 0x80), EMPTY_ROOT, ...(n > 1 ? [leaf] : [])]) {
+        for (const r of [
+          roots[n - 1]!,
+          roots[n + 1]!,
+          flipped(root, 31),
+          flipped(root, 0, 0x80),
+          EMPTY_ROOT,
+          ...(n > 1 ? [leaf] : []),
+        ]) {
           mustReject(`${tag}: wrong root ${hex(r)}`, verifyInclusion(m, n, leaf, p, r));
         }
-        const extras = [[...p, leaf], [...p, root], [leaf, ...p], [...p, p[p.length - 1] ?? leaf]];
+        const extras = [
+          [...p, leaf],
+          [...p, root],
+          [leaf, ...p],
+          [...p, p[p.length - 1] ?? leaf],
+        ];
         for (const q of extras) {
           mustReject(`${tag}: extra element`, verifyInclusion(m, n, leaf, q, root));
           if (rootFromInclusionProof(m, n, leaf, q) !== null) failures.push(`${tag}: extra element not malformed`);
@@ -553,7 +590,8 @@ describe('inclusion verification rejects tampering', () => {
         for (let e = 0; e < p.length; e++) {
           const q = [...p.slice(0, e), ...p.slice(e + 1)];
           mustReject(`${tag}: missing element ${e}`, verifyInclusion(m, n, leaf, q, root));
-          if (rootFromInclusionProof(m, n, leaf, q) !== null) failures.push(`${tag}: missing element ${e} not malformed`);
+          if (rootFromInclusionProof(m, n, leaf, q) !== null)
+            failures.push(`${tag}: missing element ${e} not malformed`);
         }
       }
     }
@@ -637,7 +675,12 @@ describe('consistency verification rejects tampering', () => {
           if (s === n || s < m || s > N) continue;
           mustReject(`${tag}: as second size ${s}`, verifyConsistency(m, s, p, r1, roots[s]!));
         }
-        const extras = [[...p, r2], [r1, ...p], [...p, p[p.length - 1] ?? r1], [...p, EMPTY_ROOT]];
+        const extras = [
+          [...p, r2],
+          [r1, ...p],
+          [...p, p[p.length - 1] ?? r1],
+          [...p, EMPTY_ROOT],
+        ];
         for (const q of extras) {
           mustReject(`${tag}: extra element`, verifyConsistency(m, n, q, r1, r2));
           if (rootsFromConsistencyProof(m, n, q, r1) !== null) failures.push(`${tag}: extra element not malformed`);
@@ -645,7 +688,8 @@ describe('consistency verification rejects tampering', () => {
         for (let e = 0; e < p.length; e++) {
           const q = [...p.slice(0, e), ...p.slice(e + 1)];
           mustReject(`${tag}: missing element ${e}`, verifyConsistency(m, n, q, r1, r2));
-          if (rootsFromConsistencyProof(m, n, q, r1) !== null) failures.push(`${tag}: missing element ${e} not malformed`);
+          if (rootsFromConsistencyProof(m, n, q, r1) !== null)
+            failures.push(`${tag}: missing element ${e} not malformed`);
         }
       }
     }
@@ -679,7 +723,10 @@ describe('huge trees', () => {
    * A consistent tree of `size` leaves where every leaf is Z except inside a few windows of
    * distinct leaves, so any perfect-subtree hash costs O(window + height) even for 2^53 leaves.
    */
-  function sparseTree(windows: ReadonlyArray<readonly [number, number]>): { lookup: SyncHashLookup; leaf: (i: number) => Uint8Array } {
+  function sparseTree(windows: ReadonlyArray<readonly [number, number]>): {
+    lookup: SyncHashLookup;
+    leaf: (i: number) => Uint8Array;
+  } {
     const zero = [sha256(utf8.encode('uniform leaf'))];
     for (let l = 1; l <= 53; l++) zero.push(sha256(Uint8Array.of(1), zero[l - 1]!, zero[l - 1]!));
     const memo = new Map<string, Uint8Array>();
@@ -701,7 +748,10 @@ describe('huge trees', () => {
     return { lookup: (refs: readonly SubtreeRef[]) => refs.map((r) => hash(r.level, r.index)), leaf };
   }
 
-  const around = (x: number, w = 40): [number, number] => [Math.max(0, x - w), Math.min(Number.MAX_SAFE_INTEGER, x + w)];
+  const around = (x: number, w = 40): [number, number] => [
+    Math.max(0, x - w),
+    Math.min(Number.MAX_SAFE_INTEGER, x + w),
+  ];
 
   it('inclusion proofs verify for sizes up to 2^53 - 1, and not for a neighbouring index', () => {
     for (const [m, n] of [
@@ -792,7 +842,9 @@ describe('proof verification edges', () => {
     const p = naive.proof(4, 10); // 4 is a power of two: the first root is part of the path
     expect(verifyConsistency(4, 10, p, roots[4]!, roots[10]!)).toBe(true);
     expect(rootsFromConsistencyProof(4, 10, p, roots[4]!.subarray(0, 31))).toBeNull();
-    expect(rootsFromConsistencyProof(4, 10, [...p.slice(0, -1), Uint8Array.of(...p[p.length - 1]!, 0)], roots[4]!)).toBeNull();
+    expect(
+      rootsFromConsistencyProof(4, 10, [...p.slice(0, -1), Uint8Array.of(...p[p.length - 1]!, 0)], roots[4]!),
+    ).toBeNull();
     expect(verifyConsistency(4, 10, p, roots[4]!, Uint8Array.of(...roots[10]!, 0))).toBe(false);
     // Equal sizes, empty proof: equal roots of a wrong length are still not a proof.
     expect(verifyConsistency(1, 1, [], roots[1]!, roots[1]!)).toBe(true);

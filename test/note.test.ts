@@ -2,7 +2,13 @@
 // Signatures are also checked with node:crypto's Ed25519, independently of @noble/ed25519.
 import { createPrivateKey, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, parseExtendedCheckpointBody, signCheckpoint } from '../src/core/checkpoint.js';
+import {
+  formatCheckpointBody,
+  openCheckpoint,
+  parseCheckpointBody,
+  parseExtendedCheckpointBody,
+  signCheckpoint,
+} from '../src/core/checkpoint.js';
 import {
   NoteError,
   SIG_COSIGNATURE_V1,
@@ -34,7 +40,10 @@ const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64');
 const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'));
 
 function nodeEd25519Verify(publicKey: Uint8Array, message: Uint8Array, sig: Uint8Array): boolean {
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') }, format: 'jwk' });
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') },
+    format: 'jwk',
+  });
   return nodeVerify(null, message, key, sig);
 }
 
@@ -71,14 +80,24 @@ describe('note vectors', () => {
     expect(b64(parsed.root)).toBe(ROOT_B64);
   });
 
-  it('parseExtendedCheckpointBody reads extension lines (tlog-checkpoint); parseCheckpointBody, for Stele\'s own, still refuses them', () => {
+  it("parseExtendedCheckpointBody reads extension lines (tlog-checkpoint); parseCheckpointBody, for Stele's own, still refuses them", () => {
     expect(parseExtendedCheckpointBody(V.body)).toEqual({ origin: ORIGIN, size: 8, root, extensions: [] });
     const extended = `${V.body}first extension\nsecond \u00e9xtension\n`;
-    expect(parseExtendedCheckpointBody(extended)).toEqual({ origin: ORIGIN, size: 8, root, extensions: ['first extension', 'second \u00e9xtension'] });
+    expect(parseExtendedCheckpointBody(extended)).toEqual({
+      origin: ORIGIN,
+      size: 8,
+      root,
+      extensions: ['first extension', 'second \u00e9xtension'],
+    });
     expect(() => parseCheckpointBody(extended)).toThrow(/exactly origin, size and root/);
     expect(parseCheckpointBody(V.body)).toEqual({ origin: ORIGIN, size: 8, root });
     // "Extension lines, if any, MUST be non-empty"; and the body still ends in a newline and has three lines.
-    for (const bad of [`${V.body}\nafter an empty line\n`, `${V.body}extension`, `${ORIGIN}\n8\n`, `${ORIGIN}\n08\n${ROOT_B64}\next\n`]) {
+    for (const bad of [
+      `${V.body}\nafter an empty line\n`,
+      `${V.body}extension`,
+      `${ORIGIN}\n8\n`,
+      `${ORIGIN}\n08\n${ROOT_B64}\next\n`,
+    ]) {
       expect(() => parseExtendedCheckpointBody(bad), JSON.stringify(bad)).toThrow(NoteError);
     }
   });
@@ -142,7 +161,8 @@ describe('vkeys', () => {
     expect(formatVkey(parseVkey(`${name}+${h}+${k}`))).toBe(V.vkey);
     const key = (type: number, pub: Uint8Array): string => b64(Uint8Array.of(type, ...pub));
     const pub = signer.publicKey;
-    const hashFor = (n: string, type: number, p: Uint8Array): string => hex(sha256(utf8.encode(`${n}\n`), Uint8Array.of(type), p).subarray(0, 4));
+    const hashFor = (n: string, type: number, p: Uint8Array): string =>
+      hex(sha256(utf8.encode(`${n}\n`), Uint8Array.of(type), p).subarray(0, 4));
     const bad = [
       `${name}+18ab708c+${k}`, // wrong key hash
       `${name}+${h.toUpperCase()}+${k}`,
@@ -195,7 +215,7 @@ describe('opening the checkpoint', () => {
     let rejected = 0;
     for (let i = 0; i < raw.length; i++) {
       const t = Uint8Array.from(raw);
-      t[i] = t[i]! ^ (1 << i % 8);
+      t[i] = t[i]! ^ (1 << (i % 8));
       const note = V.body + '\n' + sigLine(name, t);
       try {
         openCheckpoint(note, logV);
@@ -304,7 +324,9 @@ describe('cosignatures (tlog-cosignature, type 0x04)', () => {
     const { name, raw } = lineRaw(line);
     expect(name).toBe(W);
     expect(raw.length).toBe(4 + 8 + 64);
-    expect(hex(raw.subarray(0, 4))).toBe(hex(sha256(utf8.encode(`${W}\n`), Uint8Array.of(0x04), witness.publicKey).subarray(0, 4)));
+    expect(hex(raw.subarray(0, 4))).toBe(
+      hex(sha256(utf8.encode(`${W}\n`), Uint8Array.of(0x04), witness.publicKey).subarray(0, 4)),
+    );
     expect(hex(raw.subarray(4, 12))).toBe('000000006553f100');
     const message = utf8.encode(`cosignature/v1\ntime ${T}\n${V.body}`);
     expect(nodeEd25519Verify(witness.publicKey, message, raw.subarray(12))).toBe(true);

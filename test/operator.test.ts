@@ -36,7 +36,18 @@ async function anchorMany(s: RunningServe, from: number, n: number): Promise<voi
 async function refusedServe(dataDir: string, extra: string[] = []): Promise<{ code: number; stderr: string }> {
   const sandbox = new Sandbox('stele-operator-');
   try {
-    const r = await sandbox.run(['serve', '--data-dir', dataDir, '--origin', ORIGIN, '--port', '0', '--log-level', 'warn', ...extra]);
+    const r = await sandbox.run([
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--origin',
+      ORIGIN,
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      ...extra,
+    ]);
     return { code: r.code, stderr: r.stderr };
   } finally {
     sandbox.cleanup();
@@ -62,7 +73,9 @@ describe('the log refuses what would fork it', () => {
     const r = await refusedServe(dataDir);
     expect(r.code).toBe(4);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/published objects \(a signed checkpoint of size 30\) but no lock record.*(stele|main\.js) log recover/);
+    expect(r.stderr).toMatch(
+      /published objects \(a signed checkpoint of size 30\) but no lock record.*(stele|main\.js) log recover/,
+    );
     // LMDB's lock.mdb is its table of readers, rewritten by any open; the data is untouched.
     const changed = [...(await snapshot(dataDir))].filter(([k, v]) => before.get(k) !== v).map(([k]) => k);
     expect(changed.filter((k) => !k.endsWith('/index/lock.mdb'))).toEqual([]);
@@ -70,7 +83,9 @@ describe('the log refuses what would fork it', () => {
 
   it('a deleted lock and checkpoint: the tiles alone make it refuse', async () => {
     const { dataDir, lock } = await logWith(30);
-    await Promise.all([lock, join(dataDir, 'log', 'checkpoint'), join(dataDir, 'log', 'checkpoint.json')].map((f) => rm(f)));
+    await Promise.all(
+      [lock, join(dataDir, 'log', 'checkpoint'), join(dataDir, 'log', 'checkpoint.json')].map((f) => rm(f)),
+    );
     const r = await refusedServe(dataDir);
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/published objects \(tile\/.*\) but no lock record/);
@@ -108,7 +123,9 @@ describe('the log refuses what would fork it', () => {
     await copyFile(lock, `${lock}.old`);
     let s = await startServe({ dataDir, origin: ORIGIN });
     await anchorMany(s, 30, 45);
-    const before = await Promise.all(Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)));
+    const before = await Promise.all(
+      Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)),
+    );
     await s.stop();
     const sandbox = new Sandbox('stele-operator-');
     try {
@@ -119,7 +136,9 @@ describe('the log refuses what would fork it', () => {
         expect(r.code).toBe(0);
         expect(r.out).toMatchObject({ size: 75 });
         s = await startServe({ dataDir, origin: ORIGIN });
-        const after = await Promise.all(Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)));
+        const after = await Promise.all(
+          Array.from({ length: 75 }, (_, i) => getJson(`${s.url}/api/ledger/entry?hash=${digestOf(i)}`)),
+        );
         expect(after.map((a) => a.body)).toEqual(before.map((b) => b.body));
         await s.stop();
       }
@@ -136,7 +155,14 @@ describe('the log refuses what would fork it', () => {
     let s = await startServe({ dataDir, origin: ORIGIN });
     const logVkey = s.vkey;
     await s.stop();
-    const witness = await startWitness({ dataDir: scratchDir('stele-witness-'), name: 'witness.operator.test', logs: [parseVkey(logVkey)], host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) });
+    const witness = await startWitness({
+      dataDir: scratchDir('stele-witness-'),
+      name: 'witness.operator.test',
+      logs: [parseVkey(logVkey)],
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+    });
     const withWitness = ['--witness', `${witness.vkey}=${witness.url}`];
     try {
       s = await startServe({ dataDir, origin: ORIGIN, args: withWitness });
@@ -151,7 +177,9 @@ describe('the log refuses what would fork it', () => {
       await rm(dataDir, { recursive: true });
       await cp(backup, dataDir, { recursive: true });
       const r = await refusedServe(dataDir, withWitness);
-      expect(r.stderr).toMatch(/witness witness\.operator\.test has cosigned size 20 of this log, more than the checkpoint of size 10/);
+      expect(r.stderr).toMatch(
+        /witness witness\.operator\.test has cosigned size 20 of this log, more than the checkpoint of size 10/,
+      );
       expect(r.code).toBe(4);
     } finally {
       await witness.close();
@@ -163,9 +191,20 @@ describe('the log refuses what would fork it', () => {
     let s = await startServe({ dataDir, origin: ORIGIN });
     const logVkey = s.vkey;
     await s.stop();
-    const opts = { dataDir: scratchDir('stele-witness-'), name: 'witness.health.test', logs: [parseVkey(logVkey)], host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) };
+    const opts = {
+      dataDir: scratchDir('stele-witness-'),
+      name: 'witness.health.test',
+      logs: [parseVkey(logVkey)],
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+    };
     let witness = await startWitness(opts);
-    s = await startServe({ dataDir, origin: ORIGIN, args: ['--witness', `${witness.vkey}=${witness.url}`, '--anchor-timeout', '1500'] });
+    s = await startServe({
+      dataDir,
+      origin: ORIGIN,
+      args: ['--witness', `${witness.vkey}=${witness.url}`, '--anchor-timeout', '1500'],
+    });
     try {
       await anchorMany(s, 0, 3);
       await witness.close();
@@ -180,7 +219,8 @@ describe('the log refuses what would fork it', () => {
       expect(ready.status).toBe(503);
       expect(ready.body.reason).toMatch(/witness policy not met/);
       witness = await startWitness({ ...opts, port: Number(new URL(witness.url).port) });
-      for (let i = 0; i < 100 && (await getJson(`${s.url}/readyz`)).status !== 200; i++) await new Promise((res) => setTimeout(res, 100));
+      for (let i = 0; i < 100 && (await getJson(`${s.url}/readyz`)).status !== 200; i++)
+        await new Promise((res) => setTimeout(res, 100));
       expect((await getJson(`${s.url}/readyz`)).status).toBe(200);
       // The anchor that timed out was committed, as its answer said it may be: it is published now.
       expect((await getJson(`${s.url}/api/ledger/entry?hash=${digestOf(3)}`)).status).toBe(200);

@@ -14,18 +14,30 @@ import { repoRoot } from './helpers/vectors.js';
 import { scratchDir } from './helpers/tmp.js';
 
 const exec = promisify(execFile);
-const npm = (args: string[], cwd: string) => exec('npm', args, { cwd, maxBuffer: 64 << 20, env: { ...process.env, npm_config_update_notifier: 'false' } });
+const npm = (args: string[], cwd: string) =>
+  exec('npm', args, { cwd, maxBuffer: 64 << 20, env: { ...process.env, npm_config_update_notifier: 'false' } });
 
 /** The scratch project's lock: the repository's production dependencies, resolved as `npm ci` resolved them. */
 function scratchLock(tarball: string): object {
-  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown>> };
+  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, Record<string, unknown>>;
+  };
   const root = lock.packages['']!;
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
   const packages: Record<string, unknown> = {
     '': { name: 'scratch', dependencies: { stele: 'file:stele.tgz' } },
-    'node_modules/stele': { version: root.version, license: root.license, dependencies: root.dependencies, bin: root.bin, engines: root.engines, resolved: 'file:stele.tgz', integrity },
+    'node_modules/stele': {
+      version: root.version,
+      license: root.license,
+      dependencies: root.dependencies,
+      bin: root.bin,
+      engines: root.engines,
+      resolved: 'file:stele.tgz',
+      integrity,
+    },
   };
-  for (const [path, entry] of Object.entries(lock.packages)) if (path !== '' && !entry.dev && !entry.link) packages[path] = entry;
+  for (const [path, entry] of Object.entries(lock.packages))
+    if (path !== '' && !entry.dev && !entry.link) packages[path] = entry;
   return { name: 'scratch', lockfileVersion: 3, requires: true, packages };
 }
 
@@ -48,21 +60,39 @@ describe('the stele/verify package', () => {
     const dir = scratchDir('stele-package-');
     project = join(dir, 'project');
     // The build `npm pack` ships: the core's JavaScript and declarations.
-    await exec(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.verify.json')], { cwd: repoRoot });
-    const packed = JSON.parse((await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', dir], repoRoot)).stdout) as { filename: string; files: { path: string }[] }[];
+    await exec(
+      process.execPath,
+      [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.verify.json')],
+      { cwd: repoRoot },
+    );
+    const packed = JSON.parse(
+      (await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', dir], repoRoot)).stdout,
+    ) as { filename: string; files: { path: string }[] }[];
     const files = packed[0]!.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/src/core/index.js', 'dist/src/core/index.d.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'dist/src/core/index.js',
+        'dist/src/core/index.d.ts',
+      ]),
+    );
     expect(files.filter((f) => !/^(dist\/|LICENSE$|README\.md$|package\.json$)/.test(f))).toEqual([]);
 
     mkdirSync(project);
     copyFileSync(join(dir, packed[0]!.filename), join(project, 'stele.tgz'));
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: { stele: 'file:stele.tgz' } }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: { stele: 'file:stele.tgz' } }),
+    );
     writeFileSync(join(project, 'package-lock.json'), JSON.stringify(scratchLock(join(project, 'stele.tgz'))));
     await npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], project);
     writeFileSync(join(project, 'verify.mjs'), VERIFY_SCRIPT);
 
     srv = await startTestServer();
-    for (let i = 0; i < 3; i++) expect((await postAnchor(srv.url, { digest: digestOf(i), artifact: `pkg-${i}.tgz` })).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await postAnchor(srv.url, { digest: digestOf(i), artifact: `pkg-${i}.tgz` })).status).toBe(201);
     vkey = (await getJson(`${srv.url}/api/ledger/key`)).body.vkey as string;
     proof = await (await fetch(`${srv.url}/api/ledger/entry?leaf=1&format=tlog-proof`)).text();
   }, 600_000);
@@ -76,7 +106,11 @@ describe('the stele/verify package', () => {
   };
 
   it('verifies a served proof with the file digest, importing only stele/verify', async () => {
-    expect(await verifyIn(proof, digestOf(1))).toEqual({ ok: true, checks: ['signature', 'entry', 'inclusion', 'digest'], failed: null });
+    expect(await verifyIn(proof, digestOf(1))).toEqual({
+      ok: true,
+      checks: ['signature', 'entry', 'inclusion', 'digest'],
+      failed: null,
+    });
   }, 60_000);
 
   it('fails a proof whose inclusion hash is flipped, and a digest of another file', async () => {
@@ -89,7 +123,8 @@ describe('the stele/verify package', () => {
   }, 60_000);
 
   it('resolves only the documented subpath: the package root and deep paths are closed', async () => {
-    const tryImport = (spec: string) => exec(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(spec)})`], { cwd: project });
+    const tryImport = (spec: string) =>
+      exec(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(spec)})`], { cwd: project });
     await expect(tryImport('stele/verify')).resolves.toBeDefined();
     await expect(tryImport('stele/dist/src/core/hash.js')).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   }, 60_000);

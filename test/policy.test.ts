@@ -17,7 +17,9 @@ import {
 const key = (name: string, seed: number, type: 0x01 | 0x04 = SIG_COSIGNATURE_V1) =>
   formatVkey(makeVerifier(name, type, new SeedSigner(name, new Uint8Array(32).fill(seed)).publicKey));
 const LOG = key('example.com/log', 1, SIG_ED25519);
-const W: Record<string, string> = Object.fromEntries(['X1', 'X2', 'X3', 'Y1', 'Y2', 'Y3'].map((n, i) => [n, key(`${n.toLowerCase()}.example`, 10 + i)]));
+const W: Record<string, string> = Object.fromEntries(
+  ['X1', 'X2', 'X3', 'Y1', 'Y2', 'Y3'].map((n, i) => [n, key(`${n.toLowerCase()}.example`, 10 + i)]),
+);
 
 // The example of tlog-policy.md ("Example policy"), with real keys, a comment and blank lines.
 const EXAMPLE = `log ${LOG}
@@ -74,11 +76,20 @@ describe('tlog-policy codec', () => {
     const head = `witness A ${W.X1}\nwitness B ${W.X2}\nwitness C ${W.X3}\n`;
     const q = (group: string) => parsePolicy(`${head}group g ${group}\nquorum g\n`);
     const any = q('any A B C');
-    expect([quorumMet(any, set()), quorumMet(any, set('C')), quorumMet(any, set('A', 'B', 'C'))]).toEqual([false, true, true]);
+    expect([quorumMet(any, set()), quorumMet(any, set('C')), quorumMet(any, set('A', 'B', 'C'))]).toEqual([
+      false,
+      true,
+      true,
+    ]);
     const all = q('all A B C');
     expect([quorumMet(all, set('A', 'B')), quorumMet(all, set('A', 'B', 'C'))]).toEqual([false, true]);
     const two = q('2 A B C');
-    expect([quorumMet(two, set('A')), quorumMet(two, set('A', 'C')), quorumMet(two, set('B', 'C')), quorumMet(two, set('A', 'B', 'C'))]).toEqual([false, true, true, true]);
+    expect([
+      quorumMet(two, set('A')),
+      quorumMet(two, set('A', 'C')),
+      quorumMet(two, set('B', 'C')),
+      quorumMet(two, set('A', 'B', 'C')),
+    ]).toEqual([false, true, true, true]);
     // Names outside the policy never count.
     expect(quorumMet(two, set('A', 'D', 'E'))).toBe(false);
     const single = parsePolicy(`${head}quorum B\n`);
@@ -109,7 +120,9 @@ describe('tlog-policy codec', () => {
     expect(simpleThreshold(parsePolicy(EXAMPLE))).toBeNull();
     expect(() => thresholdPolicy([], ws, 3)).toThrow(PolicyError);
     // a witness named "quorum" does not collide with the group's name
-    expect(parsePolicy(formatPolicy(thresholdPolicy([], [{ name: 'quorum', vkey: W.X1! }], 1))).quorum).toBe('quorum-2');
+    expect(parsePolicy(formatPolicy(thresholdPolicy([], [{ name: 'quorum', vkey: W.X1! }], 1))).quorum).toBe(
+      'quorum-2',
+    );
   });
 
   it('refuses what the grammar forbids, naming the line', () => {
@@ -120,7 +133,10 @@ describe('tlog-policy codec', () => {
     bad(`witness A ${W.X1}\ngroup g any A B\nquorum g\n`, /^line 2: group g: B is not/);
     bad(`witness A ${W.X1}\ngroup g any A A\nquorum g\n`, /^line 2: group g: A is listed twice/);
     bad(`witness A ${W.X1}\ngroup g any none\nquorum g\n`, /^line 2: group g: "none" cannot be a group member/);
-    bad(`witness A ${W.X1}\ngroup g 2 A\nquorum g\n`, /^line 2: group g: threshold 2 is not between 1 and its 1 members/);
+    bad(
+      `witness A ${W.X1}\ngroup g 2 A\nquorum g\n`,
+      /^line 2: group g: threshold 2 is not between 1 and its 1 members/,
+    );
     bad(`witness A ${W.X1}\ngroup g 0 A\nquorum g\n`, /threshold 0 is not between/);
     bad(`witness A ${W.X1}\ngroup g -1 A\nquorum g\n`, /threshold must be all, any or a decimal number/);
     bad(`witness A ${W.X1}\ngroup g any\nquorum g\n`, /^line 2: expected: group .*at least one member/);
@@ -128,17 +144,24 @@ describe('tlog-policy codec', () => {
     bad(`witness none ${W.X1}\nquorum none\n`, /^line 1: the name "none" is predefined/);
     // duplicate keys: "even if they differ by key name and key id"
     bad(`witness A ${W.X1}\nwitness B ${W.X1}\nquorum A\n`, /^line 2: witness B: the same public key as witness A/);
-    const sameKeyOtherName = formatVkey(makeVerifier('other.example', SIG_COSIGNATURE_V1, new SeedSigner('x', new Uint8Array(32).fill(10)).publicKey));
+    const sameKeyOtherName = formatVkey(
+      makeVerifier('other.example', SIG_COSIGNATURE_V1, new SeedSigner('x', new Uint8Array(32).fill(10)).publicKey),
+    );
     bad(`witness A ${W.X1!}\nwitness B ${sameKeyOtherName}\nquorum A\n`, /^line 2: .*same public key/);
     bad(`log ${LOG}\nlog ${LOG}\nquorum none\n`, /^line 2: log: the same public key/);
     bad(`witness A ${LOG}\nquorum A\n`, /^line 1: witness A: key type 0x01 is not a cosignature key/);
-    bad(`witness A ${W.X1!.replace(/\+[0-9a-f]{8}\+/, '+00000000+')}\nquorum A\n`, /^line 1: witness A: vkey key id does not match/);
+    bad(
+      `witness A ${W.X1!.replace(/\+[0-9a-f]{8}\+/, '+00000000+')}\nquorum A\n`,
+      /^line 1: witness A: vkey key id does not match/,
+    );
     bad(`witness A not-a-vkey\nquorum A\n`, /^line 1: witness A: a vkey has the form/);
     bad(`witness A ${W.X1} https://a.example extra\nquorum A\n`, /^line 1: expected: witness <name> <vkey> \[<url>\]/);
     bad(`witnesses A ${W.X1}\nquorum A\n`, /^line 1: unknown keyword "witnesses"/);
     bad(`witness A ${W.X1}\r\nquorum A\r\n`, /^line 1: carriage return/);
     bad(`# a comment with a bell \u0007\nquorum none\n`, /^line 1: control character 0x07/);
     // Allowed: comments after whitespace, blank lines of tabs, no final newline, non-ASCII names.
-    expect(parsePolicy(`  # indented comment\n\t \nwitness Kelvin\u212a ${W.X1}\nquorum Kelvin\u212a`).quorum).toBe('Kelvin\u212a');
+    expect(parsePolicy(`  # indented comment\n\t \nwitness Kelvin\u212a ${W.X1}\nquorum Kelvin\u212a`).quorum).toBe(
+      'Kelvin\u212a',
+    );
   });
 });

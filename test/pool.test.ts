@@ -16,7 +16,8 @@ import { sequenceRun } from '../src/sequencer/sequencing.js';
 import { StagingBuffer } from '../src/sequencer/staging-buffer.js';
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
-const req = (i: number, artifact?: string): AnchorRequest => anchorRequest('ledger_anchor', 'Anchored', digest(i), artifact ? { artifact, scope: 'ci' } : {});
+const req = (i: number, artifact?: string): AnchorRequest =>
+  anchorRequest('ledger_anchor', 'Anchored', digest(i), artifact ? { artifact, scope: 'ci' } : {});
 const huge = (i: number): AnchorRequest => ({ ...req(i), artifact: 'x'.repeat(70_000) });
 
 function records(requests: AnchorRequest[]) {
@@ -28,7 +29,8 @@ function records(requests: AnchorRequest[]) {
 const tipOf = (edge: RightEdge, floorMs = 0) => ({ size: edge.size, lastEntryHash: edge.lastEntryHash, floorMs });
 
 /** Every item of a batch: its seq and entry object. */
-const places = (batch: Segment<number>[]) => batch.flatMap((s) => Array.from({ length: s.count }, (_, j) => ({ seq: s.seq(s.lo + j), entry: s.entry(s.lo + j) })));
+const places = (batch: Segment<number>[]) =>
+  batch.flatMap((s) => Array.from({ length: s.count }, (_, j) => ({ seq: s.seq(s.lo + j), entry: s.entry(s.lo + j) })));
 
 /** Appends a taken batch through appendHashed, checked against a plain append of the same entries. */
 function appendBoth(edge: RightEdge, batch: Segment<number>[]) {
@@ -43,9 +45,16 @@ function appendBoth(edge: RightEdge, batch: Segment<number>[]) {
   expect(bytesEqual(new StagingBuffer().fill(packed.canonicals), bundle)).toBe(true);
   expect(bytesEqual(packed.entryHashes, plain.entryHashes)).toBe(true);
   for (let k = 0; k < entries.length; k++) {
-    expect(bytesEqual(packed.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE), leafHash(plain.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE)))).toBe(true);
+    expect(
+      bytesEqual(
+        packed.leafHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE),
+        leafHash(plain.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE)),
+      ),
+    ).toBe(true);
   }
-  expect(hashed.objects.map((o) => [o.key, Buffer.from(o.data).toString('hex')])).toEqual(plain.objects.map((o) => [o.key, Buffer.from(o.data).toString('hex')]));
+  expect(hashed.objects.map((o) => [o.key, Buffer.from(o.data).toString('hex')])).toEqual(
+    plain.objects.map((o) => [o.key, Buffer.from(o.data).toString('hex')]),
+  );
   return hashed.edge;
 }
 
@@ -69,7 +78,9 @@ describe('request records', () => {
   it('refuse at once a request that can never be an entry, keeping nothing of it', () => {
     const b = new RecordBuffer();
     expect(() => b.append(huge(1))).toThrow(new UnrecordableRequestError('canonical entry exceeds 65,535 bytes'));
-    expect(() => b.append({ ...req(2), scope: 10n } as unknown as AnchorRequest)).toThrow(/cannot be made an entry: scope is bigint/);
+    expect(() => b.append({ ...req(2), scope: 10n } as unknown as AnchorRequest)).toThrow(
+      /cannot be made an entry: scope is bigint/,
+    );
     expect(() => b.append({ ...req(3), artifact: '€'.repeat(30_000) })).toThrow(/exceeds 65,535/);
     b.append(req(4));
     expect(b.count).toBe(1);
@@ -82,15 +93,26 @@ describe('sequenceRun', () => {
     const edge = RightEdge.empty().append([canonicalEntryBytes(buildEntry(req(0), '2026-01-01T00:00:00.000Z'))]).edge;
     // 21,800 three-byte characters fit a record, not a canonical entry with its other fields.
     const big = { ...req(2), artifact: '€'.repeat(21_800) };
-    const run = sequenceRun(records([req(1, 'a.tar'), big, req(3)]), { next: 1, prior: edge.lastEntryHash, lastMs: 5_000 }, 4_000);
+    const run = sequenceRun(
+      records([req(1, 'a.tar'), big, req(3)]),
+      { next: 1, prior: edge.lastEntryHash, lastMs: 5_000 },
+      4_000,
+    );
     expect(run.timestamp).toBe(new Date(5_000).toISOString());
     expect(run.refused).toEqual([{ at: 1, why: 'canonical entry exceeds 65,535 bytes' }]);
     expect(run.artifactIds.split('\n')).toEqual([buildEntry(req(1, 'a.tar'), run.timestamp).artifactId, '']);
     const canonicals = [0, 1].map((k) => run.canonicals.subarray(k === 0 ? 0 : run.ends[k - 1]!, run.ends[k]!));
-    expect(canonicals.map((c) => Buffer.from(c).toString())).toEqual([req(1, 'a.tar'), req(3)].map((r) => Buffer.from(canonicalEntryBytes(buildEntry(r, run.timestamp))).toString()));
+    expect(canonicals.map((c) => Buffer.from(c).toString())).toEqual(
+      [req(1, 'a.tar'), req(3)].map((r) => Buffer.from(canonicalEntryBytes(buildEntry(r, run.timestamp))).toString()),
+    );
     const plain = edge.append(canonicals);
     expect(bytesEqual(run.entryHashes, plain.entryHashes)).toBe(true);
-    expect(bytesEqual(run.leafHashes, Buffer.concat([0, 1].map((k) => leafHash(plain.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE)))))).toBe(true);
+    expect(
+      bytesEqual(
+        run.leafHashes,
+        Buffer.concat([0, 1].map((k) => leafHash(plain.entryHashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE)))),
+      ),
+    ).toBe(true);
     expect(run.state.next).toBe(3);
     expect(bytesEqual(run.state.prior, run.entryHashes.subarray(HASH_SIZE))).toBe(true);
   });

@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/core/anchor.js';
 import { leafHash, toHex } from '../src/core/hash.js';
 import { openLocalLog } from '../src/log/local.js';
-import { MemoryHashReader, proveConsistency, proveInclusion, treeHash, verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
+import {
+  MemoryHashReader,
+  proveConsistency,
+  proveInclusion,
+  treeHash,
+  verifyConsistency,
+  verifyInclusion,
+} from '../src/core/merkle.js';
 import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/reader.js';
 import { LogIntegrityError } from '../src/tilestore.js';
 import { FsObjectStore } from '../src/store/fs.js';
@@ -44,11 +51,16 @@ describe('Bundle', () => {
 
   it('decodes exactly what the reference decoder does, for every prefix of random bundles', () => {
     for (let trial = 0; trial < 20; trial++) {
-      const items = Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () => rnd(Math.floor(Math.random() * 40)));
+      const items = Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () =>
+        rnd(Math.floor(Math.random() * 40)),
+      );
       const data = encodeBundle(items);
       for (let cut = 0; cut <= data.length; cut++) {
         const prefix = data.subarray(0, cut);
-        expect(outcome(() => Bundle.decode(prefix).items()), `cut ${cut}`).toEqual(outcome(() => referenceDecode(prefix)));
+        expect(
+          outcome(() => Bundle.decode(prefix).items()),
+          `cut ${cut}`,
+        ).toEqual(outcome(() => referenceDecode(prefix)));
         expect(outcome(() => decodeBundle(prefix))).toEqual(outcome(() => referenceDecode(prefix)));
       }
     }
@@ -88,9 +100,19 @@ let head: TreeHead;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'stele-reader-'));
-  const { sequencer } = await openLocalLog({ dataDir: dir, origin: 'reader.test/log', fsync: false, batchInterval: 1, maxBatch: 65_536 });
+  const { sequencer } = await openLocalLog({
+    dataDir: dir,
+    origin: 'reader.test/log',
+    fsync: false,
+    batchInterval: 1,
+    maxBatch: 65_536,
+  });
   const digest = (i: number) => i.toString(16).padStart(64, '0');
-  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i), { artifact: `a${i}` }))));
+  await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i), { artifact: `a${i}` })),
+    ),
+  );
   expect(sequencer.checkpoint.size).toBe(N);
   root = sequencer.checkpoint.root;
   head = { size: N, root };
@@ -121,13 +143,25 @@ describe('LogReader', () => {
       expect(got.auditPath.map(toHex)).toEqual((await proveInclusion(seq, N, mem)).map(toHex));
       expect(verifyInclusion(seq, N, got.leafHash, got.auditPath, root)).toBe(true);
       // a smaller tree, read from the tiles of the published one
-      if (seq < 70_000) expect((await reader.inclusionProof(seq, 70_000, head)).map(toHex)).toEqual((await proveInclusion(seq, 70_000, mem)).map(toHex));
+      if (seq < 70_000)
+        expect((await reader.inclusionProof(seq, 70_000, head)).map(toHex)).toEqual(
+          (await proveInclusion(seq, 70_000, mem)).map(toHex),
+        );
     }
   });
 
   it('consistency gives both roots and the naive proof', async () => {
     const reader = new LogReader(store);
-    const pairs = [[1, N], [255, 257], [256, 65_536], [257, 65_537], [12_345, 69_999], [65_537, N], [N, N], [69_999, 70_000]] as const;
+    const pairs = [
+      [1, N],
+      [255, 257],
+      [256, 65_536],
+      [257, 65_537],
+      [12_345, 69_999],
+      [65_537, N],
+      [N, N],
+      [69_999, 70_000],
+    ] as const;
     for (const [first, second] of pairs) {
       const got = await reader.consistency(first, second, head);
       expect(toHex(got.firstRoot)).toBe(toHex(await treeHash(first, mem)));
@@ -147,7 +181,11 @@ describe('LogReader', () => {
     // partial tiles for the range hashes the proof folds
     expect(new Set(source.gets).size).toBe(source.gets.length);
     expect(source.gets).toEqual(
-      expect.arrayContaining([tilePath({ kind: 'entries', index: 48, width: 256 }), tilePath({ kind: 'records', index: 48, width: 256 }), tilePath({ kind: 0, index: 48, width: 256 })]),
+      expect.arrayContaining([
+        tilePath({ kind: 'entries', index: 48, width: 256 }),
+        tilePath({ kind: 'records', index: 48, width: 256 }),
+        tilePath({ kind: 0, index: 48, width: 256 }),
+      ]),
     );
     // Warm, a request reads the two bundles and one hash tile per level its path crosses.
     const warmReads = async (leaf: number) => {
@@ -184,7 +222,9 @@ describe('LogReader', () => {
     // every bundle pair and level-0 tile: data plus interior rows, offsets and bookkeeping
     const files = ['entries', 'records', 0] as const;
     let bytes = 0;
-    for (let n = 0; n * 256 < N; n++) for (const kind of files) bytes += (await store.get(tilePath({ kind, index: n, width: Math.min(256, N - n * 256) })))!.length;
+    for (let n = 0; n * 256 < N; n++)
+      for (const kind of files)
+        bytes += (await store.get(tilePath({ kind, index: n, width: Math.min(256, N - n * 256) })))!.length;
     expect(roomy.cachedBytes).toBeGreaterThan(bytes);
     expect(roomy.cachedBytes).toBeLessThan(2 * bytes);
   });
@@ -241,7 +281,11 @@ describe('LogReader', () => {
       expect(await corruptKey(reader.entry(3 * 256 + 6, head))).toBe('tile/entries/003');
       await verifies(reader, 3 * 256 + 7);
       expect(reader.stats.corruptObjects).toBe(1); // one object, counted and told once
-      expect(told).toEqual([expect.stringMatching(/^tile\/entries\/003: tile\/entries\/003: entry bundle item 773 does not match its leaf hash in tile\/0\/003$/)]);
+      expect(told).toEqual([
+        expect.stringMatching(
+          /^tile\/entries\/003: tile\/entries\/003: entry bundle item 773 does not match its leaf hash in tile\/0\/003$/,
+        ),
+      ]);
     } finally {
       restore();
     }

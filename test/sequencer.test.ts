@@ -46,12 +46,16 @@ function request(salt: string, i: number) {
 }
 
 const hex = (b: Uint8Array): string => toHex(b);
-const recordDigest = (record: Uint8Array): string => (JSON.parse(Buffer.from(record).toString('utf8')) as { digest: string }).digest;
+const recordDigest = (record: Uint8Array): string =>
+  (JSON.parse(Buffer.from(record).toString('utf8')) as { digest: string }).digest;
 
 describe('sequencer on the local store: a 70,000+ leaf log', () => {
   // Cumulative sizes each wave ends at: tile boundaries at every level, including the
   // level-2 boundary 65,536 = 256², and waves larger than maxBatch (split by the sequencer).
-  const TARGETS = [1, 2, 3, 255, 256, 257, 511, 512, 513, 4096, 9096, 20_000, 40_000, 65_535, 65_536, 65_537, 65_792, 70_000, 70_001, 70_312];
+  const TARGETS = [
+    1, 2, 3, 255, 256, 257, 511, 512, 513, 4096, 9096, 20_000, 40_000, 65_535, 65_536, 65_537, 65_792, 70_000, 70_001,
+    70_312,
+  ];
   const N = TARGETS[TARGETS.length - 1]!;
   const MORE = 300; // after the restart: 70,612 = 275 full bundles + 212, level-1 width 19, level-2 width 1
   let dataDir: string;
@@ -79,7 +83,8 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     // FIFO: the i-th request submitted is leaf i, with the entry the sequencer built from it.
     expect(receipts).toHaveLength(N);
     receipts.forEach((r, i) => {
-      if (r.seq !== i || r.entry.digest !== digestOf('main', i)) throw new Error(`receipt ${i} has seq ${r.seq} digest ${r.entry.digest}`);
+      if (r.seq !== i || r.entry.digest !== digestOf('main', i))
+        throw new Error(`receipt ${i} has seq ${r.seq} digest ${r.entry.digest}`);
     });
     // Every wave's end is a published size; waves above 5,000 went out in batches of at most 5,000.
     const sizes = published.map((c) => c.size);
@@ -91,10 +96,12 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     expect(audit.checkpoint.size).toBe(N);
     expect(audit.tilesChecked).toBe(Math.ceil(N / 256) + Math.ceil(Math.floor(N / 256) / 256) + 1);
     receipts.forEach((r, i) => {
-      if (!bytesEqual(r.entryHash, audit.entryHashes[i]!)) throw new Error(`receipt ${i} entry hash differs from the recomputed chain`);
+      if (!bytesEqual(r.entryHash, audit.entryHashes[i]!))
+        throw new Error(`receipt ${i} entry hash differs from the recomputed chain`);
     });
     for (const c of published) {
-      if (!bytesEqual(c.root, audit.tree.root(c.size))) throw new Error(`published root at size ${c.size} differs from the naive root`);
+      if (!bytesEqual(c.root, audit.tree.root(c.size)))
+        throw new Error(`published root at size ${c.size} differs from the naive root`);
       const parsed = verifyCheckpointNote(c.note, ORIGIN, publicKey);
       expect(parsed.size).toBe(c.size);
       expect(hex(parsed.root)).toBe(hex(c.root));
@@ -114,12 +121,23 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     // The checkpoint in a receipt is the first one that includes the entry.
     for (const r of receipts) {
       const first = published.find((c) => c.size > r.seq)!;
-      if (first.size !== r.checkpoint.size) throw new Error(`receipt ${r.seq} names size ${r.checkpoint.size}, first covering is ${first.size}`);
+      if (first.size !== r.checkpoint.size)
+        throw new Error(`receipt ${r.seq} names size ${r.checkpoint.size}, first covering is ${first.size}`);
     }
     // A proof must not verify for a neighbouring leaf or a wrong root.
     const r = receipts[12_345]!;
-    expect(verifyInclusion(r.seq, r.checkpoint.size, leafHash(receipts[12_346]!.entryHash), r.inclusionProof(), r.checkpoint.root)).toBe(false);
-    expect(verifyInclusion(r.seq, r.checkpoint.size, leafHash(r.entryHash), r.inclusionProof(), published[0]!.root)).toBe(false);
+    expect(
+      verifyInclusion(
+        r.seq,
+        r.checkpoint.size,
+        leafHash(receipts[12_346]!.entryHash),
+        r.inclusionProof(),
+        r.checkpoint.root,
+      ),
+    ).toBe(false);
+    expect(
+      verifyInclusion(r.seq, r.checkpoint.size, leafHash(r.entryHash), r.inclusionProof(), published[0]!.root),
+    ).toBe(false);
   });
 
   it('published checkpoints: strictly increasing sizes and timestamps, entries timestamped no later', () => {
@@ -128,10 +146,12 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
       expect(Date.parse(published[i]!.timestamp)).toBeGreaterThan(Date.parse(published[i - 1]!.timestamp));
     }
     for (let i = 1; i < receipts.length; i++) {
-      if (receipts[i]!.entry.timestamp < receipts[i - 1]!.entry.timestamp) throw new Error(`entry timestamps decrease at ${i}`);
+      if (receipts[i]!.entry.timestamp < receipts[i - 1]!.entry.timestamp)
+        throw new Error(`entry timestamps decrease at ${i}`);
     }
     for (const r of receipts) {
-      if (Date.parse(r.entry.timestamp) > Date.parse(r.checkpoint.timestamp)) throw new Error(`entry ${r.seq} is newer than its checkpoint`);
+      if (Date.parse(r.entry.timestamp) > Date.parse(r.checkpoint.timestamp))
+        throw new Error(`entry ${r.seq} is newer than its checkpoint`);
     }
   });
 
@@ -140,7 +160,8 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     const audit = await auditLogDir(path.join(dataDir, 'log'), ORIGIN, publicKey);
     const check = async (a: PublishedCheckpoint, b: PublishedCheckpoint) => {
       const proof = await reader.consistencyProof(a.size, b.size);
-      if (!verifyConsistency(a.size, b.size, proof, a.root, b.root)) throw new Error(`${a.size} → ${b.size} does not verify`);
+      if (!verifyConsistency(a.size, b.size, proof, a.root, b.root))
+        throw new Error(`${a.size} → ${b.size} does not verify`);
       // Byte for byte what the naive RFC 6962 PROOF gives.
       if (a.size < b.size) expect(proof.map(hex)).toEqual(audit.tree.proof(a.size, b.size).map(hex));
     };
@@ -199,7 +220,9 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     expect(hex(audit.tree.root(N))).toBe(hex(last.root));
     const reader = new LogReader(new FsObjectStore(path.join(dataDir, 'log')), { unverified: true });
     for (const c of [published[0]!, published[10]!, last, after[0]!]) {
-      expect(verifyConsistency(c.size, N + MORE, await reader.consistencyProof(c.size, N + MORE), c.root, after[1]!.root)).toBe(true);
+      expect(
+        verifyConsistency(c.size, N + MORE, await reader.consistencyProof(c.size, N + MORE), c.root, after[1]!.root),
+      ).toBe(true);
     }
     published.push(...after);
   });
@@ -222,7 +245,9 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
       tampered[offset]! ^= 0x01;
       await writeFile(full, tampered);
       try {
-        await expect(openLocalLog({ dataDir, origin: ORIGIN, fsync: false }), file).rejects.toBeInstanceOf(LogIntegrityError);
+        await expect(openLocalLog({ dataDir, origin: ORIGIN, fsync: false }), file).rejects.toBeInstanceOf(
+          LogIntegrityError,
+        );
       } finally {
         await writeFile(full, original);
       }
@@ -247,7 +272,10 @@ describe('two sequencers on one data directory', () => {
     a.sequencer.onPublished((c) => pubs.push({ by: 'a', c }));
     b.sequencer.onPublished((c) => pubs.push({ by: 'b', c }));
 
-    const results: { a: PromiseSettledResult<AnchorReceipt>[]; b: PromiseSettledResult<AnchorReceipt>[] } = { a: [], b: [] };
+    const results: { a: PromiseSettledResult<AnchorReceipt>[]; b: PromiseSettledResult<AnchorReceipt>[] } = {
+      a: [],
+      b: [],
+    };
     for (let round = 0; round < 5; round++) {
       const pa: Promise<AnchorReceipt>[] = [];
       const pb: Promise<AnchorReceipt>[] = [];
@@ -393,7 +421,15 @@ async function openFaulty(dataDir: string) {
   const privateStore = new FsObjectStore(path.join(dataDir, 'private'), { fsync: false });
   const store = new FaultyStore(publicStore);
   const lock = new WatchedLock(new StoreLock(privateStore, 'lock.json', inlineLimit));
-  const sequencer = await Sequencer.open({ origin: ORIGIN, signer, store, staging: privateStore, lock, batchInterval: 5, maxBatch: 1000 });
+  const sequencer = await Sequencer.open({
+    origin: ORIGIN,
+    signer,
+    store,
+    staging: privateStore,
+    lock,
+    batchInterval: 5,
+    maxBatch: 1000,
+  });
   return { sequencer, store, lock, signer, publicStore, privateStore };
 }
 
@@ -401,7 +437,8 @@ const publicSize = async (dataDir: string): Promise<number> =>
   Number((await readFile(path.join(dataDir, 'log', 'checkpoint'), 'utf8')).split('\n')[1]);
 
 /** The staging objects on disk (none if the directory was never made). */
-const stagingObjects = (dataDir: string): Promise<string[]> => readdir(path.join(dataDir, 'private', 'staging')).catch(() => []);
+const stagingObjects = (dataDir: string): Promise<string[]> =>
+  readdir(path.join(dataDir, 'private', 'staging')).catch(() => []);
 
 describe.each([
   ['as a staging object', 0],
@@ -448,7 +485,15 @@ describe.each([
     expect(audit.checkpoint.size).toBe(1000);
     for (const r of [...first, ...second]) {
       expect(hex(audit.entryHashes[r.seq]!)).toBe(hex(r.entryHash));
-      expect(verifyInclusion(r.seq, r.checkpoint.size, naiveLeafHash(r.entryHash), r.inclusionProof(), audit.tree.root(r.checkpoint.size))).toBe(true);
+      expect(
+        verifyInclusion(
+          r.seq,
+          r.checkpoint.size,
+          naiveLeafHash(r.entryHash),
+          r.inclusionProof(),
+          audit.tree.root(r.checkpoint.size),
+        ),
+      ).toBe(true);
     }
     expect(await stagingObjects(dataDir)).toEqual([]);
   });
@@ -531,7 +576,7 @@ describe.each([
     for (const r of acked) expect(hex(audit.entryHashes[r.seq]!)).toBe(hex(r.entryHash));
   });
 
-  it('onCommitted hears each entry\'s final place after the lock swap, before its receipt; never for a batch that did not commit', async () => {
+  it("onCommitted hears each entry's final place after the lock swap, before its receipt; never for a batch that did not commit", async () => {
     const dataDir = await tempDir();
     const s = await openFaulty(dataDir);
     let failNext = true;
@@ -543,7 +588,9 @@ describe.each([
     const heard: { seq: number; hash: string; lockSize: number }[] = [];
     const receipts = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
-        s.sequencer.submit(request('c1', i), (seq, hash) => heard.push({ seq, hash: hex(hash), lockSize: s.lock.installed.at(-1)!.size })),
+        s.sequencer.submit(request('c1', i), (seq, hash) =>
+          heard.push({ seq, hash: hex(hash), lockSize: s.lock.installed.at(-1)!.size }),
+        ),
       ),
     );
     await s.sequencer.close();
@@ -561,7 +608,9 @@ describe.each([
     await Promise.all(Array.from({ length: 70 }, (_, i) => s.sequencer.submit(request('p2', i))));
     await s.sequencer.close();
     // A power loss undid the last two swaps: the lock (synced) says 120, the public files 50.
-    await Promise.all(['checkpoint', 'checkpoint.json'].map((f, i) => writeFile(path.join(dataDir, 'log', f), old[i]!)));
+    await Promise.all(
+      ['checkpoint', 'checkpoint.json'].map((f, i) => writeFile(path.join(dataDir, 'log', f), old[i]!)),
+    );
     expect(await publicSize(dataDir)).toBe(50);
 
     const next = await openFaulty(dataDir);

@@ -11,8 +11,10 @@ import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from
 import { scratchDir } from './helpers/tmp.js';
 
 const CHILD = join(import.meta.dirname, 'helpers', 'key-child.ts');
-const child = (mode: string, target: string) => spawn(process.execPath, ['--import', 'tsx', CHILD, mode, target], { stdio: ['ignore', 'pipe', 'inherit'] });
-const deadPid = () => spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+const child = (mode: string, target: string) =>
+  spawn(process.execPath, ['--import', 'tsx', CHILD, mode, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+const deadPid = () =>
+  spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
 
 describe('local key file', () => {
   it('is created with mode 0600 and reloaded unchanged', async () => {
@@ -47,10 +49,12 @@ describe('local key file', () => {
     await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(/hash does not match/);
   });
 
-  it('refuses an empty key file (an older release\'s crash) with a message naming it, and never replaces it', async () => {
+  it("refuses an empty key file (an older release's crash) with a message naming it, and never replaces it", async () => {
     const path = join(scratchDir('stele-key-'), 'log.key');
     writeFileSync(path, '', { mode: 0o600 });
-    await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(new RegExp(`^${path} is empty .*delete the file.*restore the key from a backup`));
+    await expect(loadOrCreateKey(path, 'key.test/log')).rejects.toThrow(
+      new RegExp(`^${path} is empty .*delete the file.*restore the key from a backup`),
+    );
     expect(readFileSync(path, 'utf8')).toBe('');
     // A cut-short key is named too.
     writeFileSync(path, formatPrivateKey('key.test/log', new Uint8Array(32).fill(7)).slice(0, 30));

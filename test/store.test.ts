@@ -2,7 +2,16 @@
 // validation, a swap mutex that survives a crashed holder, and no symlink followed or
 // temporary file read.
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore, contentVersion } from '../src/store/fs.js';
@@ -32,9 +41,13 @@ describe('FsObjectStore', () => {
     mkdirSync(join(s.root, 'tile/entries'), { recursive: true });
     writeFileSync(join(s.root, 'tile/entries/000.p'), 'x');
     const blocked = { key: 'tile/entries/000.p/1', data: bytes('no') };
-    await expect(s.createAll([...ok.slice(0, 3), { key: '../escape', data: bytes('x') }, ...ok.slice(3)])).rejects.toThrow(InvalidKeyError);
+    await expect(
+      s.createAll([...ok.slice(0, 3), { key: '../escape', data: bytes('x') }, ...ok.slice(3)]),
+    ).rejects.toThrow(InvalidKeyError);
     // The file system's error code comes back from the writer thread.
-    await expect(s.createAll([...ok, blocked].reverse())).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTDIR|EEXIST)$/) });
+    await expect(s.createAll([...ok, blocked].reverse())).rejects.toMatchObject({
+      code: expect.stringMatching(/^(ENOTDIR|EEXIST)$/),
+    });
     for (const o of ok) expect(await s.get(o.key)).toBeNull();
     expect(existsSync(join(s.root, 'tile/0')) ? readdirSync(join(s.root, 'tile/0')) : []).toEqual([]);
     await s.createAll(ok);
@@ -44,7 +57,10 @@ describe('FsObjectStore', () => {
   it('writes objects that are views of a larger buffer as exactly their bytes, and counts each as a put', async () => {
     const s = fresh();
     const big = new Uint8Array(1 << 20).map((_, i) => i % 251);
-    const objects = [0, 1, 2].map((i) => ({ key: `tile/records/000.p/${i + 1}`, data: big.subarray(1000 * i + 7, 1000 * i + 7 + 300 * (i + 1)) }));
+    const objects = [0, 1, 2].map((i) => ({
+      key: `tile/records/000.p/${i + 1}`,
+      data: big.subarray(1000 * i + 7, 1000 * i + 7 + 300 * (i + 1)),
+    }));
     await s.createAll(objects, { durable: false });
     for (const o of objects) expect(Buffer.from((await s.get(o.key))!).equals(Buffer.from(o.data))).toBe(true);
     expect(s.stats.puts).toBe(3);
@@ -80,7 +96,10 @@ describe('FsObjectStore', () => {
 
   it('writes many objects in one batch', async () => {
     const s = fresh();
-    const objects = Array.from({ length: 300 }, (_, i) => ({ key: `tile/entries/x001/${String(i).padStart(3, '0')}`, data: bytes(`e${i}`) }));
+    const objects = Array.from({ length: 300 }, (_, i) => ({
+      key: `tile/entries/x001/${String(i).padStart(3, '0')}`,
+      data: bytes(`e${i}`),
+    }));
     await s.createAll(objects.slice(0, 1000));
     for (const o of objects) expect(Buffer.from((await s.get(o.key))!).toString()).toBe(Buffer.from(o.data).toString());
   });
@@ -91,13 +110,15 @@ describe('FsObjectStore', () => {
     await expect(s.swap('checkpoint', bytes('x'), null)).rejects.toThrow(VersionConflictError);
     const v2 = await s.swap('checkpoint', bytes('two'), v1);
     await expect(s.swap('checkpoint', bytes('three'), v1)).rejects.toThrow(VersionConflictError);
-    expect((await s.getVersioned('checkpoint'))).toEqual({ data: bytes('two'), version: v2 });
+    expect(await s.getVersioned('checkpoint')).toEqual({ data: bytes('two'), version: v2 });
   });
 
   it('lets exactly one of many concurrent swaps from the same version win', async () => {
     const s = fresh();
     const v = await s.swap('lock.json', bytes('0'), null);
-    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => s.swap('lock.json', bytes(`n${i}`), v)));
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => s.swap('lock.json', bytes(`n${i}`), v)),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof VersionConflictError)).toHaveLength(19);
   });
@@ -113,7 +134,11 @@ describe('FsObjectStore', () => {
     // A lock directory left by an earlier release is broken the same way.
     mkdirSync(join(s.root, 'checkpoint.lock'));
     writeFileSync(join(s.root, 'checkpoint.lock', 'owner'), dead);
-    await s.swap('checkpoint', bytes('after an older crash'), await s.getVersioned('checkpoint').then((o) => o!.version));
+    await s.swap(
+      'checkpoint',
+      bytes('after an older crash'),
+      await s.getVersioned('checkpoint').then((o) => o!.version),
+    );
     expect(existsSync(join(s.root, 'checkpoint.lock'))).toBe(false);
   });
 
@@ -126,7 +151,10 @@ describe('FsObjectStore', () => {
     unlinkSync(join(s.root, 'checkpoint.lock'));
     await swapping;
     // Besides the object, only this process's mutex badge stays (removed at exit).
-    expect(readdirSync(s.root).sort()).toEqual([expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)), 'checkpoint']);
+    expect(readdirSync(s.root).sort()).toEqual([
+      expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)),
+      'checkpoint',
+    ]);
   });
 
   it('takes swap mutexes with one badge file per process and directory; badges of dead processes are removed', async () => {
@@ -137,7 +165,11 @@ describe('FsObjectStore', () => {
     for (let i = 0; i < 5; i++) version = await s.swap('checkpoint', bytes(`v${i}`), version);
     await s.swap('checkpoint.json', bytes('{}'), null);
     const left = readdirSync(s.root).sort();
-    expect(left).toEqual([expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)), 'checkpoint', 'checkpoint.json']);
+    expect(left).toEqual([
+      expect.stringMatching(new RegExp(`^\\.mutex-owner-${process.pid}-[0-9a-f]{16}$`)),
+      'checkpoint',
+      'checkpoint.json',
+    ]);
     expect(readFileSync(join(s.root, left[0]!), 'utf8')).toMatch(new RegExp(`^${process.pid} [0-9a-f]{16}$`));
   });
 
@@ -150,7 +182,15 @@ describe('FsObjectStore', () => {
     expect(parse(keyed).staged).toEqual(keyed);
     expect(parse(inline).staged).toEqual(inline);
     expect(parseLockState(bytes(JSON.stringify(base))).staged).toBeUndefined();
-    for (const bad of [{ ...keyed, records: 'AAE=' }, { fromSize: 0, fromRoot: root }, { ...inline, fromRoot: 'zz' }, { ...inline, fromSize: -4 }, { ...inline, fromSize: 0.5 }, null, 'staging/0-ab']) {
+    for (const bad of [
+      { ...keyed, records: 'AAE=' },
+      { fromSize: 0, fromRoot: root },
+      { ...inline, fromRoot: 'zz' },
+      { ...inline, fromSize: -4 },
+      { ...inline, fromSize: 0.5 },
+      null,
+      'staging/0-ab',
+    ]) {
       expect(() => parse(bad), JSON.stringify(bad)).toThrow(LockFormatError);
     }
   });
@@ -203,7 +243,9 @@ describe('FsObjectStore', () => {
     expect(Buffer.from((await s.get('tile/0/001'))!).toString()).toBe('tile');
     // The same for a swapped object: the link is absent (expected null) and replaced.
     symlinkSync(join(outside, 'target'), join(s.root, 'checkpoint'));
-    await expect(s.swap('checkpoint', bytes('cp'), contentVersion(bytes('KEEP')))).rejects.toThrow(VersionConflictError);
+    await expect(s.swap('checkpoint', bytes('cp'), contentVersion(bytes('KEEP')))).rejects.toThrow(
+      VersionConflictError,
+    );
     await s.swap('checkpoint', bytes('cp'), null);
     expect(lstatSync(join(s.root, 'checkpoint')).isFile()).toBe(true);
     expect(readFileSync(join(outside, 'target'), 'utf8')).toBe('KEEP');
@@ -214,7 +256,11 @@ describe('FsObjectStore', () => {
     const s = fresh();
     await s.createAll([{ key: 'tile/0/000.p/1', data: bytes('t') }]);
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
-    const abandoned = [`tile/0/000.p/2.tmp-${dead}-0123456789ab`, `checkpoint.tmp-${dead}-0123456789ab`, 'tile/0/001.tmp-x'];
+    const abandoned = [
+      `tile/0/000.p/2.tmp-${dead}-0123456789ab`,
+      `checkpoint.tmp-${dead}-0123456789ab`,
+      'tile/0/001.tmp-x',
+    ];
     const live = `tile/0/000.p/3.tmp-${process.pid}-0123456789ab`;
     for (const k of [...abandoned, live]) writeFileSync(join(s.root, k), 'partial');
     for (const k of [...abandoned, live]) await expect(s.get(k)).rejects.toThrow(InvalidKeyError);
@@ -227,7 +273,12 @@ describe('FsObjectStore', () => {
   it('keeps the sequencer lock record behind compare-and-swap', async () => {
     const lock = new StoreLock(fresh());
     expect(await lock.read()).toBeNull();
-    const state = { size: 0, root: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', timestamp: '2026-01-01T00:00:00.000Z', note: 'n' };
+    const state = {
+      size: 0,
+      root: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      timestamp: '2026-01-01T00:00:00.000Z',
+      note: 'n',
+    };
     const v = await lock.swap(null, state);
     expect(await lock.read()).toEqual({ state, version: v });
     await expect(lock.swap(null, { ...state, size: 1 })).rejects.toThrow(VersionConflictError);

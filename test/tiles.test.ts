@@ -2,7 +2,21 @@
 import { describe, expect, it } from 'vitest';
 import { leafHash } from '../src/core/hash.js';
 import { type SubtreeRef, treeHash } from '../src/core/merkle.js';
-import { HashTile, TILE_HEIGHT, TILE_WIDTH, type TileFetcher, TileFormatError, TileHashReader, type TileId, formatTileIndex, levelHashCount, locateSubtree, parseTilePath, tilePath, tileWidthAt } from '../src/core/tiles.js';
+import {
+  HashTile,
+  TILE_HEIGHT,
+  TILE_WIDTH,
+  type TileFetcher,
+  TileFormatError,
+  TileHashReader,
+  type TileId,
+  formatTileIndex,
+  levelHashCount,
+  locateSubtree,
+  parseTilePath,
+  tilePath,
+  tileWidthAt,
+} from '../src/core/tiles.js';
 import { decodeBundle, encodeBundle } from '../src/core/bundle.js';
 import { TileSet } from '../src/tile-set.js';
 import { NaiveTree, sha256 } from './helpers/naive.js';
@@ -125,7 +139,23 @@ describe('parseTilePath', () => {
   });
 
   it('round-trips many indexes, levels and widths', () => {
-    const indexes = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 999999, 1000000, 1234067, 2 ** 32, 2 ** 40 + 7, Number.MAX_SAFE_INTEGER];
+    const indexes = [
+      0,
+      1,
+      9,
+      10,
+      99,
+      100,
+      999,
+      1000,
+      1001,
+      999999,
+      1000000,
+      1234067,
+      2 ** 32,
+      2 ** 40 + 7,
+      Number.MAX_SAFE_INTEGER,
+    ];
     for (const index of indexes) {
       for (const kind of [0, 1, 7, 63, 'entries', 'records'] as const) {
         for (const width of [1, 2, 99, 100, 255, 256]) {
@@ -276,7 +306,9 @@ describe('locateSubtree', () => {
       for (let index = 0; (index + 1) * 2 ** level <= SIZE; index++) refs.push({ level, index });
     }
     const got = lookup(refs);
-    const wrong = refs.filter((r, i) => Buffer.compare(got[i]!, naive.mth(r.index * 2 ** r.level, (r.index + 1) * 2 ** r.level)) !== 0);
+    const wrong = refs.filter(
+      (r, i) => Buffer.compare(got[i]!, naive.mth(r.index * 2 ** r.level, (r.index + 1) * 2 ** r.level)) !== 0,
+    );
     expect(refs.length).toBe(139994);
     expect(wrong).toEqual([]);
   });
@@ -407,7 +439,9 @@ describe('bundles', () => {
     expect(() => decodeBundle(Uint8Array.of(0xff, 0xff, 1, 2, 3))).toThrow(TileFormatError);
     expect(() => decodeBundle(Uint8Array.of(0x00, 0x02, 1))).toThrow(TileFormatError);
     expect(decodeBundle(encodeBundle(Array.from({ length: 256 }, () => new Uint8Array(0)))).length).toBe(256);
-    expect(() => decodeBundle(encodeBundle(Array.from({ length: 257 }, () => new Uint8Array(0))))).toThrow(TileFormatError);
+    expect(() => decodeBundle(encodeBundle(Array.from({ length: 257 }, () => new Uint8Array(0))))).toThrow(
+      TileFormatError,
+    );
     expect(() => decodeBundle(Uint8Array.of(0x00), 'tile/entries/005')).toThrow(/tile\/entries\/005/);
   });
 });

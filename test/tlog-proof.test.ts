@@ -5,16 +5,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseVkey } from '../src/core/note.js';
 import type { RunningServer } from '../src/serve.js';
-import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof, verifyTlogProof } from '../src/core/tlog-proof.js';
+import {
+  TLOG_PROOF_HEADER,
+  TlogProofError,
+  formatTlogProof,
+  parseTlogProof,
+  verifyTlogProof,
+} from '../src/core/tlog-proof.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
 import { type IndependentResult, independentVerify } from './helpers/tlog-proof.js';
 
 // ---- Tampering, one part at a time --------------------------------------------------------
 
 /** Replaces line `n` (0-based) of a proof file. */
-const withLine = (text: string, n: number, f: (l: string) => string): string => text.split('\n').map((l, i) => (i === n ? f(l) : l)).join('\n');
-const flipB64 = (s: string): string => Buffer.from(Buffer.from(s, 'base64').map((b, i) => (i === 0 ? b ^ 1 : b))).toString('base64');
-const editExtra = (text: string, f: (b: Buffer) => Buffer): string => withLine(text, 1, (l) => `extra ${f(Buffer.from(l.slice(6), 'base64')).toString('base64')}`);
+const withLine = (text: string, n: number, f: (l: string) => string): string =>
+  text
+    .split('\n')
+    .map((l, i) => (i === n ? f(l) : l))
+    .join('\n');
+const flipB64 = (s: string): string =>
+  Buffer.from(Buffer.from(s, 'base64').map((b, i) => (i === 0 ? b ^ 1 : b))).toString('base64');
+const editExtra = (text: string, f: (b: Buffer) => Buffer): string =>
+  withLine(text, 1, (l) => `extra ${f(Buffer.from(l.slice(6), 'base64')).toString('base64')}`);
 
 describe('tlog-proof codec', () => {
   const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
@@ -22,8 +34,15 @@ describe('tlog-proof codec', () => {
 
   it('formats the spec layout and parses it back', () => {
     const text = formatTlogProof({ extra: Uint8Array.of(1, 2, 3), index: 2, proof: [h(1), h(2)], checkpoint: note });
-    expect(text).toBe(`${TLOG_PROOF_HEADER}\nextra AQID\nindex 2\n${Buffer.from(h(1)).toString('base64')}\n${Buffer.from(h(2)).toString('base64')}\n\n${note}`);
-    expect(parseTlogProof(text)).toEqual({ extra: Uint8Array.of(1, 2, 3), index: 2, proof: [h(1), h(2)], checkpoint: note });
+    expect(text).toBe(
+      `${TLOG_PROOF_HEADER}\nextra AQID\nindex 2\n${Buffer.from(h(1)).toString('base64')}\n${Buffer.from(h(2)).toString('base64')}\n\n${note}`,
+    );
+    expect(parseTlogProof(text)).toEqual({
+      extra: Uint8Array.of(1, 2, 3),
+      index: 2,
+      proof: [h(1), h(2)],
+      checkpoint: note,
+    });
   });
 
   it('omits the extra line when there is none, and allows an empty inclusion proof', () => {
@@ -73,30 +92,58 @@ describe('tlog-proof files from the API', () => {
     expect(await byParam.text()).toBe(text);
     expect(text.startsWith(`${TLOG_PROOF_HEADER}\nextra `)).toBe(true);
     expect((await fetchProof(`id=${ids[5]}`)).headers.get('content-type')).toMatch(/^application\/json/);
-    expect((await fetchProof(`id=${ids[5]}&format=json`, 'text/x.tlog-proof')).headers.get('content-type')).toMatch(/^application\/json/);
+    expect((await fetchProof(`id=${ids[5]}&format=json`, 'text/x.tlog-proof')).headers.get('content-type')).toMatch(
+      /^application\/json/,
+    );
     expect((await fetchProof(`id=${ids[5]}&format=xml`)).status).toBe(400);
   });
 
-  it.each([0, 5, 10])('the proof of leaf %i verifies independently and with Stele, with the file digest', async (leaf) => {
-    const text = await (await fetchProof(`leaf=${leaf}&format=tlog-proof`)).text();
-    expect(independentVerify(text, vkey, digestOf(leaf))).toBe('ok');
-    const r = verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(leaf), 'hex'));
-    expect(r.failed).toBeUndefined();
-    expect(r.ok).toBe(true);
-    expect(Object.keys(r.checks)).toEqual(['signature', 'entry', 'inclusion', 'digest']);
-    // The codec gives back the served bytes exactly.
-    expect(formatTlogProof(parseTlogProof(text))).toBe(text);
-  });
+  it.each([0, 5, 10])(
+    'the proof of leaf %i verifies independently and with Stele, with the file digest',
+    async (leaf) => {
+      const text = await (await fetchProof(`leaf=${leaf}&format=tlog-proof`)).text();
+      expect(independentVerify(text, vkey, digestOf(leaf))).toBe('ok');
+      const r = verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(leaf), 'hex'));
+      expect(r.failed).toBeUndefined();
+      expect(r.ok).toBe(true);
+      expect(Object.keys(r.checks)).toEqual(['signature', 'entry', 'inclusion', 'digest']);
+      // The codec gives back the served bytes exactly.
+      expect(formatTlogProof(parseTlogProof(text))).toBe(text);
+    },
+  );
 
   const tamperings: [string, (t: string) => string, IndependentResult, string][] = [
     ['the index line', (t) => withLine(t, 2, (l) => `index ${Number(l.slice(6)) + 1}`), 'inclusion', 'inclusion'],
     ['the first inclusion hash', (t) => withLine(t, 3, flipB64), 'inclusion', 'inclusion'],
     ['the last inclusion hash', (t) => withLine(t, t.split('\n').indexOf('') - 1, flipB64), 'inclusion', 'inclusion'],
-    ['the checkpoint size', (t) => withLine(t, t.split('\n').indexOf('') + 2, (l) => String(Number(l) + 1)), 'signature', 'signature'],
+    [
+      'the checkpoint size',
+      (t) => withLine(t, t.split('\n').indexOf('') + 2, (l) => String(Number(l) + 1)),
+      'signature',
+      'signature',
+    ],
     ['the checkpoint root', (t) => withLine(t, t.split('\n').indexOf('') + 3, flipB64), 'signature', 'signature'],
-    ['the log signature', (t) => withLine(t, t.split('\n').length - 2, (l) => l.replace(/.(=*)$/, (c, pad: string) => (c[0] === 'A' ? 'B' : 'A') + pad)), 'signature', 'signature'],
-    ['the prior hash in extra', (t) => editExtra(t, (b) => Buffer.concat([Buffer.from([b[0]! ^ 1]), b.subarray(1)])), 'inclusion', 'inclusion'],
-    ['the entry digest in extra', (t) => editExtra(t, (b) => Buffer.from(b.toString('latin1').replace(/"digest":"0/, '"digest":"1'), 'latin1')), 'inclusion', 'inclusion'],
+    [
+      'the log signature',
+      (t) =>
+        withLine(t, t.split('\n').length - 2, (l) =>
+          l.replace(/.(=*)$/, (c, pad: string) => (c[0] === 'A' ? 'B' : 'A') + pad),
+        ),
+      'signature',
+      'signature',
+    ],
+    [
+      'the prior hash in extra',
+      (t) => editExtra(t, (b) => Buffer.concat([Buffer.from([b[0]! ^ 1]), b.subarray(1)])),
+      'inclusion',
+      'inclusion',
+    ],
+    [
+      'the entry digest in extra',
+      (t) => editExtra(t, (b) => Buffer.from(b.toString('latin1').replace(/"digest":"0/, '"digest":"1'), 'latin1')),
+      'inclusion',
+      'inclusion',
+    ],
   ];
 
   it.each(tamperings)('tampering with %s fails on the right check', async (_what, tamper, independent, stele) => {
@@ -116,6 +163,8 @@ describe('tlog-proof files from the API', () => {
     const notJson = editExtra(text, (b) => Buffer.concat([b.subarray(0, 32), Buffer.from('nope')]));
     expect(verifyTlogProof(parseTlogProof(notJson), parseVkey(vkey)).failed).toBe('entry');
     expect(independentVerify(text, vkey, digestOf(6))).toBe('digest');
-    expect(verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(6), 'hex')).failed).toBe('digest');
+    expect(verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(6), 'hex')).failed).toBe(
+      'digest',
+    );
   });
 });

@@ -28,7 +28,9 @@ const OLD_SIZES = [257, 2048, 4096];
 const checkerAt = process.env.TLOGCHECK_BIN ?? path.join(sharedDir, 'tlogcheck', 'build.sh');
 const haveChecker = existsSync(checkerAt);
 if (!haveChecker) {
-  const why = process.env.TLOGCHECK_BIN ? `TLOGCHECK_BIN=${checkerAt} does not exist` : `${checkerAt} is absent (no ../shared beside this clone)`;
+  const why = process.env.TLOGCHECK_BIN
+    ? `TLOGCHECK_BIN=${checkerAt} does not exist`
+    : `${checkerAt} is absent (no ../shared beside this clone)`;
   console.warn(`SKIP tlogcheck, the outside check: ${why}; test/interop/ checks interoperability on its own`);
 }
 
@@ -52,7 +54,12 @@ describe.skipIf(!haveChecker)('tlogcheck (Go reference tlog/note) on a sequencer
     expect(vkey.split('+').length).toBeGreaterThan(3);
     log.sequencer.onPublished((c) => published.push(c));
     const requests = Array.from({ length: TARGETS[TARGETS.length - 1]! }, (_, i) =>
-      anchorRequest('ledger_anchor', 'Anchored', createHash('sha256').update(`tlogcheck/${i}`).digest('hex'), i % 2 ? { artifact: `a${i}` } : {}),
+      anchorRequest(
+        'ledger_anchor',
+        'Anchored',
+        createHash('sha256').update(`tlogcheck/${i}`).digest('hex'),
+        i % 2 ? { artifact: `a${i}` } : {},
+      ),
     );
     let next = 0;
     for (const target of TARGETS) {
@@ -102,7 +109,8 @@ describe.skipIf(!haveChecker)('tlogcheck (Go reference tlog/note) on a sequencer
     expect(r.passed, detail).toBeGreaterThanOrEqual(300 + 6);
     expect(r.stdout).toContain('PASS checkpoint signature');
     expect(r.stdout).toMatch(/PASS entries root: .* 4500 leaves/);
-    for (const size of OLD_SIZES) expect(r.stdout).toMatch(new RegExp(`PASS consistency ${size}->4500 \\(old checkpoint`));
+    for (const size of OLD_SIZES)
+      expect(r.stdout).toMatch(new RegExp(`PASS consistency ${size}->4500 \\(old checkpoint`));
     // Our own from-scratch audit agrees.
     const audit = await auditLogDir(path.join(dataDir, 'log'), ORIGIN, publicKey);
     expect(audit.checkpoint.size).toBe(4500);

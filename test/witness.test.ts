@@ -27,7 +27,9 @@ const tmp = (p: string) => scratchDir(p);
 
 /** A tree of n leaves; `fork` changes one leaf so the same size has another root. */
 function leaves(n: number, fork = false): Uint8Array[] {
-  return Array.from({ length: n }, (_, i) => leafHash(sha256(new Uint8Array([i & 255, i >> 8, fork && i === 0 ? 1 : 0]))));
+  return Array.from({ length: n }, (_, i) =>
+    leafHash(sha256(new Uint8Array([i & 255, i >> 8, fork && i === 0 ? 1 : 0]))),
+  );
 }
 
 async function checkpointOf(n: number, fork = false, signer = logKey) {
@@ -54,7 +56,14 @@ describe('tlog-witness add-checkpoint', () => {
   let dir: string;
   beforeAll(async () => {
     dir = tmp('stele-witness-');
-    w = await startWitness({ dataDir: dir, name: 'w1.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    w = await startWitness({
+      dataDir: dir,
+      name: 'w1.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
   });
   afterAll(() => w?.close());
 
@@ -85,7 +94,9 @@ describe('tlog-witness add-checkpoint', () => {
     expect(rollback.status).toBe(400);
     const cp = await checkpointOf(400);
     const badProof = (await consistency(300, 400)).map((h, i) => (i === 0 ? sha256(h) : h));
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 300, proof: badProof, checkpoint: cp.note }))).status).toBe(422);
+    expect(
+      (await post(w.url, formatAddCheckpoint({ oldSize: 300, proof: badProof, checkpoint: cp.note }))).status,
+    ).toBe(422);
     const forkedExtension = await add(w.url, 300, 400, true);
     expect(forkedExtension.status).toBe(422);
     expect(await w.witness.stateOf(ORIGIN)).toMatchObject({ size: 300 });
@@ -95,9 +106,18 @@ describe('tlog-witness add-checkpoint', () => {
     const before = await w.witness.stateOf(ORIGIN);
     const other = new SeedSigner('other.test/log', new Uint8Array(32).fill(9));
     const unknown = await signCheckpoint({ origin: 'other.test/log', size: 1, root: sha256(new Uint8Array(1)) }, other);
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: unknown.note }))).status).toBe(404);
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: unknown.note }))).status).toBe(
+      404,
+    );
     const forged = await checkpointOf(500, false, new SeedSigner(ORIGIN, new Uint8Array(32).fill(2)));
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 300, proof: await consistency(300, 500), checkpoint: forged.note }))).status).toBe(403);
+    expect(
+      (
+        await post(
+          w.url,
+          formatAddCheckpoint({ oldSize: 300, proof: await consistency(300, 500), checkpoint: forged.note }),
+        )
+      ).status,
+    ).toBe(403);
     const good = (await checkpointOf(500)).note;
     const malformed = [
       '',
@@ -119,24 +139,48 @@ describe('tlog-witness add-checkpoint', () => {
 
   it('keeps its state across a restart', async () => {
     await w.close();
-    w = await startWitness({ dataDir: dir, name: 'w1.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    w = await startWitness({
+      dataDir: dir,
+      name: 'w1.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
     expect((await add(w.url, 0, 350)).text).toBe('300\n');
     expect((await add(w.url, 300, 350)).status).toBe(200);
   });
 
   it('never cosigns with a zero timestamp ("the timestamp MUST NOT be zero"), and keeps nothing then', async () => {
-    const stopped = new Witness({ signer: new SeedSigner('w0.test', new Uint8Array(32).fill(4)), logs: [logVerifier], state: new FsObjectStore(tmp('stele-w0-')), now: () => 999 });
-    await expect(stopped.addCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note })).rejects.toThrow(/clock is wrong/);
+    const stopped = new Witness({
+      signer: new SeedSigner('w0.test', new Uint8Array(32).fill(4)),
+      logs: [logVerifier],
+      state: new FsObjectStore(tmp('stele-w0-')),
+      now: () => 999,
+    });
+    await expect(
+      stopped.addCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note }),
+    ).rejects.toThrow(/clock is wrong/);
     expect((await stopped.stateOf(ORIGIN)).version).toBeNull();
   });
 
   it('never moves backwards under concurrent requests', async () => {
-    const witness = new Witness({ signer: new SeedSigner('w2.test', new Uint8Array(32).fill(3)), logs: [logVerifier], state: new FsObjectStore(tmp('stele-w2-')) });
+    const witness = new Witness({
+      signer: new SeedSigner('w2.test', new Uint8Array(32).fill(3)),
+      logs: [logVerifier],
+      state: new FsObjectStore(tmp('stele-w2-')),
+    });
     const sizes = Array.from({ length: 30 }, (_, i) => 10 + i * 7);
     let held = 0;
     for (let round = 0; round < 3; round++) {
       const results = await Promise.allSettled(
-        sizes.map(async (n) => witness.addCheckpoint({ oldSize: held, proof: await consistency(held, n), checkpoint: (await checkpointOf(n)).note })),
+        sizes.map(async (n) =>
+          witness.addCheckpoint({
+            oldSize: held,
+            proof: await consistency(held, n),
+            checkpoint: (await checkpointOf(n)).note,
+          }),
+        ),
       );
       const ok = results.filter((r) => r.status === 'fulfilled').length;
       expect(ok).toBeGreaterThanOrEqual(1);
@@ -146,7 +190,11 @@ describe('tlog-witness add-checkpoint', () => {
     }
     // Sequential updates from the held size always go forward.
     const max = sizes[sizes.length - 1]!;
-    await witness.addCheckpoint({ oldSize: held, proof: await consistency(held, max + 5), checkpoint: (await checkpointOf(max + 5)).note });
+    await witness.addCheckpoint({
+      oldSize: held,
+      proof: await consistency(held, max + 5),
+      checkpoint: (await checkpointOf(max + 5)).note,
+    });
     expect((await witness.stateOf(ORIGIN)).size).toBe(max + 5);
   });
 });
@@ -162,11 +210,19 @@ const COSIGNATURE_LINES = /^(\u2014 [^\s+]+ [A-Za-z0-9+/]+={0,2}\n)+$/;
 describe('tlog-witness status codes of the current text, one case each, over HTTP', () => {
   let w: RunningWitness;
   beforeEach(async () => {
-    w = await startWitness({ dataDir: tmp('stele-codes-'), name: 'codes.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    w = await startWitness({
+      dataDir: tmp('stele-codes-'),
+      name: 'codes.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
   });
   afterEach(() => w?.close());
   const held = () => w.witness.stateOf(ORIGIN);
-  const monitored = (origin = ORIGIN) => fetch(`${w.url}/${createHash('sha256').update(origin).digest('hex')}/checkpoint`);
+  const monitored = (origin = ORIGIN) =>
+    fetch(`${w.url}/${createHash('sha256').update(origin).digest('hex')}/checkpoint`);
 
   it('200: one or more cosignature lines over the whole body, with a non-zero timestamp, persisted before the answer', async () => {
     const r = await add(w.url, 0, 10);
@@ -194,7 +250,10 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
 
   it('403: no signature from a trusted key for the origin (lines under other keys are ignored)', async () => {
     const other = new SeedSigner(ORIGIN, new Uint8Array(32).fill(2)); // same name, another key ID
-    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10, false, other)).note }));
+    const r = await post(
+      w.url,
+      formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10, false, other)).note }),
+    );
     expect(r.status).toBe(403);
     expect((await held()).version).toBeNull();
   });
@@ -210,7 +269,9 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     }
     // The same bytes under an unknown key ID are ignored: cosigned.
     const foreign = `\u2014 ${ORIGIN} ${Buffer.concat([Buffer.alloc(4, 1), Buffer.alloc(64, 7)]).toString('base64')}\n`;
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: good + foreign }))).status).toBe(200);
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: good + foreign }))).status).toBe(
+      200,
+    );
   });
 
   it('404: an unknown origin', async () => {
@@ -229,19 +290,24 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     }
   });
 
-  it('422: a checkpoint of size 0 whose root is not the empty tree\'s; nothing is stored, and the empty root is cosigned', async () => {
+  it("422: a checkpoint of size 0 whose root is not the empty tree's; nothing is stored, and the empty root is cosigned", async () => {
     const bogus = await signCheckpoint({ origin: ORIGIN, size: 0, root: sha256(new Uint8Array([1])) }, logKey);
     const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: bogus.note }));
     expect(r.status).toBe(422);
     expect(r.text).toMatch(/empty-tree root/);
     expect(await held()).toEqual({ size: 0, root: '', version: null });
     const empty = await signCheckpoint({ origin: ORIGIN, size: 0, root: EMPTY_ROOT }, logKey);
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: empty.note }))).status).toBe(200);
+    expect((await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: empty.note }))).status).toBe(
+      200,
+    );
     expect(await held()).toMatchObject({ size: 0, root: toHex(EMPTY_ROOT) });
   });
 
   it('422: consistency proof lines after old 0', async () => {
-    const r = await post(w.url, formatAddCheckpoint({ oldSize: 0, proof: await consistency(5, 10), checkpoint: (await checkpointOf(10)).note }));
+    const r = await post(
+      w.url,
+      formatAddCheckpoint({ oldSize: 0, proof: await consistency(5, 10), checkpoint: (await checkpointOf(10)).note }),
+    );
     expect(r.status).toBe(422);
     expect(r.text).toMatch(/must be empty when the old size is 0/);
     expect((await held()).version).toBeNull();
@@ -260,12 +326,18 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     const bad = (await consistency(10, 20)).map((h, i) => (i === 0 ? sha256(h) : h));
     expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: bad, checkpoint: cp.note }))).status).toBe(422);
     const same = await checkpointOf(10);
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: await consistency(5, 10), checkpoint: same.note }))).status).toBe(422);
+    expect(
+      (await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: await consistency(5, 10), checkpoint: same.note })))
+        .status,
+    ).toBe(422);
     expect(await held()).toMatchObject({ size: 10 });
   });
 
-  it('200 for a checkpoint carrying 16 other signatures of nearly 5 kB (signed-note\'s minimum), ignored as unknown keys', async () => {
-    const others = Array.from({ length: 16 }, (_, i) => `\u2014 other${i}.test ${Buffer.alloc(4 + 4900, i).toString('base64')}\n`).join('');
+  it("200 for a checkpoint carrying 16 other signatures of nearly 5 kB (signed-note's minimum), ignored as unknown keys", async () => {
+    const others = Array.from(
+      { length: 16 },
+      (_, i) => `\u2014 other${i}.test ${Buffer.alloc(4 + 4900, i).toString('base64')}\n`,
+    ).join('');
     const body = formatAddCheckpoint({ oldSize: 0, proof: [], checkpoint: (await checkpointOf(10)).note + others });
     expect(body.length).toBeGreaterThan(100_000);
     const r = await post(w.url, body);
@@ -296,10 +368,14 @@ describe('tlog-witness status codes of the current text, one case each, over HTT
     expect(() => openNote(bareNote, logVerifier, [w.verifier])).toThrow(/invalid signature by codes\.test/);
     // Extensions say nothing of the tree: the same tree with other extension lines is the same checkpoint.
     const again = `${ORIGIN}\n10\n${root}\nanother extension\n`;
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(again) }))).status).toBe(200);
+    expect(
+      (await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(again) }))).status,
+    ).toBe(200);
     // Extension lines MUST be non-empty (tlog-checkpoint): an empty one is malformed.
     const empty = `${ORIGIN}\n10\n${root}\n\nafter an empty line\n`;
-    expect((await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(empty) }))).status).toBe(400);
+    expect(
+      (await post(w.url, formatAddCheckpoint({ oldSize: 10, proof: [], checkpoint: await noteOf(empty) }))).status,
+    ).toBe(400);
   });
 
   it('serves the latest cosigned checkpoint at GET /<hex SHA-256(origin)>/checkpoint, 404 before the first', async () => {
@@ -344,7 +420,11 @@ describe('a log witnessed by three witnesses', () => {
       const cp = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
       expect(cp.witnesses).toHaveLength(3);
       const { parseVkey } = await import('../src/core/note.js');
-      const opened = openCheckpoint(cp.note, parseVkey(srv.vkey), key.witnesses.map((w: { vkey: string }) => parseVkey(w.vkey)));
+      const opened = openCheckpoint(
+        cp.note,
+        parseVkey(srv.vkey),
+        key.witnesses.map((w: { vkey: string }) => parseVkey(w.vkey)),
+      );
       expect(opened.cosignatures).toHaveLength(3);
       expect(await (await fetch(`${srv.url}/checkpoint`)).text()).toBe(cp.note);
     } finally {
@@ -360,9 +440,21 @@ describe('a log witnessed by three witnesses', () => {
     const { localPaths } = await import('../src/log/local.js');
     const { signer } = await loadOrCreateKey(localPaths(dataDir).keyFile, 'api.test/log');
     const verifier = makeVerifier('api.test/log', SIG_ED25519, signer.publicKey);
-    const start = (i: number, port = 0) => startWitness({ dataDir: dirs[i]!, name: `ext${i}.test`, logs: [verifier], host: '127.0.0.1', port, logger: silent });
+    const start = (i: number, port = 0) =>
+      startWitness({
+        dataDir: dirs[i]!,
+        name: `ext${i}.test`,
+        logs: [verifier],
+        host: '127.0.0.1',
+        port,
+        logger: silent,
+      });
     const ws = await Promise.all([0, 1, 2].map((i) => start(i)));
-    const srv = await startTestServer({ dataDir, witnesses: ws.map((w) => `${w.vkey}=${w.url}`).join(','), witnessThreshold: 3 });
+    const srv = await startTestServer({
+      dataDir,
+      witnesses: ws.map((w) => `${w.vkey}=${w.url}`).join(','),
+      witnessThreshold: 3,
+    });
     try {
       expect((await postAnchor(srv.url, { digest: digestOf(1) })).status).toBe(201);
       const port = Number(new URL(ws[2]!.url).port);
@@ -385,7 +477,14 @@ describe('a log witnessed by three witnesses', () => {
 
 describe('split view', () => {
   it('a witness refuses the second of two checkpoints for one size, and the fork is detectable', async () => {
-    const w = await startWitness({ dataDir: tmp('stele-split-'), name: 'w3.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    const w = await startWitness({
+      dataDir: tmp('stele-split-'),
+      name: 'w3.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
     try {
       const collector = new WitnessCollector({ witnesses: [{ verifier: w.verifier, url: w.url }], threshold: 1 });
       const honest = await checkpointOf(64);
@@ -396,7 +495,9 @@ describe('split view', () => {
       expect(await collector.cosign(evil, (old) => consistency(old, 64, true))).toBeNull();
       expect(collector.lastRound[0]!.reason).toMatch(/different root/);
       // A rollback to an older size is refused too, as a rollback.
-      await expect(collector.cosign(await checkpointOf(32), (old) => consistency(old, 32))).rejects.toThrow(WitnessRollbackError);
+      await expect(collector.cosign(await checkpointOf(32), (old) => consistency(old, 32))).rejects.toThrow(
+        WitnessRollbackError,
+      );
       // A client holding the cosigned checkpoint sees the same size with another root: a fork.
       const a = openCheckpoint(noteA!, logVerifier, [w.verifier]);
       const b = openCheckpoint(evil.note, logVerifier, [w.verifier]);
@@ -409,7 +510,6 @@ describe('split view', () => {
     }
   });
 });
-
 
 /**
  * A witness speaking tlog-witness v1.0.0 in front of a current one: v1.0.0 answered another
@@ -440,11 +540,31 @@ async function v1Witness(inner: RunningWitness): Promise<{ url: string; close():
 
 describe('the collector with current and v1.0.0 witnesses', () => {
   it('reads another root at the held size the same way from both (422 now, 409 with that size in v1.0.0)', async () => {
-    const current = await startWitness({ dataDir: tmp('stele-cur-'), name: 'current.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
-    const inner = await startWitness({ dataDir: tmp('stele-v1-'), name: 'v1.test', logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+    const current = await startWitness({
+      dataDir: tmp('stele-cur-'),
+      name: 'current.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
+    const inner = await startWitness({
+      dataDir: tmp('stele-v1-'),
+      name: 'v1.test',
+      logs: [logVerifier],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
     const old = await v1Witness(inner);
     try {
-      const collector = new WitnessCollector({ witnesses: [{ verifier: current.verifier, url: current.url }, { verifier: inner.verifier, url: old.url }], threshold: 2 });
+      const collector = new WitnessCollector({
+        witnesses: [
+          { verifier: current.verifier, url: current.url },
+          { verifier: inner.verifier, url: old.url },
+        ],
+        threshold: 2,
+      });
       expect(await collector.cosign(await checkpointOf(64), (o) => consistency(o, 64))).not.toBeNull();
       expect(await collector.cosign(await checkpointOf(64, true), (o) => consistency(o, 64, true))).toBeNull();
       const reason = 'witness refused size 64: it cosigned a different root';
@@ -453,8 +573,17 @@ describe('the collector with current and v1.0.0 witnesses', () => {
         { name: 'v1.test', ok: false, reason },
       ]);
       // At start-up both are seen as forked, and both still take the honest log forward.
-      const probe = new WitnessCollector({ witnesses: [{ verifier: current.verifier, url: current.url }, { verifier: inner.verifier, url: old.url }], threshold: 2 });
-      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true))).map((f) => f.status)).toEqual(['forked', 'forked']);
+      const probe = new WitnessCollector({
+        witnesses: [
+          { verifier: current.verifier, url: current.url },
+          { verifier: inner.verifier, url: old.url },
+        ],
+        threshold: 2,
+      });
+      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true))).map((f) => f.status)).toEqual([
+        'forked',
+        'forked',
+      ]);
       expect(await probe.cosign(await checkpointOf(80), (o) => consistency(o, 80))).not.toBeNull();
     } finally {
       await Promise.all([current.close(), old.close(), inner.close()]);
@@ -463,8 +592,10 @@ describe('the collector with current and v1.0.0 witnesses', () => {
 });
 
 describe('a witness that cosigned a larger tree', () => {
-  const start = (name: string) => startWitness({ dataDir: tmp('stele-rb-'), name, logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
-  const collectorOf = (...ws: RunningWitness[]) => new WitnessCollector({ witnesses: ws.map((w) => ({ verifier: w.verifier, url: w.url })), threshold: 1 });
+  const start = (name: string) =>
+    startWitness({ dataDir: tmp('stele-rb-'), name, logs: [logVerifier], host: '127.0.0.1', port: 0, logger: silent });
+  const collectorOf = (...ws: RunningWitness[]) =>
+    new WitnessCollector({ witnesses: ws.map((w) => ({ verifier: w.verifier, url: w.url })), threshold: 1 });
 
   it('makes cosign throw WitnessRollbackError naming the witness and both sizes, not fail the round', async () => {
     const [seen, fresh] = [await start('seen.test'), await start('fresh.test')];
@@ -472,10 +603,12 @@ describe('a witness that cosigned a larger tree', () => {
       expect(await collectorOf(seen).cosign(await checkpointOf(64), (old) => consistency(old, 64))).not.toBeNull();
       // The log restarts from an old lock (a fresh collector knows no sizes) and presents size 40.
       const restarted = collectorOf(fresh, seen);
-      const err = await restarted.cosign(await checkpointOf(40), (old) => consistency(old, 40)).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const err = await restarted
+        .cosign(await checkpointOf(40), (old) => consistency(old, 40))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(WitnessRollbackError);
       expect(err).toMatchObject({ witness: 'seen.test', witnessSize: 64, logSize: 40 });
       expect((err as Error).message).toMatch(/seen\.test.*64.*40/);
@@ -484,7 +617,10 @@ describe('a witness that cosigned a larger tree', () => {
       // A collector that already knew the witness's size detects it the same way.
       const running = collectorOf(seen);
       await running.cosign(await checkpointOf(64), (old) => consistency(old, 64));
-      await expect(running.cosign(await checkpointOf(63), (old) => consistency(old, 63))).rejects.toMatchObject({ witnessSize: 64, logSize: 63 });
+      await expect(running.cosign(await checkpointOf(63), (old) => consistency(old, 63))).rejects.toMatchObject({
+        witnessSize: 64,
+        logSize: 63,
+      });
       // A consistent larger checkpoint is cosigned as before.
       expect(await running.cosign(await checkpointOf(70), (old) => consistency(old, 70))).not.toBeNull();
     } finally {
@@ -499,7 +635,12 @@ describe('a witness that cosigned a larger tree', () => {
       const before = await seen.witness.stateOf(ORIGIN);
       const probe = collectorOf(seen, fresh);
       // A log restored to size 40: refused.
-      await expect(probe.checkWitnessedSizes(await checkpointOf(40))).rejects.toMatchObject({ name: 'WitnessRollbackError', witness: 'seen2.test', witnessSize: 64, logSize: 40 });
+      await expect(probe.checkWitnessedSizes(await checkpointOf(40))).rejects.toMatchObject({
+        name: 'WitnessRollbackError',
+        witness: 'seen2.test',
+        witnessSize: 64,
+        logSize: 40,
+      });
       // The log at the witnessed size, or beyond it: what each holds, and nobody moved.
       expect(await probe.checkWitnessedSizes(await checkpointOf(64))).toEqual([
         { name: 'seen2.test', status: 'same', size: 64 },
@@ -509,17 +650,26 @@ describe('a witness that cosigned a larger tree', () => {
         { name: 'seen2.test', status: 'behind', size: 64 },
         { name: 'fresh2.test', status: 'behind', size: 0 },
       ]);
-      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true)))[0]).toMatchObject({ status: 'forked', size: 64 });
+      expect((await probe.checkWitnessedSizes(await checkpointOf(64, true)))[0]).toMatchObject({
+        status: 'forked',
+        size: 64,
+      });
       expect(await seen.witness.stateOf(ORIGIN)).toEqual(before);
       expect(await fresh.witness.stateOf(ORIGIN)).toEqual({ size: 0, root: '', version: null });
       // A log started again from nothing (a lost lock): refused too. (A witness that never saw
       // the log may cosign the empty tree here, which commits it to nothing.)
-      await expect(probe.checkWitnessedSizes(await checkpointOf(0))).rejects.toMatchObject({ witnessSize: 64, logSize: 0 });
+      await expect(probe.checkWitnessedSizes(await checkpointOf(0))).rejects.toMatchObject({
+        witnessSize: 64,
+        logSize: 0,
+      });
       expect(await seen.witness.stateOf(ORIGIN)).toEqual(before);
       expect(await fresh.witness.stateOf(ORIGIN)).toMatchObject({ size: 0 });
       // The sizes learnt serve the next round: the log publishes size 100 at once.
       expect(await probe.cosign(await checkpointOf(100), (old) => consistency(old, 100))).not.toBeNull();
-      expect(probe.lastRound).toEqual([{ name: 'seen2.test', ok: true }, { name: 'fresh2.test', ok: true }]);
+      expect(probe.lastRound).toEqual([
+        { name: 'seen2.test', ok: true },
+        { name: 'fresh2.test', ok: true },
+      ]);
     } finally {
       await Promise.all([seen.close(), fresh.close()]);
     }

@@ -21,7 +21,9 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 function bash(nodes: Node[]): string {
   const known = nodes.filter((n) => n.path.length > 0).map((n) => `"${n.path.join(' ')}"`);
-  const cases = nodes.map((n) => `    "${n.path.join(' ')}") words=${quote([...n.subcommands, ...n.options].join(' '))} ;;`);
+  const cases = nodes.map(
+    (n) => `    "${n.path.join(' ')}") words=${quote([...n.subcommands, ...n.options].join(' '))} ;;`,
+  );
   return `# stele completion for bash: eval "$(stele completion bash)"
 _stele() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" path="" w i words=""
@@ -50,10 +52,15 @@ ${bash(nodes).split('\n').slice(1).join('\n')}`;
 
 function fish(nodes: Node[]): string {
   const lines = ['# stele completion for fish: stele completion fish | source'];
-  const condition = (path: string[]) => (path.length === 0 ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${path[path.length - 1]}`);
+  const condition = (path: string[]) =>
+    path.length === 0 ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${path[path.length - 1]}`;
   for (const n of nodes) {
-    for (const child of nodes.filter((c) => c.path.length === n.path.length + 1 && c.path.slice(0, -1).join(' ') === n.path.join(' '))) {
-      lines.push(`complete -c stele -f -n ${quote(condition(n.path))} -a ${quote(child.path.at(-1)!)} -d ${quote(child.description.slice(0, 60))}`);
+    for (const child of nodes.filter(
+      (c) => c.path.length === n.path.length + 1 && c.path.slice(0, -1).join(' ') === n.path.join(' '),
+    )) {
+      lines.push(
+        `complete -c stele -f -n ${quote(condition(n.path))} -a ${quote(child.path.at(-1)!)} -d ${quote(child.description.slice(0, 60))}`,
+      );
     }
     for (const o of n.options) {
       const flag = o.startsWith('--') ? `-l ${o.slice(2)}` : `-s ${o.slice(1)}`;

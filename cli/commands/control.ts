@@ -52,7 +52,8 @@ function client(o: ClientOptions): ControlClient {
     }
   }
   token ??= process.env.STELE_CONTROL_TOKEN;
-  if (!token) throw new CliError(EXIT.USAGE, 'an access token is needed: --token-file <file> or env STELE_CONTROL_TOKEN');
+  if (!token)
+    throw new CliError(EXIT.USAGE, 'an access token is needed: --token-file <file> or env STELE_CONTROL_TOKEN');
   try {
     new URL(endpoint);
   } catch {
@@ -88,7 +89,9 @@ const entityArg = (v: string, name: string): unknown => (v.trim().startsWith('{'
 export function registerControlCommands(program: Command): void {
   const control = program
     .command('control')
-    .description('the enterprise control plane: OIDC-authenticated leases, Cedar decisions, KEK epochs, signed audit stream')
+    .description(
+      'the enterprise control plane: OIDC-authenticated leases, Cedar decisions, KEK epochs, signed audit stream',
+    )
     .addHelpText(
       'after',
       `
@@ -112,8 +115,14 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
   control
     .command('serve')
     .description('run the ledger with the control plane mounted at /v1 (same as `stele serve --enterprise`)')
-    .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir}); control state in <dir>/control`)
-    .option('--control-config <file>', 'control-plane TOML ([control] table; env STELE_CONTROL_CONFIG; default <data-dir>/control/control.toml)')
+    .option(
+      '--data-dir <dir>',
+      `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir}); control state in <dir>/control`,
+    )
+    .option(
+      '--control-config <file>',
+      'control-plane TOML ([control] table; env STELE_CONTROL_CONFIG; default <data-dir>/control/control.toml)',
+    )
     .option('--origin <origin>', 'log origin (env STELE_ORIGIN)')
     .option('--host <host>', 'listen address (env STELE_HOST)')
     .option('--port <port>', 'listen port (env STELE_PORT)')
@@ -137,11 +146,22 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       const log = pino({ level: String(logLevel), base: undefined }, pino.destination(2));
       const { startServer } = await import('../../src/serve.js');
       const server = await startServer({ ...cfg, enterprise: true }, log).catch((e: unknown) => {
-        if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError) throw new CliError(EXIT.USAGE, e.message);
-        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
+        if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError)
+          throw new CliError(EXIT.USAGE, e.message);
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         throw e;
       });
-      if (json) out(JSON.stringify({ url: server.url, origin: server.origin, keyId: server.keyId, vkey: server.vkey, dataDir: server.dataDir }));
+      if (json)
+        out(
+          JSON.stringify({
+            url: server.url,
+            origin: server.origin,
+            keyId: server.keyId,
+            vkey: server.vkey,
+            dataDir: server.dataDir,
+          }),
+        );
       else {
         out(`stele: serving ${server.origin} at ${server.url} with the control plane at ${server.url}/v1`);
         out(`  data dir  ${server.dataDir} (control state in ${join(server.dataDir, 'control')})`);
@@ -219,35 +239,46 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
     .option('--allow-expired', 'unwrap even if the lease has expired')
     .option('--json', 'print {dek, epoch, expires} as JSON')
-    .action(async (wrapped: string, o: { leaseId: string; dataDir?: string; allowExpired?: boolean; json?: boolean }) => {
-      const dir = join(o.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir, 'control');
-      if (!existsSync(join(dir, 'control.key'))) throw new CliError(EXIT.USAGE, `${dir} holds no control-plane state (no control.key)`);
-      let result;
-      try {
-        const { openControlState } = await import('../../src/control/mount.js');
-        const state = await openControlState(dir, process.env);
-        if (state.kek.kind !== 'local') throw new CliError(EXIT.USAGE, 'unwrap works with the local demo KEK only; with AWS KMS, call KMS Decrypt with the lease encryption context');
-        const epochs = await KeyEpochs.readOnly(state.epochStore, state.signer, state.kek, pino({ level: 'silent' }));
-        result = await unwrapLease(epochs, o.leaseId, wrapped, { allowExpired: o.allowExpired === true });
-      } catch (e) {
-        if (e instanceof KekError) throw new CliError(EXIT.VERIFY_FAILED, `unwrap failed (${e.code}): ${e.message}`);
-        if (e instanceof ControlConfigError || e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
-        throw e;
-      }
-      const dek = Buffer.from(result.dek).toString('hex');
-      if (o.json) emit({ dek, epoch: result.epoch, expires: result.expires.toISOString() });
-      else out(`${dek}  (epoch ${result.epoch}, lease expires ${result.expires.toISOString()})`);
-    });
+    .action(
+      async (wrapped: string, o: { leaseId: string; dataDir?: string; allowExpired?: boolean; json?: boolean }) => {
+        const dir = join(o.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir, 'control');
+        if (!existsSync(join(dir, 'control.key')))
+          throw new CliError(EXIT.USAGE, `${dir} holds no control-plane state (no control.key)`);
+        let result;
+        try {
+          const { openControlState } = await import('../../src/control/mount.js');
+          const state = await openControlState(dir, process.env);
+          if (state.kek.kind !== 'local')
+            throw new CliError(
+              EXIT.USAGE,
+              'unwrap works with the local demo KEK only; with AWS KMS, call KMS Decrypt with the lease encryption context',
+            );
+          const epochs = await KeyEpochs.readOnly(state.epochStore, state.signer, state.kek, pino({ level: 'silent' }));
+          result = await unwrapLease(epochs, o.leaseId, wrapped, { allowExpired: o.allowExpired === true });
+        } catch (e) {
+          if (e instanceof KekError) throw new CliError(EXIT.VERIFY_FAILED, `unwrap failed (${e.code}): ${e.message}`);
+          if (e instanceof ControlConfigError || e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
+          throw e;
+        }
+        const dek = Buffer.from(result.dek).toString('hex');
+        if (o.json) emit({ dek, epoch: result.epoch, expires: result.expires.toISOString() });
+        else out(`${dek}  (epoch ${result.epoch}, lease expires ${result.expires.toISOString()})`);
+      },
+    );
 
   clientOptions(
     control
       .command('rotate')
       .description('start a new KEK epoch (admin with phishing-resistant MFA; POST /v1/keys/rotate)')
-      .option('--retire-before <epoch>', 'retire every active epoch numbered below this (their leases stop unwrapping)'),
+      .option(
+        '--retire-before <epoch>',
+        'retire every active epoch numbered below this (their leases stop unwrapping)',
+      ),
   ).action(async (o: ClientOptions & { retireBefore?: string }) => {
     const c = client(o);
     const rb = o.retireBefore === undefined ? undefined : Number(o.retireBefore);
-    if (rb !== undefined && !Number.isSafeInteger(rb)) throw new CliError(EXIT.USAGE, '--retire-before must be an integer');
+    if (rb !== undefined && !Number.isSafeInteger(rb))
+      throw new CliError(EXIT.USAGE, '--retire-before must be an integer');
     const r = await calling(() => c.rotate(rb === undefined ? {} : { retire_before: rb }));
     if (o.json) emit(r);
     else {
@@ -269,7 +300,11 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     const c = client(o);
     const r = await calling(() => c.epochs());
     const signer = r.signer as { key_id: string; public_key: string; name: string };
-    const epochs = r.epochs as (EpochRecord & { record_hash: string; ledger_entry_id: string | null; status: string })[];
+    const epochs = r.epochs as (EpochRecord & {
+      record_hash: string;
+      ledger_entry_id: string | null;
+      status: string;
+    })[];
     const problems = verifyEpochChain(epochs, new Uint8Array(Buffer.from(signer.public_key, 'base64')));
     if (o.anchors) {
       const ledger = (o.ledger ?? c.base).replace(/\/+$/, '');
@@ -286,9 +321,15 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     else {
       out(`signer ${signer.name} key ${signer.key_id}`);
       for (const e of epochs) {
-        out(`epoch ${e.epoch}  ${e.status.padEnd(7)}  ${e.created}  ${e.kek_id}  by ${e.created_by}${e.retires ? `  retires ${e.retires.join(',')}` : ''}  ${e.ledger_entry_id ?? '(unanchored)'}`);
+        out(
+          `epoch ${e.epoch}  ${e.status.padEnd(7)}  ${e.created}  ${e.kek_id}  by ${e.created_by}${e.retires ? `  retires ${e.retires.join(',')}` : ''}  ${e.ledger_entry_id ?? '(unanchored)'}`,
+        );
       }
-      out(problems.length === 0 ? `PASS  chain of ${epochs.length} signed records${o.anchors ? ', each anchored in the ledger' : ''}` : problems.map((p) => `FAIL  ${p}`).join('\n'));
+      out(
+        problems.length === 0
+          ? `PASS  chain of ${epochs.length} signed records${o.anchors ? ', each anchored in the ledger' : ''}`
+          : problems.map((p) => `FAIL  ${p}`).join('\n'),
+      );
     }
     if (problems.length > 0) process.exitCode = EXIT.VERIFY_FAILED;
   });
@@ -297,56 +338,89 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     control
       .command('audit')
       .description('follow the signed audit stream (GET /v1/audit/events), verifying every event signature')
-      .option('--type <types>', 'comma-separated event types (policy_evaluation, access_decision, key_epoch, authentication_failure)')
+      .option(
+        '--type <types>',
+        'comma-separated event types (policy_evaluation, access_decision, key_epoch, authentication_failure)',
+      )
       .option('--since <time>', 'events at or after this ISO 8601 time')
       .option('--until <time>', 'events before this ISO 8601 time')
       .option('--last-event-id <id>', 'resume after this event id')
       .option('--no-follow', 'stop after the stored events')
       .option('--signer-key <base64>', 'pin the control plane public key (default: fetched from /v1/keys/epochs)'),
-  ).action(async (o: ClientOptions & { type?: string; since?: string; until?: string; lastEventId?: string; follow: boolean; signerKey?: string }) => {
-    const c = client(o);
-    const keyB64 = o.signerKey ?? (await calling(() => c.epochs())).signer;
-    const publicKey = new Uint8Array(Buffer.from(typeof keyB64 === 'string' ? keyB64 : (keyB64 as { public_key: string }).public_key, 'base64'));
-    if (publicKey.length !== 32) throw new CliError(EXIT.USAGE, '--signer-key must be a base64 32-byte Ed25519 public key');
-    let failed = 0;
-    await calling(async () => {
-      for await (const m of c.events({
-        ...(o.type ? { type: o.type } : {}),
-        ...(o.since ? { since: o.since } : {}),
-        ...(o.until ? { until: o.until } : {}),
-        ...(o.lastEventId ? { lastEventId: o.lastEventId } : {}),
-        follow: o.follow,
-      })) {
-        const ev = JSON.parse(m.data) as AuditEvent;
-        const ok = verifySigned(AUDIT_DOMAIN, ev as unknown as Record<string, unknown>, publicKey) && recordDigest(ev.record) === ev.digest;
-        if (!ok) failed++;
-        if (o.json) out(JSON.stringify({ ...ev, verified: ok }));
-        else {
-          const rec = ev.record as Record<string, unknown>;
-          const what = rec.decision ?? rec.reason ?? (rec.epoch !== undefined ? `epoch ${rec.epoch}` : '');
-          const who = (rec.actor as { sub?: string } | undefined)?.sub ?? rec.remote_address ?? rec.created_by ?? '';
-          out(`${ok ? 'ok  ' : 'FAIL'} #${ev.id} ${ev.time} ${ev.type} ${what} ${who} ${ev.ledger_entry_id}`);
+  ).action(
+    async (
+      o: ClientOptions & {
+        type?: string;
+        since?: string;
+        until?: string;
+        lastEventId?: string;
+        follow: boolean;
+        signerKey?: string;
+      },
+    ) => {
+      const c = client(o);
+      const keyB64 = o.signerKey ?? (await calling(() => c.epochs())).signer;
+      const publicKey = new Uint8Array(
+        Buffer.from(typeof keyB64 === 'string' ? keyB64 : (keyB64 as { public_key: string }).public_key, 'base64'),
+      );
+      if (publicKey.length !== 32)
+        throw new CliError(EXIT.USAGE, '--signer-key must be a base64 32-byte Ed25519 public key');
+      let failed = 0;
+      await calling(async () => {
+        for await (const m of c.events({
+          ...(o.type ? { type: o.type } : {}),
+          ...(o.since ? { since: o.since } : {}),
+          ...(o.until ? { until: o.until } : {}),
+          ...(o.lastEventId ? { lastEventId: o.lastEventId } : {}),
+          follow: o.follow,
+        })) {
+          const ev = JSON.parse(m.data) as AuditEvent;
+          const ok =
+            verifySigned(AUDIT_DOMAIN, ev as unknown as Record<string, unknown>, publicKey) &&
+            recordDigest(ev.record) === ev.digest;
+          if (!ok) failed++;
+          if (o.json) out(JSON.stringify({ ...ev, verified: ok }));
+          else {
+            const rec = ev.record as Record<string, unknown>;
+            const what = rec.decision ?? rec.reason ?? (rec.epoch !== undefined ? `epoch ${rec.epoch}` : '');
+            const who = (rec.actor as { sub?: string } | undefined)?.sub ?? rec.remote_address ?? rec.created_by ?? '';
+            out(`${ok ? 'ok  ' : 'FAIL'} #${ev.id} ${ev.time} ${ev.type} ${what} ${who} ${ev.ledger_entry_id}`);
+          }
         }
+      });
+      if (failed > 0) {
+        process.stderr.write(`stele: ${failed} event(s) failed signature or digest verification\n`);
+        process.exitCode = EXIT.VERIFY_FAILED;
       }
-    });
-    if (failed > 0) {
-      process.stderr.write(`stele: ${failed} event(s) failed signature or digest verification\n`);
-      process.exitCode = EXIT.VERIFY_FAILED;
-    }
-  });
+    },
+  );
 }
 
 /** Checks that ledger entry `id` holds `digest` and that its inclusion proof reconstructs the root it names. */
 async function checkAnchor(ledger: string, id: string, digest: string): Promise<string | null> {
   let res: Response;
   try {
-    res = await fetch(`${ledger}/api/ledger/entry?id=${encodeURIComponent(id)}`, { signal: AbortSignal.timeout(30_000) });
+    res = await fetch(`${ledger}/api/ledger/entry?id=${encodeURIComponent(id)}`, {
+      signal: AbortSignal.timeout(30_000),
+    });
   } catch (e) {
     throw new CliError(EXIT.IO, `ledger ${ledger} unreachable: ${(e as Error).message}`);
   }
   if (!res.ok) return `ledger entry ${id} not found (HTTP ${res.status})`;
-  const r = (await res.json()) as { leafIndex: number; treeSize: number; rootHash: string; auditPath: string[]; entry: { digest: string; proof: { entryHash: string } } };
+  const r = (await res.json()) as {
+    leafIndex: number;
+    treeSize: number;
+    rootHash: string;
+    auditPath: string[];
+    entry: { digest: string; proof: { entryHash: string } };
+  };
   if (r.entry.digest !== digest) return `ledger entry ${id} holds digest ${r.entry.digest}, not the record hash`;
-  const ok = verifyInclusion(r.leafIndex, r.treeSize, leafHash(hashFromHex(r.entry.proof.entryHash)), r.auditPath.map(hashFromHex), hashFromHex(r.rootHash));
+  const ok = verifyInclusion(
+    r.leafIndex,
+    r.treeSize,
+    leafHash(hashFromHex(r.entry.proof.entryHash)),
+    r.auditPath.map(hashFromHex),
+    hashFromHex(r.rootHash),
+  );
   return ok ? null : `inclusion proof of ${id} does not verify`;
 }

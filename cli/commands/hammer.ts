@@ -31,7 +31,8 @@ const shareArg = (v: string): number => {
 
 const secondsArg = (v: string): number => {
   const n = Number(v);
-  if (!/^\d*\.?\d+$/.test(v) || n <= 0 || n > 86_400) throw new InvalidArgumentError('must be a number of seconds, 0 < s ≤ 86400');
+  if (!/^\d*\.?\d+$/.test(v) || n <= 0 || n > 86_400)
+    throw new InvalidArgumentError('must be a number of seconds, 0 < s ≤ 86400');
   return n;
 };
 
@@ -47,17 +48,25 @@ interface HammerFlags {
   json?: boolean;
 }
 
-const fmt = (l: LatencySummary | null) => (l ? `min ${l.min} / avg ${l.avg} / p50 ${l.p50} / p99 ${l.p99} / max ${l.max} ms` : 'none');
+const fmt = (l: LatencySummary | null) =>
+  l ? `min ${l.min} / avg ${l.avg} / p50 ${l.p50} / p99 ${l.p99} / max ${l.max} ms` : 'none';
 
 function render(r: HammerReport): void {
   out(`${r.ok ? green('OK') : red('FAILED')}  ${r.url} for ${r.durationS} s`);
   out(`  tree          ${r.tree.startSize} → ${r.tree.endSize} (+${r.tree.growth})`);
-  out(`  anchors       ${r.writes.acknowledged} acknowledged (${r.writes.duplicates} duplicates), ${r.writes.perSecond}/s`);
+  out(
+    `  anchors       ${r.writes.acknowledged} acknowledged (${r.writes.duplicates} duplicates), ${r.writes.perSecond}/s`,
+  );
   out(`  integrate     ${fmt(r.writes.integrateMs)}`);
   out(`  pushback      ${r.writes.pushback[429]} × 429, ${r.writes.pushback[503]} × 503`);
-  out(`  verified      ${r.reads.checkpoints} checkpoints, ${r.reads.consistencyProofs} consistency proofs, ${r.reads.inclusionProofs} inclusions, ${r.reads.spotChecks} spot checks`);
-  out(`  failures      ${r.verificationFailures} verification, ${r.writes.errors} write errors, ${r.reads.errors} read errors, ${r.reads.unverified} not proved included`);
-  if (r.goals.writeGoal) out(`  write goal    ${r.goals.writeGoal.target}/s: ${r.goals.writeGoal.met ? green('met') : red('missed')}`);
+  out(
+    `  verified      ${r.reads.checkpoints} checkpoints, ${r.reads.consistencyProofs} consistency proofs, ${r.reads.inclusionProofs} inclusions, ${r.reads.spotChecks} spot checks`,
+  );
+  out(
+    `  failures      ${r.verificationFailures} verification, ${r.writes.errors} write errors, ${r.reads.errors} read errors, ${r.reads.unverified} not proved included`,
+  );
+  if (r.goals.writeGoal)
+    out(`  write goal    ${r.goals.writeGoal.target}/s: ${r.goals.writeGoal.met ? green('met') : red('missed')}`);
   for (const p of r.problems) out(`  ${red('!')} ${p}`);
 }
 
@@ -79,15 +88,25 @@ function progressLine(json: boolean | undefined): (p: HammerProgress) => void {
 export function registerHammerCommand(program: Command): void {
   program
     .command('hammer <url>')
-    .description('load and verify a Stele deployment: writers anchor, readers verify every checkpoint and inclusion from the tiles')
+    .description(
+      'load and verify a Stele deployment: writers anchor, readers verify every checkpoint and inclusion from the tiles',
+    )
     .option('--tiles <url>', "where the log's tlog-tiles objects are (default: the URL)")
     .option('--vkey <vkey>', "the log's note verifier key (default: fetched from <url>/api/ledger/key)")
     .option('--writers <n>', 'concurrent writers, each waiting for its answer', intArg('--writers', 0), 16)
-    .option('--rate <n>', 'target anchors per second across the writers (default: as fast as they go)', intArg('--rate', 1))
+    .option(
+      '--rate <n>',
+      'target anchors per second across the writers (default: as fast as they go)',
+      intArg('--rate', 1),
+    )
     .option('--duplicates <share>', 'share of POSTs that re-send a digest already anchored', shareArg, 0.05)
     .option('--readers <n>', 'concurrent readers', intArg('--readers', 1), 2)
     .option('--max-runtime <s>', 'how long the writers run, in seconds', secondsArg, 10)
-    .option('--write-goal <n>', 'fail unless at least n anchors per second were acknowledged', intArg('--write-goal', 1))
+    .option(
+      '--write-goal <n>',
+      'fail unless at least n anchors per second were acknowledged',
+      intArg('--write-goal', 1),
+    )
     .option('--json', 'print the report as one JSON document on stdout')
     .addHelpText('after', HELP)
     .action(async (url: string, flags: HammerFlags) => {

@@ -17,7 +17,8 @@ interface KeyOpts {
 
 function uriOf(o: KeyOpts): string {
   const spec = o.signer ?? process.env.STELE_SIGNER;
-  if (!spec || !/^pkcs11:/i.test(spec)) throw new CliError(EXIT.USAGE, '--signer <pkcs11:…> (or env STELE_SIGNER) names the key in the token');
+  if (!spec || !/^pkcs11:/i.test(spec))
+    throw new CliError(EXIT.USAGE, '--signer <pkcs11:…> (or env STELE_SIGNER) names the key in the token');
   return spec;
 }
 
@@ -47,7 +48,10 @@ Exit codes:
 function common(c: Command): Command {
   return c
     .addHelpText('after', EXIT_CODES)
-    .option('--signer <pkcs11:…>', 'PKCS#11 URI of the key: module-path, token, object (env STELE_SIGNER; PIN by pin-source or env STELE_PKCS11_PIN; module also by env STELE_PKCS11_MODULE)')
+    .option(
+      '--signer <pkcs11:…>',
+      'PKCS#11 URI of the key: module-path, token, object (env STELE_SIGNER; PIN by pin-source or env STELE_PKCS11_PIN; module also by env STELE_PKCS11_MODULE)',
+    )
     .requiredOption('--name <name>', 'key name: the log origin, witness name or control-plane signer name')
     .option('--witness', 'print the vkey of a witness cosigning key (type 0x04) instead of a log key (0x01)')
     .option('--json', 'print {name, keyId, vkey} as JSON');
@@ -56,7 +60,11 @@ function common(c: Command): Command {
 export function registerKeyCommands(program: Command): void {
   const key = program.command('key').description('Ed25519 keys in an HSM (PKCS#11): generate, import, show, check');
 
-  common(key.command('generate').description('generate an Ed25519 key pair inside the token (never extractable) and print its key id and vkey')).action(async (o: KeyOpts) => {
+  common(
+    key
+      .command('generate')
+      .description('generate an Ed25519 key pair inside the token (never extractable) and print its key id and vkey'),
+  ).action(async (o: KeyOpts) => {
     const uriText = uriOf(o);
     const { Token } = await import('../../src/pkcs11/token.js');
     const { generateEd25519, keyUri } = await import('../../src/pkcs11/signer.js');
@@ -72,7 +80,13 @@ export function registerKeyCommands(program: Command): void {
     report(o, made.publicKey, 'generated');
   });
 
-  common(key.command('import').description('import a PRIVATE+KEY file (e.g. a log\'s private/log.key) into the token, then print its key id and vkey'))
+  common(
+    key
+      .command('import')
+      .description(
+        "import a PRIVATE+KEY file (e.g. a log's private/log.key) into the token, then print its key id and vkey",
+      ),
+  )
     .requiredOption('--key-file <path>', 'the key file (mode 0600) to import; its name must be --name')
     .action(async (o: KeyOpts & { keyFile: string }) => {
       const uriText = uriOf(o);
@@ -82,7 +96,8 @@ export function registerKeyCommands(program: Command): void {
       try {
         const text = readFileSync(o.keyFile, 'utf8');
         const signer = parsePrivateKey(text);
-        if (signer.name !== o.name) throw new KeyFileError(`${o.keyFile} is the key of ${signer.name}, not of ${o.name}`);
+        if (signer.name !== o.name)
+          throw new KeyFileError(`${o.keyFile} is the key of ${signer.name}, not of ${o.name}`);
         publicKey = signer.publicKey;
         // parsePrivateKey checked the form and the key hash; the seed is the fifth field (after 0x01).
         const b64 = /^PRIVATE\+KEY\+[^+\s]+\+[0-9a-f]{8}\+([A-Za-z0-9+/=]+)$/.exec(text.trim())?.[1] ?? '';
@@ -102,11 +117,16 @@ export function registerKeyCommands(program: Command): void {
           token.close();
         }
       });
-      if (keyIdOf(made.publicKey) !== keyIdOf(publicKey)) throw new CliError(EXIT.IO, 'the token holds a different public key than the file: check the token');
+      if (keyIdOf(made.publicKey) !== keyIdOf(publicKey))
+        throw new CliError(EXIT.IO, 'the token holds a different public key than the file: check the token');
       report(o, made.publicKey, 'imported');
     });
 
-  common(key.command('show').description('print the key id and vkey of a key in the token (read from its public-key object)')).action(async (o: KeyOpts) => {
+  common(
+    key
+      .command('show')
+      .description('print the key id and vkey of a key in the token (read from its public-key object)'),
+  ).action(async (o: KeyOpts) => {
     const uriText = uriOf(o);
     const { Token } = await import('../../src/pkcs11/token.js');
     const { keyUri, readPublicKey } = await import('../../src/pkcs11/signer.js');
@@ -122,7 +142,11 @@ export function registerKeyCommands(program: Command): void {
     report(o, publicKey, 'key');
   });
 
-  common(key.command('check').description('log in, sign a test note with the key and verify it with the ordinary note verifier')).action(async (o: KeyOpts) => {
+  common(
+    key
+      .command('check')
+      .description('log in, sign a test note with the key and verify it with the ordinary note verifier'),
+  ).action(async (o: KeyOpts) => {
     const uriText = uriOf(o);
     const { Pkcs11Signer } = await import('../../src/pkcs11/signer.js');
     const { signBody } = await import('../../src/core/note.js');

@@ -23,7 +23,9 @@ Exit codes:
   3  I/O error, or the data directory is in use by a server (recover)`;
 
 /** The log to check: the data directory, or with --aws the bucket and table `stele serve` would use. */
-async function openTarget(opts: LogOptions): Promise<{ target: FsckTarget & { lock: SequencerLock }; dataDir?: string; close(): Promise<void> }> {
+async function openTarget(
+  opts: LogOptions,
+): Promise<{ target: FsckTarget & { lock: SequencerLock }; dataDir?: string; close(): Promise<void> }> {
   if (opts.aws) {
     if (opts.dataDir) throw new CliError(EXIT.USAGE, '--aws and --data-dir exclude each other');
     // The SDK warns, over nine lines of stderr, that its 2027 releases will need Node 22: it
@@ -77,8 +79,13 @@ async function holder(dataDir: string): Promise<number | 'another process' | nul
 function printFsck(r: FsckResult, inUse: number | 'another process' | null): void {
   const mark = (ok: boolean) => (ok ? green('PASS') : red('FAIL'));
   const cp = r.checkpoint;
-  out(`fsck of ${r.origin} in ${r.where}: ${cp ? `checkpoint size ${cp.size} (from ${cp.from})` : 'no verified checkpoint'}`);
-  if (inUse !== null) out(`  note  the directory is in use by ${typeof inUse === 'number' ? `pid ${inUse}` : inUse}: objects may change while they are checked`);
+  out(
+    `fsck of ${r.origin} in ${r.where}: ${cp ? `checkpoint size ${cp.size} (from ${cp.from})` : 'no verified checkpoint'}`,
+  );
+  if (inUse !== null)
+    out(
+      `  note  the directory is in use by ${typeof inUse === 'number' ? `pid ${inUse}` : inUse}: objects may change while they are checked`,
+    );
   if (r.audit) {
     out(`  ${mark(r.audit.signature.ok)}  checkpoint signature: ${r.audit.signature.detail}`);
     out(`  ${mark(r.audit.tree.ok)}  tree: ${r.audit.tree.detail}`);
@@ -87,20 +94,31 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
   out(`  ${mark(lockOk)}  lock record: ${r.lock.relation}: ${r.lock.detail}`);
   out(`        ${r.objectsListed} objects listed, ${r.stalePartialsChecked} older partial tiles compared`);
   // The tree's and the lock's own findings are the lines above.
-  const shown = (f: FsckResult['findings'][number]) => f.kind === 'tree' || (f.kind === 'lock' && f.message === r.lock.detail);
+  const shown = (f: FsckResult['findings'][number]) =>
+    f.kind === 'tree' || (f.kind === 'lock' && f.message === r.lock.detail);
   for (const f of r.findings) if (!shown(f)) out(`  ${f.severity === 'problem' ? red('FAIL') : 'note'}  ${f.message}`);
   const hidden = r.problems + r.notices - r.findings.length;
   if (hidden > 0) out(`        … and ${hidden} more of the kinds above (--json lists the first of each kind)`);
   if (r.firstBad) out(`  first bad object: ${r.firstBad}`);
-  if (r.audit) out(`  ${r.audit.entriesChecked} entries, ${r.audit.bundlesChecked} bundles, ${r.audit.hashTilesChecked} hash tiles in ${(r.elapsedMs / 1000).toFixed(1)} s`);
-  out(r.ok ? `Result: ${green('PASS')} — ${r.notices} notice${r.notices === 1 ? '' : 's'}` : `Result: ${red('FAIL')} — ${r.problems} problem${r.problems === 1 ? '' : 's'}, ${r.notices} notice${r.notices === 1 ? '' : 's'}`);
+  if (r.audit)
+    out(
+      `  ${r.audit.entriesChecked} entries, ${r.audit.bundlesChecked} bundles, ${r.audit.hashTilesChecked} hash tiles in ${(r.elapsedMs / 1000).toFixed(1)} s`,
+    );
+  out(
+    r.ok
+      ? `Result: ${green('PASS')} — ${r.notices} notice${r.notices === 1 ? '' : 's'}`
+      : `Result: ${red('FAIL')} — ${r.problems} problem${r.problems === 1 ? '' : 's'}, ${r.notices} notice${r.notices === 1 ? '' : 's'}`,
+  );
 }
 
 /** The options both commands take: where the log is, the read-ahead, JSON. */
 function targetOptions(cmd: Command): Command {
   return cmd
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
-    .option('--aws', 'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)')
+    .option(
+      '--aws',
+      'the log on S3 and DynamoDB named by the environment, as `stele serve` reads it with STELE_BACKEND=aws (STELE_ORIGIN, STELE_S3_BUCKET, STELE_DYNAMO_TABLE, STELE_KMS_KEY_ID or STELE_KEY_FILE, …)',
+    )
     .option('--window <n>', 'bundles read ahead (default 8)', intArg('--window', 1))
     .option('--json', 'print the result as JSON')
     .addHelpText('after', HELP);
@@ -147,21 +165,36 @@ ${HELP}`,
     const { target, dataDir, close } = await openTarget(opts);
     // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
     // commit fails against the recovered lock and it stops.
-    const dirLock = dataDir === undefined ? null : await lockDir(dataDir).catch(async (e: unknown) => {
-      await close();
-      throw e;
-    });
+    const dirLock =
+      dataDir === undefined
+        ? null
+        : await lockDir(dataDir).catch(async (e: unknown) => {
+            await close();
+            throw e;
+          });
     const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
     const bar = progress('verifying', opts.json, 'entries');
     try {
-      const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => bar.stop());
+      const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() =>
+        bar.stop(),
+      );
       const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
       if (opts.json) {
-        emitJson({ result: r.status, size: r.size, root: r.root, timestamp: r.timestamp, previous: r.previous, entriesChecked: r.fsck.audit?.entriesChecked ?? 0, findings: r.fsck.findings });
+        emitJson({
+          result: r.status,
+          size: r.size,
+          root: r.root,
+          timestamp: r.timestamp,
+          previous: r.previous,
+          entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
+          findings: r.fsck.findings,
+        });
       } else if (r.status === 'up-to-date') {
         out(`stele: nothing to recover: ${target.lockName} already equals the published checkpoint (size ${r.size})`);
       } else {
-        out(`stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`);
+        out(
+          `stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
+        );
       }
     } catch (e) {
       if (!(e instanceof RecoverRefusedError)) throw e;

@@ -34,39 +34,103 @@ export function registerServeCommands(program: Command): void {
     .command('serve')
     .description('run the log: sequencer, lookup index, JSON API and tile server on one data directory')
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
-    .option('--origin <origin>', `log origin, the checkpoint's first line (env STELE_ORIGIN; default ${SERVE_DEFAULTS.origin})`)
+    .option(
+      '--origin <origin>',
+      `log origin, the checkpoint's first line (env STELE_ORIGIN; default ${SERVE_DEFAULTS.origin})`,
+    )
     .option('--host <host>', `listen address (env STELE_HOST; default ${SERVE_DEFAULTS.host})`)
     .option('--port <port>', `listen port, 0 for any (env STELE_PORT; default ${SERVE_DEFAULTS.port})`)
-    .option('--batch-interval <ms>', `longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS; default ${SERVE_DEFAULTS.batchIntervalMs})`)
-    .option('--min-batch-spacing <ms>', 'shortest time between two batch starts, the knob for per-batch cost (env STELE_MIN_BATCH_SPACING_MS; default 0 on a local directory, 1000 on AWS)')
+    .option(
+      '--batch-interval <ms>',
+      `longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS; default ${SERVE_DEFAULTS.batchIntervalMs})`,
+    )
+    .option(
+      '--min-batch-spacing <ms>',
+      'shortest time between two batch starts, the knob for per-batch cost (env STELE_MIN_BATCH_SPACING_MS; default 0 on a local directory, 1000 on AWS)',
+    )
     .option('--max-batch <n>', `largest batch (env STELE_MAX_BATCH; default ${SERVE_DEFAULTS.maxBatch})`)
-    .option('--anchor-timeout <ms>', `longest an anchor request waits for its checkpoint before a 503 (env STELE_ANCHOR_TIMEOUT_MS; default ${SERVE_DEFAULTS.anchorTimeoutMs})`)
-    .option('--mode <mode>', 'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)')
-    .option('--anchor-tokens <list>', 'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)')
-    .option('--anchor-policy <dir>', 'Cedar policy directory deciding each anchor in production mode, hot-reloaded (env STELE_ANCHOR_POLICY; default <data-dir>/anchor-policy)')
-    .option('--anchor-rate <n>', 'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)')
-    .option('--demo-witnesses <n>', 'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)')
-    .option('--witness <vkey=url>', 'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
-    .option('--witness-threshold <m>', 'cosignatures required before a checkpoint is published (env STELE_WITNESS_THRESHOLD; default: all witnesses)')
+    .option(
+      '--anchor-timeout <ms>',
+      `longest an anchor request waits for its checkpoint before a 503 (env STELE_ANCHOR_TIMEOUT_MS; default ${SERVE_DEFAULTS.anchorTimeoutMs})`,
+    )
+    .option(
+      '--mode <mode>',
+      'demo (open anchor route) or production (tokens and rate limits required) (env STELE_MODE; default demo)',
+    )
+    .option(
+      '--anchor-tokens <list>',
+      'name=token[@tenant],… bearer tokens for the anchor route (env STELE_ANCHOR_TOKENS)',
+    )
+    .option(
+      '--anchor-policy <dir>',
+      'Cedar policy directory deciding each anchor in production mode, hot-reloaded (env STELE_ANCHOR_POLICY; default <data-dir>/anchor-policy)',
+    )
+    .option(
+      '--anchor-rate <n>',
+      'anchors per second per client in production mode (env STELE_ANCHOR_RATE; default 100)',
+    )
+    .option(
+      '--demo-witnesses <n>',
+      'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)',
+    )
+    .option(
+      '--witness <vkey=url>',
+      'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)',
+      (v: string, acc: string[] = []) => [...acc, v],
+    )
+    .option(
+      '--witness-threshold <m>',
+      'cosignatures required before a checkpoint is published (env STELE_WITNESS_THRESHOLD; default: all witnesses)',
+    )
     .option(
       '--witness-policy <file>',
-      'a C2SP tlog-policy file: its witnesses (each line\'s URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)',
+      "a C2SP tlog-policy file: its witnesses (each line's URL is the submission prefix; or pair with --witness <vkey>=<url>) and the quorum that publishes a checkpoint (env STELE_WITNESS_POLICY)",
     )
     .option(
       '--signer <file|pkcs11:…>',
-      'the checkpoint key: "file" (the data dir\'s private/log.key, created on first start; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. \'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin\' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE) (env STELE_SIGNER)',
+      "the checkpoint key: \"file\" (the data dir's private/log.key, created on first start; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. 'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE) (env STELE_SIGNER)",
     )
-    .option('--lock <kind>', 'AWS/S3 backend: the sequencer lock record in dynamodb or in the bucket (env STELE_LOCK; default dynamodb)')
-    .option('--reconfigure', 'replace the witness settings stored with the log by this start\'s (a start that omits them uses the stored ones; different ones are refused without this)')
-    .option('--mirror <vkey=url>', 'a C2SP tlog-mirror to push the entries to, repeatable (env STELE_MIRRORS, comma-separated)', (v: string, acc: string[] = []) => [...acc, v])
-    .option('--mirror-quorum <n>', 'mirror cosignatures required before a checkpoint is published (env STELE_MIRROR_QUORUM; default 0: push after publishing)')
-    .option('--mirror-timeout <ms>', 'deadline of one round of mirror pushes (env STELE_MIRROR_TIMEOUT_MS; default 10000)')
-    .option('--enterprise', 'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)')
+    .option(
+      '--lock <kind>',
+      'AWS/S3 backend: the sequencer lock record in dynamodb or in the bucket (env STELE_LOCK; default dynamodb)',
+    )
+    .option(
+      '--reconfigure',
+      "replace the witness settings stored with the log by this start's (a start that omits them uses the stored ones; different ones are refused without this)",
+    )
+    .option(
+      '--mirror <vkey=url>',
+      'a C2SP tlog-mirror to push the entries to, repeatable (env STELE_MIRRORS, comma-separated)',
+      (v: string, acc: string[] = []) => [...acc, v],
+    )
+    .option(
+      '--mirror-quorum <n>',
+      'mirror cosignatures required before a checkpoint is published (env STELE_MIRROR_QUORUM; default 0: push after publishing)',
+    )
+    .option(
+      '--mirror-timeout <ms>',
+      'deadline of one round of mirror pushes (env STELE_MIRROR_TIMEOUT_MS; default 10000)',
+    )
+    .option(
+      '--enterprise',
+      'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)',
+    )
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
-      const { batchInterval, minBatchSpacing, anchorTimeout, json, logLevel, witness, reconfigure, mirror, mirrorTimeout, ...rest } = opts;
+      const {
+        batchInterval,
+        minBatchSpacing,
+        anchorTimeout,
+        json,
+        logLevel,
+        witness,
+        reconfigure,
+        mirror,
+        mirrorTimeout,
+        ...rest
+      } = opts;
       const cfg = {
         ...config({
           ...rest,
@@ -87,14 +151,24 @@ export function registerServeCommands(program: Command): void {
         if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
         const hsm = hsmError(e);
         if (hsm) throw hsm;
-        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
-          throw new CliError(EXIT.IO, `the filesystem holding ${cfg.dataDir} is full (no space left on device): free space there and start again; nothing acknowledged is lost`);
+          throw new CliError(
+            EXIT.IO,
+            `the filesystem holding ${cfg.dataDir} is full (no space left on device): free space there and start again; nothing acknowledged is lost`,
+          );
         }
         if ((e as Error)?.name === 'DataDirInUseError') throw new CliError(EXIT.IO, (e as Error).message);
         throw e;
       });
-      const info = { url: server.url, origin: server.origin, keyId: server.keyId, vkey: server.vkey, dataDir: server.dataDir };
+      const info = {
+        url: server.url,
+        origin: server.origin,
+        keyId: server.keyId,
+        vkey: server.vkey,
+        dataDir: server.dataDir,
+      };
       if (json) process.stdout.write(`${JSON.stringify(info)}\n`);
       else {
         process.stdout.write(
@@ -137,7 +211,12 @@ export function registerServeCommands(program: Command): void {
       rmSync(dir, { recursive: true, force: true });
       const index = new LmdbIndex(dir);
       const started = performance.now();
-      const size = await catchUpIndex(index, new LogReader(store, logCorruptObjects(log)), sequencer.checkpoint.size, sequencer.checkpoint);
+      const size = await catchUpIndex(
+        index,
+        new LogReader(store, logCorruptObjects(log)),
+        sequencer.checkpoint.size,
+        sequencer.checkpoint,
+      );
       await index.close();
       await sequencer.close();
       const seconds = (performance.now() - started) / 1000;

@@ -9,7 +9,14 @@ import { RULES } from '../../src/client/verify.js';
 import { UsageError } from '../../src/client/errors.js';
 import { anchorJson, printAnchor } from './ledger/anchor.js';
 import { common, emitJson, exitFor, openSession, out } from './ledger/common.js';
-import { RULES_HELP, type VerifyCliOptions, printVerify, runVerify, verifyJson, verifyOptions } from './ledger/verify.js';
+import {
+  RULES_HELP,
+  type VerifyCliOptions,
+  printVerify,
+  runVerify,
+  verifyJson,
+  verifyOptions,
+} from './ledger/verify.js';
 
 interface TopVerifyOptions extends VerifyCliOptions {
   anchor?: boolean;
@@ -22,9 +29,14 @@ export function registerVerify(program: Command): void {
     verifyOptions(
       program
         .command('verify')
-        .description('verify a package file against the ledger; with --anchor, verify and record it, or anchor it if it is new')
+        .description(
+          'verify a package file against the ledger; with --anchor, verify and record it, or anchor it if it is new',
+        )
         .argument('<package_file>', 'the file to verify')
-        .option('--anchor', 'in one step: if the file is in the log and verifies, record a document_verified entry; if it is not in the log (and the log checks out), anchor it (ledger_anchor); the new entry is verified either way')
+        .option(
+          '--anchor',
+          'in one step: if the file is in the log and verifies, record a document_verified entry; if it is not in the log (and the log checks out), anchor it (ledger_anchor); the new entry is verified either way',
+        )
         .option('--artifact <label>', 'with --anchor: artifact label (default: the file name)')
         .option('--scope <scope>', 'with --anchor: scope label (default: [ledger] scope)')
         .addHelpText('after', RULES_HELP),
@@ -64,14 +76,24 @@ export function registerVerify(program: Command): void {
       // `anchor`: which step ran ("anchored": the file was new, "recorded": it verified and a
       // document_verified entry was added); `verification` is the look-up before it.
       const recorded = anchorJson(a);
-      emitJson(step === 'anchored' ? { ...recorded, anchor: step, verification: verifyJson(v) } : { ...verifyJson(v), result: recorded.result, verdict: recorded.verdict, anchor: step, recorded });
+      emitJson(
+        step === 'anchored'
+          ? { ...recorded, anchor: step, verification: verifyJson(v) }
+          : { ...verifyJson(v), result: recorded.result, verdict: recorded.verdict, anchor: step, recorded },
+      );
     } else {
       if (step === 'recorded') {
         printVerify(v);
         out();
       } else out(`${file} is not in the log yet (sha256 ${v.digest}): anchoring it.`);
       printAnchor(a, step === 'anchored' ? 'Anchored (ledger_anchor)' : 'Recorded document_verified for');
-      out(outcome === 'FAIL' ? 'verify --anchor: FAIL' : step === 'anchored' ? 'verify --anchor: anchored, and the new entry verified' : 'verify --anchor: verified, recorded document_verified');
+      out(
+        outcome === 'FAIL'
+          ? 'verify --anchor: FAIL'
+          : step === 'anchored'
+            ? 'verify --anchor: anchored, and the new entry verified'
+            : 'verify --anchor: verified, recorded document_verified',
+      );
     }
     exitFor(a.report);
   });
@@ -84,6 +106,8 @@ export function registerVerify(program: Command): void {
 function anchorStep(v: VerifyResult): 'anchored' | 'recorded' | null {
   if (!v.report.failed) return 'recorded';
   const notFound = v.entry === undefined && v.mode === 'api';
-  const logOk = v.report.checks.every((c) => c.status !== 'FAIL' || c.rule === RULES.leaf.rule || c.rule === RULES.overall.rule);
+  const logOk = v.report.checks.every(
+    (c) => c.status !== 'FAIL' || c.rule === RULES.leaf.rule || c.rule === RULES.overall.rule,
+  );
   return notFound && logOk ? 'anchored' : null;
 }

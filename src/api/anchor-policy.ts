@@ -62,8 +62,15 @@ export interface AnchorPolicy {
 }
 
 /** Opens the policy directory (writing the starter policy into an empty one) and watches it. */
-export async function openAnchorPolicy(dir: string, logger: Logger, o: { pollMs?: number; now?: () => number } = {}): Promise<AnchorPolicy> {
-  const engine = await PolicyEngine.open(dir, logger.child({ component: 'anchor-policy' }), { pollMs: o.pollMs ?? 1000, starter: STARTER_ANCHOR_POLICY });
+export async function openAnchorPolicy(
+  dir: string,
+  logger: Logger,
+  o: { pollMs?: number; now?: () => number } = {},
+): Promise<AnchorPolicy> {
+  const engine = await PolicyEngine.open(dir, logger.child({ component: 'anchor-policy' }), {
+    pollMs: o.pollMs ?? 1000,
+    starter: STARTER_ANCHOR_POLICY,
+  });
   const now = o.now ?? Date.now;
   const counts = new MinuteCounts();
   const decide = (who: AnchorClient, r: AnchorRequest) => {

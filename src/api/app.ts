@@ -39,7 +39,11 @@ export function createApp(o: AppOptions): Koa {
     jsonStrict: true,
   });
   const guard = o.guard ?? {};
-  const router = ledgerRouter(o.ledger, [anchorGuard(guard), parseJson], anchorAdmission(guard, (allowed) => o.metrics.anchorDecision(allowed)));
+  const router = ledgerRouter(
+    o.ledger,
+    [anchorGuard(guard), parseJson],
+    anchorAdmission(guard, (allowed) => o.metrics.anchorDecision(allowed)),
+  );
   app.use(router.routes());
   // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
   app.use(router.allowedMethods());
@@ -89,6 +93,10 @@ function edgeMiddleware(o: AppOptions): Middleware {
     }
     const ms = performance.now() - start;
     record(ctx.path, ctx.method, ctx.status, ms / 1000);
-    if (logRequests) o.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    if (logRequests)
+      o.logger.info(
+        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
   };
 }

@@ -24,7 +24,9 @@ export function checkRequestEdge(req: IncomingMessage): void {
   const method = req.method ?? '';
   if (method === 'GET' || method === 'HEAD') return;
   if (!KNOWN_METHODS.has(method)) {
-    throw new ApiError(405, 'method_not_allowed', `${method} is not a method this server takes; it answers ${ALLOW}`, { Allow: ALLOW });
+    throw new ApiError(405, 'method_not_allowed', `${method} is not a method this server takes; it answers ${ALLOW}`, {
+      Allow: ALLOW,
+    });
   }
   checkBodyHeaders(req);
 }
@@ -37,13 +39,22 @@ export function checkRequestEdge(req: IncomingMessage): void {
 export function checkBodyHeaders(req: IncomingMessage): void {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') {
-    throw new ApiError(415, 'unsupported_encoding', 'request bodies must not be compressed or encoded (Content-Encoding: identity only)', { 'Accept-Encoding': 'identity' });
+    throw new ApiError(
+      415,
+      'unsupported_encoding',
+      'request bodies must not be compressed or encoded (Content-Encoding: identity only)',
+      { 'Accept-Encoding': 'identity' },
+    );
   }
   const type = req.headers['content-type'];
   if (type === undefined) return;
   const charset = charsetOf(type);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    throw new ApiError(415, 'unsupported_charset', `request bodies must be UTF-8, not ${JSON.stringify(charset.slice(0, 40))}`);
+    throw new ApiError(
+      415,
+      'unsupported_charset',
+      `request bodies must be UTF-8, not ${JSON.stringify(charset.slice(0, 40))}`,
+    );
   }
 }
 
@@ -57,7 +68,11 @@ function charsetOf(contentType: string): string | undefined {
     if (p.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
     // Two charset parameters are as bad as a wrong one.
     if (found !== undefined) return 'ambiguous';
-    found = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    found = p
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
   }
   return found;
 }
@@ -69,11 +84,19 @@ const CLIENT_ERROR_STATUS: Readonly<Record<string, readonly [number, string, str
   ERR_HTTP_HEADERS_TIMEOUT: [408, 'request_timeout', 'the request headers were not received in time'],
 };
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
 
 /** The raw HTTP/1.1 answer to a request Node could not parse. */
 export function clientErrorResponse(errorCode: string | undefined): string {
-  const [status, code, message] = CLIENT_ERROR_STATUS[errorCode ?? ''] ?? [400, 'malformed_request', 'the request is not valid HTTP/1.1'];
+  const [status, code, message] = CLIENT_ERROR_STATUS[errorCode ?? ''] ?? [
+    400,
+    'malformed_request',
+    'the request is not valid HTTP/1.1',
+  ];
   const body = JSON.stringify({ error: { code, message } });
   return (
     `HTTP/1.1 ${status} ${REASONS[status]}\r\n` +
@@ -86,7 +109,9 @@ export function clientErrorResponse(errorCode: string | undefined): string {
 
 /** A `connect` listener: CONNECT (a proxy's method) is not taken (405); without it Node would just close. */
 export function connectHandler(_req: IncomingMessage, socket: Socket): void {
-  const body = JSON.stringify({ error: { code: 'method_not_allowed', message: `CONNECT is not a method this server takes; it answers ${ALLOW}` } });
+  const body = JSON.stringify({
+    error: { code: 'method_not_allowed', message: `CONNECT is not a method this server takes; it answers ${ALLOW}` },
+  });
   socket.end(
     'HTTP/1.1 405 Method Not Allowed\r\n' +
       'Content-Type: application/json; charset=utf-8\r\n' +

@@ -40,7 +40,11 @@ export const CORRUPT_STORAGE_STATUS = 500;
 function classify(e: unknown): ApiError | null {
   if (e instanceof ApiError) return e;
   if (e instanceof CorruptObjectError) {
-    return new ApiError(CORRUPT_STORAGE_STATUS, 'corrupt_storage', `${e.key} in the log's storage does not match the signed checkpoint; the operator has been alerted`);
+    return new ApiError(
+      CORRUPT_STORAGE_STATUS,
+      'corrupt_storage',
+      `${e.key} in the log's storage does not match the signed checkpoint; the operator has been alerted`,
+    );
   }
   const h = e as HttpishError;
   const status = h?.status ?? h?.statusCode;
@@ -48,11 +52,13 @@ function classify(e: unknown): ApiError | null {
   // http-error carries is a fault of the server's own, answered as `internal`.
   if (status === 501) return new ApiError(501, 'not_implemented', 'method not implemented');
   if (typeof status !== 'number' || status < 400 || status >= 500) return null;
-  if (status === 413 || h.type === 'entity.too.large') return new ApiError(413, 'body_too_large', 'request body is too large');
+  if (status === 413 || h.type === 'entity.too.large')
+    return new ApiError(413, 'body_too_large', 'request body is too large');
   if (status === 405) return new ApiError(405, 'method_not_allowed', h.message ?? 'method not allowed');
   if (status === 415) return new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
   // The JSON parser (bourne) refuses prototype poisoning outright.
-  if (/forbidden prototype property/i.test(h.message ?? '')) return new ApiError(400, 'forbidden_field', 'request body must not contain __proto__ or constructor.prototype');
+  if (/forbidden prototype property/i.test(h.message ?? ''))
+    return new ApiError(400, 'forbidden_field', 'request body must not contain __proto__ or constructor.prototype');
   if (h.type === 'entity.parse.failed' || /JSON|Unexpected token/i.test(h.message ?? '')) {
     return new ApiError(400, 'invalid_json', 'request body is not valid JSON');
   }
@@ -63,7 +69,11 @@ function classify(e: unknown): ApiError | null {
 export function respondWithError(ctx: Context, e: unknown, logger: Logger): void {
   const known = classify(e);
   const err = known ?? new ApiError(500, 'internal', 'internal error');
-  if (!known) logger.error({ err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path }, 'request failed');
+  if (!known)
+    logger.error(
+      { err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path },
+      'request failed',
+    );
   ctx.status = err.status;
   ctx.set(err.headers);
   ctx.set('Cache-Control', 'no-store');
@@ -79,6 +89,12 @@ export function throwIfUnanswered(ctx: Context): void {
   if (ctx.status === 404) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
   const allow = ctx.response.get('Allow');
   const headers: Record<string, string> = allow ? { Allow: allow } : {};
-  if (ctx.status === 405) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}${allow ? `; use ${allow}` : ''}`, headers);
+  if (ctx.status === 405)
+    throw new ApiError(
+      405,
+      'method_not_allowed',
+      `${ctx.method} is not allowed on ${ctx.path}${allow ? `; use ${allow}` : ''}`,
+      headers,
+    );
   if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `${ctx.method} is not implemented`, headers);
 }

@@ -48,7 +48,8 @@ export function bearerTokens(grants: readonly TokenGrant[]): Authenticator {
     if (!m) return null;
     const h = digest(m[1]!);
     let found: AnchorClient | null = null;
-    for (const g of hashed) if (timingSafeEqual(g.hash, h)) found = { client: g.name, ...(g.tenant ? { tenant: g.tenant } : {}) };
+    for (const g of hashed)
+      if (timingSafeEqual(g.hash, h)) found = { client: g.name, ...(g.tenant ? { tenant: g.tenant } : {}) };
     return found;
   };
 }
@@ -61,7 +62,10 @@ export function bearerTokens(grants: readonly TokenGrant[]): Authenticator {
 export type TenantRule = 'token' | 'client';
 
 /** Decides one anchor (the anchor policy): allowed or not, with the policies that decided it. */
-export type AnchorDecider = (who: AnchorClient, request: AnchorRequest) => { readonly allowed: boolean; readonly reasons: readonly string[]; readonly policyVersion: string };
+export type AnchorDecider = (
+  who: AnchorClient,
+  request: AnchorRequest,
+) => { readonly allowed: boolean; readonly reasons: readonly string[]; readonly policyVersion: string };
 
 export interface GuardOptions {
   /** Authentication; undefined lets everyone anchor (demo mode). */
@@ -80,12 +84,20 @@ export function withTenant(request: AnchorRequest, who: AnchorClient, rule: Tena
   const bound = who.tenant;
   if (bound !== undefined) {
     if (sent !== undefined && sent !== bound) {
-      throw new ApiError(403, 'tenant_mismatch', `token ${who.client} is bound to tenant ${JSON.stringify(bound)} and cannot write tenant ${JSON.stringify(sent)}`);
+      throw new ApiError(
+        403,
+        'tenant_mismatch',
+        `token ${who.client} is bound to tenant ${JSON.stringify(bound)} and cannot write tenant ${JSON.stringify(sent)}`,
+      );
     }
     return sent === bound ? request : { ...request, tenant: bound };
   }
   if (sent !== undefined && rule === 'token') {
-    throw new ApiError(403, 'tenant_not_granted', `token ${who.client} is bound to no tenant and cannot write tenant ${JSON.stringify(sent)}`);
+    throw new ApiError(
+      403,
+      'tenant_not_granted',
+      `token ${who.client} is bound to no tenant and cannot write tenant ${JSON.stringify(sent)}`,
+    );
   }
   return request;
 }
@@ -102,7 +114,13 @@ export function anchorAdmission(options: GuardOptions, onDecision?: (allowed: bo
     onDecision?.(d.allowed);
     if (!d.allowed) {
       const why = d.reasons.length > 0 ? `refused by ${d.reasons.join(', ')}` : 'no policy permits it';
-      throw new ApiError(403, 'anchor_denied', `the anchor policy does not allow this anchor (${why})`, {}, { reasons: d.reasons, policyVersion: d.policyVersion });
+      throw new ApiError(
+        403,
+        'anchor_denied',
+        `the anchor policy does not allow this anchor (${why})`,
+        {},
+        { reasons: d.reasons, policyVersion: d.policyVersion },
+      );
     }
     return admitted;
   };
@@ -117,7 +135,9 @@ export function anchorGuard(options: GuardOptions) {
     if (options.authenticate) {
       const found = await options.authenticate(ctx);
       if (!found) {
-        throw new ApiError(401, 'unauthorized', 'a valid bearer token is required to anchor', { 'WWW-Authenticate': 'Bearer realm="stele"' });
+        throw new ApiError(401, 'unauthorized', 'a valid bearer token is required to anchor', {
+          'WWW-Authenticate': 'Bearer realm="stele"',
+        });
       }
       who = found;
     }
@@ -126,7 +146,9 @@ export function anchorGuard(options: GuardOptions) {
         await limiter.consume(who.client);
       } catch (e) {
         if (!(e instanceof RateLimiterRes)) throw e;
-        throw new ApiError(429, 'rate_limited', 'too many anchors; slow down', { 'Retry-After': String(Math.max(1, Math.ceil(e.msBeforeNext / 1000))) });
+        throw new ApiError(429, 'rate_limited', 'too many anchors; slow down', {
+          'Retry-After': String(Math.max(1, Math.ceil(e.msBeforeNext / 1000))),
+        });
       }
     }
     ctx.state.client = who.client;

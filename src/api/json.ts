@@ -6,7 +6,9 @@
 // exactly those of JSON.stringify(view) (test/api/json.test.ts checks this).
 
 /** Two ASCII hex digits per byte value. */
-const HEX_DIGITS = new TextEncoder().encode(Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0')).join(''));
+const HEX_DIGITS = new TextEncoder().encode(
+  Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0')).join(''),
+);
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const COLON = 0x3a;

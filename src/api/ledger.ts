@@ -10,7 +10,14 @@ import { isHash64, toHex } from '../core/hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
-import { AnchorTimeoutError, type AnchorReceipt, PoolFullError, type PublishedCheckpoint, SequencerStoppedError, StorageUnavailableError } from '../sequencer/contract.js';
+import {
+  AnchorTimeoutError,
+  type AnchorReceipt,
+  PoolFullError,
+  type PublishedCheckpoint,
+  SequencerStoppedError,
+  StorageUnavailableError,
+} from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';
@@ -56,7 +63,9 @@ function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
     if (format === 'json') return false;
     throw badRequest('invalid_format', 'format must be json or tlog-proof');
   }
-  return (ctx.get('Accept') ?? '').split(',').some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
+  return (ctx.get('Accept') ?? '')
+    .split(',')
+    .some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
 }
 
 /** The request's query parameters: node:querystring parses several times faster than ctx.query. */
@@ -100,7 +109,11 @@ export type AnchorAdmission = (ctx: Context, request: AnchorRequest) => AnchorRe
  * `anchorGuards` run before the anchor body is read (authentication, rate limits, parsing);
  * `admit` after it is validated, before it is submitted.
  */
-export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = [], admit: AnchorAdmission = (_ctx, r) => r): Router {
+export function ledgerRouter(
+  svc: LedgerService,
+  anchorGuards: Middleware[] = [],
+  admit: AnchorAdmission = (_ctx, r) => r,
+): Router {
   const router = new Router({ prefix: '/api/ledger' });
   const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
   const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
@@ -119,8 +132,14 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       keyId: keyIdOf(svc.publicKey),
       publicKey: Buffer.from(svc.publicKey).toString('base64'),
       vkey: formatVkey(makeVerifier(svc.origin, SIG_ED25519, svc.publicKey)),
-      witnesses: svc.witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })),
-      witnessPolicy: { threshold: svc.witnessThreshold, ...(svc.witnessPolicy !== undefined ? { policy: svc.witnessPolicy } : {}) },
+      witnesses: svc.witnesses.map((w) => ({
+        name: w.name,
+        vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)),
+      })),
+      witnessPolicy: {
+        threshold: svc.witnessThreshold,
+        ...(svc.witnessPolicy !== undefined ? { policy: svc.witnessPolicy } : {}),
+      },
     };
     ctx.body = body;
   });
@@ -152,7 +171,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
       seq = await svc.index.findByDigest(value.toLowerCase());
     }
-    if (seq === undefined || seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    if (seq === undefined || seq >= cp.size)
+      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
     const found = await svc.reader.entryWithProof(seq, cp);
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
@@ -168,7 +188,15 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       return;
     }
     ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = entryProofJson(seq, found.canonical, found.entryHash, found.auditPath, view(cp), checkpoints.json(cp), found.leafHash);
+    ctx.body = entryProofJson(
+      seq,
+      found.canonical,
+      found.entryHash,
+      found.auditPath,
+      view(cp),
+      checkpoints.json(cp),
+      found.leafHash,
+    );
   });
 
   router.get('/consistency', async (ctx) => {
@@ -192,7 +220,8 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
   router.post('/anchor', ...anchorGuards, async (ctx) => {
     noStore(ctx);
     if (!svc.submit) throw new ApiError(405, 'read_only', 'this replica does not accept anchors');
-    if (!ctx.is('application/json')) throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
+    if (!ctx.is('application/json'))
+      throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
     let request: AnchorRequest;
     try {
       request = parseAnchorBody((ctx.request as { body?: unknown }).body);
@@ -206,14 +235,21 @@ export function ledgerRouter(svc: LedgerService, anchorGuards: Middleware[] = []
       receipt = await svc.submit(request);
     } catch (e) {
       if (e instanceof PoolFullError) throw new ApiError(503, 'pool_full', e.message, { 'Retry-After': '1' });
-      if (e instanceof StorageUnavailableError) throw new ApiError(503, 'storage_unavailable', e.message, { 'Retry-After': '5' });
+      if (e instanceof StorageUnavailableError)
+        throw new ApiError(503, 'storage_unavailable', e.message, { 'Retry-After': '5' });
       if (e instanceof AnchorTimeoutError) throw new ApiError(503, 'anchor_timeout', e.message, { 'Retry-After': '5' });
       if (e instanceof SequencerStoppedError) throw new ApiError(503, 'sequencer_stopped', e.message);
       throw e;
     }
     ctx.status = 201;
     ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = anchorJson(receipt.seq, receipt.entry, receipt.entryHash, receipt.inclusionProof(), checkpoints.json(receipt.checkpoint));
+    ctx.body = anchorJson(
+      receipt.seq,
+      receipt.entry,
+      receipt.entryHash,
+      receipt.inclusionProof(),
+      checkpoints.json(receipt.checkpoint),
+    );
   });
 
   router.get('/summary', async (ctx) => {

@@ -5,7 +5,12 @@ import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/contract
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'stele_http_requests_total', help: 'HTTP requests', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private readonly requests = new Counter({
+    name: 'stele_http_requests_total',
+    help: 'HTTP requests',
+    labelNames: ['route', 'method', 'status'],
+    registers: [this.registry],
+  });
   private readonly latency = new Histogram({
     name: 'stele_http_request_duration_seconds',
     help: 'HTTP request latency',
@@ -13,8 +18,16 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
-  readonly treeSize = new Gauge({ name: 'stele_tree_size', help: 'Leaves in the latest published checkpoint', registers: [this.registry] });
-  readonly checkpointAge = new Gauge({ name: 'stele_checkpoint_timestamp_seconds', help: 'Publish time of the latest checkpoint', registers: [this.registry] });
+  readonly treeSize = new Gauge({
+    name: 'stele_tree_size',
+    help: 'Leaves in the latest published checkpoint',
+    registers: [this.registry],
+  });
+  readonly checkpointAge = new Gauge({
+    name: 'stele_checkpoint_timestamp_seconds',
+    help: 'Publish time of the latest checkpoint',
+    registers: [this.registry],
+  });
   private readonly batchSize = new Histogram({
     name: 'stele_batch_size',
     help: 'Entries per integrated batch',
@@ -43,9 +56,30 @@ export class Metrics {
 
   /** Exposes a LogReader's fetches, cache hits and hash tile reads (tiles read per proof = reads / proofs). */
   watchReader(stats: ReaderStats): void {
-    new Gauge({ name: 'stele_hash_tile_reads', help: 'Hash tiles read by proofs (fetched or cached)', registers: [this.registry], collect() { this.set(stats.hashTileReads); } });
-    new Gauge({ name: 'stele_tile_fetches', help: 'Tiles and bundles fetched from storage', registers: [this.registry], collect() { this.set(stats.fetches); } });
-    new Gauge({ name: 'stele_tile_cache_hits', help: 'Tile and bundle reads answered from the cache', registers: [this.registry], collect() { this.set(stats.hits); } });
+    new Gauge({
+      name: 'stele_hash_tile_reads',
+      help: 'Hash tiles read by proofs (fetched or cached)',
+      registers: [this.registry],
+      collect() {
+        this.set(stats.hashTileReads);
+      },
+    });
+    new Gauge({
+      name: 'stele_tile_fetches',
+      help: 'Tiles and bundles fetched from storage',
+      registers: [this.registry],
+      collect() {
+        this.set(stats.fetches);
+      },
+    });
+    new Gauge({
+      name: 'stele_tile_cache_hits',
+      help: 'Tile and bundle reads answered from the cache',
+      registers: [this.registry],
+      collect() {
+        this.set(stats.hits);
+      },
+    });
     let counted = 0;
     new Counter({
       name: 'stele_corrupt_objects_total',
@@ -60,7 +94,14 @@ export class Metrics {
 
   /** Exposes readiness, the age of the published checkpoint and the sequencer's failed commits. */
   watchHealth(h: { notReady(): string | null; checkpoint(): PublishedCheckpoint; commitFailures?(): number }): void {
-    new Gauge({ name: 'stele_ready', help: '1 while anchors can be committed and published (GET /readyz), else 0', registers: [this.registry], collect() { this.set(h.notReady() === null ? 1 : 0); } });
+    new Gauge({
+      name: 'stele_ready',
+      help: '1 while anchors can be committed and published (GET /readyz), else 0',
+      registers: [this.registry],
+      collect() {
+        this.set(h.notReady() === null ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'stele_checkpoint_age_seconds',
       help: 'Seconds since the latest checkpoint was published',
@@ -92,8 +133,22 @@ export class Metrics {
 
   /** Exposes how far an API replica with its own index has followed the published log. */
   watchFollower(status: () => { lag: number; indexed: number; served: number }): void {
-    new Gauge({ name: 'stele_follower_lag_entries', help: 'Published entries this replica has not indexed and served yet', registers: [this.registry], collect() { this.set(status().lag); } });
-    new Gauge({ name: 'stele_follower_indexed_entries', help: 'Entries in this replica\'s own lookup index', registers: [this.registry], collect() { this.set(status().indexed); } });
+    new Gauge({
+      name: 'stele_follower_lag_entries',
+      help: 'Published entries this replica has not indexed and served yet',
+      registers: [this.registry],
+      collect() {
+        this.set(status().lag);
+      },
+    });
+    new Gauge({
+      name: 'stele_follower_indexed_entries',
+      help: "Entries in this replica's own lookup index",
+      registers: [this.registry],
+      collect() {
+        this.set(status().indexed);
+      },
+    });
   }
 
   onPublished(cp: PublishedCheckpoint, batch: IntegratedBatch | null): void {
@@ -115,7 +170,10 @@ export class Metrics {
       const key = `${route} ${method} ${status}`;
       let s = series.get(key);
       if (!s) {
-        s = { latency: this.latency.labels({ route, method }), requests: this.requests.labels({ route, method, status: String(status) }) };
+        s = {
+          latency: this.latency.labels({ route, method }),
+          requests: this.requests.labels({ route, method, status: String(status) }),
+        };
         series.set(key, s);
       }
       s.latency.observe(seconds);
@@ -126,7 +184,12 @@ export class Metrics {
 
 /** Low-cardinality route label: tile paths collapse to their kind. */
 function routeLabel(path: string): string {
-  if (path.startsWith('/tile/')) return path.startsWith('/tile/entries/') ? '/tile/entries' : path.startsWith('/tile/records/') ? '/tile/records' : '/tile';
+  if (path.startsWith('/tile/'))
+    return path.startsWith('/tile/entries/')
+      ? '/tile/entries'
+      : path.startsWith('/tile/records/')
+        ? '/tile/records'
+        : '/tile';
   if (/^\/(api\/ledger\/[a-z]+|checkpoint|healthz|readyz|metrics)$/.test(path)) return path;
   return 'other';
 }

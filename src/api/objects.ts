@@ -12,7 +12,9 @@ export function objectMiddleware(source: ObjectReader) {
     const isObject = key === CHECKPOINT_KEY || key.startsWith('tile/');
     if (!isObject) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on log objects`, { Allow: 'GET, HEAD' });
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on log objects`, {
+        Allow: 'GET, HEAD',
+      });
     }
     if (key !== CHECKPOINT_KEY && !parseTilePath(key)) throw notFound('object_not_found', `${key} is not a tile path`);
     const data = await source.get(key);

@@ -16,7 +16,11 @@ export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Ui
     if (sig.payload.length !== 72 || !pub) continue;
     if (toHex(keyHash(sig.name, SIG_COSIGNATURE_V1, pub)) !== toHex(sig.keyHash)) continue;
     const seconds = Number(Buffer.from(sig.payload.subarray(0, 8)).readBigUInt64BE());
-    out.push({ name: sig.name, signature: `ed25519:${toBase64(sig.payload.subarray(8))}`, timestamp: new Date(seconds * 1000).toISOString() });
+    out.push({
+      name: sig.name,
+      signature: `ed25519:${toBase64(sig.payload.subarray(8))}`,
+      timestamp: new Date(seconds * 1000).toISOString(),
+    });
   }
   return out;
 }
@@ -109,7 +113,13 @@ const CLOSE_BRACE = 0x7d;
  * as JSON.stringify does), so it is spliced between the id and the proof as it is; a record
  * with an array-index key, whose order JSON.parse changes, is written the slow way.
  */
-function writeEntryView(w: JsonObjectWriter, key: string, seq: number, canonical: Uint8Array, entryHash: Uint8Array): void {
+function writeEntryView(
+  w: JsonObjectWriter,
+  key: string,
+  seq: number,
+  canonical: Uint8Array,
+  entryHash: Uint8Array,
+): void {
   const last = canonical.length - 1;
   const text = Buffer.from(canonical.buffer, canonical.byteOffset, canonical.byteLength).toString('latin1');
   if (last < 2 || canonical[0] !== OPEN_BRACE || canonical[last] !== CLOSE_BRACE || ARRAY_INDEX_KEY.test(text)) {
@@ -121,7 +131,13 @@ function writeEntryView(w: JsonObjectWriter, key: string, seq: number, canonical
 }
 
 /** The anchor response (spec §2.5) as JSON bytes; `checkpointJson` as for entryProofJson. */
-export function anchorJson(seq: number, entry: CanonicalEntry, entryHash: Uint8Array, inclusionProof: readonly Uint8Array[], checkpointJson: JsonFragment): Buffer {
+export function anchorJson(
+  seq: number,
+  entry: CanonicalEntry,
+  entryHash: Uint8Array,
+  inclusionProof: readonly Uint8Array[],
+  checkpointJson: JsonFragment,
+): Buffer {
   return new JsonObjectWriter()
     .value('entry', presentEntry(entry, seq, entryHash))
     .number('leafIndex', seq)
@@ -131,6 +147,18 @@ export function anchorJson(seq: number, entry: CanonicalEntry, entryHash: Uint8A
 }
 
 /** The consistency view (ConsistencyView) as JSON bytes. */
-export function consistencyJson(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, proof: readonly Uint8Array[]): Buffer {
-  return new JsonObjectWriter().number('first', first).number('second', second).hex('firstRoot', firstRoot).hex('secondRoot', secondRoot).hexList('proof', proof).end();
+export function consistencyJson(
+  first: number,
+  second: number,
+  firstRoot: Uint8Array,
+  secondRoot: Uint8Array,
+  proof: readonly Uint8Array[],
+): Buffer {
+  return new JsonObjectWriter()
+    .number('first', first)
+    .number('second', second)
+    .hex('firstRoot', firstRoot)
+    .hex('secondRoot', secondRoot)
+    .hexList('proof', proof)
+    .end();
 }

@@ -67,7 +67,8 @@ export class DynamoIndex implements LookupIndex {
     const end = batch.fromSize + batch.count;
     let indexed = await this.indexedSize();
     if (end <= indexed) return;
-    if (batch.fromSize > indexed) throw new IndexGapError(`index holds ${indexed} leaves; batch starts at ${batch.fromSize}`);
+    if (batch.fromSize > indexed)
+      throw new IndexGapError(`index holds ${indexed} leaves; batch starts at ${batch.fromSize}`);
 
     const start = indexed;
     const digests = new Map<string, number>();
@@ -146,7 +147,11 @@ export class DynamoIndex implements LookupIndex {
     this.stats.reads++;
     const res = await this.client.send(
       // Strongly consistent: an acknowledged anchor is findable at once on every replica.
-      new GetItemCommand({ TableName: this.table, Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } }, ConsistentRead: true }),
+      new GetItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } },
+        ConsistentRead: true,
+      }),
     );
     const n = res.Item?.leaf?.N;
     return n === undefined ? undefined : Number(n);
@@ -162,7 +167,9 @@ export class DynamoIndex implements LookupIndex {
 
   private async meta() {
     this.stats.reads++;
-    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.metaKey(), ConsistentRead: true }));
+    const res = await this.client.send(
+      new GetItemCommand({ TableName: this.table, Key: this.metaKey(), ConsistentRead: true }),
+    );
     return res.Item ?? {};
   }
 
@@ -173,7 +180,8 @@ export class DynamoIndex implements LookupIndex {
   async countsByType(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
     for (const [name, value] of Object.entries(await this.meta())) {
-      if (name.startsWith(COUNT_PREFIX) && value.N !== undefined) out[name.slice(COUNT_PREFIX.length)] = Number(value.N);
+      if (name.startsWith(COUNT_PREFIX) && value.N !== undefined)
+        out[name.slice(COUNT_PREFIX.length)] = Number(value.N);
     }
     return out;
   }
@@ -198,7 +206,11 @@ export class DynamoIndex implements LookupIndex {
           ExclusiveStartKey: start,
         }),
       );
-      await Promise.all((page.Items ?? []).map((item) => this.limit(() => this.deleteItem({ pk: { S: item.pk!.S! }, sk: { S: item.sk!.S! } }))));
+      await Promise.all(
+        (page.Items ?? []).map((item) =>
+          this.limit(() => this.deleteItem({ pk: { S: item.pk!.S! }, sk: { S: item.sk!.S! } })),
+        ),
+      );
       start = page.LastEvaluatedKey as typeof start;
     } while (start);
   }

@@ -66,12 +66,15 @@ export class DynamoLock implements SequencerLock {
 
   async read(): Promise<{ state: LockState; version: string } | null> {
     this.stats.reads++;
-    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }));
+    const res = await this.client.send(
+      new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }),
+    );
     const item = res.Item;
     if (!item) return null;
     const state = item.state?.S;
     const version = item.version?.S;
-    if (state === undefined || version === undefined) throw new Error(`lock item in ${this.table} lacks state or version`);
+    if (state === undefined || version === undefined)
+      throw new Error(`lock item in ${this.table} lacks state or version`);
     return { state: parseLockState(Buffer.from(state, 'utf8')), version };
   }
 
@@ -102,7 +105,8 @@ export class DynamoLock implements SequencerLock {
       );
       return version;
     } catch (e) {
-      if (!(e instanceof ConditionalCheckFailedException) && (e as Error).name !== 'ConditionalCheckFailedException') throw e;
+      if (!(e instanceof ConditionalCheckFailedException) && (e as Error).name !== 'ConditionalCheckFailedException')
+        throw e;
       this.stats.conditionFailures++;
       const current = await this.read();
       if (current?.version === version) return version;
@@ -128,7 +132,9 @@ export class DynamoMark {
   }
 
   async get(): Promise<number> {
-    const res = await this.client.send(new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }));
+    const res = await this.client.send(
+      new GetItemCommand({ TableName: this.table, Key: this.key, ConsistentRead: true }),
+    );
     return Number(res.Item?.value?.N ?? 0);
   }
 

@@ -44,7 +44,10 @@ export const KMS_MAX_RAW_MESSAGE = 4096;
 /** The raw 32-byte Ed25519 public key of a DER SubjectPublicKeyInfo; throws on anything else. */
 export function ed25519FromSpki(der: Uint8Array): Uint8Array {
   const b = Buffer.from(der);
-  if (b.length !== ED25519_SPKI_PREFIX.length + 32 || !b.subarray(0, ED25519_SPKI_PREFIX.length).equals(ED25519_SPKI_PREFIX)) {
+  if (
+    b.length !== ED25519_SPKI_PREFIX.length + 32 ||
+    !b.subarray(0, ED25519_SPKI_PREFIX.length).equals(ED25519_SPKI_PREFIX)
+  ) {
     throw new KmsSignerError('KMS public key is not a DER SubjectPublicKeyInfo of an Ed25519 key');
   }
   let key: KeyObject;
@@ -91,13 +94,18 @@ export class KmsSigner implements NoteSigner {
     const timeoutMs = o.timeoutMs ?? 5_000;
     let res;
     try {
-      res = await client.send(new GetPublicKeyCommand({ KeyId: o.keyId }), { abortSignal: AbortSignal.timeout(timeoutMs) });
+      res = await client.send(new GetPublicKeyCommand({ KeyId: o.keyId }), {
+        abortSignal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (e) {
       throw new KmsSignerError(`KMS GetPublicKey for ${o.keyId} failed: ${(e as Error).name}: ${(e as Error).message}`);
     }
-    if (res.KeySpec !== 'ECC_NIST_EDWARDS25519') throw new KmsSignerError(`KMS key ${o.keyId} has spec ${res.KeySpec}, not ECC_NIST_EDWARDS25519`);
-    if (res.KeyUsage !== 'SIGN_VERIFY') throw new KmsSignerError(`KMS key ${o.keyId} has usage ${res.KeyUsage}, not SIGN_VERIFY`);
-    if (!res.SigningAlgorithms?.includes('ED25519_SHA_512')) throw new KmsSignerError(`KMS key ${o.keyId} does not offer ED25519_SHA_512`);
+    if (res.KeySpec !== 'ECC_NIST_EDWARDS25519')
+      throw new KmsSignerError(`KMS key ${o.keyId} has spec ${res.KeySpec}, not ECC_NIST_EDWARDS25519`);
+    if (res.KeyUsage !== 'SIGN_VERIFY')
+      throw new KmsSignerError(`KMS key ${o.keyId} has usage ${res.KeyUsage}, not SIGN_VERIFY`);
+    if (!res.SigningAlgorithms?.includes('ED25519_SHA_512'))
+      throw new KmsSignerError(`KMS key ${o.keyId} does not offer ED25519_SHA_512`);
     if (!res.PublicKey) throw new KmsSignerError(`KMS returned no public key for ${o.keyId}`);
     const publicKey = ed25519FromSpki(res.PublicKey);
     if (o.expectKeyId !== undefined && keyIdOf(publicKey) !== o.expectKeyId.toLowerCase()) {
@@ -108,12 +116,18 @@ export class KmsSigner implements NoteSigner {
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
-    if (message.length > KMS_MAX_RAW_MESSAGE) throw new KmsSignerError(`message of ${message.length} bytes exceeds KMS's ${KMS_MAX_RAW_MESSAGE}`);
+    if (message.length > KMS_MAX_RAW_MESSAGE)
+      throw new KmsSignerError(`message of ${message.length} bytes exceeds KMS's ${KMS_MAX_RAW_MESSAGE}`);
     this.stats.signs++;
     let signature: Uint8Array | undefined;
     try {
       const res = await this.client.send(
-        new SignCommand({ KeyId: this.keyId, Message: message, MessageType: 'RAW', SigningAlgorithm: 'ED25519_SHA_512' }),
+        new SignCommand({
+          KeyId: this.keyId,
+          Message: message,
+          MessageType: 'RAW',
+          SigningAlgorithm: 'ED25519_SHA_512',
+        }),
         { abortSignal: AbortSignal.timeout(this.timeoutMs) },
       );
       signature = res.Signature;

@@ -46,7 +46,13 @@ export interface AwsCredentials {
 
 export type AwsSignerConfig =
   /** AWS KMS key of spec ECC_NIST_EDWARDS25519 (id, ARN or alias). */
-  | { readonly kind: 'kms'; readonly keyId: string; readonly endpoint?: string; readonly timeoutMs?: number; readonly expectKeyId?: string }
+  | {
+      readonly kind: 'kms';
+      readonly keyId: string;
+      readonly endpoint?: string;
+      readonly timeoutMs?: number;
+      readonly expectKeyId?: string;
+    }
   /** A local Ed25519 key file (created 0600 if absent), as the local log uses. */
   | { readonly kind: 'key-file'; readonly path: string }
   | { readonly kind: 'signer'; readonly signer: NoteSigner };
@@ -124,7 +130,9 @@ export interface AwsLog {
 
 function checkPrefixes(publicPrefix: string, stagingPrefix: string): void {
   if (publicPrefix.startsWith(stagingPrefix) || stagingPrefix.startsWith(publicPrefix)) {
-    throw new Error(`S3 prefixes overlap (public ${JSON.stringify(publicPrefix)}, staging ${JSON.stringify(stagingPrefix)}): staged batches must never be served`);
+    throw new Error(
+      `S3 prefixes overlap (public ${JSON.stringify(publicPrefix)}, staging ${JSON.stringify(stagingPrefix)}): staged batches must never be served`,
+    );
   }
 }
 
@@ -158,7 +166,9 @@ export function awsBackends(config: AwsLogConfig) {
   const common = { client: s3, bucket: config.s3.bucket, concurrency: config.s3.concurrency };
   const store = new S3ObjectStore({ ...common, prefix: publicPrefix });
   const staging = new S3ObjectStore({ ...common, prefix: stagingPrefix });
-  const ddb = config.dynamo ? createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials }) : undefined;
+  const ddb = config.dynamo
+    ? createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials })
+    : undefined;
   return { s3, store, staging, ddb };
 }
 
@@ -166,11 +176,17 @@ export function awsBackends(config: AwsLogConfig) {
 export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   const log = config.logger;
   const lockKind = config.lock ?? 'dynamodb';
-  if (lockKind === 'dynamodb' && !config.dynamo) throw new AwsConfigError('the DynamoDB lock needs a table (STELE_DYNAMO_TABLE), or use the bucket lock (--lock bucket)');
+  if (lockKind === 'dynamodb' && !config.dynamo)
+    throw new AwsConfigError(
+      'the DynamoDB lock needs a table (STELE_DYNAMO_TABLE), or use the bucket lock (--lock bucket)',
+    );
   if (lockKind === 'bucket' && config.s3.requireConditionalWrites === false) {
-    throw new AwsConfigError('the bucket lock is a compare-and-swap on an object: it cannot run on an endpoint whose conditional writes are not verified');
+    throw new AwsConfigError(
+      'the bucket lock is a compare-and-swap on an object: it cannot run on an endpoint whose conditional writes are not verified',
+    );
   }
-  if (config.index !== false && !config.dynamo && !config.indexDir) throw new AwsConfigError('the lookup index needs DynamoDB (STELE_DYNAMO_TABLE) or a local index directory');
+  if (config.index !== false && !config.dynamo && !config.indexDir)
+    throw new AwsConfigError('the lookup index needs DynamoDB (STELE_DYNAMO_TABLE) or a local index directory');
   const { s3, store, staging, ddb } = awsBackends(config);
   let signer: NoteSigner | undefined;
   let index: LookupIndex | undefined;
@@ -190,15 +206,22 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
         );
       }
     } else {
-      log?.warn('conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks');
+      log?.warn(
+        'conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks',
+      );
     }
 
     signer = await openSigner(config);
     const table = config.dynamo?.table;
     const lock: SequencerLock =
-      lockKind === 'bucket' || !ddb || !table ? new StoreLock(staging, BUCKET_LOCK_KEY) : new DynamoLock({ client: ddb, table, log: config.origin });
+      lockKind === 'bucket' || !ddb || !table
+        ? new StoreLock(staging, BUCKET_LOCK_KEY)
+        : new DynamoLock({ client: ddb, table, log: config.origin });
     if (config.index !== false) {
-      index = ddb && table ? new DynamoIndex({ client: ddb, table, log: config.origin }) : new LmdbIndex(config.indexDir!, log);
+      index =
+        ddb && table
+          ? new DynamoIndex({ client: ddb, table, log: config.origin })
+          : new LmdbIndex(config.indexDir!, log);
     }
     const reader = new LogReader(store, logCorruptObjects(log));
     const sequencer = await Sequencer.open({
@@ -227,8 +250,11 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     const sweeper =
       config.s3.sweepPartials === false
         ? undefined
-        : await PartialSweeper.start(store, ddb && table ? new DynamoMark(ddb, table, config.origin, 'swept') : new StoreMark(staging, 'marks/swept'), opened.size, (e) =>
-            log?.error({ err: e.message }, 'partial-tile sweep failed; retried after the next publish'),
+        : await PartialSweeper.start(
+            store,
+            ddb && table ? new DynamoMark(ddb, table, config.origin, 'swept') : new StoreMark(staging, 'marks/swept'),
+            opened.size,
+            (e) => log?.error({ err: e.message }, 'partial-tile sweep failed; retried after the next publish'),
           );
 
     // Heartbeat: stallSeconds grows only while anchors wait and no checkpoint is published.
@@ -301,12 +327,12 @@ export async function openAwsReader(config: AwsLogConfig) {
   const { s3, store, ddb } = awsBackends(config);
   // A replica only needs the public key; it never creates or holds a signing key of its own.
   const s = config.signer;
-  const signer =
-    s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : await openSigner(config);
+  const signer = s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : await openSigner(config);
   if (signer.name !== config.origin) throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
   const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
   // The shared DynamoDB index, if there is one (else a replica keeps its own: see src/serve/backends.ts).
-  const index = ddb && config.dynamo ? new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin }) : undefined;
+  const index =
+    ddb && config.dynamo ? new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin }) : undefined;
   let latest: PublishedCheckpoint | undefined;
   // Verified against the checkpoints refresh() accepts (the API also passes its checkpoint with each read).
   const reader = new LogReader(store, logCorruptObjects(config.logger));
@@ -315,7 +341,9 @@ export async function openAwsReader(config: AwsLogConfig) {
     if (!bytes) return latest;
     const cp = decodePublishedCheckpoint(bytes, verifier);
     if (latest && (cp.size < latest.size || (cp.size === latest.size && !bytesEqual(cp.root, latest.root)))) {
-      throw new Error(`published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`);
+      throw new Error(
+        `published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`,
+      );
     }
     latest = cp;
     reader.trust(cp);
@@ -352,7 +380,10 @@ export class AwsConfigError extends Error {
  *   STELE_MIN_BATCH_SPACING_MS.
  * `lock` (from `stele serve --lock` or its config file) overrides STELE_LOCK.
  */
-export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env, over: { lock?: LockKind } = {}): AwsLogConfig {
+export function awsLogConfigFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  over: { lock?: LockKind } = {},
+): AwsLogConfig {
   const need = (name: string): string => {
     const v = env[name];
     if (!v) throw new AwsConfigError(`${name} is required for the AWS backend`);
@@ -375,7 +406,12 @@ export function awsLogConfigFromEnv(env: NodeJS.ProcessEnv = process.env, over: 
   const table = lock === 'dynamodb' ? need('STELE_DYNAMO_TABLE') : env.STELE_DYNAMO_TABLE || undefined;
   let signer: AwsSignerConfig;
   if (env.STELE_KMS_KEY_ID) {
-    signer = { kind: 'kms', keyId: env.STELE_KMS_KEY_ID, endpoint: env.STELE_KMS_ENDPOINT || undefined, expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined };
+    signer = {
+      kind: 'kms',
+      keyId: env.STELE_KMS_KEY_ID,
+      endpoint: env.STELE_KMS_ENDPOINT || undefined,
+      expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined,
+    };
   } else if (env.STELE_KEY_FILE) {
     signer = { kind: 'key-file', path: env.STELE_KEY_FILE };
   } else {

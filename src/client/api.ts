@@ -4,11 +4,28 @@
 import { ResponseError, UsageError } from './errors.js';
 import { type HttpOptions, type HttpStats, jsonBody, request } from './http.js';
 
-export type { AnchorBody, AnchorView, CheckpointView, ConsistencyView, EntryProofView, EntryView, KeyView, WitnessSigView } from '../api/wire.js';
-import type { AnchorBody, AnchorView, CheckpointView, ConsistencyView, EntryProofView, EntryView, KeyView, WitnessSigView } from '../api/wire.js';
+export type {
+  AnchorBody,
+  AnchorView,
+  CheckpointView,
+  ConsistencyView,
+  EntryProofView,
+  EntryView,
+  KeyView,
+  WitnessSigView,
+} from '../api/wire.js';
+import type {
+  AnchorBody,
+  AnchorView,
+  CheckpointView,
+  ConsistencyView,
+  EntryProofView,
+  EntryView,
+  KeyView,
+  WitnessSigView,
+} from '../api/wire.js';
 
 export type EntryLookup = { id: string } | { artifact: string } | { hash: string };
-
 
 // ---- shape checks -------------------------------------------------------------------
 
@@ -26,7 +43,8 @@ class Shape {
   }
 
   obj(): Record<string, unknown> {
-    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value)) this.fail('is not a JSON object');
+    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value))
+      this.fail('is not a JSON object');
     return this.value as Record<string, unknown>;
   }
 
@@ -44,7 +62,8 @@ class Shape {
   }
 
   int(): number {
-    if (typeof this.value !== 'number' || !Number.isSafeInteger(this.value) || this.value < 0) this.fail('is not a non-negative integer');
+    if (typeof this.value !== 'number' || !Number.isSafeInteger(this.value) || this.value < 0)
+      this.fail('is not a non-negative integer');
     return this.value as number;
   }
 
@@ -56,7 +75,9 @@ class Shape {
 
   hashes(): string[] {
     if (!Array.isArray(this.value)) this.fail('is not an array');
-    return (this.value as unknown[]).map((_, i) => new Shape(this.where, `${this.path}[${i}]`, (this.value as unknown[])[i]).hash());
+    return (this.value as unknown[]).map((_, i) =>
+      new Shape(this.where, `${this.path}[${i}]`, (this.value as unknown[])[i]).hash(),
+    );
   }
 
   list(): Shape[] {
@@ -74,13 +95,17 @@ export function checkpointShape(s: Shape): CheckpointView {
     keyId: s.at('keyId').hash(),
     signature: s.at('signature').str(),
     witnesses: s.has('witnesses')
-      ? s.at('witnesses').list().map((w) => {
-          const t = w.has('timestamp') ? w.at('timestamp').value : undefined;
-          if (t !== undefined && typeof t !== 'string' && typeof t !== 'number') w.at('timestamp').fail('is not a string or number');
-          const out: WitnessSigView = { name: w.at('name').str(), signature: w.at('signature').str() };
-          if (t !== undefined) out.timestamp = t as string | number;
-          return out;
-        })
+      ? s
+          .at('witnesses')
+          .list()
+          .map((w) => {
+            const t = w.has('timestamp') ? w.at('timestamp').value : undefined;
+            if (t !== undefined && typeof t !== 'string' && typeof t !== 'number')
+              w.at('timestamp').fail('is not a string or number');
+            const out: WitnessSigView = { name: w.at('name').str(), signature: w.at('signature').str() };
+            if (t !== undefined) out.timestamp = t as string | number;
+            return out;
+          })
       : [],
   };
   if (s.has('lifetimeEntries')) c.lifetimeEntries = s.at('lifetimeEntries').int();
@@ -149,7 +174,12 @@ export function parseKey(value: unknown, where: string): KeyView {
     keyId: s.at('keyId').hash(),
     publicKey: s.at('publicKey').str(),
     vkey: s.at('vkey').str(),
-    witnesses: s.has('witnesses') ? s.at('witnesses').list().map((w) => ({ name: w.at('name').str(), vkey: w.at('vkey').str() })) : [],
+    witnesses: s.has('witnesses')
+      ? s
+          .at('witnesses')
+          .list()
+          .map((w) => ({ name: w.at('name').str(), vkey: w.at('vkey').str() }))
+      : [],
   };
   if (s.has('witnessPolicy') && s.at('witnessPolicy').has('threshold')) {
     k.witnessPolicy = { threshold: s.at('witnessPolicy').at('threshold').int() };
@@ -168,7 +198,8 @@ export function normalizeEndpoint(endpoint: string): string {
   } catch {
     throw new UsageError(`endpoint ${JSON.stringify(endpoint)} is not a URL (expected http://host[:port])`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`endpoint ${endpoint} must be an http:// or https:// URL`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new UsageError(`endpoint ${endpoint} must be an http:// or https:// URL`);
   if (u.search || u.hash) throw new UsageError(`endpoint ${endpoint} must not have a query or fragment`);
   return u.toString().replace(/\/+$/, '');
 }
@@ -179,7 +210,9 @@ export class LedgerApi {
 
   constructor(
     endpoint: string,
-    private readonly options: HttpOptions & { /** Bearer token for the anchor route (production mode). */ token?: string } = {},
+    private readonly options: HttpOptions & {
+      /** Bearer token for the anchor route (production mode). */ token?: string;
+    } = {},
   ) {
     this.endpoint = normalizeEndpoint(endpoint);
   }
@@ -215,7 +248,9 @@ export class LedgerApi {
     const { url, body } = await this.get('consistency', { first, second });
     const c = parseConsistency(body, url);
     if (c.first !== first || c.second !== second) {
-      throw new ResponseError(`${url}: answered sizes ${c.first} → ${c.second}, not the ${first} → ${second} asked for`);
+      throw new ResponseError(
+        `${url}: answered sizes ${c.first} → ${c.second}, not the ${first} → ${second} asked for`,
+      );
     }
     return c;
   }

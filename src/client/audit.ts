@@ -78,13 +78,17 @@ function recordProblem(bytes: Uint8Array): { problem?: string; timestamp?: strin
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: 'is not a JSON object' };
   if (value.v !== 1) return { problem: 'has no "v": 1' };
-  for (const k of ['type', 'result', 'digest', 'timestamp'] as const) if (typeof value[k] !== 'string') return { problem: `has no string "${k}"` };
+  for (const k of ['type', 'result', 'digest', 'timestamp'] as const)
+    if (typeof value[k] !== 'string') return { problem: `has no string "${k}"` };
   if (!HEX64.test(value.digest as string)) return { problem: 'has a digest that is not 64 lowercase hex' };
-  if (!TS.test(value.timestamp as string)) return { problem: 'has a timestamp that is not ISO 8601 UTC with milliseconds' };
-  if ('id' in value || 'proof' in value) return { problem: 'contains "id" or "proof", which are not part of the canonical entry' };
+  if (!TS.test(value.timestamp as string))
+    return { problem: 'has a timestamp that is not ISO 8601 UTC with milliseconds' };
+  if ('id' in value || 'proof' in value)
+    return { problem: 'contains "id" or "proof", which are not part of the canonical entry' };
   if (value.artifact !== undefined) {
     const scope = typeof value.scope === 'string' ? value.scope : '';
-    if (typeof value.artifact !== 'string' || value.artifactId !== artifactId(value.artifact, scope)) return { problem: 'has an artifactId that does not match its artifact and scope' };
+    if (typeof value.artifact !== 'string' || value.artifactId !== artifactId(value.artifact, scope))
+      return { problem: 'has an artifactId that does not match its artifact and scope' };
   }
   if (canonicalize(value) !== text) return { problem: 'is not in RFC 8785 canonical form' };
   return { timestamp: value.timestamp as string };
@@ -92,15 +96,25 @@ function recordProblem(bytes: Uint8Array): { problem?: string; timestamp?: strin
 
 function firstDifference(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length) / 32;
-  for (let j = 0; j < n; j++) if (!bytesEqual(a.subarray(32 * j, 32 * j + 32), b.subarray(32 * j, 32 * j + 32))) return j;
+  for (let j = 0; j < n; j++)
+    if (!bytesEqual(a.subarray(32 * j, 32 * j + 32), b.subarray(32 * j, 32 * j + 32))) return j;
   return n;
 }
 
-async function fetchObject(source: ObjectReader, kind: number | 'entries' | 'records', index: number, width: number): Promise<Uint8Array> {
+async function fetchObject(
+  source: ObjectReader,
+  kind: number | 'entries' | 'records',
+  index: number,
+  width: number,
+): Promise<Uint8Array> {
   try {
     return await readTileBytes(source, kind, index, width);
   } catch (e) {
-    if (e instanceof MissingObjectError) throw new AuditStop({ object: tilePath({ kind, index, width }), message: `${tilePath({ kind, index, width })} is missing` });
+    if (e instanceof MissingObjectError)
+      throw new AuditStop({
+        object: tilePath({ kind, index, width }),
+        message: `${tilePath({ kind, index, width })} is missing`,
+      });
     throw e;
   }
 }
@@ -169,9 +183,10 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
       throw new AuditStop({
         object: path,
         seq: first,
-        message: stored.length !== row.length
-          ? `${path} has ${stored.length} bytes, not ${row.length}`
-          : `${path} hash ${j} (leaves ${first}–${first + span - 1}) differs from the hash recomputed from the level-${level - 1} tiles`,
+        message:
+          stored.length !== row.length
+            ? `${path} has ${stored.length} bytes, not ${row.length}`
+            : `${path} hash ${j} (leaves ${first}–${first + span - 1}) differs from the hash recomputed from the level-${level - 1} tiles`,
       });
     }
     hashTilesChecked++;
@@ -182,7 +197,11 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
 
   const load = (n: number) => {
     const w = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    return Promise.all([fetchObject(source, 'entries', n, w), fetchObject(source, 'records', n, w), fetchObject(source, 0, n, w)]);
+    return Promise.all([
+      fetchObject(source, 'entries', n, w),
+      fetchObject(source, 'records', n, w),
+      fetchObject(source, 0, n, w),
+    ]);
   };
 
   const consume = async (n: number, [entriesData, recordsData, tile0]: Uint8Array[]) => {
@@ -193,10 +212,16 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     const decode = (data: Uint8Array, path: string) => {
       try {
         const items = decodeBundle(data, path);
-        if (items.length < w) throw new AuditStop({ object: path, seq: n * TILE_WIDTH + items.length, message: `${path} has ${items.length} items, not ${w}` });
+        if (items.length < w)
+          throw new AuditStop({
+            object: path,
+            seq: n * TILE_WIDTH + items.length,
+            message: `${path} has ${items.length} items, not ${w}`,
+          });
         return items.slice(0, w);
       } catch (e) {
-        if (e instanceof TileFormatError) throw new AuditStop({ object: path, seq: n * TILE_WIDTH, message: e.message });
+        if (e instanceof TileFormatError)
+          throw new AuditStop({ object: path, seq: n * TILE_WIDTH, message: e.message });
         throw e;
       }
     };
@@ -204,7 +229,11 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     const records = decode(recordsData!, rPath);
     const stored0 = tile0!;
     if (tile0!.length !== w * 32) {
-      throw new AuditStop({ object: tPath, seq: n * TILE_WIDTH, message: `${tPath} has ${tile0!.length} bytes, not ${w * 32}` });
+      throw new AuditStop({
+        object: tPath,
+        seq: n * TILE_WIDTH,
+        message: `${tPath} has ${tile0!.length} bytes, not ${w * 32}`,
+      });
     }
     const row = Buffer.allocUnsafe(w * 32);
     for (let i = 0; i < w; i++) {
@@ -215,23 +244,45 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
       if (!bytesEqual(eh, entries[i]!)) {
         const tileLeaf = stored0.subarray(32 * i, 32 * i + 32);
         if (bytesEqual(leaf, tileLeaf)) {
-          throw new AuditStop({ object: ePath, seq, message: `${ePath} item ${i} (entry ${seq}) is wrong: the record chain and the hash tile agree on a different entry hash` });
+          throw new AuditStop({
+            object: ePath,
+            seq,
+            message: `${ePath} item ${i} (entry ${seq}) is wrong: the record chain and the hash tile agree on a different entry hash`,
+          });
         }
         if (bytesEqual(leafHash(entries[i]!), tileLeaf)) {
-          throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) does not hash to its entry hash: the record was altered or the chain is broken` });
+          throw new AuditStop({
+            object: rPath,
+            seq,
+            message: `record ${seq} (${rPath} item ${i}) does not hash to its entry hash: the record was altered or the chain is broken`,
+          });
         }
-        throw new AuditStop({ object: rPath, seq, message: `entry ${seq}: the record (${rPath}), the entry hash (${ePath}) and the leaf (${tPath}) all disagree` });
+        throw new AuditStop({
+          object: rPath,
+          seq,
+          message: `entry ${seq}: the record (${rPath}), the entry hash (${ePath}) and the leaf (${tPath}) all disagree`,
+        });
       }
       const { problem, timestamp } = recordProblem(record);
-      if (problem) throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) ${problem}` });
-      if (timestamp! < lastTimestamp) throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) has a timestamp earlier than entry ${seq - 1}'s` });
+      if (problem)
+        throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) ${problem}` });
+      if (timestamp! < lastTimestamp)
+        throw new AuditStop({
+          object: rPath,
+          seq,
+          message: `record ${seq} (${rPath} item ${i}) has a timestamp earlier than entry ${seq - 1}'s`,
+        });
       lastTimestamp = timestamp!;
       row.set(leaf, 32 * i);
       prior = eh;
     }
     if (!bytesEqual(row, stored0)) {
       const j = firstDifference(stored0, row);
-      throw new AuditStop({ object: tPath, seq: n * TILE_WIDTH + j, message: `${tPath} hash ${j} (leaf ${n * TILE_WIDTH + j}) differs from the leaf recomputed from entry ${n * TILE_WIDTH + j}` });
+      throw new AuditStop({
+        object: tPath,
+        seq: n * TILE_WIDTH + j,
+        message: `${tPath} hash ${j} (leaf ${n * TILE_WIDTH + j}) differs from the leaf recomputed from entry ${n * TILE_WIDTH + j}`,
+      });
     }
     hashTilesChecked++;
     const inThis = trust.pin.size > n * TILE_WIDTH && trust.pin.size <= n * TILE_WIDTH + w;
@@ -259,13 +310,20 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
       const row = Buffer.concat(pending[l]!);
       if (!bytesEqual(stored.subarray(0, row.length), row) || stored.length < row.length) {
         const j = firstDifference(stored, row);
-        throw new AuditStop({ object: path, seq: (index * TILE_WIDTH + j) * TILE_WIDTH ** l, message: `${path} hash ${j} differs from the hash recomputed from the level-${l - 1} tiles` });
+        throw new AuditStop({
+          object: path,
+          seq: (index * TILE_WIDTH + j) * TILE_WIDTH ** l,
+          message: `${path} hash ${j} differs from the hash recomputed from the level-${l - 1} tiles`,
+        });
       }
       hashTilesChecked++;
     }
     const root = rootFrom(size, lastRow0);
     if (!bytesEqual(root, cp.root)) {
-      throw new AuditStop({ object: 'checkpoint', message: `the recomputed root ${toHex(root)} differs from the checkpoint's ${toHex(cp.root)}` });
+      throw new AuditStop({
+        object: 'checkpoint',
+        message: `the recomputed root ${toHex(root)} differs from the checkpoint's ${toHex(cp.root)}`,
+      });
     }
     treeOk = {
       ok: true,
@@ -279,10 +337,18 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
 
   let pin: Outcome;
   if (trust.pin.size === 0) pin = { ok: true, detail: 'no pinned checkpoint to compare (empty pin)' };
-  else if (trust.pin.size > size) pin = { ok: false, detail: `the audited tree (size ${size}) is smaller than the pinned size ${trust.pin.size}: rolled back or stale` };
-  else if (pinRoot === null) pin = { ok: false, detail: `not checked: the audit stopped before size ${trust.pin.size}` };
+  else if (trust.pin.size > size)
+    pin = {
+      ok: false,
+      detail: `the audited tree (size ${size}) is smaller than the pinned size ${trust.pin.size}: rolled back or stale`,
+    };
+  else if (pinRoot === null)
+    pin = { ok: false, detail: `not checked: the audit stopped before size ${trust.pin.size}` };
   else if (!bytesEqual(pinRoot, trust.pin.root)) {
-    pin = { ok: false, detail: `the recomputed root at the pinned size ${trust.pin.size} differs from the pinned root: the log forked` };
+    pin = {
+      ok: false,
+      detail: `the recomputed root at the pinned size ${trust.pin.size} differs from the pinned root: the log forked`,
+    };
     failure ??= { object: 'checkpoint', seq: trust.pin.size, message: pin.detail };
   } else pin = { ok: true, detail: `the recomputed root at the pinned size ${trust.pin.size} equals the pinned root` };
 

@@ -10,7 +10,14 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { EMPTY_ROOT, toHex } from '../core/hash.js';
-import { type NoteVerifier, SIG_COSIGNATURE_V1, SIG_ED25519, SIG_SUBTREE_MLDSA44, keyIdOf, parseVkey } from '../core/note.js';
+import {
+  type NoteVerifier,
+  SIG_COSIGNATURE_V1,
+  SIG_ED25519,
+  SIG_SUBTREE_MLDSA44,
+  keyIdOf,
+  parseVkey,
+} from '../core/note.js';
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
 import { type Quorum, policyQuorum } from './verify.js';
@@ -80,7 +87,8 @@ export function parseKeyId(s: string): string | null {
 
 function table(v: unknown, path: string, where: string): Record<string, unknown> {
   if (v === undefined) return {};
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`${where}: [${path}] is not a table`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new ConfigError(`${where}: [${path}] is not a table`);
   return v as Record<string, unknown>;
 }
 
@@ -93,7 +101,8 @@ function optString(t: Record<string, unknown>, key: string, path: string, where:
 
 function toInt(v: unknown, path: string, where: string): number {
   const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: ${path} must be a non-negative integer`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+    throw new ConfigError(`${where}: ${path} must be a non-negative integer`);
   return n;
 }
 
@@ -106,21 +115,28 @@ export function pinnedLogVerifier(trust: TrustPin, where = 'configuration'): Not
   } catch (e) {
     throw new ConfigError(`${where}: ledger.trust.vkey is malformed: ${(e as Error).message}`);
   }
-  if (v.type !== SIG_ED25519) throw new ConfigError(`${where}: ledger.trust.vkey is not an Ed25519 (type 0x01) log key`);
-  if (keyIdOf(v.publicKey) !== trust.keyId) throw new ConfigError(`${where}: ledger.trust.vkey does not hash to the pinned key_id`);
-  if (trust.origin !== undefined && trust.origin !== v.name) throw new ConfigError(`${where}: ledger.trust.origin does not match the vkey's name`);
+  if (v.type !== SIG_ED25519)
+    throw new ConfigError(`${where}: ledger.trust.vkey is not an Ed25519 (type 0x01) log key`);
+  if (keyIdOf(v.publicKey) !== trust.keyId)
+    throw new ConfigError(`${where}: ledger.trust.vkey does not hash to the pinned key_id`);
+  if (trust.origin !== undefined && trust.origin !== v.name)
+    throw new ConfigError(`${where}: ledger.trust.origin does not match the vkey's name`);
   return v;
 }
 
 /** Parses a witness vkey: a cosignature/v1 Ed25519 (type 0x04) or subtree/v1 ML-DSA-44 (type 0x06) key. */
 export function parseWitnessVkey(vkey: string): NoteVerifier {
   const v = parseVkey(vkey);
-  if (v.type !== SIG_COSIGNATURE_V1 && v.type !== SIG_SUBTREE_MLDSA44) throw new Error('a witness key must be a cosignature vkey (type 0x04 Ed25519 or 0x06 ML-DSA-44)');
+  if (v.type !== SIG_COSIGNATURE_V1 && v.type !== SIG_SUBTREE_MLDSA44)
+    throw new Error('a witness key must be a cosignature vkey (type 0x04 Ed25519 or 0x06 ML-DSA-44)');
   return v;
 }
 
 /** The policy's witness keys and its quorum over the ones whose cosignatures verify. */
-export function trustWitnesses(trust: TrustPin, where = 'configuration'): { witnesses: NoteVerifier[]; quorum: Quorum } {
+export function trustWitnesses(
+  trust: TrustPin,
+  where = 'configuration',
+): { witnesses: NoteVerifier[]; quorum: Quorum } {
   const witnesses = trust.policy.witnesses.map((w) => {
     try {
       return parseWitnessVkey(w.vkey);
@@ -147,7 +163,10 @@ export function checkPolicy(policy: Policy, keyId: string, where: string): strin
       // a log of another key type: not the pinned one
     }
   }
-  if (policy.logs.length > 0 && mine === undefined) throw new ConfigError(`${where}: none of its ${policy.logs.length} log line(s) is the pinned log key ${keyId.slice(0, 16)}…`);
+  if (policy.logs.length > 0 && mine === undefined)
+    throw new ConfigError(
+      `${where}: none of its ${policy.logs.length} log line(s) is the pinned log key ${keyId.slice(0, 16)}…`,
+    );
   trustWitnesses({ keyId, treeSize: 0, rootHash: '', policy }, where);
   return mine;
 }
@@ -172,17 +191,23 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
   const ledger = table(doc.ledger, 'ledger', where);
   if (doc.ledger === undefined) throw new ConfigError(`${where}: no [ledger] table`);
   const t = table(ledger.trust, 'ledger.trust', where);
-  if (ledger.trust === undefined) throw new ConfigError(`${where}: no [ledger.trust] table (run \`stele ledger init\`)`);
+  if (ledger.trust === undefined)
+    throw new ConfigError(`${where}: no [ledger.trust] table (run \`stele ledger init\`)`);
   const keyId = optString(t, 'key_id', 'ledger.trust', where);
-  if (!keyId || !HEX64.test(keyId)) throw new ConfigError(`${where}: ledger.trust.key_id must be 64 lowercase hex characters`);
+  if (!keyId || !HEX64.test(keyId))
+    throw new ConfigError(`${where}: ledger.trust.key_id must be 64 lowercase hex characters`);
   const rootHash = optString(t, 'root_hash', 'ledger.trust', where) ?? toHex(EMPTY_ROOT);
-  if (!HEX64.test(rootHash)) throw new ConfigError(`${where}: ledger.trust.root_hash must be 64 lowercase hex characters`);
+  if (!HEX64.test(rootHash))
+    throw new ConfigError(`${where}: ledger.trust.root_hash must be 64 lowercase hex characters`);
   const treeSize = t.tree_size === undefined ? 0 : toInt(t.tree_size, 'ledger.trust.tree_size', where);
   const rawWitnesses = t.witnesses === undefined ? [] : t.witnesses;
-  if (!Array.isArray(rawWitnesses)) throw new ConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
+  if (!Array.isArray(rawWitnesses))
+    throw new ConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
   const policyFile = optString(t, 'policy', 'ledger.trust', where);
   if (policyFile !== undefined && (rawWitnesses.length > 0 || t.witness_threshold !== undefined)) {
-    throw new ConfigError(`${where}: ledger.trust has both a policy file and witnesses/witness_threshold; the policy file says which witnesses count`);
+    throw new ConfigError(
+      `${where}: ledger.trust has both a policy file and witnesses/witness_threshold; the policy file says which witnesses count`,
+    );
   }
   const witnesses = rawWitnesses.map((w, i) => {
     const wt = table(w, `ledger.trust.witnesses[${i}]`, where);
@@ -196,9 +221,12 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
     }
     return { name: v.name, vkey };
   });
-  const witnessThreshold = t.witness_threshold === undefined ? 0 : toInt(t.witness_threshold, 'ledger.trust.witness_threshold', where);
+  const witnessThreshold =
+    t.witness_threshold === undefined ? 0 : toInt(t.witness_threshold, 'ledger.trust.witness_threshold', where);
   if (witnessThreshold > witnesses.length) {
-    throw new ConfigError(`${where}: witness_threshold ${witnessThreshold} exceeds the ${witnesses.length} pinned witnesses`);
+    throw new ConfigError(
+      `${where}: witness_threshold ${witnessThreshold} exceeds the ${witnesses.length} pinned witnesses`,
+    );
   }
   let policy: Policy;
   try {
@@ -224,7 +252,11 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
 export function configToToml(c: LedgerConfig): string {
   const ledger: Record<string, unknown> = {};
   for (const k of ['endpoint', 'tenant', 'scope', 'tiles'] as const) if (c[k] !== undefined) ledger[k] = c[k];
-  const trust: Record<string, unknown> = { key_id: c.trust.keyId, tree_size: c.trust.treeSize, root_hash: c.trust.rootHash };
+  const trust: Record<string, unknown> = {
+    key_id: c.trust.keyId,
+    tree_size: c.trust.treeSize,
+    root_hash: c.trust.rootHash,
+  };
   if (c.trust.origin !== undefined) trust.origin = c.trust.origin;
   if (c.trust.vkey !== undefined) trust.vkey = c.trust.vkey;
   if (c.trust.policyFile !== undefined) trust.policy = c.trust.policyFile;
@@ -232,7 +264,8 @@ export function configToToml(c: LedgerConfig): string {
     const k = simpleThreshold(c.trust.policy);
     if (k === null) throw new ConfigError('a witness policy other than M of N needs a policy file');
     trust.witness_threshold = k;
-    if (c.trust.policy.witnesses.length > 0) trust.witnesses = c.trust.policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
+    if (c.trust.policy.witnesses.length > 0)
+      trust.witnesses = c.trust.policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
   }
   ledger.trust = trust;
   return (
@@ -245,8 +278,10 @@ export function configToToml(c: LedgerConfig): string {
 
 function readError(path: string, e: unknown): ConfigError {
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return new ConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
-  if (code === 'EACCES' || code === 'EPERM') return new ConfigError(`cannot read configuration ${path}: permission denied`);
+  if (code === 'ENOENT')
+    return new ConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
+  if (code === 'EACCES' || code === 'EPERM')
+    return new ConfigError(`cannot read configuration ${path}: permission denied`);
   if (code === 'EISDIR') return new ConfigError(`cannot read configuration ${path}: it is a directory`);
   return new ConfigError(`cannot read configuration ${path}: ${code ?? (e as Error).message}`);
 }
@@ -273,12 +308,16 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     try {
       policyText = await fs.readFile(file, 'utf8');
     } catch (e) {
-      throw new ConfigError(`cannot read the trust policy ${file} named in ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ConfigError(
+        `cannot read the trust policy ${file} named in ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     cfg.trust.policy = policyFromText(policyText, file);
     const vkey = checkPolicy(cfg.trust.policy, cfg.trust.keyId, file);
     if (vkey !== undefined && cfg.trust.vkey !== undefined && vkey !== cfg.trust.vkey) {
-      throw new ConfigError(`${file}: its log line for key id ${cfg.trust.keyId.slice(0, 16)}… differs from ledger.trust.vkey in ${path}`);
+      throw new ConfigError(
+        `${file}: its log line for key id ${cfg.trust.keyId.slice(0, 16)}… differs from ledger.trust.vkey in ${path}`,
+      );
     }
   }
   return cfg;
@@ -316,14 +355,17 @@ export async function saveConfig(path: string, c: LedgerConfig, policyText?: str
   try {
     await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
     if (policyText !== undefined) {
-      if (c.trust.policyFile === undefined) throw new ConfigError('a policy text needs [ledger.trust] policy to name its file');
+      if (c.trust.policyFile === undefined)
+        throw new ConfigError('a policy text needs [ledger.trust] policy to name its file');
       await writeAtomically(resolve(dirname(path), c.trust.policyFile), policyText);
     }
     await writeAtomically(path, text);
   } catch (e) {
     if (e instanceof ConfigError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ConfigError(`cannot write configuration ${path}: ${code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message)}`);
+    throw new ConfigError(
+      `cannot write configuration ${path}: ${code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message)}`,
+    );
   }
 }
 

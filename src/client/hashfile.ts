@@ -14,7 +14,10 @@ export interface FileDigest {
 }
 
 /** SHA-256 of the file's bytes; `onProgress` gets the bytes hashed so far. */
-export async function sha256File(path: string, onProgress?: (bytes: number, total: number) => void): Promise<FileDigest> {
+export async function sha256File(
+  path: string,
+  onProgress?: (bytes: number, total: number) => void,
+): Promise<FileDigest> {
   let total = 0;
   try {
     const st = await fs.stat(path);
@@ -42,6 +45,12 @@ function fileError(path: string, e: unknown): Error {
   if (e instanceof UsageError) return e;
   const code = (e as NodeJS.ErrnoException)?.code;
   const why =
-    code === 'ENOENT' ? 'no such file' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : ((e as Error)?.message ?? String(e));
+    code === 'ENOENT'
+      ? 'no such file'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'permission denied'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : ((e as Error)?.message ?? String(e));
   return new ClientError('io', `cannot read ${path}: ${why}`);
 }

@@ -38,7 +38,8 @@ const NET_CODES: Record<string, string> = {
 export function networkError(url: string, e: unknown, timeoutMs: number): NetworkError {
   const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   const where = safeOrigin(url);
-  if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return new NetworkError(`${where}: no answer within ${timeoutMs} ms`);
+  if (err?.name === 'TimeoutError' || err?.name === 'AbortError')
+    return new NetworkError(`${where}: no answer within ${timeoutMs} ms`);
   const code = err?.cause?.code;
   if (code && NET_CODES[code]) return new NetworkError(`cannot reach ${where}: ${NET_CODES[code]}`);
   const detail = err?.cause?.message ?? err?.message ?? String(e);

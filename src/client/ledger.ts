@@ -12,13 +12,7 @@ import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
-import type {
-  AnchorBody,
-  CheckpointView,
-  EntryView,
-  KeyView,
-  LedgerApi,
-} from './api.js';
+import type { AnchorBody, CheckpointView, EntryView, KeyView, LedgerApi } from './api.js';
 import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
 import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
 import { type FileDigest, sha256File } from './hashfile.js';
@@ -44,19 +38,24 @@ import {
 /** Checks a /api/ledger/key answer against the key id the user trusts; returns the log verifier. */
 export function verifyKeyView(k: KeyView, trustedKeyId: string): NoteVerifier {
   const pub = Buffer.from(k.publicKey, 'base64');
-  if (pub.length !== 32 || pub.toString('base64') !== k.publicKey) throw new VerificationError('the log key is not base64 of a 32-byte Ed25519 public key');
+  if (pub.length !== 32 || pub.toString('base64') !== k.publicKey)
+    throw new VerificationError('the log key is not base64 of a 32-byte Ed25519 public key');
   const actual = keyIdOf(new Uint8Array(pub));
   if (actual !== trustedKeyId) {
-    throw new VerificationError(`the log's public key hashes to key id ${actual}, not the trusted ${trustedKeyId}: refusing to pin it`);
+    throw new VerificationError(
+      `the log's public key hashes to key id ${actual}, not the trusted ${trustedKeyId}: refusing to pin it`,
+    );
   }
-  if (k.keyId !== trustedKeyId) throw new VerificationError(`the log reports key id ${k.keyId} for a key whose id is ${actual}`);
+  if (k.keyId !== trustedKeyId)
+    throw new VerificationError(`the log reports key id ${k.keyId} for a key whose id is ${actual}`);
   let v: NoteVerifier;
   try {
     v = parseVkey(k.vkey);
   } catch (e) {
     throw new VerificationError(`the log's vkey is malformed: ${(e as Error).message}`);
   }
-  if (v.type !== SIG_ED25519 || !bytesEqual(v.publicKey, new Uint8Array(pub))) throw new VerificationError('the log vkey is not the same Ed25519 key as its publicKey');
+  if (v.type !== SIG_ED25519 || !bytesEqual(v.publicKey, new Uint8Array(pub)))
+    throw new VerificationError('the log vkey is not the same Ed25519 key as its publicKey');
   if (v.name !== k.origin) throw new VerificationError(`the log vkey is named ${v.name}, not the origin ${k.origin}`);
   return v;
 }
@@ -65,7 +64,10 @@ export function verifyKeyView(k: KeyView, trustedKeyId: string): NoteVerifier {
 export async function trustOf(cfg: LedgerConfig, api?: LedgerApi): Promise<Trust> {
   let log = pinnedLogVerifier(cfg.trust);
   if (!log) {
-    if (!api) throw new ConfigError('the configuration pins only a key id; run a command online once (or `stele ledger trust-config --refresh-key`) to fetch the key');
+    if (!api)
+      throw new ConfigError(
+        'the configuration pins only a key id; run a command online once (or `stele ledger trust-config --refresh-key`) to fetch the key',
+      );
     log = verifyKeyView(await api.key(), cfg.trust.keyId);
   }
   return {
@@ -125,7 +127,9 @@ export class TilesView implements LogView {
     }
     return { note };
   }
-  prove: ProveConsistency = async (first, second) => ({ proof: await this.reader.consistencyProof(first, second, this.published) });
+  prove: ProveConsistency = async (first, second) => ({
+    proof: await this.reader.consistencyProof(first, second, this.published),
+  });
 }
 
 // ---- shared pieces -------------------------------------------------------------------
@@ -168,9 +172,16 @@ async function leafRule(
     if (knownPrior !== undefined) prior = hashFromHex(knownPrior);
     else if (seq === 0) prior = ZERO_HASH;
     else if (s.tiles) prior = await priorEntryHash(s.tiles, seq, size);
-    else return { ok: false, detail: `${leaf.detail}; but no tiles to read entry ${seq - 1}'s hash from, so the entry's fields are unproven` };
+    else
+      return {
+        ok: false,
+        detail: `${leaf.detail}; but no tiles to read entry ${seq - 1}'s hash from, so the entry's fields are unproven`,
+      };
   } catch (e) {
-    return { ok: false, detail: `${leaf.detail}; but entry ${seq - 1}'s hash could not be read to bind the entry's fields: ${(e as Error).message}` };
+    return {
+      ok: false,
+      detail: `${leaf.detail}; but entry ${seq - 1}'s hash could not be read to bind the entry's fields: ${(e as Error).message}`,
+    };
   }
   const binding = checkEntryBinding(entry, seq, prior);
   return binding.ok ? { ok: true, detail: `${leaf.detail}; ${binding.detail}`, prior: toHex(prior) } : binding;
@@ -196,7 +207,8 @@ async function checkpointRules(
   let pinMoved: PinMove | null = null;
   if (!s.keepPin && cc.signature.ok && consistency.ok && cc.witnesses.ok && cc.size > s.trust.pin.size) {
     const from = { treeSize: s.trust.pin.size, rootHash: toHex(s.trust.pin.root) };
-    if (await advancePin(s.config.path, from, { treeSize: cc.size, rootHash: toHex(cc.root) })) pinMoved = { from: s.trust.pin.size, to: cc.size };
+    if (await advancePin(s.config.path, from, { treeSize: cc.size, rootHash: toHex(cc.root) }))
+      pinMoved = { from: s.trust.pin.size, to: cc.size };
   }
   return { cc, consistency, pinMoved };
 }
@@ -224,7 +236,15 @@ function checkpointSummary(cc: CheckedCheckpoint): CheckpointSummary {
   };
 }
 
-function bundleOf(entry: EntryView, leafIndex: number, auditPath: string[], cp: CheckpointView, s: Session, file?: string, prior?: string): ProofBundle {
+function bundleOf(
+  entry: EntryView,
+  leafIndex: number,
+  auditPath: string[],
+  cp: CheckpointView,
+  s: Session,
+  file?: string,
+  prior?: string,
+): ProofBundle {
   const b: ProofBundle = {
     format: PROOF_FORMAT,
     savedAt: new Date().toISOString(),
@@ -268,12 +288,25 @@ export interface VerifyOptions {
   readonly onHashProgress?: (bytes: number, total: number) => void;
 }
 
-export async function verifyFile(s: Session, view: LogView, file: string, opts: VerifyOptions = {}): Promise<VerifyResult> {
+export async function verifyFile(
+  s: Session,
+  view: LogView,
+  file: string,
+  opts: VerifyOptions = {},
+): Promise<VerifyResult> {
   const { digest, bytes } = opts.digest ?? (await sha256File(file, opts.onHashProgress));
-  return view instanceof ApiView ? verifyFileApi(s, view, file, digest, bytes) : verifyFileTiles(s, view as TilesView, file, digest, bytes, opts.leafIndex);
+  return view instanceof ApiView
+    ? verifyFileApi(s, view, file, digest, bytes)
+    : verifyFileTiles(s, view as TilesView, file, digest, bytes, opts.leafIndex);
 }
 
-async function verifyFileApi(s: Session, view: ApiView, file: string, digest: string, bytes: number): Promise<VerifyResult> {
+async function verifyFileApi(
+  s: Session,
+  view: ApiView,
+  file: string,
+  digest: string,
+  bytes: number,
+): Promise<VerifyResult> {
   const report = new Report();
   const base = { file, digest, bytes, mode: 'api' as const, source: view.name, report };
   let found;
@@ -283,7 +316,10 @@ async function verifyFileApi(s: Session, view: ApiView, file: string, digest: st
     if (!(e instanceof ApiError && e.status === 404)) throw e;
     // Not anchored: still show whether the log itself checks out.
     const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
-    report.add('leaf', { ok: false, detail: `no entry in the log has the file's digest ${digest}: it is not anchored` });
+    report.add('leaf', {
+      ok: false,
+      detail: `no entry in the log has the file's digest ${digest}: it is not anchored`,
+    });
     report.add('inclusion', { status: 'SKIP', detail: 'no entry to prove' });
     report.finish();
     return { ...base, checkpoint: checkpointSummary(cc), pinMoved };
@@ -293,11 +329,14 @@ async function verifyFileApi(s: Session, view: ApiView, file: string, digest: st
   report.add('leaf', leaf);
   const recomputedLeaf = leafHash(hashFromHex(found.entry.proof.entryHash));
   let inclusion = checkInclusion(found.leafIndex, found.treeSize, recomputedLeaf, hashes(found.auditPath), cc);
-  if (inclusion.ok && found.rootHash !== toHex(cc.root)) inclusion = { ok: false, detail: `the response's rootHash is not the checkpoint root` };
+  if (inclusion.ok && found.rootHash !== toHex(cc.root))
+    inclusion = { ok: false, detail: `the response's rootHash is not the checkpoint root` };
   report.add('inclusion', inclusion);
   let savedProof: string | undefined;
   if (report.finish()) {
-    savedProof = await s.proofs.save(bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s, file, leaf.prior));
+    savedProof = await s.proofs.save(
+      bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s, file, leaf.prior),
+    );
   }
   return {
     ...base,
@@ -310,19 +349,39 @@ async function verifyFileApi(s: Session, view: ApiView, file: string, digest: st
   };
 }
 
-async function verifyFileTiles(s: Session, view: TilesView, file: string, digest: string, bytes: number, leafIndex?: number): Promise<VerifyResult> {
+async function verifyFileTiles(
+  s: Session,
+  view: TilesView,
+  file: string,
+  digest: string,
+  bytes: number,
+  leafIndex?: number,
+): Promise<VerifyResult> {
   const report = new Report();
   let seq = leafIndex;
   if (seq === undefined) {
     const stored = await s.proofs.findByDigest(digest, s.trust.origin);
     if (stored.length === 0) {
-      throw new UsageError(`no stored proof for ${basename(file)} (sha256 ${digest.slice(0, 16)}…): pass --leaf-index <n>, or verify or anchor it online once`);
+      throw new UsageError(
+        `no stored proof for ${basename(file)} (sha256 ${digest.slice(0, 16)}…): pass --leaf-index <n>, or verify or anchor it online once`,
+      );
     }
     seq = stored[0]!.leafIndex;
   }
   const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
   const size = cc.size;
-  const base = { file, digest, bytes, mode: 'tiles' as const, source: view.name, report, leafIndex: seq, treeSize: size, checkpoint: checkpointSummary(cc), pinMoved };
+  const base = {
+    file,
+    digest,
+    bytes,
+    mode: 'tiles' as const,
+    source: view.name,
+    report,
+    leafIndex: seq,
+    treeSize: size,
+    checkpoint: checkpointSummary(cc),
+    pinMoved,
+  };
   if (seq >= size) {
     report.add('leaf', { ok: false, detail: `leaf index ${seq} is not in the tree of size ${size}` });
     report.add('inclusion', { status: 'SKIP', detail: 'no leaf to prove' });
@@ -335,16 +394,28 @@ async function verifyFileTiles(s: Session, view: TilesView, file: string, digest
     const at = await view.reader.entry(seq, size);
     eh = at.entryHash;
     const n = Math.floor((seq - 1) / TILE_WIDTH);
-    const prior = seq === 0 ? ZERO_HASH : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[(seq - 1) % TILE_WIDTH]!;
+    const prior =
+      seq === 0
+        ? ZERO_HASH
+        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[
+            (seq - 1) % TILE_WIDTH
+          ]!;
     entry = presentEntry(at.entry, seq, eh) as EntryView;
     const problems: string[] = [];
-    if (at.entry.digest !== digest) problems.push(`entry ${seq} records digest ${at.entry.digest.slice(0, 16)}…, not the file's ${digest.slice(0, 16)}…`);
-    if (!bytesEqual(computeEntryHash(seq, at.canonical, prior), eh)) problems.push(`record ${seq} does not hash (with entry ${seq - 1}'s hash) to its entry hash in the entry bundle`);
+    if (at.entry.digest !== digest)
+      problems.push(
+        `entry ${seq} records digest ${at.entry.digest.slice(0, 16)}…, not the file's ${digest.slice(0, 16)}…`,
+      );
+    if (!bytesEqual(computeEntryHash(seq, at.canonical, prior), eh))
+      problems.push(`record ${seq} does not hash (with entry ${seq - 1}'s hash) to its entry hash in the entry bundle`);
     report.add(
       'leaf',
       problems.length
         ? { ok: false, detail: problems.join('; ') }
-        : { ok: true, detail: `entry ${entry.id} records the file's digest; its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)` },
+        : {
+            ok: true,
+            detail: `entry ${entry.id} records the file's digest; its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)`,
+          },
     );
   } catch (e) {
     if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
@@ -356,7 +427,10 @@ async function verifyFileTiles(s: Session, view: TilesView, file: string, digest
       report.add('inclusion', checkInclusion(seq, size, leafHash(eh), path, cc));
     } catch (e) {
       if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
-      report.add('inclusion', { ok: false, detail: `cannot compute the audit path from the tiles: ${(e as Error).message}` });
+      report.add('inclusion', {
+        ok: false,
+        detail: `cannot compute the audit path from the tiles: ${(e as Error).message}`,
+      });
     }
   } else {
     report.add('inclusion', { status: 'SKIP', detail: 'no verified entry hash to prove' });
@@ -398,7 +472,12 @@ export function labelOption(field: LabelField, value: string | undefined): strin
   return checked.value;
 }
 
-export async function anchorFile(s: Session, api: LedgerApi, file: string, opts: AnchorOptions = {}): Promise<AnchorResult> {
+export async function anchorFile(
+  s: Session,
+  api: LedgerApi,
+  file: string,
+  opts: AnchorOptions = {},
+): Promise<AnchorResult> {
   // Labels by the log's rule (NFC, no invisible or control characters), refused before any work.
   const artifact = labelOption('artifact', opts.artifact);
   const scope = labelOption('scope', opts.scope);
@@ -415,7 +494,14 @@ export async function anchorFile(s: Session, api: LedgerApi, file: string, opts:
   const { cc, pinMoved } = await checkpointRules(s, report, { json: res.checkpoint }, view.prove);
   const expectedType = opts.type ?? 'ledger_anchor';
   const eh = hashFromHex(res.entry.proof.entryHash);
-  let leaf: Outcome & { prior?: string } = await leafRule(s, res.entry, res.leafIndex, res.checkpoint.treeSize, toHex(leafHash(eh)), digest);
+  let leaf: Outcome & { prior?: string } = await leafRule(
+    s,
+    res.entry,
+    res.leafIndex,
+    res.checkpoint.treeSize,
+    toHex(leafHash(eh)),
+    digest,
+  );
   const echo: string[] = [];
   if (res.entry.type !== expectedType) echo.push(`entry type is ${res.entry.type}, not ${expectedType}`);
   if (artifact !== undefined && res.entry.artifact !== artifact) echo.push('entry does not carry the artifact sent');
@@ -425,7 +511,10 @@ export async function anchorFile(s: Session, api: LedgerApi, file: string, opts:
   report.add('leaf', leaf);
   report.add('inclusion', checkInclusion(res.leafIndex, cc.size, leafHash(eh), hashes(res.inclusionProof), cc));
   let savedProof: string | undefined;
-  if (report.finish()) savedProof = await s.proofs.save(bundleOf(res.entry, res.leafIndex, res.inclusionProof, res.checkpoint, s, file, leaf.prior));
+  if (report.finish())
+    savedProof = await s.proofs.save(
+      bundleOf(res.entry, res.leafIndex, res.inclusionProof, res.checkpoint, s, file, leaf.prior),
+    );
   return {
     file,
     digest,
@@ -459,7 +548,8 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
     try {
       found = await api.entry({ id });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 404) throw new VerificationError(`entry ${id} is not in the log (${e.message})`);
+      if (e instanceof ApiError && e.status === 404)
+        throw new VerificationError(`entry ${id} is not in the log (${e.message})`);
       throw e;
     }
     bundle = bundleOf(found.entry, found.leafIndex, found.auditPath, found.checkpoint, s);
@@ -478,21 +568,43 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
   });
   report.add('consistency', consistency);
   report.add('witnesses', cc.witnesses);
-  if (bundle.entry.id !== id) report.add('leaf', { ok: false, detail: `the log answered with entry ${bundle.entry.id}, not ${id}` });
+  if (bundle.entry.id !== id)
+    report.add('leaf', { ok: false, detail: `the log answered with entry ${bundle.entry.id}, not ${id}` });
   else {
-    const leaf = await leafRule(api ? s : { ...s, tiles: undefined }, bundle.entry, bundle.leafIndex, bundle.treeSize, bundle.leafHash, undefined, bundle.priorEntryHash);
+    const leaf = await leafRule(
+      api ? s : { ...s, tiles: undefined },
+      bundle.entry,
+      bundle.leafIndex,
+      bundle.treeSize,
+      bundle.leafHash,
+      undefined,
+      bundle.priorEntryHash,
+    );
     if (leaf.ok && leaf.prior) bundle.priorEntryHash = leaf.prior;
     report.add('leaf', leaf);
   }
-  let inclusion = checkInclusion(bundle.leafIndex, bundle.treeSize, leafHash(hashFromHex(bundle.entry.proof.entryHash)), hashes(bundle.auditPath), cc);
-  if (inclusion.ok && bundle.rootHash !== toHex(cc.root)) inclusion = { ok: false, detail: 'the proof rootHash is not the checkpoint root' };
+  let inclusion = checkInclusion(
+    bundle.leafIndex,
+    bundle.treeSize,
+    leafHash(hashFromHex(bundle.entry.proof.entryHash)),
+    hashes(bundle.auditPath),
+    cc,
+  );
+  if (inclusion.ok && bundle.rootHash !== toHex(cc.root))
+    inclusion = { ok: false, detail: 'the proof rootHash is not the checkpoint root' };
   report.add('inclusion', inclusion);
   const ok = report.finish();
   let savedProof: string | undefined;
   if (ok && !stored) savedProof = await s.proofs.save(bundle);
   let pinMoved: PinMove | null = null;
   if (ok && !s.keepPin && cc.size > pin.size && 'ok' in consistency && consistency.ok) {
-    if (await advancePin(s.config.path, { treeSize: pin.size, rootHash: toHex(pin.root) }, { treeSize: cc.size, rootHash: toHex(cc.root) })) {
+    if (
+      await advancePin(
+        s.config.path,
+        { treeSize: pin.size, rootHash: toHex(pin.root) },
+        { treeSize: cc.size, rootHash: toHex(cc.root) },
+      )
+    ) {
       pinMoved = { from: pin.size, to: cc.size };
     }
   }
@@ -531,7 +643,11 @@ export function noteFromJson(cp: CheckpointView, trust: Trust): string {
     if (!v || !Number.isSafeInteger(t)) continue;
     const ts = Buffer.alloc(8);
     ts.writeBigUInt64BE(BigInt(t));
-    lines += signatureLine(w.name, v.keyHash, Buffer.concat([ts, Buffer.from(w.signature.replace(/^ed25519:/, ''), 'base64')]));
+    lines += signatureLine(
+      w.name,
+      v.keyHash,
+      Buffer.concat([ts, Buffer.from(w.signature.replace(/^ed25519:/, ''), 'base64')]),
+    );
   }
   return `${body}\n${lines}`;
 }
@@ -553,7 +669,11 @@ export async function verifyCheckpoint(s: Session, view: LogView): Promise<Check
   const note = input.note ?? input.json?.note ?? noteFromJson(input.json!, s.trust);
   return {
     report,
-    checkpoint: { ...checkpointSummary(cc), keyId: s.trust.keyId, ...(input.json ? { unsigned: unsignedFields(input.json) } : {}) },
+    checkpoint: {
+      ...checkpointSummary(cc),
+      keyId: s.trust.keyId,
+      ...(input.json ? { unsigned: unsignedFields(input.json) } : {}),
+    },
     witnesses: cc.witnesses.names,
     note,
     pinMoved,
@@ -574,12 +694,18 @@ export interface ConsistencyResult {
   readonly pinMoved: PinMove | null;
 }
 
-export async function proveConsistency(s: Session, view: LogView, from: number | undefined, to: number | undefined): Promise<ConsistencyResult> {
+export async function proveConsistency(
+  s: Session,
+  view: LogView,
+  from: number | undefined,
+  to: number | undefined,
+): Promise<ConsistencyResult> {
   const report = new Report();
   const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
   const a = from ?? s.trust.pin.size;
   const b = to ?? cc.size;
-  if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b) throw new UsageError(`need 1 ≤ --from ≤ --to (got ${a} → ${b})`);
+  if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b)
+    throw new UsageError(`need 1 ≤ --from ≤ --to (got ${a} → ${b})`);
   if (b > cc.size) throw new UsageError(`--to ${b} exceeds the current tree size ${cc.size}`);
   const base = { report, from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
 
@@ -601,16 +727,41 @@ export async function proveConsistency(s: Session, view: LogView, from: number |
     report.finish();
     return base;
   }
-  const roots = a === b ? (proof.length === 0 ? { first: firstRoot, second: firstRoot } : null) : rootsFromConsistencyProof(a, b, proof, firstRoot);
+  const roots =
+    a === b
+      ? proof.length === 0
+        ? { first: firstRoot, second: firstRoot }
+        : null
+      : rootsFromConsistencyProof(a, b, proof, firstRoot);
   const requested: Outcome =
     roots && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot)
-      ? { ok: true, detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof` }
-      : { ok: false, detail: `the ${proof.length}-hash proof does not rebuild the claimed roots of sizes ${a} and ${b}: the log is not append-only between them` };
+      ? {
+          ok: true,
+          detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof`,
+        }
+      : {
+          ok: false,
+          detail: `the ${proof.length}-hash proof does not rebuild the claimed roots of sizes ${a} and ${b}: the log is not append-only between them`,
+        };
   report.addCheck(7, `Consistency ${a} → ${b}`, requested);
-  const anchored = await checkConsistency({ size: b, root: secondRoot }, { size: cc.size, root: cc.root }, view.prove, 'requested');
-  report.addCheck(8, 'Anchored to the verified checkpoint', anchored.ok ? { ok: true, detail: b === cc.size ? `size ${b} is the checkpoint itself` : anchored.detail } : anchored);
+  const anchored = await checkConsistency(
+    { size: b, root: secondRoot },
+    { size: cc.size, root: cc.root },
+    view.prove,
+    'requested',
+  );
+  report.addCheck(
+    8,
+    'Anchored to the verified checkpoint',
+    anchored.ok
+      ? { ok: true, detail: b === cc.size ? `size ${b} is the checkpoint itself` : anchored.detail }
+      : anchored,
+  );
   if (a === s.trust.pin.size && !bytesEqual(firstRoot, s.trust.pin.root)) {
-    report.addCheck(7, `Consistency ${a} → ${b}`, { ok: false, detail: `the claimed root of size ${a} differs from the pinned root` });
+    report.addCheck(7, `Consistency ${a} → ${b}`, {
+      ok: false,
+      detail: `the claimed root of size ${a} differs from the pinned root`,
+    });
   }
   report.finish();
   return { ...base, firstRoot: toHex(firstRoot), secondRoot: toHex(secondRoot), proof: proof.map(toHex) };

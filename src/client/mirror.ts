@@ -19,7 +19,16 @@ import { bytesEqual, leafHash, toHex } from '../core/hash.js';
 import { treeHash, treeHashSync } from '../core/merkle.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, TileHashReader, type TileKind, levelHashCount, tilePath, tileRoot, tileWidthAt } from '../core/tiles.js';
+import {
+  HashTile,
+  TILE_WIDTH,
+  TileHashReader,
+  type TileKind,
+  levelHashCount,
+  tilePath,
+  tileRoot,
+  tileWidthAt,
+} from '../core/tiles.js';
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
@@ -69,7 +78,10 @@ class Dest {
       return new Uint8Array(await fs.readFile(join(this.root, key)));
     } catch (e) {
       if (isMissing(e)) return null;
-      throw new ClientError('io', `cannot read ${join(this.root, key)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ClientError(
+        'io',
+        `cannot read ${join(this.root, key)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
   }
 
@@ -98,7 +110,8 @@ class Dest {
     } catch {
       return;
     }
-    for (const name of names) if (name !== String(keepWidth)) await fs.rm(join(dir, name), { force: true }).catch(() => undefined);
+    for (const name of names)
+      if (name !== String(keepWidth)) await fs.rm(join(dir, name), { force: true }).catch(() => undefined);
     await fs.rmdir(dir).catch(() => undefined);
   }
 }
@@ -150,7 +163,9 @@ class VerifiedTiles {
       const data = await this.source.get(path);
       if (!data) throw new ClientError('io', `${path} is missing at ${this.sourceName}`);
       if (data.length !== TILE_WIDTH * 32 || !bytesEqual(tileRoot(data), expected)) {
-        throw new VerificationError(`${path} from ${this.sourceName} does not match the checkpoint (its hash is not the one in ${parent.path} at position ${index % TILE_WIDTH}): tampered tile`);
+        throw new VerificationError(
+          `${path} from ${this.sourceName} does not match the checkpoint (its hash is not the one in ${parent.path} at position ${index % TILE_WIDTH}): tampered tile`,
+        );
       }
       this.fetched++;
       result = { tile: new HashTile(level, index, data), local: false };
@@ -172,11 +187,18 @@ class VerifiedTiles {
   }
 }
 
-async function readSourceObject(source: ObjectReader, name: string, kind: TileKind, index: number, width: number): Promise<Uint8Array> {
+async function readSourceObject(
+  source: ObjectReader,
+  name: string,
+  kind: TileKind,
+  index: number,
+  width: number,
+): Promise<Uint8Array> {
   try {
     return await readTileBytes(source, kind, index, width);
   } catch (e) {
-    if (e instanceof MissingObjectError) throw new ClientError('io', `${tilePath({ kind, index, width })} is missing at ${name}`);
+    if (e instanceof MissingObjectError)
+      throw new ClientError('io', `${tilePath({ kind, index, width })} is missing at ${name}`);
     throw e;
   }
 }
@@ -213,14 +235,30 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
   };
 
   if (trust.pin.size > size) {
-    throw new VerificationError(`checkpoint from ${sourceName} has size ${size}, smaller than the pinned size ${trust.pin.size}: the log rolled back (or the source is stale)`);
+    throw new VerificationError(
+      `checkpoint from ${sourceName} has size ${size}, smaller than the pinned size ${trust.pin.size}: the log rolled back (or the source is stale)`,
+    );
   }
   if (old && size < old.size) {
     // The source is behind the mirror: fine if its tree is a prefix of ours.
     const root = await new LogReader(new DirObjectReader(opts.dest), { unverified: true }).treeHash(size, old.size);
-    if (!bytesEqual(root, cp.root)) throw new VerificationError(`checkpoint from ${sourceName} (size ${size}) is not a prefix of the mirror's tree (size ${old.size}): the log forked`);
-    const ok = { ok: true, detail: `the source (size ${size}) is behind the mirror (size ${old.size}) and consistent with it` };
-    return { ...base, status: 'source-behind', consistency: ok, pin: ok, fetched: 0, reused: 0, elapsedMs: performance.now() - t0 };
+    if (!bytesEqual(root, cp.root))
+      throw new VerificationError(
+        `checkpoint from ${sourceName} (size ${size}) is not a prefix of the mirror's tree (size ${old.size}): the log forked`,
+      );
+    const ok = {
+      ok: true,
+      detail: `the source (size ${size}) is behind the mirror (size ${old.size}) and consistent with it`,
+    };
+    return {
+      ...base,
+      status: 'source-behind',
+      consistency: ok,
+      pin: ok,
+      fetched: 0,
+      reused: 0,
+      elapsedMs: performance.now() - t0,
+    };
   }
 
   // 2. Right-edge partial tiles, checked against the root.
@@ -234,14 +272,19 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
       if (w === 0) return;
       const index = Math.floor(count / TILE_WIDTH);
       const data = await readSourceObject(source, sourceName, level, index, w);
-      if (data.length !== w * 32) throw new VerificationError(`${tilePath({ kind: level, index, width: w })} from ${sourceName} has ${data.length} bytes, not ${w * 32}`);
+      if (data.length !== w * 32)
+        throw new VerificationError(
+          `${tilePath({ kind: level, index, width: w })} from ${sourceName} has ${data.length} bytes, not ${w * 32}`,
+        );
       partials.set(level, new HashTile(level, index, data));
     }),
   );
   if (size > 0) {
     const root = treeHashSync(size, new TileSet(partials.values()).lookup(size));
     if (!bytesEqual(root, cp.root)) {
-      throw new VerificationError(`the right-edge tiles from ${sourceName} (${[...partials.values()].map((t) => t.path).join(', ')}) do not hash to the checkpoint root: tampered tile`);
+      throw new VerificationError(
+        `the right-edge tiles from ${sourceName} (${[...partials.values()].map((t) => t.path).join(', ')}) do not hash to the checkpoint root: tampered tile`,
+      );
     }
   }
   const vt = new VerifiedTiles(source, sourceName, dest, size, partials);
@@ -250,16 +293,26 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
   let consistency: Outcome = { ok: true, detail: 'no previous mirror checkpoint' };
   if (old && old.size > 0) {
     if (!bytesEqual(await vt.rootAt(old.size), old.root)) {
-      throw new VerificationError(`the new checkpoint (size ${size}) is not consistent with the mirror's previous one (size ${old.size}): the log forked`);
+      throw new VerificationError(
+        `the new checkpoint (size ${size}) is not consistent with the mirror's previous one (size ${old.size}): the log forked`,
+      );
     }
-    consistency = { ok: true, detail: `previous mirror size ${old.size} → ${size}: old root recomputed from the new verified tiles` };
+    consistency = {
+      ok: true,
+      detail: `previous mirror size ${old.size} → ${size}: old root recomputed from the new verified tiles`,
+    };
   }
   let pin: Outcome = { ok: true, detail: `the pinned tree is empty` };
   if (trust.pin.size > 0) {
     if (!bytesEqual(await vt.rootAt(trust.pin.size), trust.pin.root)) {
-      throw new VerificationError(`the checkpoint from ${sourceName} (size ${size}) is not consistent with the pinned checkpoint (size ${trust.pin.size}): the log forked`);
+      throw new VerificationError(
+        `the checkpoint from ${sourceName} (size ${size}) is not consistent with the pinned checkpoint (size ${trust.pin.size}): the log forked`,
+      );
     }
-    pin = { ok: true, detail: `pinned size ${trust.pin.size} → ${size}: pinned root recomputed from the verified tiles` };
+    pin = {
+      ok: true,
+      detail: `pinned size ${trust.pin.size} → ${size}: pinned root recomputed from the verified tiles`,
+    };
   }
 
   // 3. Full hash tiles of levels ≥ 1, top down (level 0 goes with the bundles).
@@ -297,7 +350,8 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
   let prior: Uint8Array = new Uint8Array(32);
   if (firstBundle > 0) {
     const path = tilePath({ kind: 'entries', index: firstBundle - 1, width: TILE_WIDTH });
-    const data = (await dest.read(path)) ?? (await readSourceObject(source, sourceName, 'entries', firstBundle - 1, TILE_WIDTH));
+    const data =
+      (await dest.read(path)) ?? (await readSourceObject(source, sourceName, 'entries', firstBundle - 1, TILE_WIDTH));
     const items = decodeBundle(data, path);
     if (items.length !== TILE_WIDTH) throw new VerificationError(`${path} does not have ${TILE_WIDTH} items`);
     prior = items[TILE_WIDTH - 1]!;
@@ -329,7 +383,11 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
     async (n, { w, tile, entries, records }) => {
       const ePath = tilePath({ kind: 'entries', index: n, width: w });
       const rPath = tilePath({ kind: 'records', index: n, width: w });
-      const check = (eData: Uint8Array, rData: Uint8Array, from: string): { eItems: Uint8Array[]; rItems: Uint8Array[]; last: Uint8Array } => {
+      const check = (
+        eData: Uint8Array,
+        rData: Uint8Array,
+        from: string,
+      ): { eItems: Uint8Array[]; rItems: Uint8Array[]; last: Uint8Array } => {
         const decode = (data: Uint8Array, path: string) => {
           let items: Uint8Array[];
           try {
@@ -346,10 +404,14 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
         for (let i = 0; i < w; i++) {
           const seq = n * TILE_WIDTH + i;
           if (!bytesEqual(leafHash(eItems[i]!), tile.tile.hashAt(0, i))) {
-            throw new VerificationError(`${ePath} item ${i} (entry ${seq}) from ${from} is not the preimage of leaf ${seq} in ${tile.tile.path}: tampered bundle`);
+            throw new VerificationError(
+              `${ePath} item ${i} (entry ${seq}) from ${from} is not the preimage of leaf ${seq} in ${tile.tile.path}: tampered bundle`,
+            );
           }
           if (!bytesEqual(entryHash(seq, rItems[i]!, p), eItems[i]!)) {
-            throw new VerificationError(`record ${seq} (${rPath} item ${i}) from ${from} does not hash to its entry hash: tampered record`);
+            throw new VerificationError(
+              `record ${seq} (${rPath} item ${i}) from ${from} does not hash to its entry hash: tampered record`,
+            );
           }
           p = eItems[i]!;
         }
@@ -387,7 +449,8 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
     const keep = count % TILE_WIDTH;
     const edges = new Set([Math.floor(count / TILE_WIDTH)]);
     if (old) edges.add(Math.floor(levelHashCount(level, old.size) / TILE_WIDTH));
-    for (const index of edges) await dest.prunePartials(kind, index, index === Math.floor(count / TILE_WIDTH) && keep > 0 ? keep : null);
+    for (const index of edges)
+      await dest.prunePartials(kind, index, index === Math.floor(count / TILE_WIDTH) && keep > 0 ? keep : null);
   }
 
   const fetched = vt.fetched + bundleFetches + partials.size;

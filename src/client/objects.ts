@@ -22,7 +22,8 @@ export class HttpObjectReader implements ObjectReader {
     } catch {
       throw new UsageError(`${JSON.stringify(base)} is not a URL`);
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`${base} must be an http:// or https:// URL`);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new UsageError(`${base} must be an http:// or https:// URL`);
     this.base = u.toString().endsWith('/') ? u.toString() : `${u.toString()}/`;
   }
 

@@ -28,7 +28,12 @@ export async function orderedPipeline<T>(
 }
 
 /** Runs `fn` over [from, to) with at most `concurrency` calls at once (order not kept). */
-export async function parallelRange(from: number, to: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+export async function parallelRange(
+  from: number,
+  to: number,
+  concurrency: number,
+  fn: (i: number) => Promise<void>,
+): Promise<void> {
   let next = from;
   let failed: unknown;
   const worker = async () => {

@@ -34,11 +34,14 @@ export function parseBundle(value: unknown, where: string): ProofBundle {
   };
   if (typeof o !== 'object' || o === null) bad('not an object');
   if (o.format !== PROOF_FORMAT) bad(`format is not ${PROOF_FORMAT}`);
-  for (const k of ['leafIndex', 'treeSize'] as const) if (!Number.isSafeInteger(o[k]) || (o[k] as number) < 0) bad(`${k}`);
-  for (const k of ['leafHash', 'rootHash', 'keyId'] as const) if (typeof o[k] !== 'string' || !HASH.test(o[k] as string)) bad(k);
+  for (const k of ['leafIndex', 'treeSize'] as const)
+    if (!Number.isSafeInteger(o[k]) || (o[k] as number) < 0) bad(`${k}`);
+  for (const k of ['leafHash', 'rootHash', 'keyId'] as const)
+    if (typeof o[k] !== 'string' || !HASH.test(o[k] as string)) bad(k);
   if (!Array.isArray(o.auditPath) || !o.auditPath.every((h) => typeof h === 'string' && HASH.test(h))) bad('auditPath');
   if (typeof o.origin !== 'string') bad('origin');
-  if (o.priorEntryHash !== undefined && (typeof o.priorEntryHash !== 'string' || !HASH.test(o.priorEntryHash))) bad('priorEntryHash');
+  if (o.priorEntryHash !== undefined && (typeof o.priorEntryHash !== 'string' || !HASH.test(o.priorEntryHash)))
+    bad('priorEntryHash');
   try {
     parseEntryView(o.entry, `${where} entry`);
     parseCheckpointView(o.checkpoint, `${where} checkpoint`);
@@ -57,7 +60,13 @@ export function tlogProofOf(b: ProofBundle): string | null {
   if (b.priorEntryHash === undefined || b.checkpoint.note === undefined) return null;
   // The entry view is the entry object the log shows (DESIGN.md §1.4): canonical fields, id and proof.
   const canonical = canonicalEntryBytes(b.entry as unknown as Entry);
-  return steleTlogProof(b.leafIndex, canonical, hashFromHex(b.priorEntryHash), b.auditPath.map(hashFromHex), b.checkpoint.note);
+  return steleTlogProof(
+    b.leafIndex,
+    canonical,
+    hashFromHex(b.priorEntryHash),
+    b.auditPath.map(hashFromHex),
+    b.checkpoint.note,
+  );
 }
 
 /** Writes `text` to `path` through a temporary file, so a reader never sees half of it. */
@@ -71,7 +80,8 @@ export class ProofStore {
   constructor(readonly dir: string) {}
 
   pathOf(id: string): string {
-    if (!parseEntryId(id)) throw new UsageError(`malformed entry id ${JSON.stringify(id)} (expected led_<leaf index>_<12 hex>)`);
+    if (!parseEntryId(id))
+      throw new UsageError(`malformed entry id ${JSON.stringify(id)} (expected led_<leaf index>_<12 hex>)`);
     return join(this.dir, `${id}.json`);
   }
 
@@ -89,7 +99,10 @@ export class ProofStore {
       const tlog = tlogProofOf(bundle);
       if (tlog !== null) await writeAtomic(this.tlogPathOf(bundle.entry.id), tlog);
     } catch (e) {
-      throw new ClientError('io', `cannot store proof bundle in ${this.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ClientError(
+        'io',
+        `cannot store proof bundle in ${this.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     return path;
   }

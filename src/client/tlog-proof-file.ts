@@ -28,18 +28,29 @@ export async function readTlogProof(path: string): Promise<TlogProof> {
   }
 }
 
-export async function verifyFileWithTlogProof(s: Session, file: string, digest: string, bytes: number, proofPath: string): Promise<VerifyResult> {
+export async function verifyFileWithTlogProof(
+  s: Session,
+  file: string,
+  digest: string,
+  bytes: number,
+  proofPath: string,
+): Promise<VerifyResult> {
   const proof = await readTlogProof(proofPath);
   const pin = s.trust.pin;
   // The rules themselves are the core's (src/core/rules.ts), as in the explorer.
-  const { report, checkpoint: cc, result: r } = await checkTlogProof(proof, s.trust, {
+  const {
+    report,
+    checkpoint: cc,
+    result: r,
+  } = await checkTlogProof(proof, s.trust, {
     fileDigest: hashFromHex(digest),
     offline: (size) => ({
       reason: 'offline',
       detail: `not checked offline: the proof's checkpoint (size ${size}) is not the pinned one (size ${pin.size}); run \`ledger checkpoint\` online to prove consistency`,
     }),
   });
-  const entry = r.entry && r.entryHash ? (presentEntry(r.entry, proof.index, r.entryHash) as unknown as EntryView) : undefined;
+  const entry =
+    r.entry && r.entryHash ? (presentEntry(r.entry, proof.index, r.entryHash) as unknown as EntryView) : undefined;
   return {
     file,
     digest,

@@ -11,7 +11,13 @@ import getRawBody from 'raw-body';
 import { newUlid as ulid } from './ids.js';
 import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './audit.js';
 import { AuthFailureAggregator } from './auth-failures.js';
-import { AuthenticationError, AuthorizationError, type Caller, type OidcAuthenticator, type RoleTable } from './auth.js';
+import {
+  AuthenticationError,
+  AuthorizationError,
+  type Caller,
+  type OidcAuthenticator,
+  type RoleTable,
+} from './auth.js';
 import type { ControlConfig, Operation } from './config.js';
 import type { EpochView, KeyEpochs } from './epochs.js';
 import { ControlError, invalid, renderControlError, shuttingDown } from './errors.js';
@@ -56,9 +62,14 @@ const ROUTES: Record<string, Route> = {
 };
 
 /** The aggregator of `config`'s window and source limit, recording through `recorder`. */
-export function authFailureAggregator(services: Pick<ControlServices, 'config' | 'recorder' | 'logger'>): AuthFailureAggregator {
+export function authFailureAggregator(
+  services: Pick<ControlServices, 'config' | 'recorder' | 'logger'>,
+): AuthFailureAggregator {
   const c = services.config;
-  return new AuthFailureAggregator(failureRecorder(services), { windowMs: c.authFailureWindowS * 1000, maxSources: c.authFailureSources });
+  return new AuthFailureAggregator(failureRecorder(services), {
+    windowMs: c.authFailureWindowS * 1000,
+    maxSources: c.authFailureSources,
+  });
 }
 
 /** The /v1 middleware; mount it with app.use. Paths outside /v1 pass through. */
@@ -72,7 +83,13 @@ export function controlMiddleware(s: ControlServices) {
       const route = Object.hasOwn(ROUTES, ctx.path) ? ROUTES[ctx.path]! : undefined;
       if (!route) throw new ControlError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (ctx.method !== route.method && !(route.method === 'GET' && ctx.method === 'HEAD')) {
-        throw new ControlError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${route.method}`, {}, { Allow: route.method });
+        throw new ControlError(
+          405,
+          'method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path}; use ${route.method}`,
+          {},
+          { Allow: route.method },
+        );
       }
       if (route.operation === null) return await route.handle(ctx, s, null, null);
       let caller: Caller;
@@ -103,7 +120,14 @@ const ENTITY_STRING = /^([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)::"
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/u;
 
 function actorOf(c: Caller, role: string | null): Record<string, unknown> {
-  return { sub: c.sub, issuer: c.issuer, ...(c.clientId ? { client_id: c.clientId } : {}), roles: c.roles, mfa: c.mfa, ...(role ? { role } : {}) };
+  return {
+    sub: c.sub,
+    issuer: c.issuer,
+    ...(c.clientId ? { client_id: c.clientId } : {}),
+    roles: c.roles,
+    mfa: c.mfa,
+    ...(role ? { role } : {}),
+  };
 }
 
 async function readJson(ctx: Context, s: ControlServices, optional = false): Promise<Record<string, unknown>> {
@@ -113,14 +137,17 @@ async function readJson(ctx: Context, s: ControlServices, optional = false): Pro
     if (optional) return {};
     throw invalid('missing_body', 'a JSON request body is required');
   }
-  if (!ctx.is('application/json')) throw new ControlError(415, 'unsupported_media_type', 'request body must be application/json');
+  if (!ctx.is('application/json'))
+    throw new ControlError(415, 'unsupported_media_type', 'request body must be application/json');
   let text: string;
   try {
     text = await getRawBody(ctx.req, { limit: s.config.bodyLimitBytes, length: length || undefined, encoding: 'utf8' });
   } catch (e) {
     const t = (e as { type?: string }).type;
-    if (t === 'entity.too.large') throw new ControlError(413, 'body_too_large', `request body exceeds ${s.config.bodyLimitBytes} bytes`);
-    if (t === 'request.size.invalid') throw invalid('invalid_body', 'request body length does not match Content-Length');
+    if (t === 'entity.too.large')
+      throw new ControlError(413, 'body_too_large', `request body exceeds ${s.config.bodyLimitBytes} bytes`);
+    if (t === 'request.size.invalid')
+      throw invalid('invalid_body', 'request body length does not match Content-Length');
     throw e;
   }
   if (text.trim() === '' && optional) return {};
@@ -130,21 +157,25 @@ async function readJson(ctx: Context, s: ControlServices, optional = false): Pro
   } catch {
     throw invalid('invalid_json', 'request body is not valid JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('invalid_body', 'request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalid('invalid_body', 'request body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
 function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
   const unknown = Object.keys(body).find((k) => !allowed.includes(k));
-  if (unknown !== undefined) throw invalid('unknown_field', `unknown field ${JSON.stringify(unknown)}; allowed: ${allowed.join(', ')}`);
+  if (unknown !== undefined)
+    throw invalid('unknown_field', `unknown field ${JSON.stringify(unknown)}; allowed: ${allowed.join(', ')}`);
 }
 
 function label(v: unknown, field: string, maxBytes: number, required = true): string | undefined {
   if (v === undefined && !required) return undefined;
   if (v === undefined) throw invalid(`missing_${field}`, `${field} is required`);
   if (typeof v !== 'string' || v === '') throw invalid(`invalid_${field}`, `${field} must be a non-empty string`);
-  if (Buffer.byteLength(v) > maxBytes) throw invalid(`invalid_${field}`, `${field} must be at most ${maxBytes} UTF-8 bytes`);
-  if (CONTROL_CHARS.test(v) || !v.isWellFormed()) throw invalid(`invalid_${field}`, `${field} must not contain control characters`);
+  if (Buffer.byteLength(v) > maxBytes)
+    throw invalid(`invalid_${field}`, `${field} must be at most ${maxBytes} UTF-8 bytes`);
+  if (CONTROL_CHARS.test(v) || !v.isWellFormed())
+    throw invalid(`invalid_${field}`, `${field} must not contain control characters`);
   return v;
 }
 
@@ -161,27 +192,40 @@ function entityRef(v: unknown, field: string): EntityRef {
   } else if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
     const o = v as Record<string, unknown>;
     const extra = Object.keys(o).find((k) => k !== 'type' && k !== 'id');
-    if (extra) throw invalid(`invalid_${field}`, `${field} has unknown field ${JSON.stringify(extra)}; an entity is {"type","id"}`);
+    if (extra)
+      throw invalid(
+        `invalid_${field}`,
+        `${field} has unknown field ${JSON.stringify(extra)}; an entity is {"type","id"}`,
+      );
     type = o.type;
     id = o.id;
   } else {
     throw invalid(`invalid_${field}`, `${field} must be {"type","id"} or a Cedar entity like User::"alice"`);
   }
-  if (typeof type !== 'string' || !ENTITY_TYPE.test(type) || type.length > 256) throw invalid(`invalid_${field}`, `${field}.type must be a Cedar entity type name (e.g. User, Acme::Document)`);
+  if (typeof type !== 'string' || !ENTITY_TYPE.test(type) || type.length > 256)
+    throw invalid(`invalid_${field}`, `${field}.type must be a Cedar entity type name (e.g. User, Acme::Document)`);
   if (typeof id !== 'string' || id === '' || Buffer.byteLength(id) > 1024 || CONTROL_CHARS.test(id)) {
-    throw invalid(`invalid_${field}`, `${field}.id must be a non-empty string of at most 1024 bytes without control characters`);
+    throw invalid(
+      `invalid_${field}`,
+      `${field}.id must be a non-empty string of at most 1024 bytes without control characters`,
+    );
   }
   return { type, id };
 }
 
 function contextOf(v: unknown): Record<string, unknown> {
   if (v === undefined) return {};
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalid('invalid_context', 'context must be a JSON object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw invalid('invalid_context', 'context must be a JSON object');
   let depth = 0;
   const walk = (x: unknown, d: number) => {
     depth = Math.max(depth, d);
     if (depth > 16) throw invalid('invalid_context', 'context is nested too deeply (more than 16 levels)');
-    if (typeof x === 'number' && !Number.isSafeInteger(x)) throw invalid('invalid_context', 'context numbers must be integers (Cedar has no floating point; use decimal("…"))');
+    if (typeof x === 'number' && !Number.isSafeInteger(x))
+      throw invalid(
+        'invalid_context',
+        'context numbers must be integers (Cedar has no floating point; use decimal("…"))',
+      );
     if (x === null) throw invalid('invalid_context', 'context must not contain null (Cedar has no null)');
     if (typeof x === 'object') for (const y of Object.values(x as object)) walk(y, d + 1);
   };
@@ -207,9 +251,11 @@ function ttlOf(v: unknown, s: ControlServices): number {
 function failureRecorder(s: Pick<ControlServices, 'recorder' | 'logger'>): (record: Record<string, unknown>) => void {
   return (record) => {
     const failureId = `auf_${ulid()}`;
-    s.recorder.record('authentication_failure', 'Rejected', { ...record, failure_id: failureId }, { artifact: failureId }).catch((err: unknown) => {
-      s.logger.error({ err: (err as Error).message }, 'recording an authentication failure failed');
-    });
+    s.recorder
+      .record('authentication_failure', 'Rejected', { ...record, failure_id: failureId }, { artifact: failureId })
+      .catch((err: unknown) => {
+        s.logger.error({ err: (err as Error).message }, 'recording an authentication failure failed');
+      });
   };
 }
 
@@ -227,7 +273,12 @@ function noteAuthFailure(ctx: Context, e: AuthenticationError, failures: AuthFai
 }
 
 /** Records a 403 (role or MFA) as a denied access decision; returns the error to throw. */
-async function recordDenied(ctx: Context, s: ControlServices, caller: Caller, e: AuthorizationError): Promise<ControlError> {
+async function recordDenied(
+  ctx: Context,
+  s: ControlServices,
+  caller: Caller,
+  e: AuthorizationError,
+): Promise<ControlError> {
   const decisionId = `dec_${ulid()}`;
   const record = {
     v: 1,
@@ -241,8 +292,17 @@ async function recordDenied(ctx: Context, s: ControlServices, caller: Caller, e:
     decision: 'deny',
     reason: e.reason,
   };
-  const r = await s.recorder.record('access_decision', 'Denied', record, { artifact: decisionId, tenant: caller.tenant });
-  return new ControlError(e.status, e.code, e.message, { ...e.extra, decision_id: decisionId, ledger_entry_id: r.ledgerEntryId }, e.headers);
+  const r = await s.recorder.record('access_decision', 'Denied', record, {
+    artifact: decisionId,
+    tenant: caller.tenant,
+  });
+  return new ControlError(
+    e.status,
+    e.code,
+    e.message,
+    { ...e.extra, decision_id: decisionId, ledger_entry_id: r.ledgerEntryId },
+    e.headers,
+  );
 }
 
 // ---------------------------------------------------------------- routes
@@ -261,7 +321,8 @@ async function evaluate(ctx: Context, s: ControlServices, caller: Caller | null,
     resource: entityRef(body.resource, 'resource'),
     context: contextOf(body.context),
   };
-  if (!/(^|::)Action$/.test(req.action.type)) throw invalid('invalid_action', 'action.type must be Action (or <Namespace>::Action)');
+  if (!/(^|::)Action$/.test(req.action.type))
+    throw invalid('invalid_action', 'action.type must be Action (or <Namespace>::Action)');
   const d = s.policy.evaluate(req);
   const decisionId = `dec_${ulid()}`;
   const record = {
@@ -276,7 +337,10 @@ async function evaluate(ctx: Context, s: ControlServices, caller: Caller | null,
     reasons: d.reasons,
     ...(d.errors.length > 0 ? { errors: d.errors } : {}),
   };
-  const r = await s.recorder.record('policy_evaluation', d.decision === 'allow' ? 'Allow' : 'Deny', record, { artifact: decisionId, tenant: caller!.tenant });
+  const r = await s.recorder.record('policy_evaluation', d.decision === 'allow' ? 'Allow' : 'Deny', record, {
+    artifact: decisionId,
+    tenant: caller!.tenant,
+  });
   ctx.body = {
     decision: d.decision,
     decision_id: decisionId,
@@ -296,8 +360,19 @@ async function lease(ctx: Context, s: ControlServices, caller: Caller | null, ro
   const compartment = label(body.compartment, 'compartment', 128)!;
   const ttl = ttlOf(body.ttl, s);
   const L = s.config.lease;
-  const context = { compartment, ttl_seconds: ttl, roles: [...c.roles], mfa: c.mfa, ...(c.clientId ? { client_id: c.clientId } : {}) };
-  const d = s.policy.evaluate({ principal: { type: L.principalType, id: c.sub }, action: { type: 'Action', id: L.action }, resource: { type: L.resourceType, id: docId }, context });
+  const context = {
+    compartment,
+    ttl_seconds: ttl,
+    roles: [...c.roles],
+    mfa: c.mfa,
+    ...(c.clientId ? { client_id: c.clientId } : {}),
+  };
+  const d = s.policy.evaluate({
+    principal: { type: L.principalType, id: c.sub },
+    action: { type: 'Action', id: L.action },
+    resource: { type: L.resourceType, id: docId },
+    context,
+  });
   const decisionId = `dec_${ulid()}`;
   const base = {
     v: 1,
@@ -313,16 +388,24 @@ async function lease(ctx: Context, s: ControlServices, caller: Caller | null, ro
   };
   if (d.decision !== 'allow') {
     const r = await s.recorder.record('access_decision', 'Denied', base, { artifact: decisionId, tenant: c.tenant });
-    throw new ControlError(403, 'access_denied', `policy ${d.policyVersion} denies a lease on ${docId} in ${compartment}`, {
-      decision_id: decisionId,
-      policy_version: d.policyVersion,
-      reasons: d.reasons,
-      ledger_entry_id: r.ledgerEntryId,
-    });
+    throw new ControlError(
+      403,
+      'access_denied',
+      `policy ${d.policyVersion} denies a lease on ${docId} in ${compartment}`,
+      {
+        decision_id: decisionId,
+        policy_version: d.policyVersion,
+        reasons: d.reasons,
+        ledger_entry_id: r.ledgerEntryId,
+      },
+    );
   }
   const leaseId = newLeaseId();
   const issued = await issueLease(s.epochs, leaseId, new Date(Date.now() + ttl * 1000));
-  const record = { ...base, lease: { lease_id: leaseId, expires: issued.expires.toISOString(), epoch: issued.epoch, kek_id: issued.kekId } };
+  const record = {
+    ...base,
+    lease: { lease_id: leaseId, expires: issued.expires.toISOString(), epoch: issued.epoch, kek_id: issued.kekId },
+  };
   const r = await s.recorder.record('access_decision', 'Granted', record, { artifact: leaseId, tenant: c.tenant });
   ctx.status = 201;
   ctx.body = {
@@ -342,14 +425,16 @@ async function rotate(ctx: Context, s: ControlServices, caller: Caller | null): 
   const body = await readJson(ctx, s, true);
   onlyFields(body, ['retire_before']);
   const rb = body.retire_before;
-  if (rb !== undefined && (typeof rb !== 'number' || !Number.isSafeInteger(rb))) throw invalid('invalid_retire_before', 'retire_before must be an integer epoch number');
+  if (rb !== undefined && (typeof rb !== 'number' || !Number.isSafeInteger(rb)))
+    throw invalid('invalid_retire_before', 'retire_before must be an integer epoch number');
   const view: EpochView = await s.epochs.rotate(caller!.sub, rb as number | undefined);
   ctx.status = 201;
   ctx.body = { epoch: view, ledger_entry_id: view.ledger_entry_id };
 }
 
 async function listEpochs(ctx: Context, s: ControlServices): Promise<void> {
-  if (Object.keys(ctx.query).length > 0) throw invalid('unknown_parameter', `unknown query parameter ${JSON.stringify(Object.keys(ctx.query)[0])}`);
+  if (Object.keys(ctx.query).length > 0)
+    throw invalid('unknown_parameter', `unknown query parameter ${JSON.stringify(Object.keys(ctx.query)[0])}`);
   const epochs = s.epochs.list();
   ctx.body = { signer: s.signer.describe(), current: epochs.at(-1)?.epoch ?? null, epochs };
 }
@@ -360,7 +445,8 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\
 function timeParam(v: unknown, name: string): number | undefined {
   if (v === undefined) return undefined;
   const ms = typeof v === 'string' && ISO_TIME.test(v) ? Date.parse(v) : NaN;
-  if (!Number.isFinite(ms)) throw invalid(`invalid_${name}`, `${name} must be an ISO 8601 time like 2025-01-31T12:00:00Z`);
+  if (!Number.isFinite(ms))
+    throw invalid(`invalid_${name}`, `${name} must be an ISO 8601 time like 2025-01-31T12:00:00Z`);
   return ms;
 }
 
@@ -372,28 +458,44 @@ function single(ctx: Context, name: string): string | undefined {
 
 async function auditEvents(ctx: Context, s: ControlServices): Promise<void> {
   const unknown = Object.keys(ctx.query).find((k) => !AUDIT_PARAMS.includes(k));
-  if (unknown) throw invalid('unknown_parameter', `unknown query parameter ${JSON.stringify(unknown)}; allowed: ${AUDIT_PARAMS.join(', ')}`);
+  if (unknown)
+    throw invalid(
+      'unknown_parameter',
+      `unknown query parameter ${JSON.stringify(unknown)}; allowed: ${AUDIT_PARAMS.join(', ')}`,
+    );
   const typeParam = single(ctx, 'type');
   let types: Set<string> | undefined;
   if (typeParam !== undefined) {
     types = new Set(typeParam.split(',').map((t) => t.trim()));
     const bad = [...types].find((t) => !(CONTROL_ENTRY_TYPES as readonly string[]).includes(t));
-    if (bad !== undefined) throw invalid('invalid_type', `unknown event type ${JSON.stringify(bad)}; types: ${CONTROL_ENTRY_TYPES.join(', ')}`);
+    if (bad !== undefined)
+      throw invalid(
+        'invalid_type',
+        `unknown event type ${JSON.stringify(bad)}; types: ${CONTROL_ENTRY_TYPES.join(', ')}`,
+      );
   }
   const since = timeParam(single(ctx, 'since'), 'since');
   const until = timeParam(single(ctx, 'until'), 'until');
-  if (since !== undefined && until !== undefined && until <= since) throw invalid('invalid_until', 'until must be later than since');
+  if (since !== undefined && until !== undefined && until <= since)
+    throw invalid('invalid_until', 'until must be later than since');
   const followParam = single(ctx, 'follow');
-  if (followParam !== undefined && followParam !== 'true' && followParam !== 'false') throw invalid('invalid_follow', 'follow must be true or false');
+  if (followParam !== undefined && followParam !== 'true' && followParam !== 'false')
+    throw invalid('invalid_follow', 'follow must be true or false');
   const headerId = ctx.get('Last-Event-ID');
   const afterRaw = headerId !== '' ? headerId : single(ctx, 'after');
   let after = 0;
   if (afterRaw !== undefined) {
-    if (!/^(0|[1-9][0-9]{0,15})$/.test(afterRaw.trim())) throw invalid('invalid_last_event_id', 'Last-Event-ID (or after) must be an event id: a non-negative integer');
+    if (!/^(0|[1-9][0-9]{0,15})$/.test(afterRaw.trim()))
+      throw invalid('invalid_last_event_id', 'Last-Event-ID (or after) must be an event id: a non-negative integer');
     after = Number(afterRaw.trim());
-    if (after > s.audit.lastId) throw invalid('invalid_last_event_id', `event ${after} does not exist (the last event is ${s.audit.lastId})`);
+    if (after > s.audit.lastId)
+      throw invalid('invalid_last_event_id', `event ${after} does not exist (the last event is ${s.audit.lastId})`);
   }
-  const filter: AuditFilter = { ...(types ? { types } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
+  const filter: AuditFilter = {
+    ...(types ? { types } : {}),
+    ...(since !== undefined ? { since } : {}),
+    ...(until !== undefined ? { until } : {}),
+  };
   const follow = followParam !== 'false' && (until === undefined || until > Date.now());
   if (ctx.method === 'HEAD') {
     ctx.status = 200;
@@ -415,7 +517,12 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
   socket.setKeepAlive(true);
   const out = new PassThrough();
   ctx.status = 200;
-  ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'keep-alive' });
+  ctx.set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'X-Accel-Buffering': 'no',
+    Connection: 'keep-alive',
+  });
   ctx.body = out;
 
   let last = after;
@@ -428,7 +535,8 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
     last = e.id;
     if (!matches(e, filter)) return;
     out.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`);
-    if (out.writableLength > MAX_SSE_BUFFER) finish(': the client is too slow; reconnect with Last-Event-ID to resume\n\n');
+    if (out.writableLength > MAX_SSE_BUFFER)
+      finish(': the client is too slow; reconnect with Last-Event-ID to resume\n\n');
   };
   const finish = (comment?: string) => {
     if (done) return;
@@ -481,4 +589,3 @@ function streamEvents(ctx: Context, s: ControlServices, after: number, filter: A
     }
   })();
 }
-

@@ -54,7 +54,11 @@ export interface AuditFilter {
 }
 
 export function matches(e: StoredEvent, f: AuditFilter): boolean {
-  return (!f.types || f.types.has(e.type)) && (f.since === undefined || e.ms >= f.since) && (f.until === undefined || e.ms < f.until);
+  return (
+    (!f.types || f.types.has(e.type)) &&
+    (f.since === undefined || e.ms >= f.since) &&
+    (f.until === undefined || e.ms < f.until)
+  );
 }
 
 /** An event accepted by append(), signed when its group is flushed. */
@@ -81,7 +85,8 @@ const segName = (first: number) => `seg-${String(first).padStart(12, '0')}.jsonl
 
 function toStored(json: string): StoredEvent {
   const e = JSON.parse(json) as AuditEvent;
-  if (!Number.isSafeInteger(e.id) || typeof e.type !== 'string' || typeof e.time !== 'string') throw new Error('malformed audit event');
+  if (!Number.isSafeInteger(e.id) || typeof e.type !== 'string' || typeof e.time !== 'string')
+    throw new Error('malformed audit event');
   return { id: e.id, type: e.type, ms: Date.parse(e.time), json };
 }
 
@@ -116,7 +121,11 @@ export class AuditLog {
   }
 
   /** Opens (creating) the log in `dir`; segment and memory-ring sizes are adjustable for tests. */
-  static async open(dir: string, signer: ControlSigner, o: { fsync: boolean; logger: Logger; segmentEvents?: number; ringEvents?: number }): Promise<AuditLog> {
+  static async open(
+    dir: string,
+    signer: ControlSigner,
+    o: { fsync: boolean; logger: Logger; segmentEvents?: number; ringEvents?: number },
+  ): Promise<AuditLog> {
     const log = new AuditLog(dir, signer, o.fsync, o.logger, o);
     await mkdir(dir, { recursive: true });
     const segs = await log.segments();
@@ -133,7 +142,8 @@ export class AuditLog {
       let expect = last;
       for (const line of lines) {
         const ev = toStored(line);
-        if (ev.id !== expect) throw new Error(`audit segment ${path} is out of sequence at event ${ev.id} (expected ${expect})`);
+        if (ev.id !== expect)
+          throw new Error(`audit segment ${path} is out of sequence at event ${ev.id} (expected ${expect})`);
         expect++;
         log.remember(ev);
       }
@@ -165,7 +175,13 @@ export class AuditLog {
    * `recordJson` is the RFC 8785 JSON of `record` when the caller has it (it hashed it for
    * `digest`): the event's canonical form is then composed around it, not recomputed.
    */
-  append(type: string, record: Record<string, unknown>, digest: string, ledgerEntryId: string, recordJson = canonicalJson(record)): Promise<AuditEvent> {
+  append(
+    type: string,
+    record: Record<string, unknown>,
+    digest: string,
+    ledgerEntryId: string,
+    recordJson = canonicalJson(record),
+  ): Promise<AuditEvent> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.closed) return Promise.reject(new Error('the audit log is closed'));
     // The id and time are fixed now (ids in call order); the signature when the group is flushed.
@@ -195,7 +211,10 @@ export class AuditLog {
       const time = times[i]!;
       const signature = signatures[i]!;
       const json = `{"v":1,"id":${id},"type":${str(type)},"time":${str(time)},"record":${recordJson},"digest":${str(digest)},"ledger_entry_id":${str(ledgerEntryId)},"key_id":${str(keyId)},"signature":${str(signature)}}`;
-      return { stored: { id, type, ms, json }, full: { v: 1, id, type, time, record, digest, ledger_entry_id: ledgerEntryId, key_id: keyId, signature } };
+      return {
+        stored: { id, type, ms, json },
+        full: { v: 1, id, type, time, record, digest, ledger_entry_id: ledgerEntryId, key_id: keyId, signature },
+      };
     });
   }
 
@@ -239,7 +258,12 @@ export class AuditLog {
         this.fh = await open(join(this.dir, segName(first)), 'a', 0o600);
         this.fhFirst = first;
       }
-      await this.fh.write(events.slice(i, j).map((e) => `${e.json}\n`).join(''));
+      await this.fh.write(
+        events
+          .slice(i, j)
+          .map((e) => `${e.json}\n`)
+          .join(''),
+      );
       if (this.fsync) await this.fh.datasync();
       i = j;
     }
@@ -271,7 +295,10 @@ export class AuditLog {
       const from = next;
       for (const first of await this.segments()) {
         if (first + this.segmentEvents <= next || first >= ringStart) continue;
-        const rl = createInterface({ input: createReadStream(join(this.dir, segName(first)), 'utf8'), crlfDelay: Infinity });
+        const rl = createInterface({
+          input: createReadStream(join(this.dir, segName(first)), 'utf8'),
+          crlfDelay: Infinity,
+        });
         try {
           for await (const line of rl) {
             if (!line) continue;

@@ -17,7 +17,16 @@
 //   every use. A changed byte is a different token, so tampering always misses the cache.
 // - Roles come from a configurable claim; MFA from `amr` / `acr` against configured values.
 import { createHash } from 'node:crypto';
-import { type JWTPayload, type JWTVerifyResult, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwksCache, jwtVerify } from 'jose';
+import {
+  type JWTPayload,
+  type JWTVerifyResult,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  jwksCache,
+  jwtVerify,
+} from 'jose';
 import { LRUCache } from 'lru-cache';
 import { checkLabel } from '../core/labels.js';
 import type { Operation, OidcSettings } from './config.js';
@@ -44,9 +53,18 @@ export class AuthenticationError extends ControlError {
     message: string,
   ) {
     const desc = message.replace(/["\\]/g, '');
-    super(401, reason === 'missing_token' ? 'missing_token' : 'invalid_token', message, { reason }, {
-      'WWW-Authenticate': reason === 'missing_token' ? 'Bearer realm="stele-control"' : `Bearer realm="stele-control", error="invalid_token", error_description="${desc}"`,
-    });
+    super(
+      401,
+      reason === 'missing_token' ? 'missing_token' : 'invalid_token',
+      message,
+      { reason },
+      {
+        'WWW-Authenticate':
+          reason === 'missing_token'
+            ? 'Bearer realm="stele-control"'
+            : `Bearer realm="stele-control", error="invalid_token", error_description="${desc}"`,
+      },
+    );
   }
 }
 
@@ -58,9 +76,18 @@ export class AuthorizationError extends ControlError {
     readonly operation: Operation,
     message: string,
   ) {
-    super(403, reason === 'mfa_required' ? 'mfa_required' : 'forbidden', message, { reason, operation }, reason === 'mfa_required'
-      ? { 'WWW-Authenticate': 'Bearer realm="stele-control", error="insufficient_user_authentication", error_description="phishing-resistant MFA required"' }
-      : { 'WWW-Authenticate': 'Bearer realm="stele-control", error="insufficient_scope"' });
+    super(
+      403,
+      reason === 'mfa_required' ? 'mfa_required' : 'forbidden',
+      message,
+      { reason, operation },
+      reason === 'mfa_required'
+        ? {
+            'WWW-Authenticate':
+              'Bearer realm="stele-control", error="insufficient_user_authentication", error_description="phishing-resistant MFA required"',
+          }
+        : { 'WWW-Authenticate': 'Bearer realm="stele-control", error="insufficient_scope"' },
+    );
   }
 }
 
@@ -104,20 +131,42 @@ export class OidcAuthenticator {
   private discover(): Promise<Discovered> {
     if (this.discovered) return this.discovered;
     if (this.now() - this.discoveryFailedAt < 5_000) {
-      return Promise.reject(new ControlError(503, 'idp_unavailable', 'the identity provider could not be reached; retry later', {}, { 'Retry-After': '5' }));
+      return Promise.reject(
+        new ControlError(
+          503,
+          'idp_unavailable',
+          'the identity provider could not be reached; retry later',
+          {},
+          { 'Retry-After': '5' },
+        ),
+      );
     }
     const p = (async (): Promise<Discovered> => {
       const url = `${this.s.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
       let doc: { issuer?: unknown; jwks_uri?: unknown };
       try {
-        const res = await fetch(url, { signal: AbortSignal.timeout(this.s.httpTimeoutMs), headers: { accept: 'application/json' }, redirect: 'error' });
+        const res = await fetch(url, {
+          signal: AbortSignal.timeout(this.s.httpTimeoutMs),
+          headers: { accept: 'application/json' },
+          redirect: 'error',
+        });
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
         doc = (await res.json()) as typeof doc;
       } catch (e) {
-        throw new ControlError(503, 'idp_unavailable', `the identity provider's discovery document could not be fetched (${(e as Error).message})`, {}, { 'Retry-After': '5' });
+        throw new ControlError(
+          503,
+          'idp_unavailable',
+          `the identity provider's discovery document could not be fetched (${(e as Error).message})`,
+          {},
+          { 'Retry-After': '5' },
+        );
       }
       if (doc.issuer !== this.s.issuer) {
-        throw new ControlError(503, 'idp_misconfigured', `the discovery document names issuer ${JSON.stringify(doc.issuer)}, not the configured ${JSON.stringify(this.s.issuer)}`);
+        throw new ControlError(
+          503,
+          'idp_misconfigured',
+          `the discovery document names issuer ${JSON.stringify(doc.issuer)}, not the configured ${JSON.stringify(this.s.issuer)}`,
+        );
       }
       let jwksUri: URL;
       try {
@@ -149,11 +198,14 @@ export class OidcAuthenticator {
 
   /** Verifies the Authorization header; throws AuthenticationError (401) or a 503. */
   async authenticate(header: string | undefined): Promise<Caller> {
-    if (!header) throw new AuthenticationError('missing_token', 'an Authorization: Bearer <access token> header is required');
+    if (!header)
+      throw new AuthenticationError('missing_token', 'an Authorization: Bearer <access token> header is required');
     const m = /^Bearer +([A-Za-z0-9_.~+/=-]+)$/i.exec(header);
-    if (!m) throw new AuthenticationError('malformed_header', 'the Authorization header must be "Bearer <access token>"');
+    if (!m)
+      throw new AuthenticationError('malformed_header', 'the Authorization header must be "Bearer <access token>"');
     const token = m[1]!;
-    if (token.length > MAX_TOKEN_BYTES) throw new AuthenticationError('malformed_token', `the access token exceeds ${MAX_TOKEN_BYTES} bytes`);
+    if (token.length > MAX_TOKEN_BYTES)
+      throw new AuthenticationError('malformed_token', `the access token exceeds ${MAX_TOKEN_BYTES} bytes`);
     const key = this.cache ? createHash('sha256').update(token).digest('base64') : '';
     const hit = this.cache?.get(key);
     // A remembered token passed the screen when it was verified (same bytes).
@@ -163,7 +215,11 @@ export class OidcAuthenticator {
     if (hit) {
       const tol = this.s.clockToleranceS;
       const usable =
-        jwks.fresh && hit.jwksUat === jwksState.uat && this.now() - hit.verifiedAt < this.s.tokenCacheTtlS * 1000 && nowS < hit.caller.exp + tol && (hit.nbf === undefined || nowS >= hit.nbf - tol);
+        jwks.fresh &&
+        hit.jwksUat === jwksState.uat &&
+        this.now() - hit.verifiedAt < this.s.tokenCacheTtlS * 1000 &&
+        nowS < hit.caller.exp + tol &&
+        (hit.nbf === undefined || nowS >= hit.nbf - tol);
       if (usable) {
         this.stats.cacheHits++;
         return hit.caller;
@@ -208,16 +264,29 @@ export class OidcAuthenticator {
     } catch {
       throw this.fail('malformed_token', 'the access token is not a JWS compact serialisation');
     }
-    if (typeof header_.alg !== 'string' || header_.alg.toLowerCase() === 'none' || !this.s.algorithms.includes(header_.alg)) {
-      throw this.fail('algorithm_not_allowed', `token algorithm ${JSON.stringify(header_.alg)} is not allowed (allowed: ${this.s.algorithms.join(', ')})`);
+    if (
+      typeof header_.alg !== 'string' ||
+      header_.alg.toLowerCase() === 'none' ||
+      !this.s.algorithms.includes(header_.alg)
+    ) {
+      throw this.fail(
+        'algorithm_not_allowed',
+        `token algorithm ${JSON.stringify(header_.alg)} is not allowed (allowed: ${this.s.algorithms.join(', ')})`,
+      );
     }
     if (this.s.tokenTypes.length > 0) {
       const typ = typeof header_.typ === 'string' ? header_.typ.toLowerCase() : '';
       if (!this.s.tokenTypes.some((t) => t.toLowerCase() === typ)) {
-        throw this.fail('invalid_token_type', `token type ${JSON.stringify(header_.typ ?? null)} is not an access token (expected ${this.s.tokenTypes.join(' or ')})`);
+        throw this.fail(
+          'invalid_token_type',
+          `token type ${JSON.stringify(header_.typ ?? null)} is not an access token (expected ${this.s.tokenTypes.join(' or ')})`,
+        );
       }
     }
-    if (header_.kid !== undefined && (typeof header_.kid !== 'string' || header_.kid === '' || header_.kid.length > 256)) {
+    if (
+      header_.kid !== undefined &&
+      (typeof header_.kid !== 'string' || header_.kid === '' || header_.kid.length > 256)
+    ) {
       throw this.fail('malformed_token', 'the access token names no usable key id (kid)');
     }
     try {
@@ -235,27 +304,46 @@ export class OidcAuthenticator {
   private describe(e: unknown): Error {
     if (e instanceof errors.JWTExpired) return this.fail('token_expired', 'the access token has expired');
     if (e instanceof errors.JWTClaimValidationFailed) {
-      if (e.claim === 'iss') return this.fail('invalid_issuer', 'the access token was not issued by the configured issuer');
-      if (e.claim === 'aud') return this.fail('invalid_audience', 'the access token is not meant for this service (audience)');
+      if (e.claim === 'iss')
+        return this.fail('invalid_issuer', 'the access token was not issued by the configured issuer');
+      if (e.claim === 'aud')
+        return this.fail('invalid_audience', 'the access token is not meant for this service (audience)');
       if (e.claim === 'nbf') return this.fail('token_not_yet_valid', 'the access token is not valid yet (nbf)');
       return this.fail('invalid_claims', `the access token's ${e.claim} claim is missing or invalid`);
     }
-    if (e instanceof errors.JWSSignatureVerificationFailed) return this.fail('invalid_signature', 'the access token signature does not verify');
-    if (e instanceof errors.JWKSNoMatchingKey) return this.fail('unknown_signing_key', "the access token's signing key is not in the issuer's key set");
-    if (e instanceof errors.JWKSMultipleMatchingKeys) return this.fail('ambiguous_signing_key', "the access token's key id matches several keys");
-    if (e instanceof errors.JOSEAlgNotAllowed) return this.fail('algorithm_not_allowed', 'the access token algorithm is not allowed');
+    if (e instanceof errors.JWSSignatureVerificationFailed)
+      return this.fail('invalid_signature', 'the access token signature does not verify');
+    if (e instanceof errors.JWKSNoMatchingKey)
+      return this.fail('unknown_signing_key', "the access token's signing key is not in the issuer's key set");
+    if (e instanceof errors.JWKSMultipleMatchingKeys)
+      return this.fail('ambiguous_signing_key', "the access token's key id matches several keys");
+    if (e instanceof errors.JOSEAlgNotAllowed)
+      return this.fail('algorithm_not_allowed', 'the access token algorithm is not allowed');
     if (e instanceof errors.JWKSTimeout || e instanceof errors.JWKSInvalid) {
-      return new ControlError(503, 'idp_unavailable', "the identity provider's key set could not be fetched; retry later", {}, { 'Retry-After': '5' });
+      return new ControlError(
+        503,
+        'idp_unavailable',
+        "the identity provider's key set could not be fetched; retry later",
+        {},
+        { 'Retry-After': '5' },
+      );
     }
     if (e instanceof errors.JOSEError) return this.fail('malformed_token', 'the access token is malformed');
     if (e instanceof TypeError && /fetch/i.test(e.message)) {
-      return new ControlError(503, 'idp_unavailable', "the identity provider's key set could not be fetched; retry later", {}, { 'Retry-After': '5' });
+      return new ControlError(
+        503,
+        'idp_unavailable',
+        "the identity provider's key set could not be fetched; retry later",
+        {},
+        { 'Retry-After': '5' },
+      );
     }
     return e instanceof Error ? e : new Error(String(e));
   }
 
   private callerOf(p: JWTPayload): Caller {
-    if (typeof p.sub !== 'string' || p.sub === '' || Buffer.byteLength(p.sub) > 256) throw this.fail('invalid_claims', "the access token's sub claim is missing or invalid");
+    if (typeof p.sub !== 'string' || p.sub === '' || Buffer.byteLength(p.sub) > 256)
+      throw this.fail('invalid_claims', "the access token's sub claim is missing or invalid");
     const roles = stringsOf(claimAt(p, this.s.rolesClaim));
     const amr = stringsOf(p.amr);
     const acr = typeof p.acr === 'string' ? p.acr : undefined;
@@ -263,7 +351,8 @@ export class OidcAuthenticator {
     const clientId = typeof p.client_id === 'string' ? p.client_id : typeof p.azp === 'string' ? p.azp : undefined;
     const tenantValue = this.s.tenantClaim ? claimAt(p, this.s.tenantClaim) : undefined;
     // The ledger records a tenant only by the label rule (src/core/labels.ts), in NFC.
-    const checked = typeof tenantValue === 'string' && tenantValue !== '' ? checkLabel('tenant', tenantValue) : undefined;
+    const checked =
+      typeof tenantValue === 'string' && tenantValue !== '' ? checkLabel('tenant', tenantValue) : undefined;
     const tenant = checked?.ok ? checked.value : undefined;
     return {
       sub: p.sub,
@@ -306,7 +395,11 @@ export class RoleTable {
     const granting = caller.roles.filter((r) => Object.hasOwn(this.roles, r) && this.roles[r]!.includes(op));
     if (granting.length === 0) {
       const held = caller.roles.length > 0 ? `roles ${caller.roles.join(', ')}` : 'no roles';
-      throw new AuthorizationError('role_not_permitted', op, `${op} is not granted to the caller (${held}); roles that grant it: ${this.rolesFor(op).join(', ') || 'none'}`);
+      throw new AuthorizationError(
+        'role_not_permitted',
+        op,
+        `${op} is not granted to the caller (${held}); roles that grant it: ${this.rolesFor(op).join(', ') || 'none'}`,
+      );
     }
     const withoutMfa = granting.find((r) => !this.mfaRoles.includes(r));
     if (withoutMfa) return withoutMfa;
@@ -323,6 +416,8 @@ export class RoleTable {
   }
 
   table(): Record<string, { operations: readonly Operation[]; mfa: boolean }> {
-    return Object.fromEntries(Object.entries(this.roles).map(([r, ops]) => [r, { operations: ops, mfa: this.mfaRoles.includes(r) }]));
+    return Object.fromEntries(
+      Object.entries(this.roles).map(([r, ops]) => [r, { operations: ops, mfa: this.mfaRoles.includes(r) }]),
+    );
   }
 }

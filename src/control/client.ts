@@ -35,7 +35,12 @@ export class SseParser {
       const line = this.buf.slice(0, nl);
       this.buf = this.buf.slice(nl + (this.buf.startsWith('\r\n', nl) ? 2 : 1));
       if (line === '') {
-        if (this.data.length > 0) out.push({ event: this.event || 'message', data: this.data.join('\n'), ...(this.id !== undefined ? { id: this.id } : {}) });
+        if (this.data.length > 0)
+          out.push({
+            event: this.event || 'message',
+            data: this.data.join('\n'),
+            ...(this.id !== undefined ? { id: this.id } : {}),
+          });
         this.data = [];
         this.event = '';
         continue;
@@ -95,9 +100,15 @@ export class ControlClient {
     }
     if (!res.ok) {
       const err = (json as { error?: { code?: string; message?: string } } | undefined)?.error;
-      throw new ControlClientError(res.status, err?.code ?? `http_${res.status}`, err?.message ?? `HTTP ${res.status} from ${path}`, json);
+      throw new ControlClientError(
+        res.status,
+        err?.code ?? `http_${res.status}`,
+        err?.message ?? `HTTP ${res.status} from ${path}`,
+        json,
+      );
     }
-    if (json === undefined) throw new ControlClientError(res.status, 'invalid_response', `${path} did not answer JSON`, text);
+    if (json === undefined)
+      throw new ControlClientError(res.status, 'invalid_response', `${path} did not answer JSON`, text);
     return json as T;
   }
 
@@ -128,12 +139,22 @@ export class ControlClient {
     const url = `${this.base}/v1/audit/events${params.size > 0 ? `?${params}` : ''}`;
     for (let attempt = 0; ; attempt++) {
       const res = await fetch(url, {
-        headers: this.headers({ accept: 'text/event-stream', ...(last !== undefined ? { 'last-event-id': last } : {}) }),
+        headers: this.headers({
+          accept: 'text/event-stream',
+          ...(last !== undefined ? { 'last-event-id': last } : {}),
+        }),
         ...(q.signal ? { signal: q.signal } : {}),
       });
       if (!res.ok || !res.body) {
-        const json = (await res.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
-        throw new ControlClientError(res.status, json?.error?.code ?? `http_${res.status}`, json?.error?.message ?? `HTTP ${res.status}`, json);
+        const json = (await res.json().catch(() => undefined)) as
+          | { error?: { code?: string; message?: string } }
+          | undefined;
+        throw new ControlClientError(
+          res.status,
+          json?.error?.code ?? `http_${res.status}`,
+          json?.error?.message ?? `HTTP ${res.status}`,
+          json,
+        );
       }
       const parser = new SseParser();
       const decoder = new TextDecoder();

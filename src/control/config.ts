@@ -23,7 +23,19 @@ export const DEFAULT_ROLES: Readonly<Record<string, readonly Operation[]>> = {
 };
 
 /** JWS algorithms that may be allowed: asymmetric only (no `none`, no shared-secret HS*). */
-export const ASYMMETRIC_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export const ASYMMETRIC_ALGS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
 
 export interface OidcSettings {
   /** Issuer URL, exactly as the `iss` claim and the discovery document state it. */
@@ -103,7 +115,8 @@ export interface ControlConfig {
 
 type Table = Record<string, unknown>;
 
-const isTable = (v: unknown): v is Table => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+const isTable = (v: unknown): v is Table =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
 function reader(table: Table, where: string, known: readonly string[]) {
   const unknown = Object.keys(table).find((k) => !known.includes(k));
@@ -131,7 +144,13 @@ function reader(table: Table, where: string, known: readonly string[]) {
   const list = (k: string, def: readonly string[]): string[] => {
     const v = table[k];
     if (v === undefined) return [...def];
-    const items = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+    const items =
+      typeof v === 'string'
+        ? v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : v;
     if (!Array.isArray(items) || items.some((s) => typeof s !== 'string' || s === '')) {
       throw new ControlConfigError(`${where}.${k} must be a list of non-empty strings`);
     }
@@ -197,7 +216,18 @@ export function resolveControlConfig(dataDir: string, env: NodeJS.ProcessEnv): C
 
 /** Validates a [control] table (already merged with overrides). */
 export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
-  const top = reader(raw, '[control]', ['oidc', 'roles', 'policy', 'lease', 'kek', 'audit', 'ledger_scope', 'signer_name', 'signer_key', 'body_limit_bytes']);
+  const top = reader(raw, '[control]', [
+    'oidc',
+    'roles',
+    'policy',
+    'lease',
+    'kek',
+    'audit',
+    'ledger_scope',
+    'signer_name',
+    'signer_key',
+    'body_limit_bytes',
+  ]);
   const o = reader(top.sub('oidc'), '[control.oidc]', [
     'issuer',
     'audience',
@@ -232,11 +262,16 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError('[control.oidc].issuer must be an https URL (http is accepted on loopback only)');
   }
   const audience = o.list('audience', []);
-  if (audience.length === 0) throw new ControlConfigError('[control.oidc].audience is required: the resource identifier tokens must be issued for');
+  if (audience.length === 0)
+    throw new ControlConfigError(
+      '[control.oidc].audience is required: the resource identifier tokens must be issued for',
+    );
   const algorithms = o.list('algorithms', ['RS256', 'PS256', 'ES256', 'EdDSA']);
   for (const a of algorithms) {
     if (!(ASYMMETRIC_ALGS as readonly string[]).includes(a)) {
-      throw new ControlConfigError(`[control.oidc].algorithms: ${a} is not allowed (asymmetric algorithms only: ${ASYMMETRIC_ALGS.join(', ')}; never none or HS*)`);
+      throw new ControlConfigError(
+        `[control.oidc].algorithms: ${a} is not allowed (asymmetric algorithms only: ${ASYMMETRIC_ALGS.join(', ')}; never none or HS*)`,
+      );
     }
   }
   const oidc: OidcSettings = {
@@ -261,10 +296,15 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
   }
 
   const rolesTable = top.sub('roles');
-  const roles: Record<string, Operation[]> = Object.keys(rolesTable).length > 0 ? {} : Object.fromEntries(Object.entries(DEFAULT_ROLES).map(([k, v]) => [k, [...v]]));
+  const roles: Record<string, Operation[]> =
+    Object.keys(rolesTable).length > 0
+      ? {}
+      : Object.fromEntries(Object.entries(DEFAULT_ROLES).map(([k, v]) => [k, [...v]]));
   for (const [role, ops] of Object.entries(rolesTable)) {
     if (!Array.isArray(ops) || ops.some((op) => !(OPERATIONS as readonly unknown[]).includes(op))) {
-      throw new ControlConfigError(`[control.roles].${role} must be a list of operations from ${OPERATIONS.join(', ')}`);
+      throw new ControlConfigError(
+        `[control.roles].${role} must be a list of operations from ${OPERATIONS.join(', ')}`,
+      );
     }
     roles[role] = ops as Operation[];
   }
@@ -272,7 +312,14 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
   const p = reader(top.sub('policy'), '[control.policy]', ['dir', 'poll_ms', 'decision_cache_size']);
   const policyDir = p.str('dir', 'policy')!;
 
-  const l = reader(top.sub('lease'), '[control.lease]', ['ttl_default_s', 'ttl_min_s', 'ttl_max_s', 'principal_type', 'action', 'resource_type']);
+  const l = reader(top.sub('lease'), '[control.lease]', [
+    'ttl_default_s',
+    'ttl_min_s',
+    'ttl_max_s',
+    'principal_type',
+    'action',
+    'resource_type',
+  ]);
   const lease: LeaseSettings = {
     ttlDefaultS: l.int('ttl_default_s', 300, 1),
     ttlMinS: l.int('ttl_min_s', 30, 1),
@@ -285,13 +332,25 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError('[control.lease]: ttl_min_s ≤ ttl_default_s ≤ ttl_max_s must hold');
   }
 
-  const k = reader(top.sub('kek'), '[control.kek]', ['provider', 'region', 'endpoint', 'initial_key_id', 'timeout_ms', 'pkcs11_uri']);
+  const k = reader(top.sub('kek'), '[control.kek]', [
+    'provider',
+    'region',
+    'endpoint',
+    'initial_key_id',
+    'timeout_ms',
+    'pkcs11_uri',
+  ]);
   const provider = k.str('provider', 'local');
-  if (provider !== 'local' && provider !== 'aws-kms' && provider !== 'pkcs11') throw new ControlConfigError('[control.kek].provider must be local or aws-kms (or pkcs11 for an HSM)');
+  if (provider !== 'local' && provider !== 'aws-kms' && provider !== 'pkcs11')
+    throw new ControlConfigError('[control.kek].provider must be local or aws-kms (or pkcs11 for an HSM)');
   const pkcs11Uri = k.str('pkcs11_uri');
-  if (provider === 'pkcs11' && !pkcs11Uri?.startsWith('pkcs11:')) throw new ControlConfigError('[control.kek].pkcs11_uri (env STELE_KEK_PKCS11_URI) must be the pkcs11: URI of the HSM token');
+  if (provider === 'pkcs11' && !pkcs11Uri?.startsWith('pkcs11:'))
+    throw new ControlConfigError(
+      '[control.kek].pkcs11_uri (env STELE_KEK_PKCS11_URI) must be the pkcs11: URI of the HSM token',
+    );
   const signerKey = top.str('signer_key');
-  if (signerKey !== undefined && signerKey !== 'file' && !signerKey.startsWith('pkcs11:')) throw new ControlConfigError('[control].signer_key (env STELE_CONTROL_SIGNER) must be "file" or a pkcs11: URI');
+  if (signerKey !== undefined && signerKey !== 'file' && !signerKey.startsWith('pkcs11:'))
+    throw new ControlConfigError('[control].signer_key (env STELE_CONTROL_SIGNER) must be "file" or a pkcs11: URI');
   const kek: KekSettings = {
     provider,
     ...(provider === 'pkcs11' ? { pkcs11Uri: pkcs11Uri! } : {}),
@@ -302,8 +361,14 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
   };
 
   const ledgerScope = top.str('ledger_scope', 'control')!;
-  if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope)) throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
-  const a = reader(top.sub('audit'), '[control.audit]', ['fsync', 'auth_failure_rate', 'auth_failure_window_s', 'auth_failure_sources']);
+  if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope))
+    throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
+  const a = reader(top.sub('audit'), '[control.audit]', [
+    'fsync',
+    'auth_failure_rate',
+    'auth_failure_window_s',
+    'auth_failure_sources',
+  ]);
   return {
     oidc,
     roles,

@@ -71,8 +71,17 @@ export class EntitySlicer {
   }
 
   /** The entities reachable from the request and the policies' condition literals, each once. */
-  slice(principal: EntityRef, action: EntityRef, resource: EntityRef, context: Record<string, unknown>): cedar.EntityJson[] {
-    const roots = [keyOf(principal.type, principal.id), keyOf(action.type, action.id), keyOf(resource.type, resource.id)];
+  slice(
+    principal: EntityRef,
+    action: EntityRef,
+    resource: EntityRef,
+    context: Record<string, unknown>,
+  ): cedar.EntityJson[] {
+    const roots = [
+      keyOf(principal.type, principal.id),
+      keyOf(action.type, action.id),
+      keyOf(resource.type, resource.id),
+    ];
     eachRef(context, (t, i) => roots.push(keyOf(t, i)));
     const out = this.policyEntities.slice();
     this.walk(roots, new Set(), out, this.fromPolicies);

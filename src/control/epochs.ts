@@ -63,11 +63,13 @@ export function verifyEpochChain(records: readonly EpochRecord[], publicKey: Uin
     delete signed.ledger_entry_id;
     delete signed.status;
     if (r.epoch !== i + 1) problems.push(`record ${i} has epoch ${r.epoch}, expected ${i + 1}`);
-    if (r.previous_record_hash !== prev) problems.push(`epoch ${r.epoch}: previous_record_hash does not match the hash of epoch ${i}`);
+    if (r.previous_record_hash !== prev)
+      problems.push(`epoch ${r.epoch}: previous_record_hash does not match the hash of epoch ${i}`);
     if (!verifySigned(EPOCH_DOMAIN, signed, publicKey)) problems.push(`epoch ${r.epoch}: signature does not verify`);
     prev = recordDigest(signed);
     const view = r as Partial<EpochView>;
-    if (view.record_hash !== undefined && view.record_hash !== prev) problems.push(`epoch ${r.epoch}: record_hash does not match the record`);
+    if (view.record_hash !== undefined && view.record_hash !== prev)
+      problems.push(`epoch ${r.epoch}: record_hash does not match the record`);
   });
   return problems;
 }
@@ -87,7 +89,13 @@ export class KeyEpochs {
   ) {}
 
   /** Loads and verifies the chain, anchors any unanchored record, and creates epoch 1 if there is none. */
-  static async open(store: ObjectStore, signer: ControlSigner, kek: KekProvider, anchor: EpochAnchor, logger: Logger): Promise<KeyEpochs> {
+  static async open(
+    store: ObjectStore,
+    signer: ControlSigner,
+    kek: KekProvider,
+    anchor: EpochAnchor,
+    logger: Logger,
+  ): Promise<KeyEpochs> {
     const e = new KeyEpochs(store, signer, kek, anchor, logger);
     await e.load();
     const problems = verifyEpochChain(
@@ -96,7 +104,10 @@ export class KeyEpochs {
     );
     if (problems.length > 0) throw new Error(`key epoch chain in ${STATE_KEY} is invalid: ${problems.join('; ')}`);
     for (const s of e.stored) {
-      if (s.record.kek_provider !== kek.kind) throw new Error(`epoch ${s.record.epoch} was created with KEK provider ${s.record.kek_provider}, but ${kek.kind} is configured`);
+      if (s.record.kek_provider !== kek.kind)
+        throw new Error(
+          `epoch ${s.record.epoch} was created with KEK provider ${s.record.kek_provider}, but ${kek.kind} is configured`,
+        );
     }
     for (const s of [...e.stored]) if (s.ledger_entry_id === null) await e.anchorStored(s.record.epoch);
     if (e.stored.length === 0) await e.rotate('system');
@@ -104,7 +115,12 @@ export class KeyEpochs {
   }
 
   /** Loads and verifies the chain without writing anything (for offline tools such as `stele control unwrap`). */
-  static async readOnly(store: ObjectStore, signer: ControlSigner, kek: KekProvider, logger: Logger): Promise<KeyEpochs> {
+  static async readOnly(
+    store: ObjectStore,
+    signer: ControlSigner,
+    kek: KekProvider,
+    logger: Logger,
+  ): Promise<KeyEpochs> {
     const e = new KeyEpochs(store, signer, kek, () => Promise.reject(new Error('read-only key epochs')), logger);
     await e.load();
     const problems = verifyEpochChain(
@@ -124,7 +140,11 @@ export class KeyEpochs {
   }
 
   private async save(next: Stored[]): Promise<void> {
-    this.version = await this.store.swap(STATE_KEY, new TextEncoder().encode(`${JSON.stringify(next, null, 1)}\n`), this.version);
+    this.version = await this.store.swap(
+      STATE_KEY,
+      new TextEncoder().encode(`${JSON.stringify(next, null, 1)}\n`),
+      this.version,
+    );
     this.stored = next;
     this.retired = new Set(next.flatMap((s) => s.record.retires ?? []));
   }
@@ -161,7 +181,11 @@ export class KeyEpochs {
   usableKek(epoch: number): string {
     const v = this.get(epoch);
     if (!v) throw new KekError('kek_unavailable', `no key epoch ${epoch}`);
-    if (v.status === 'retired') throw new KekError('kek_retired', `key epoch ${epoch} is retired; leases wrapped under it can no longer be unwrapped`);
+    if (v.status === 'retired')
+      throw new KekError(
+        'kek_retired',
+        `key epoch ${epoch} is retired; leases wrapped under it can no longer be unwrapped`,
+      );
     return v.kek_id;
   }
 
@@ -179,10 +203,16 @@ export class KeyEpochs {
   private async rotateNow(by: string, retireBefore?: number): Promise<EpochView> {
     const prev = this.stored.at(-1);
     const epoch = (prev?.record.epoch ?? 0) + 1;
-    if (retireBefore !== undefined && (!Number.isSafeInteger(retireBefore) || retireBefore < 1 || retireBefore > epoch)) {
+    if (
+      retireBefore !== undefined &&
+      (!Number.isSafeInteger(retireBefore) || retireBefore < 1 || retireBefore > epoch)
+    ) {
       throw invalid('invalid_retire_before', `retire_before must be an integer from 1 to ${epoch} (the new epoch)`);
     }
-    const retires = retireBefore === undefined ? [] : this.stored.map((s) => s.record.epoch).filter((n) => n < retireBefore && !this.retired.has(n));
+    const retires =
+      retireBefore === undefined
+        ? []
+        : this.stored.map((s) => s.record.epoch).filter((n) => n < retireBefore && !this.retired.has(n));
     const kekId = await this.kek.create(epoch);
     const unsigned = {
       v: 1 as const,
@@ -201,13 +231,20 @@ export class KeyEpochs {
     } catch (e) {
       if (e instanceof VersionConflictError) {
         await this.load();
-        throw new ControlError(409, 'rotation_conflict', 'another rotation changed the key epochs first; list the epochs and retry');
+        throw new ControlError(
+          409,
+          'rotation_conflict',
+          'another rotation changed the key epochs first; list the epochs and retry',
+        );
       }
       throw e;
     }
     for (const n of retires) {
       await this.kek.retire(this.stored[n - 1]!.record.kek_id).catch((e: unknown) => {
-        this.logger.error({ epoch: n, err: (e as Error).message }, 'destroying a retired KEK failed; the epoch is refused regardless');
+        this.logger.error(
+          { epoch: n, err: (e as Error).message },
+          'destroying a retired KEK failed; the epoch is refused regardless',
+        );
       });
     }
     await this.anchorStored(epoch);

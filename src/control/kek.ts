@@ -11,7 +11,14 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { CreateKeyCommand, DecryptCommand, DescribeKeyCommand, DisableKeyCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
+import {
+  CreateKeyCommand,
+  DecryptCommand,
+  DescribeKeyCommand,
+  DisableKeyCommand,
+  EncryptCommand,
+  type KMSClient,
+} from '@aws-sdk/client-kms';
 import { createSecretFile } from '../store/files.js';
 import { newUlid as ulid } from './ids.js';
 
@@ -57,7 +64,12 @@ export function localAad(b: WrapBinding): Buffer {
 
 /** KMS encryption context of a wrapped DEK (logged by CloudTrail with every Decrypt). */
 export function kmsContext(b: WrapBinding): Record<string, string> {
-  return { 'stele:purpose': 'lease-dek', 'stele:lease_id': b.leaseId, 'stele:epoch': String(b.epoch), 'stele:expires': String(b.expires) };
+  return {
+    'stele:purpose': 'lease-dek',
+    'stele:lease_id': b.leaseId,
+    'stele:epoch': String(b.epoch),
+    'stele:expires': String(b.expires),
+  };
 }
 
 const LOCAL_PREFIX = 'local:';
@@ -79,7 +91,8 @@ export class LocalKekProvider implements KekProvider {
     const kekId = `${LOCAL_PREFIX}kek_${ulid()}`;
     const key = randomBytes(32);
     // Written whole or not at all (a crash never leaves an empty KEK file); ids are fresh ULIDs.
-    if (!(await createSecretFile(this.file(kekId), `${key.toString('base64')}\n`))) throw new KekError('kek_unavailable', `${kekId} already exists`);
+    if (!(await createSecretFile(this.file(kekId), `${key.toString('base64')}\n`)))
+      throw new KekError('kek_unavailable', `${kekId} already exists`);
     this.keys.set(kekId, key);
     return kekId;
   }
@@ -91,11 +104,13 @@ export class LocalKekProvider implements KekProvider {
     let text: string;
     try {
       const st = await fs.stat(path);
-      if ((st.mode & 0o077) !== 0) throw new KekError('kek_unavailable', `${path} is accessible by group or others; chmod 600 it`);
+      if ((st.mode & 0o077) !== 0)
+        throw new KekError('kek_unavailable', `${path} is accessible by group or others; chmod 600 it`);
       text = await fs.readFile(path, 'utf8');
     } catch (e) {
       if (e instanceof KekError) throw e;
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new KekError('kek_retired', `KEK ${kekId} no longer exists (its epoch was retired)`);
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new KekError('kek_retired', `KEK ${kekId} no longer exists (its epoch was retired)`);
       throw e;
     }
     const key = Buffer.from(text.trim(), 'base64');
@@ -165,18 +180,33 @@ export class AwsKmsKekProvider implements KekProvider {
       return await fn(AbortSignal.timeout(this.timeoutMs));
     } catch (e) {
       const name = (e as Error).name;
-      if (name === 'InvalidCiphertextException' || name === 'IncorrectKeyException') throw new KekError('unwrap_failed', `KMS ${what}: the wrapped key does not authenticate under this KEK and lease`);
-      if (name === 'DisabledException' || name === 'KMSInvalidStateException') throw new KekError('kek_retired', `KMS ${what}: the KEK is disabled (its epoch was retired)`);
+      if (name === 'InvalidCiphertextException' || name === 'IncorrectKeyException')
+        throw new KekError(
+          'unwrap_failed',
+          `KMS ${what}: the wrapped key does not authenticate under this KEK and lease`,
+        );
+      if (name === 'DisabledException' || name === 'KMSInvalidStateException')
+        throw new KekError('kek_retired', `KMS ${what}: the KEK is disabled (its epoch was retired)`);
       throw new KekError('kms_error', `KMS ${what} failed: ${name}: ${(e as Error).message}`);
     }
   }
 
   async create(epoch: number): Promise<string> {
     if (epoch === 1 && this.o.initialKeyId) {
-      const d = await this.send('DescribeKey', (abortSignal) => this.o.client.send(new DescribeKeyCommand({ KeyId: this.o.initialKeyId }), { abortSignal }));
+      const d = await this.send('DescribeKey', (abortSignal) =>
+        this.o.client.send(new DescribeKeyCommand({ KeyId: this.o.initialKeyId }), { abortSignal }),
+      );
       const m = d.KeyMetadata;
-      if (!m?.Arn || m.KeySpec !== 'SYMMETRIC_DEFAULT' || m.KeyUsage !== 'ENCRYPT_DECRYPT' || m.KeyState !== 'Enabled') {
-        throw new KekError('kms_error', `KMS key ${this.o.initialKeyId} must be an enabled SYMMETRIC_DEFAULT key with usage ENCRYPT_DECRYPT`);
+      if (
+        !m?.Arn ||
+        m.KeySpec !== 'SYMMETRIC_DEFAULT' ||
+        m.KeyUsage !== 'ENCRYPT_DECRYPT' ||
+        m.KeyState !== 'Enabled'
+      ) {
+        throw new KekError(
+          'kms_error',
+          `KMS key ${this.o.initialKeyId} must be an enabled SYMMETRIC_DEFAULT key with usage ENCRYPT_DECRYPT`,
+        );
       }
       return m.Arn;
     }
@@ -197,7 +227,9 @@ export class AwsKmsKekProvider implements KekProvider {
 
   async wrap(kekId: string, dek: Uint8Array, binding: WrapBinding): Promise<Uint8Array> {
     const res = await this.send('Encrypt', (abortSignal) =>
-      this.o.client.send(new EncryptCommand({ KeyId: kekId, Plaintext: dek, EncryptionContext: kmsContext(binding) }), { abortSignal }),
+      this.o.client.send(new EncryptCommand({ KeyId: kekId, Plaintext: dek, EncryptionContext: kmsContext(binding) }), {
+        abortSignal,
+      }),
     );
     if (!res.CiphertextBlob) throw new KekError('kms_error', 'KMS Encrypt returned no ciphertext');
     return res.CiphertextBlob;
@@ -205,13 +237,18 @@ export class AwsKmsKekProvider implements KekProvider {
 
   async unwrap(kekId: string, wrapped: Uint8Array, binding: WrapBinding): Promise<Uint8Array> {
     const res = await this.send('Decrypt', (abortSignal) =>
-      this.o.client.send(new DecryptCommand({ KeyId: kekId, CiphertextBlob: wrapped, EncryptionContext: kmsContext(binding) }), { abortSignal }),
+      this.o.client.send(
+        new DecryptCommand({ KeyId: kekId, CiphertextBlob: wrapped, EncryptionContext: kmsContext(binding) }),
+        { abortSignal },
+      ),
     );
     if (!res.Plaintext) throw new KekError('kms_error', 'KMS Decrypt returned no plaintext');
     return res.Plaintext;
   }
 
   async retire(kekId: string): Promise<void> {
-    await this.send('DisableKey', (abortSignal) => this.o.client.send(new DisableKeyCommand({ KeyId: kekId }), { abortSignal }));
+    await this.send('DisableKey', (abortSignal) =>
+      this.o.client.send(new DisableKeyCommand({ KeyId: kekId }), { abortSignal }),
+    );
   }
 }

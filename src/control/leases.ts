@@ -41,12 +41,19 @@ export function encodeEnvelope(e: Envelope): string {
 }
 
 export function decodeEnvelope(s: string): Envelope {
-  if (typeof s !== 'string' || !/^[A-Za-z0-9_-]+$/.test(s)) throw new KekError('unwrap_failed', 'wrapped_dek must be base64url');
+  if (typeof s !== 'string' || !/^[A-Za-z0-9_-]+$/.test(s))
+    throw new KekError('unwrap_failed', 'wrapped_dek must be base64url');
   const b = Buffer.from(s, 'base64url');
-  if (b.length <= HEADER_BYTES || b[0] !== ENVELOPE_V1) throw new KekError('unwrap_failed', 'wrapped_dek is not a Stele v1 envelope');
+  if (b.length <= HEADER_BYTES || b[0] !== ENVELOPE_V1)
+    throw new KekError('unwrap_failed', 'wrapped_dek is not a Stele v1 envelope');
   const provider = (Object.keys(PROVIDER_CODE) as KekKind[]).find((k) => PROVIDER_CODE[k] === b[1]);
   if (!provider) throw new KekError('unwrap_failed', 'wrapped_dek names an unknown KEK provider');
-  return { provider, epoch: b.readUInt32BE(2), expires: Number(b.readBigUInt64BE(6)), ciphertext: new Uint8Array(b.subarray(HEADER_BYTES)) };
+  return {
+    provider,
+    epoch: b.readUInt32BE(2),
+    expires: Number(b.readBigUInt64BE(6)),
+    ciphertext: new Uint8Array(b.subarray(HEADER_BYTES)),
+  };
 }
 
 export interface IssuedLease {
@@ -58,7 +65,12 @@ export interface IssuedLease {
 }
 
 /** Generates a DEK and wraps it under the current epoch. `dek` is injectable for tests only. */
-export async function issueLease(epochs: KeyEpochs, leaseId: string, expires: Date, dek: Uint8Array = new Uint8Array(randomBytes(DEK_BYTES))): Promise<IssuedLease> {
+export async function issueLease(
+  epochs: KeyEpochs,
+  leaseId: string,
+  expires: Date,
+  dek: Uint8Array = new Uint8Array(randomBytes(DEK_BYTES)),
+): Promise<IssuedLease> {
   if (dek.length !== DEK_BYTES) throw new RangeError('a DEK is 32 bytes');
   const current = epochs.current();
   const expiresS = Math.floor(expires.getTime() / 1000);
@@ -81,12 +93,22 @@ export async function issueLease(epochs: KeyEpochs, leaseId: string, expires: Da
  * Unwraps a lease's DEK with its epoch's KEK (the demo path, and what a key-release service
  * would do). Refuses an expired lease unless `allowExpired`, and a retired epoch always.
  */
-export async function unwrapLease(epochs: KeyEpochs, leaseId: string, wrappedDek: string, o: { now?: number; allowExpired?: boolean } = {}): Promise<{ dek: Uint8Array; epoch: number; expires: Date }> {
+export async function unwrapLease(
+  epochs: KeyEpochs,
+  leaseId: string,
+  wrappedDek: string,
+  o: { now?: number; allowExpired?: boolean } = {},
+): Promise<{ dek: Uint8Array; epoch: number; expires: Date }> {
   if (!LEASE_ID.test(leaseId)) throw new KekError('unwrap_failed', 'lease id must look like lse_<26 ULID characters>');
   const env = decodeEnvelope(wrappedDek);
-  if (env.provider !== epochs.kek.kind) throw new KekError('unwrap_failed', `the lease was wrapped by KEK provider ${env.provider}, not ${epochs.kek.kind}`);
+  if (env.provider !== epochs.kek.kind)
+    throw new KekError(
+      'unwrap_failed',
+      `the lease was wrapped by KEK provider ${env.provider}, not ${epochs.kek.kind}`,
+    );
   const kekId = epochs.usableKek(env.epoch);
-  if (!o.allowExpired && env.expires * 1000 <= (o.now ?? Date.now())) throw new KekError('unwrap_failed', `the lease expired at ${new Date(env.expires * 1000).toISOString()}`);
+  if (!o.allowExpired && env.expires * 1000 <= (o.now ?? Date.now()))
+    throw new KekError('unwrap_failed', `the lease expired at ${new Date(env.expires * 1000).toISOString()}`);
   const dek = await epochs.kek.unwrap(kekId, env.ciphertext, { leaseId, epoch: env.epoch, expires: env.expires });
   if (dek.length !== DEK_BYTES) throw new KekError('unwrap_failed', 'the unwrapped key is not 256 bits');
   return { dek, epoch: env.epoch, expires: new Date(env.expires * 1000) };

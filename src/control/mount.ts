@@ -56,7 +56,13 @@ export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv):
   const config = resolveControlConfig(dataDir, env);
   // A key in an HSM (PKCS#11) loads the pkcs11 code, and its native addon, only when configured.
   const signer = config.signerKey
-    ? ControlSigner.fromHsm(await (await import('../pkcs11/signer.js')).Pkcs11Signer.open({ uri: config.signerKey, name: config.signerName, env }))
+    ? ControlSigner.fromHsm(
+        await (await import('../pkcs11/signer.js')).Pkcs11Signer.open({
+          uri: config.signerKey,
+          name: config.signerName,
+          env,
+        }),
+      )
     : await ControlSigner.open(join(dataDir, 'control.key'), config.signerName);
   let kek: KekProvider;
   try {
@@ -64,9 +70,17 @@ export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv):
       config.kek.provider === 'local'
         ? new LocalKekProvider(join(dataDir, 'keks'))
         : config.kek.provider === 'pkcs11'
-          ? (await import('../pkcs11/kek.js')).Pkcs11KekProvider.open({ uri: config.kek.pkcs11Uri!, env, timeoutMs: config.kek.timeoutMs })
+          ? (await import('../pkcs11/kek.js')).Pkcs11KekProvider.open({
+              uri: config.kek.pkcs11Uri!,
+              env,
+              timeoutMs: config.kek.timeoutMs,
+            })
           : new AwsKmsKekProvider({
-              client: createKmsClient({ region: config.kek.region, endpoint: config.kek.endpoint, timeoutMs: config.kek.timeoutMs }),
+              client: createKmsClient({
+                region: config.kek.region,
+                endpoint: config.kek.endpoint,
+                timeoutMs: config.kek.timeoutMs,
+              }),
               initialKeyId: config.kek.initialKeyId,
               timeoutMs: config.kek.timeoutMs,
             });
@@ -88,13 +102,21 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const streams = new Set<() => void>();
   const state = { closing: false };
   try {
-    policy = await PolicyEngine.open(config.policyDir, logger, { pollMs: config.policyPollMs, decisionCacheSize: config.policyDecisionCacheSize });
+    policy = await PolicyEngine.open(config.policyDir, logger, {
+      pollMs: config.policyPollMs,
+      decisionCacheSize: config.policyDecisionCacheSize,
+    });
     const epochs = await KeyEpochs.open(
       epochStore,
       signer,
       kek,
       async (record, hash) => {
-        const r = await recorder.record('key_epoch', record.epoch === 1 ? 'Created' : 'Rotated', record as unknown as Record<string, unknown>, { artifact: `key-epoch-${record.epoch}` });
+        const r = await recorder.record(
+          'key_epoch',
+          record.epoch === 1 ? 'Created' : 'Rotated',
+          record as unknown as Record<string, unknown>,
+          { artifact: `key-epoch-${record.epoch}` },
+        );
         if (r.digest !== hash) throw new Error('key epoch digest mismatch');
         return r.ledgerEntryId;
       },
@@ -103,9 +125,31 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
     const auth = new OidcAuthenticator(config.oidc);
     const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
     authFailures = authFailureAggregator({ config, recorder, logger });
-    app.use(controlMiddleware({ config, auth, roles, policy, epochs, audit, recorder, signer, logger, streams, state, authFailures }));
+    app.use(
+      controlMiddleware({
+        config,
+        auth,
+        roles,
+        policy,
+        epochs,
+        audit,
+        recorder,
+        signer,
+        logger,
+        streams,
+        state,
+        authFailures,
+      }),
+    );
     logger.info(
-      { issuer: config.oidc.issuer, audience: config.oidc.audience, policy: policy.version, epoch: epochs.current().epoch, kek: kek.kind, signer: signer.keyId },
+      {
+        issuer: config.oidc.issuer,
+        audience: config.oidc.audience,
+        policy: policy.version,
+        epoch: epochs.current().epoch,
+        kek: kek.kind,
+        signer: signer.keyId,
+      },
       'control plane mounted at /v1',
     );
   } catch (e) {

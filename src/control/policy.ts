@@ -97,12 +97,17 @@ export class PolicyEngine {
    * default the control plane's deny-all one) and watches it (and polls it every `pollMs`).
    * `decisionCacheSize`: decisions remembered per version (default 0, none).
    */
-  static async open(dir: string, logger: Logger, o: { pollMs?: number; decisionCacheSize?: number; starter?: string } = {}): Promise<PolicyEngine> {
+  static async open(
+    dir: string,
+    logger: Logger,
+    o: { pollMs?: number; decisionCacheSize?: number; starter?: string } = {},
+  ): Promise<PolicyEngine> {
     const pollMs = o.pollMs ?? 1000;
     const e = new PolicyEngine(dir, logger, o.decisionCacheSize ?? 0);
     await mkdir(dir, { recursive: true });
     const names = await readdir(dir);
-    if (!names.some((n) => n.endsWith('.cedar'))) await writeFile(join(dir, 'policies.cedar'), o.starter ?? DEFAULT_POLICY, { flag: 'wx' }).catch(() => undefined);
+    if (!names.some((n) => n.endsWith('.cedar')))
+      await writeFile(join(dir, 'policies.cedar'), o.starter ?? DEFAULT_POLICY, { flag: 'wx' }).catch(() => undefined);
     if (!(await e.reload())) throw new Error(`policies in ${dir} could not be loaded: ${e.lastError}`);
     try {
       e.watcher = watch(dir, { persistent: false }, () => e.scheduleReload());
@@ -119,7 +124,14 @@ export class PolicyEngine {
     return this.snap.version;
   }
 
-  status(): { version: string; policies: string[]; entities: number; schema: boolean; loaded_at: string; last_error?: string } {
+  status(): {
+    version: string;
+    policies: string[];
+    entities: number;
+    schema: boolean;
+    loaded_at: string;
+    last_error?: string;
+  } {
     return {
       version: this.snap.version,
       policies: this.snap.policyIds,
@@ -138,11 +150,16 @@ export class PolicyEngine {
 
   /** Re-reads the directory; true when the active set is valid (changed or not). Reloads run one at a time. */
   reload(): Promise<boolean> {
-    this.reloading = this.reloading.then(() => this.load()).catch((e: unknown) => {
-      this.lastError = (e as Error).message;
-      this.logger.error({ dir: this.dir, err: this.lastError }, 'policy reload failed; the previous policy set stays active');
-      return false;
-    });
+    this.reloading = this.reloading
+      .then(() => this.load())
+      .catch((e: unknown) => {
+        this.lastError = (e as Error).message;
+        this.logger.error(
+          { dir: this.dir, err: this.lastError },
+          'policy reload failed; the previous policy set stays active',
+        );
+        return false;
+      });
     return this.reloading;
   }
 
@@ -202,7 +219,9 @@ export class PolicyEngine {
       const v = cedar.validate({ schema, policies: pset, validationSettings: { mode: 'strict' } });
       if (v.type !== 'success') throw new Error(`schema: ${messages(v.errors)}`);
       if (v.validationErrors.length > 0) {
-        throw new Error(`policies do not validate against the schema: ${v.validationErrors.map((x) => `${x.policyId}: ${x.error.message}`).join('; ')}`);
+        throw new Error(
+          `policies do not validate against the schema: ${v.validationErrors.map((x) => `${x.policyId}: ${x.error.message}`).join('; ')}`,
+        );
       }
       const s = cedar.preparseSchema(this.schemaName, schema);
       if (s.type !== 'success') throw new Error(`schema: ${messages(s.errors)}`);
@@ -224,7 +243,8 @@ export class PolicyEngine {
     };
     this.lastDigest = digest;
     this.lastError = undefined;
-    if (previous) this.logger.info({ from: previous, to: version, policies: this.snap.policyIds.length }, 'policy set reloaded');
+    if (previous)
+      this.logger.info({ from: previous, to: version, policies: this.snap.policyIds.length }, 'policy set reloaded');
     return true;
   }
 
@@ -242,7 +262,17 @@ export class PolicyEngine {
     const snap = this.snap;
     // The exact objects Cedar would be given (validated JSON from the request body), so
     // equal keys mean equal input; a key that differs only in member order merely misses.
-    const key = snap.decisions ? JSON.stringify([req.principal.type, req.principal.id, req.action.type, req.action.id, req.resource.type, req.resource.id, req.context]) : '';
+    const key = snap.decisions
+      ? JSON.stringify([
+          req.principal.type,
+          req.principal.id,
+          req.action.type,
+          req.action.id,
+          req.resource.type,
+          req.resource.id,
+          req.context,
+        ])
+      : '';
     const cacheable = snap.decisions !== undefined && key.length <= MAX_DECISION_KEY;
     if (cacheable) {
       const hit = snap.decisions.get(key);
@@ -263,12 +293,15 @@ export class PolicyEngine {
       entities: snap.entities.slice(req.principal, req.action, req.resource, req.context),
       ...(snap.hasSchema ? { preparsedSchemaName: this.schemaName, validateRequest: true } : {}),
     });
-    if (ans.type !== 'success') throw invalid('invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
+    if (ans.type !== 'success')
+      throw invalid('invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
     // Frozen: a remembered decision is shared by every request that gets it.
     return Object.freeze({
       decision: ans.response.decision,
       reasons: Object.freeze(ans.response.diagnostics.reason) as string[],
-      errors: Object.freeze(ans.response.diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`)) as string[],
+      errors: Object.freeze(
+        ans.response.diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`),
+      ) as string[],
       policyVersion: snap.version,
     });
   }

@@ -14,7 +14,12 @@ import type { ControlDeps } from './mount.js';
 import { canonicalJson, jsonDigest } from './signing.js';
 
 /** Ledger entry types (and audit event types) of the control plane. */
-export const CONTROL_ENTRY_TYPES = ['policy_evaluation', 'access_decision', 'key_epoch', 'authentication_failure'] as const;
+export const CONTROL_ENTRY_TYPES = [
+  'policy_evaluation',
+  'access_decision',
+  'key_epoch',
+  'authentication_failure',
+] as const;
 export type ControlEntryType = (typeof CONTROL_ENTRY_TYPES)[number];
 
 export interface Recorded {
@@ -35,7 +40,12 @@ export class Recorder {
   private closing = false;
 
   /** Anchors `record` as a `type` entry with `result`, then appends its audit event. */
-  record(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+  record(
+    type: ControlEntryType,
+    result: string,
+    record: Record<string, unknown>,
+    labels: { artifact: string; tenant?: string | undefined },
+  ): Promise<Recorded> {
     // A request that passed the router's shutdown gate before closing began may reach this
     // point after drain() started: it must not anchor an entry the closed audit log would miss.
     if (this.closing) return Promise.reject(shuttingDown());
@@ -46,15 +56,23 @@ export class Recorder {
     return p;
   }
 
-  private async recordNow(type: ControlEntryType, result: string, record: Record<string, unknown>, labels: { artifact: string; tenant?: string | undefined }): Promise<Recorded> {
+  private async recordNow(
+    type: ControlEntryType,
+    result: string,
+    record: Record<string, unknown>,
+    labels: { artifact: string; tenant?: string | undefined },
+  ): Promise<Recorded> {
     // Canonicalised once: hashed for the entry, and embedded as is in the audit event.
     const recordJson = canonicalJson(record);
     const digest = jsonDigest(recordJson);
     let audited: Promise<AuditEvent> | undefined;
-    const receipt = await this.submit(anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }), (seq, hash) => {
-      audited = this.audit.append(type, record, digest, entryId(seq, hash), recordJson);
-      audited.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
-    });
+    const receipt = await this.submit(
+      anchorRequest(type, result, digest, { artifact: labels.artifact, scope: this.scope, tenant: labels.tenant }),
+      (seq, hash) => {
+        audited = this.audit.append(type, record, digest, entryId(seq, hash), recordJson);
+        audited.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+      },
+    );
     const ledgerEntryId = entryId(receipt.seq, receipt.entryHash);
     const event = await (audited ?? this.audit.append(type, record, digest, ledgerEntryId, recordJson));
     return { digest, ledgerEntryId, receipt, event };

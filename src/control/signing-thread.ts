@@ -23,7 +23,10 @@ export class SigningThread {
 
   constructor(key: KeyObject) {
     // No execArgv: the thread needs none of the process's loader flags (tsx under the benches and tests).
-    this.thread = new RequestThread(() => new Worker(SOURCE, { eval: true, workerData: { key }, execArgv: [] }), 'signing thread');
+    this.thread = new RequestThread(
+      () => new Worker(SOURCE, { eval: true, workerData: { key }, execArgv: [] }),
+      'signing thread',
+    );
   }
 
   /** Base64 Ed25519 signatures of `messages` (UTF-8), in order. The thread starts on first use. */

@@ -118,15 +118,26 @@ export class ControlSigner {
     const raw = m ? Buffer.from(m[1]!, 'base64') : Buffer.alloc(0);
     if (raw.length !== 33) throw new Error(`${path} is not an Ed25519 private key`);
     const seed = raw.subarray(1);
-    const key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
-    const publicKey = new Uint8Array(createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519_PREFIX.length));
-    if (Buffer.compare(Buffer.from(publicKey), Buffer.from(signer.publicKey)) !== 0) throw new Error(`${path}: key does not match its public half`);
+    const key = createPrivateKey({
+      key: Buffer.concat([PKCS8_ED25519_PREFIX, Buffer.from(seed)]),
+      format: 'der',
+      type: 'pkcs8',
+    });
+    const publicKey = new Uint8Array(
+      createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519_PREFIX.length),
+    );
+    if (Buffer.compare(Buffer.from(publicKey), Buffer.from(signer.publicKey)) !== 0)
+      throw new Error(`${path}: key does not match its public half`);
     return new ControlSigner(name, publicKey, fileKey(key));
   }
 
   /** Returns `obj` with `signature` set (over everything else in it, `key_id` included). */
   sign<T extends Record<string, unknown>>(domain: string, obj: T): T & { signature: string } {
-    return { ...obj, signature: SIG_PREFIX + Buffer.from(this.key.signSync(messageOf(domain, unsignedCanonical(obj)))).toString('base64') };
+    return {
+      ...obj,
+      signature:
+        SIG_PREFIX + Buffer.from(this.key.signSync(messageOf(domain, unsignedCanonical(obj)))).toString('base64'),
+    };
   }
 
   /**
@@ -157,6 +168,10 @@ export function verifySigned(domain: string, obj: Record<string, unknown>, publi
   if (typeof sig !== 'string' || !sig.startsWith(SIG_PREFIX)) return false;
   const raw = Buffer.from(sig.slice(SIG_PREFIX.length), 'base64');
   if (raw.length !== 64) return false;
-  const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(publicKey)]), format: 'der', type: 'spki' });
+  const key = createPublicKey({
+    key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(publicKey)]),
+    format: 'der',
+    type: 'spki',
+  });
   return verify(null, signedMessage(domain, obj), key, raw);
 }

@@ -57,12 +57,14 @@ export function parseAnchorBody(body: unknown): AnchorRequest {
   const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope', 'tenant', 'type'].includes(k));
   if (unknown.length > 0) throw new ValidationError('unknown_field', `unknown field ${JSON.stringify(unknown[0])}`);
   if (b.digest === undefined) throw new ValidationError('missing_digest', 'digest is required');
-  if (!isHash64(b.digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
+  if (!isHash64(b.digest))
+    throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
   const artifact = optionalLabel(b, 'artifact');
   const scope = optionalLabel(b, 'scope');
   const tenant = optionalLabel(b, 'tenant');
   const type = b.type ?? 'ledger_anchor';
-  const result = typeof type === 'string' && Object.hasOwn(CLIENT_ENTRY_TYPES, type) ? CLIENT_ENTRY_TYPES[type] : undefined;
+  const result =
+    typeof type === 'string' && Object.hasOwn(CLIENT_ENTRY_TYPES, type) ? CLIENT_ENTRY_TYPES[type] : undefined;
   if (result === undefined) {
     throw new ValidationError('invalid_type', `type must be one of ${Object.keys(CLIENT_ENTRY_TYPES).join(', ')}`);
   }
@@ -76,12 +78,18 @@ export function anchorRequest(
   digest: string,
   labels: { artifact?: string | undefined; scope?: string | undefined; tenant?: string | undefined } = {},
 ): AnchorRequest {
-  if (!isHash64(digest)) throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
+  if (!isHash64(digest))
+    throw new ValidationError('invalid_digest', 'digest must be 64 hexadecimal characters (SHA-256)');
   if (labels.tenant !== undefined) {
     const checked = checkLabel('tenant', labels.tenant);
-    if (!checked.ok || checked.value !== labels.tenant) throw new ValidationError('invalid_tenant', checked.ok ? 'tenant must be in NFC' : checked.reason);
+    if (!checked.ok || checked.value !== labels.tenant)
+      throw new ValidationError('invalid_tenant', checked.ok ? 'tenant must be in NFC' : checked.reason);
   }
-  const req: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = { type, result, digest: digest.toLowerCase() };
+  const req: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = {
+    type,
+    result,
+    digest: digest.toLowerCase(),
+  };
   if (labels.artifact !== undefined) req.artifact = labels.artifact;
   if (labels.scope !== undefined) req.scope = labels.scope;
   if (labels.tenant !== undefined) req.tenant = labels.tenant;

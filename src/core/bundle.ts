@@ -16,7 +16,8 @@ export interface Packed {
 }
 
 /** Item j of a packed piece (a view of its bytes). */
-export const packedItem = (p: Packed, j: number): Uint8Array => p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
+export const packedItem = (p: Packed, j: number): Uint8Array =>
+  p.bytes.subarray(j === 0 ? 0 : p.ends[j - 1]!, p.ends[j]!);
 
 /** Items (canonical entries) packed back to back as one piece. */
 export function packCanonicals(canonicals: readonly Uint8Array[]): Packed {

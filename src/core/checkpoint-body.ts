@@ -28,7 +28,8 @@ export interface ExtendedCheckpointBody extends CheckpointBody {
  */
 export function parseExtendedCheckpointBody(body: string): ExtendedCheckpointBody {
   const lines = body.split('\n');
-  if (lines.length < 4 || lines[lines.length - 1] !== '') throw new NoteError('checkpoint body must have origin, size and root lines, each ending in a newline');
+  if (lines.length < 4 || lines[lines.length - 1] !== '')
+    throw new NoteError('checkpoint body must have origin, size and root lines, each ending in a newline');
   const [origin, sizeText, rootText] = lines as [string, string, string];
   const extensions = lines.slice(3, -1);
   if (origin.length === 0 || /\s/u.test(origin)) throw new NoteError('checkpoint origin is empty or has spaces');

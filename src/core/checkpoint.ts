@@ -30,6 +30,7 @@ export async function signCheckpoint(c: CheckpointBody, signer: NoteSigner): Pro
 export function openCheckpoint(note: string, logKey: NoteVerifier, witnesses: readonly NoteVerifier[] = []) {
   const opened = openNote(note, logKey, witnesses);
   const body = parseCheckpointBody(opened.body);
-  if (body.origin !== logKey.name) throw new NoteError(`checkpoint origin ${body.origin} is not the pinned log ${logKey.name}`);
+  if (body.origin !== logKey.name)
+    throw new NoteError(`checkpoint origin ${body.origin} is not the pinned log ${logKey.name}`);
   return { ...body, note, signature: opened.log.signature, cosignatures: opened.cosignatures };
 }

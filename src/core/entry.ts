@@ -93,7 +93,11 @@ let entrySeq = new DataView(entryInput.buffer);
  * The chain over canonical entries at seq, seq+1, … from `prior`: their entry hashes and
  * leaf hashes, each flat (32 bytes per entry), and the last entry hash.
  */
-export function chainEntryHashes(canonicals: readonly Uint8Array[], seq: number, prior: Uint8Array): { entryHashes: Uint8Array; leafHashes: Uint8Array; last: Uint8Array } {
+export function chainEntryHashes(
+  canonicals: readonly Uint8Array[],
+  seq: number,
+  prior: Uint8Array,
+): { entryHashes: Uint8Array; leafHashes: Uint8Array; last: Uint8Array } {
   const entryHashes = new Uint8Array(canonicals.length * HASH_SIZE);
   const leafHashes = new Uint8Array(canonicals.length * HASH_SIZE);
   let last = prior;
@@ -135,7 +139,8 @@ export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
 /** Parses a record (canonical entry JSON) back into an entry object. */
 export function parseCanonicalEntry(bytes: Uint8Array): CanonicalEntry {
   const value: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('record is not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new TypeError('record is not a JSON object');
   const e = value as Record<string, unknown>;
   for (const k of ['type', 'result', 'digest', 'timestamp'] as const) {
     if (typeof e[k] !== 'string') throw new TypeError(`record has no string "${k}"`);

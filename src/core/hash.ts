@@ -13,13 +13,15 @@ export const HASH_SIZE = 32;
 interface HostCrypto {
   hash?(algorithm: 'sha256', data: Uint8Array, outputEncoding: 'buffer'): Uint8Array;
 }
-const hostCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
-  'node:crypto',
-) as HostCrypto | undefined;
+const hostCrypto = (
+  globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
+).process?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
 const nativeHash = typeof hostCrypto?.hash === 'function' ? hostCrypto.hash.bind(hostCrypto) : undefined;
 
 /** SHA-256 of `data`. */
-export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? (data) => nativeHash('sha256', data, 'buffer') : (data) => nobleSha256(data);
+export const sha256: (data: Uint8Array) => Uint8Array = nativeHash
+  ? (data) => nativeHash('sha256', data, 'buffer')
+  : (data) => nobleSha256(data);
 
 /** SHA-256 of the concatenation of `parts`. */
 export function sha256Parts(...parts: Uint8Array[]): Uint8Array {
@@ -43,7 +45,8 @@ export function leafHash(input: Uint8Array): Uint8Array {
 
 /** parent = SHA-256(0x01 ‖ left ‖ right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
-  if (left.length !== HASH_SIZE || right.length !== HASH_SIZE) return sha256Parts(nodeInput.subarray(0, 1), left, right);
+  if (left.length !== HASH_SIZE || right.length !== HASH_SIZE)
+    return sha256Parts(nodeInput.subarray(0, 1), left, right);
   nodeInput.set(left, 1);
   nodeInput.set(right, 1 + HASH_SIZE);
   return sha256(nodeInput);

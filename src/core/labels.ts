@@ -13,7 +13,9 @@
 export const LABEL_MAX_BYTES = { artifact: 1024, scope: 256, tenant: 256 } as const;
 export type LabelField = keyof typeof LABEL_MAX_BYTES;
 
-export type LabelCheck = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly reason: string };
+export type LabelCheck =
+  | { readonly ok: true; readonly value: string }
+  | { readonly ok: false; readonly reason: string };
 
 /** Characters a label must not contain (tested after NFC, which never introduces them). */
 const FORBIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
@@ -31,7 +33,11 @@ export function checkLabel(field: LabelField, value: unknown): LabelCheck {
   if (typeof value !== 'string') return { ok: false, reason: `${field} must be a string` };
   if (!value.isWellFormed()) return { ok: false, reason: `${field} must be well-formed Unicode (no lone surrogates)` };
   const bad = forbiddenCharacter(value);
-  if (bad) return { ok: false, reason: `${field} must not contain control, separator, bidi or invisible format characters (found ${bad})` };
+  if (bad)
+    return {
+      ok: false,
+      reason: `${field} must not contain control, separator, bidi or invisible format characters (found ${bad})`,
+    };
   const nfc = value.normalize('NFC');
   const max = LABEL_MAX_BYTES[field];
   if (encoder.encode(nfc).length > max) return { ok: false, reason: `${field} must be at most ${max} UTF-8 bytes` };

@@ -124,7 +124,8 @@ function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Ui
   // shared); a proof has at most one, its plan with the tree hashes a few.
   const folded: number[] = [];
   for (let i = 0; i < count; i++) if (!isSubtree(ranges[i]!)) folded.push(i);
-  const tailFor = (at: number, hi: number) => (folded.length > 1 ? folded.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) ?? -1 : -1);
+  const tailFor = (at: number, hi: number) =>
+    folded.length > 1 ? (folded.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) ?? -1) : -1;
   for (let i = 0; i < count; i++) {
     const [lo, hi] = ranges[i]!;
     starts[i] = refs.length;
@@ -165,7 +166,9 @@ export function planAll<T extends readonly unknown[]>(...plans: Plans<T>): HashP
     refs,
     finish(hashes) {
       let at = 0;
-      return (plans as readonly HashPlan<unknown>[]).map((p) => p.finish(hashes.slice(at, (at += p.refs.length)))) as unknown as T;
+      return (plans as readonly HashPlan<unknown>[]).map((p) =>
+        p.finish(hashes.slice(at, (at += p.refs.length))),
+      ) as unknown as T;
     },
   };
 }
@@ -266,7 +269,8 @@ async function readPlan<T>(plan: HashPlan<T>, reader: HashReader): Promise<T> {
   return plan.finish(plan.refs.length === 0 ? [] : await reader.readHashes(plan.refs));
 }
 
-const runSync = <T>(plan: HashPlan<T>, lookup: SyncHashLookup): T => plan.finish(plan.refs.length === 0 ? [] : lookup(plan.refs));
+const runSync = <T>(plan: HashPlan<T>, lookup: SyncHashLookup): T =>
+  plan.finish(plan.refs.length === 0 ? [] : lookup(plan.refs));
 
 /** MTH(D[0:size]). */
 export async function treeHash(size: number, reader: HashReader): Promise<Uint8Array> {
@@ -398,7 +402,9 @@ export function verifyConsistency(
   secondRoot: Uint8Array,
 ): boolean {
   const roots = rootsFromConsistencyProof(first, second, proof, firstRoot);
-  return roots !== null && isHash(secondRoot) && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot);
+  return (
+    roots !== null && isHash(secondRoot) && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot)
+  );
 }
 
 /** A HashReader over an in-memory list of leaf hashes (tests, small trees). */

@@ -23,12 +23,29 @@ interface HostCrypto {
   verify(algorithm: null, data: Uint8Array, key: HostKey, signature: Uint8Array): boolean;
   sign(algorithm: null, data: Uint8Array, key: HostKey): Uint8Array;
 }
-const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
-  'node:crypto',
-) as HostCrypto | undefined;
+const nodeCrypto = (
+  globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
+).process?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
 // DER prefixes of a raw Ed25519 public key (SPKI) and seed (PKCS#8), for Node's KeyObjects.
 const SPKI_ED25519 = Uint8Array.of(0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00);
-const PKCS8_ED25519 = Uint8Array.of(0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20);
+const PKCS8_ED25519 = Uint8Array.of(
+  0x30,
+  0x2e,
+  0x02,
+  0x01,
+  0x00,
+  0x30,
+  0x05,
+  0x06,
+  0x03,
+  0x2b,
+  0x65,
+  0x70,
+  0x04,
+  0x22,
+  0x04,
+  0x20,
+);
 
 export function ed25519Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
   if (signature.length !== 64 || publicKey.length !== 32) return false;
@@ -46,7 +63,11 @@ export const SIG_COSIGNATURE_V1 = 0x04;
 /** tlog-cosignature's ML-DSA-44 type: a subtree/v1 cosignature, post-quantum. */
 export const SIG_SUBTREE_MLDSA44 = 0x06;
 /** Public key sizes by signature type (tlog-cosignature: 32-byte Ed25519, 1312-byte ML-DSA-44). */
-const PUBLIC_KEY_BYTES: Record<NoteVerifier['type'], number> = { [SIG_ED25519]: 32, [SIG_COSIGNATURE_V1]: 32, [SIG_SUBTREE_MLDSA44]: 1312 };
+const PUBLIC_KEY_BYTES: Record<NoteVerifier['type'], number> = {
+  [SIG_ED25519]: 32,
+  [SIG_COSIGNATURE_V1]: 32,
+  [SIG_SUBTREE_MLDSA44]: 1312,
+};
 const MLDSA44_SIGNATURE_BYTES = 2420;
 /** Notes larger than this are refused before parsing (signed-note suggests a small bound). */
 export const MAX_NOTE_BYTES = 1 << 20;
@@ -83,7 +104,8 @@ export interface NoteVerifier {
 export function makeVerifier(name: string, type: NoteVerifier['type'], publicKey: Uint8Array): NoteVerifier {
   if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
   const size = PUBLIC_KEY_BYTES[type];
-  if (publicKey.length !== size) throw new NoteError(`a type 0x${type.toString(16).padStart(2, '0')} public key is ${size} bytes`);
+  if (publicKey.length !== size)
+    throw new NoteError(`a type 0x${type.toString(16).padStart(2, '0')} public key is ${size} bytes`);
   return { name, type, publicKey, keyHash: keyHash(name, type, publicKey) };
 }
 
@@ -105,7 +127,11 @@ export function parseVkey(vkey: string): NoteVerifier {
   const type = raw[0]!;
   if (!(type in PUBLIC_KEY_BYTES)) throw new NoteError(`unsupported vkey type 0x${type.toString(16)}`);
   if (raw.length !== 1 + PUBLIC_KEY_BYTES[type as NoteVerifier['type']]) {
-    throw new NoteError(type === SIG_SUBTREE_MLDSA44 ? 'vkey key must be base64 of a type byte and a 1312-byte ML-DSA-44 key' : 'vkey key must be base64 of a type byte and a 32-byte Ed25519 key');
+    throw new NoteError(
+      type === SIG_SUBTREE_MLDSA44
+        ? 'vkey key must be base64 of a type byte and a 1312-byte ML-DSA-44 key'
+        : 'vkey key must be base64 of a type byte and a 32-byte Ed25519 key',
+    );
   }
   const v = makeVerifier(name, type as NoteVerifier['type'], raw.subarray(1));
   if (toHex(v.keyHash) !== hashHex) throw new NoteError('vkey key hash does not match its name and key');
@@ -122,13 +148,31 @@ export function cosignatureMessage(body: string, timestamp: number): Uint8Array 
  * timestamp, and the subtree [start, end) with its root hash. A checkpoint is the subtree
  * [0, size); its extension lines are not covered.
  */
-export function subtreeCosignatureMessage(m: { cosigner: string; timestamp: number; origin: string; start: number; end: number; hash: Uint8Array }): Uint8Array {
+export function subtreeCosignatureMessage(m: {
+  cosigner: string;
+  timestamp: number;
+  origin: string;
+  start: number;
+  end: number;
+  hash: Uint8Array;
+}): Uint8Array {
   const name = utf8.encode(m.cosigner);
   const origin = utf8.encode(m.origin);
-  if (name.length < 1 || name.length > 255 || origin.length < 1 || origin.length > 255) throw new NoteError('cosigner name and origin must be 1..255 bytes');
+  if (name.length < 1 || name.length > 255 || origin.length < 1 || origin.length > 255)
+    throw new NoteError('cosigner name and origin must be 1..255 bytes');
   if (m.hash.length !== 32) throw new NoteError('a subtree hash is 32 bytes');
   if (m.start !== 0 && m.timestamp !== 0) throw new NoteError('a subtree that does not start at 0 has timestamp 0');
-  return concatBytes(utf8.encode('subtree/v1\n\0'), Uint8Array.of(name.length), name, u64(m.timestamp), Uint8Array.of(origin.length), origin, u64(m.start), u64(m.end), m.hash);
+  return concatBytes(
+    utf8.encode('subtree/v1\n\0'),
+    Uint8Array.of(name.length),
+    name,
+    u64(m.timestamp),
+    Uint8Array.of(origin.length),
+    origin,
+    u64(m.start),
+    u64(m.end),
+    m.hash,
+  );
 }
 
 /** The subtree/v1 message of a checkpoint note body: [0, size) with its root. */
@@ -142,7 +186,13 @@ function checkpointSubtreeMessage(cosigner: string, body: string, timestamp: num
 }
 
 /** An ML-DSA-44 (type 0x06) cosignature line over a checkpoint `body`, from a FIPS 204 secret key. */
-export function cosignBodyMlDsa44(body: string, name: string, secretKey: Uint8Array, publicKey: Uint8Array, timestamp: number): string {
+export function cosignBodyMlDsa44(
+  body: string,
+  name: string,
+  secretKey: Uint8Array,
+  publicKey: Uint8Array,
+  timestamp: number,
+): string {
   const message = checkpointSubtreeMessage(name, body, timestamp);
   if (!message) throw new NoteError('an ML-DSA-44 cosignature covers a checkpoint body');
   const sig = ml_dsa44.sign(message, secretKey);
@@ -170,7 +220,11 @@ export async function signBody(body: string, signer: NoteSigner): Promise<{ line
 /** A witness cosignature (type 0x04) line over `body` at `timestamp` (unix seconds). */
 export async function cosignBody(body: string, signer: NoteSigner, timestamp: number): Promise<string> {
   const sig = await signer.sign(cosignatureMessage(body, timestamp));
-  return signatureLine(signer.name, keyHash(signer.name, SIG_COSIGNATURE_V1, signer.publicKey), concatBytes(u64(timestamp), sig));
+  return signatureLine(
+    signer.name,
+    keyHash(signer.name, SIG_COSIGNATURE_V1, signer.publicKey),
+    concatBytes(u64(timestamp), sig),
+  );
 }
 
 /** A signature line as found in a note. */
@@ -229,9 +283,14 @@ export function verifySignature(body: string, sig: NoteSignature, v: NoteVerifie
   const t = Number(new DataView(sig.payload.buffer, sig.payload.byteOffset, 8).getBigUint64(0));
   const s = sig.payload.subarray(8);
   if (!Number.isSafeInteger(t)) return null;
-  if (v.type === SIG_COSIGNATURE_V1) return ed25519Verify(s, cosignatureMessage(body, t), v.publicKey) ? { verifier: v, signature: s, timestamp: t } : null;
+  if (v.type === SIG_COSIGNATURE_V1)
+    return ed25519Verify(s, cosignatureMessage(body, t), v.publicKey)
+      ? { verifier: v, signature: s, timestamp: t }
+      : null;
   const message = checkpointSubtreeMessage(v.name, body, t);
-  return message !== null && mlDsa44Verify(s, message, v.publicKey) ? { verifier: v, signature: s, timestamp: t } : null;
+  return message !== null && mlDsa44Verify(s, message, v.publicKey)
+    ? { verifier: v, signature: s, timestamp: t }
+    : null;
 }
 
 function mlDsa44Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
@@ -283,11 +342,17 @@ export class SeedSigner implements NoteSigner {
     if (seed.length !== 32) throw new NoteError('an Ed25519 seed is 32 bytes');
     if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
     this.publicKey = ed.getPublicKey(seed);
-    this.nativeKey = nodeCrypto?.createPrivateKey({ key: concatBytes(PKCS8_ED25519, seed), format: 'der', type: 'pkcs8' });
+    this.nativeKey = nodeCrypto?.createPrivateKey({
+      key: concatBytes(PKCS8_ED25519, seed),
+      format: 'der',
+      type: 'pkcs8',
+    });
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
-    return this.nativeKey && nodeCrypto ? new Uint8Array(nodeCrypto.sign(null, message, this.nativeKey)) : ed.sign(message, this.seed);
+    return this.nativeKey && nodeCrypto
+      ? new Uint8Array(nodeCrypto.sign(null, message, this.nativeKey))
+      : ed.sign(message, this.seed);
   }
 
   /** Keeps the seed out of logs and JSON dumps. */

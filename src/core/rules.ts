@@ -25,7 +25,9 @@ export interface Check {
 }
 
 /** A check's outcome given by status: a SKIP says in `reason` why it did not run. */
-export type StatusOutcome = { status: Exclude<Status, 'SKIP'>; detail: string } | { status: 'SKIP'; detail: string; reason?: string };
+export type StatusOutcome =
+  | { status: Exclude<Status, 'SKIP'>; detail: string }
+  | { status: 'SKIP'; detail: string; reason?: string };
 
 export const RULES = {
   signature: { rule: 1, name: 'Checkpoint signature' },
@@ -86,7 +88,9 @@ export class Report {
       this.add('overall', {
         ok: true,
         detail: `${skipped.length ? 'the checks that ran were' : 'every check was'} recomputed locally from the pinned key and checkpoint${skipped.length ? `; ${skipped.map((c) => `rule ${c.rule}`).join(', ')} not run, not counted as passed` : ''}${
-          this.unwitnessed ? '; NOT WITNESSED: no witness vouched for this checkpoint, so a split view would go unnoticed' : ''
+          this.unwitnessed
+            ? '; NOT WITNESSED: no witness vouched for this checkpoint, so a split view would go unnoticed'
+            : ''
         }`,
       });
     }
@@ -152,7 +156,8 @@ export function policyQuorum(policy: Policy, witnesses: readonly NoteVerifier[],
   return {
     required: policy.quorum !== QUORUM_NONE,
     text: describeQuorum(policy),
-    met: (valid) => quorumMet(policy, new Set([...valid].map((v) => label.get(v)).filter((n): n is string => n !== undefined))),
+    met: (valid) =>
+      quorumMet(policy, new Set([...valid].map((v) => label.get(v)).filter((n): n is string => n !== undefined))),
     label: (v) => label.get(v) ?? v.name,
     ...(hint !== undefined ? { hint } : {}),
   };
@@ -300,21 +305,25 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
       const v = trust.witnesses.find((x) => x.name === w.name);
       const s = decodeSig(w.signature);
       const t = witnessSeconds(w.timestamp);
-      if (v && s && t !== null) sigs.push({ name: w.name, keyHash: v.keyHash, payload: new Uint8Array([...u64(t), ...s]), line: '' });
+      if (v && s && t !== null)
+        sigs.push({ name: w.name, keyHash: v.keyHash, payload: new Uint8Array([...u64(t), ...s]), line: '' });
     }
   } else {
     problems.push('no checkpoint');
   }
 
   if (json) {
-    if (json.keyId !== trust.keyId) problems.push(`checkpoint names key id ${short(json.keyId)}, not the pinned ${short(trust.keyId)}`);
+    if (json.keyId !== trust.keyId)
+      problems.push(`checkpoint names key id ${short(json.keyId)}, not the pinned ${short(trust.keyId)}`);
     if (note !== undefined && body !== null) {
       const jsonSig = decodeSig(json.signature);
       const noteSig = sigs.find((s) => s.name === trust.origin && bytesEqual(s.keyHash, trust.log.keyHash));
-      if (!jsonSig || (noteSig && !bytesEqual(noteSig.payload, jsonSig))) problems.push('the JSON signature differs from the note signature');
+      if (!jsonSig || (noteSig && !bytesEqual(noteSig.payload, jsonSig)))
+        problems.push('the JSON signature differs from the note signature');
     }
   }
-  if (body !== null && origin !== trust.origin) problems.push(`checkpoint is for origin ${origin}, not the pinned log ${trust.origin}`);
+  if (body !== null && origin !== trust.origin)
+    problems.push(`checkpoint is for origin ${origin}, not the pinned log ${trust.origin}`);
 
   let logOk = false;
   if (body !== null) {
@@ -322,9 +331,13 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
     logOk = mine.some((s) => verifySignature(body!, s, trust.log) !== null);
     if (mine.length === 0) {
       const others = [...new Set(sigs.map((s) => s.name))];
-      problems.push(`no signature by the pinned key ${short(trust.keyId)}${others.length ? ` (signed by: ${others.join(', ')}, other keys)` : ''}`);
+      problems.push(
+        `no signature by the pinned key ${short(trust.keyId)}${others.length ? ` (signed by: ${others.join(', ')}, other keys)` : ''}`,
+      );
     } else if (!logOk) {
-      problems.push(`the signature does not verify under the pinned key ${short(trust.keyId)} (forged or altered checkpoint)`);
+      problems.push(
+        `the signature does not verify under the pinned key ${short(trust.keyId)} (forged or altered checkpoint)`,
+      );
     }
   }
 
@@ -343,7 +356,11 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
         if (v.timestamp !== undefined && (time === undefined || v.timestamp > time)) time = v.timestamp;
       }
       const name = trust.quorum.label(w);
-      cosigners.push({ name, status: ok ? 'valid' : lines.length ? 'invalid' : 'missing', ...(time !== undefined ? { time } : {}) });
+      cosigners.push({
+        name,
+        status: ok ? 'valid' : lines.length ? 'invalid' : 'missing',
+        ...(time !== undefined ? { time } : {}),
+      });
       // Cosignatures count only for a checkpoint the log itself signed.
       if (!ok || !logOk) continue;
       valid.add(w);
@@ -352,14 +369,19 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
     }
     const known = [trust.log, ...trust.witnesses];
     for (const s of sigs) {
-      if (!known.some((k) => k.name === s.name && bytesEqual(k.keyHash, s.keyHash))) cosigners.push({ name: s.name, status: 'unknown', keyHash: toHex(s.keyHash) });
+      if (!known.some((k) => k.name === s.name && bytesEqual(k.keyHash, s.keyHash)))
+        cosigners.push({ name: s.name, status: 'unknown', keyHash: toHex(s.keyHash) });
     }
   }
   const signature: Outcome =
     problems.length === 0 && logOk
-      ? { ok: true, detail: `signed by the pinned key ${short(trust.keyId)} (${trust.origin}); tree size ${size}, root ${short(toHex(root))}` }
+      ? {
+          ok: true,
+          detail: `signed by the pinned key ${short(trust.keyId)} (${trust.origin}); tree size ${size}, root ${short(toHex(root))}`,
+        }
       : { ok: false, detail: problems.join('; ') || 'signature not recognised' };
-  const otherSigs = note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
+  const otherSigs =
+    note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
   const witnesses = witnessRule(signature.ok, valid, otherSigs, trust);
   const out: CheckedCheckpoint = { signature, witnesses, cosigners, origin, size, root };
   return {
@@ -375,13 +397,22 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
  * (tlog-policy: "cosigned by witnesses according to the defined quorum rule"). With
  * `quorum none` nothing is witnessed, and the check says so rather than pass.
  */
-function witnessRule(checkpointOk: boolean, valid: ReadonlySet<NoteVerifier>, otherSigs: number, trust: KeyTrust): CheckedCheckpoint['witnesses'] {
+function witnessRule(
+  checkpointOk: boolean,
+  valid: ReadonlySet<NoteVerifier>,
+  otherSigs: number,
+  trust: KeyTrust,
+): CheckedCheckpoint['witnesses'] {
   const names = [...valid].map((w) => trust.quorum.label(w));
   const base = { valid: valid.size, quorum: trust.quorum.text, names };
   const counted = `${valid.size} valid cosignature${valid.size === 1 ? '' : 's'} by policy witnesses${valid.size ? ` (${names.join(', ')})` : ''}`;
-  if (!checkpointOk) return { ...base, ok: false, status: 'FAIL', detail: 'not counted: the checkpoint itself did not verify' };
+  if (!checkpointOk)
+    return { ...base, ok: false, status: 'FAIL', detail: 'not counted: the checkpoint itself did not verify' };
   if (!trust.quorum.required) {
-    const seen = trust.witnesses.length > 0 ? `${counted}, none required` : `${otherSigs} cosignature line${otherSigs === 1 ? '' : 's'} not checked: no witness keys pinned`;
+    const seen =
+      trust.witnesses.length > 0
+        ? `${counted}, none required`
+        : `${otherSigs} cosignature line${otherSigs === 1 ? '' : 's'} not checked: no witness keys pinned`;
     return {
       ...base,
       ok: true,
@@ -389,7 +420,8 @@ function witnessRule(checkpointOk: boolean, valid: ReadonlySet<NoteVerifier>, ot
       detail: `not witnessed: the trust policy requires no cosignatures (quorum none; ${seen}); ${trust.quorum.hint ?? 'pin witnesses with `stele ledger trust-config --policy <file>`'}`,
     };
   }
-  if (trust.quorum.met(valid)) return { ...base, ok: true, status: 'PASS', detail: `${counted}; quorum met: ${trust.quorum.text}` };
+  if (trust.quorum.met(valid))
+    return { ...base, ok: true, status: 'PASS', detail: `${counted}; quorum met: ${trust.quorum.text}` };
   const missing = trust.witnesses.filter((w) => !valid.has(w)).map((w) => trust.quorum.label(w));
   return {
     ...base,
@@ -422,30 +454,54 @@ export async function checkConsistency(
   rethrow: (e: unknown) => boolean = () => false,
 ): Promise<Outcome & { proofLength?: number }> {
   if (newer.size < older.size) {
-    return { ok: false, detail: `checkpoint size ${newer.size} is smaller than the ${label} size ${older.size}: the log rolled back (or serves a stale view)` };
+    return {
+      ok: false,
+      detail: `checkpoint size ${newer.size} is smaller than the ${label} size ${older.size}: the log rolled back (or serves a stale view)`,
+    };
   }
   if (newer.size === older.size) {
     return bytesEqual(newer.root, older.root)
       ? { ok: true, detail: `same tree as the ${label} checkpoint (size ${older.size})` }
-      : { ok: false, detail: `size ${older.size} has root ${short(toHex(newer.root))} but the ${label} root is ${short(toHex(older.root))}: the log forked` };
+      : {
+          ok: false,
+          detail: `size ${older.size} has root ${short(toHex(newer.root))} but the ${label} root is ${short(toHex(older.root))}: the log forked`,
+        };
   }
-  if (older.size === 0) return { ok: true, detail: `the ${label} tree is empty, a prefix of every tree (size 0 → ${newer.size})`, proofLength: 0 };
+  if (older.size === 0)
+    return {
+      ok: true,
+      detail: `the ${label} tree is empty, a prefix of every tree (size 0 → ${newer.size})`,
+      proofLength: 0,
+    };
   if (!prove) return { ok: false, detail: `no consistency proof available for ${older.size} → ${newer.size}` };
   let input: ConsistencyInput;
   try {
     input = await prove(older.size, newer.size);
   } catch (e) {
     if (rethrow(e)) throw e;
-    return { ok: false, detail: `no valid consistency proof for ${older.size} → ${newer.size}: ${(e as Error).message}` };
+    return {
+      ok: false,
+      detail: `no valid consistency proof for ${older.size} → ${newer.size}: ${(e as Error).message}`,
+    };
   }
   if (input.firstRoot && !bytesEqual(input.firstRoot, older.root)) {
-    return { ok: false, detail: `the log claims root ${short(toHex(input.firstRoot))} at the ${label} size ${older.size}, not the ${label} ${short(toHex(older.root))}: the log forked` };
+    return {
+      ok: false,
+      detail: `the log claims root ${short(toHex(input.firstRoot))} at the ${label} size ${older.size}, not the ${label} ${short(toHex(older.root))}: the log forked`,
+    };
   }
   if (input.secondRoot && !bytesEqual(input.secondRoot, newer.root)) {
-    return { ok: false, detail: `the consistency proof is for root ${short(toHex(input.secondRoot))} at size ${newer.size}, not the checkpoint's` };
+    return {
+      ok: false,
+      detail: `the consistency proof is for root ${short(toHex(input.secondRoot))} at size ${newer.size}, not the checkpoint's`,
+    };
   }
   const roots = rootsFromConsistencyProof(older.size, newer.size, input.proof, older.root);
-  if (!roots) return { ok: false, detail: `malformed consistency proof (${input.proof.length} hashes) for ${older.size} → ${newer.size}` };
+  if (!roots)
+    return {
+      ok: false,
+      detail: `malformed consistency proof (${input.proof.length} hashes) for ${older.size} → ${newer.size}`,
+    };
   if (!bytesEqual(roots.first, older.root) || !bytesEqual(roots.second, newer.root)) {
     return {
       ok: false,
@@ -468,23 +524,41 @@ export function checkInclusion(
   checkpoint: { size: number; root: Uint8Array },
 ): Outcome {
   const where = `leaf index ${leafIndex}, tree size ${treeSize}`;
-  if (treeSize !== checkpoint.size) return { ok: false, detail: `${where}: the proof is for tree size ${treeSize}, the checkpoint has ${checkpoint.size}` };
+  if (treeSize !== checkpoint.size)
+    return {
+      ok: false,
+      detail: `${where}: the proof is for tree size ${treeSize}, the checkpoint has ${checkpoint.size}`,
+    };
   const root = rootFromInclusionProof(leafIndex, treeSize, leaf, path);
   if (!root) return { ok: false, detail: `${where}: malformed audit path (${path.length} hashes is the wrong length)` };
   if (!bytesEqual(root, checkpoint.root)) {
-    return { ok: false, detail: `${where}: the ${path.length}-hash audit path rebuilds root ${short(toHex(root))}, not the checkpoint root ${short(toHex(checkpoint.root))}` };
+    return {
+      ok: false,
+      detail: `${where}: the ${path.length}-hash audit path rebuilds root ${short(toHex(root))}, not the checkpoint root ${short(toHex(checkpoint.root))}`,
+    };
   }
-  return { ok: true, detail: `${where}: the ${path.length}-hash audit path rebuilds the checkpoint root ${short(toHex(checkpoint.root))}` };
+  return {
+    ok: true,
+    detail: `${where}: the ${path.length}-hash audit path rebuilds the checkpoint root ${short(toHex(checkpoint.root))}`,
+  };
 }
 
 /** Rule 3 (API view): the leaf commits to the entry hash, the id matches, the digest is the file's. */
-export function checkLeaf(entry: EntryClaim, leafIndex: number, leafHashHex: string, fileDigest?: string): Outcome & { entryHash?: Uint8Array } {
+export function checkLeaf(
+  entry: EntryClaim,
+  leafIndex: number,
+  leafHashHex: string,
+  fileDigest?: string,
+): Outcome & { entryHash?: Uint8Array } {
   const eh = hashFromHex(entry.proof.entryHash);
   const expectedLeaf = leafHash(eh);
   const problems: string[] = [];
-  if (fileDigest !== undefined && entry.digest !== fileDigest) problems.push(`the entry's digest ${short(entry.digest)} is not the file's ${short(fileDigest)}`);
-  if (toHex(expectedLeaf) !== leafHashHex) problems.push(`leaf hash ${short(leafHashHex)} is not SHA-256(0x00 ‖ entry hash) = ${short(toHex(expectedLeaf))}`);
-  if (entry.id !== entryId(leafIndex, eh)) problems.push(`entry id ${entry.id} does not match leaf index ${leafIndex} and its entry hash`);
+  if (fileDigest !== undefined && entry.digest !== fileDigest)
+    problems.push(`the entry's digest ${short(entry.digest)} is not the file's ${short(fileDigest)}`);
+  if (toHex(expectedLeaf) !== leafHashHex)
+    problems.push(`leaf hash ${short(leafHashHex)} is not SHA-256(0x00 ‖ entry hash) = ${short(toHex(expectedLeaf))}`);
+  if (entry.id !== entryId(leafIndex, eh))
+    problems.push(`entry id ${entry.id} does not match leaf index ${leafIndex} and its entry hash`);
   if (problems.length > 0) return { ok: false, detail: problems.join('; ') };
   return {
     ok: true,
@@ -510,7 +584,10 @@ export function checkEntryBinding(entry: EntryClaim, seq: number, prior: Uint8Ar
   const eh = computeEntryHash(seq, canonical, prior);
   return bytesEqual(eh, hashFromHex(entry.proof.entryHash))
     ? { ok: true, detail: `its fields hash (RFC 8785, with entry ${seq - 1}'s hash) to the entry hash` }
-    : { ok: false, detail: `the entry's fields do not hash to its entry hash ${short(entry.proof.entryHash)}: the entry shown is not the one in the log` };
+    : {
+        ok: false,
+        detail: `the entry's fields do not hash to its entry hash ${short(entry.proof.entryHash)}: the entry shown is not the one in the log`,
+      };
 }
 
 /**
@@ -528,7 +605,12 @@ export async function checkConsistencyWithPin(
   if (!prove && cp.size !== pin.size) return { status: 'SKIP', ...offline };
   if (cp.size >= pin.size) return checkConsistency(pin, cp, prove, 'pinned', rethrow);
   const older = await checkConsistency(cp, pin, prove, "proof's", rethrow);
-  return older.ok ? { ok: true, detail: `the proof's checkpoint (size ${cp.size}) is a prefix of the pinned one (size ${pin.size}): ${older.detail}` } : older;
+  return older.ok
+    ? {
+        ok: true,
+        detail: `the proof's checkpoint (size ${cp.size}) is a prefix of the pinned one (size ${pin.size}): ${older.detail}`,
+      }
+    : older;
 }
 
 /** The report of a C2SP tlog-proof, and what it verified. */
@@ -549,12 +631,24 @@ export interface TlogProofReport {
 export async function checkTlogProof(
   proof: TlogProof,
   trust: Trust,
-  opts: { fileDigest?: Uint8Array; prove?: ProveConsistency | null; offline: (proofSize: number) => { reason: string; detail: string } },
+  opts: {
+    fileDigest?: Uint8Array;
+    prove?: ProveConsistency | null;
+    offline: (proofSize: number) => { reason: string; detail: string };
+  },
 ): Promise<TlogProofReport> {
   const report = new Report();
   const cc = checkCheckpoint({ note: proof.checkpoint }, trust);
   report.add('signature', cc.signature);
-  report.add('consistency', await checkConsistencyWithPin(trust.pin, { size: cc.size, root: cc.root }, opts.prove ?? null, opts.offline(cc.size)));
+  report.add(
+    'consistency',
+    await checkConsistencyWithPin(
+      trust.pin,
+      { size: cc.size, root: cc.root },
+      opts.prove ?? null,
+      opts.offline(cc.size),
+    ),
+  );
   report.add('witnesses', cc.witnesses);
   const r = verifyTlogProof(proof, trust.log, trust.witnesses, opts.fileDigest);
   const { entry: entryCheck, digest: digestCheck, inclusion } = r.checks;

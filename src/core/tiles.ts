@@ -25,7 +25,8 @@ export function formatTileIndex(n: number): string {
 }
 
 export function tilePath(id: TileId): string {
-  if (!Number.isInteger(id.width) || id.width < 1 || id.width > TILE_WIDTH) throw new RangeError(`bad tile width ${id.width}`);
+  if (!Number.isInteger(id.width) || id.width < 1 || id.width > TILE_WIDTH)
+    throw new RangeError(`bad tile width ${id.width}`);
   const base = `tile/${id.kind}/${formatTileIndex(id.index)}`;
   return id.width === TILE_WIDTH ? base : `${base}.p/${id.width}`;
 }
@@ -36,7 +37,13 @@ const TILE_PATH = /^tile\/(entries|records|0|[1-9][0-9]?)\/((?:x[0-9]{3}\/)*)([0
 export function parseTilePath(path: string): TileId | null {
   const m = TILE_PATH.exec(path);
   if (!m) return null;
-  const groups = [...(m[2] ?? '').split('/').filter(Boolean).map((g) => g.slice(1)), m[3]!];
+  const groups = [
+    ...(m[2] ?? '')
+      .split('/')
+      .filter(Boolean)
+      .map((g) => g.slice(1)),
+    m[3]!,
+  ];
   if (groups.length > 1 && groups[0] === '000') return null; // leading zero group is not canonical
   const index = groups.reduce((acc, g) => acc * 1000 + Number(g), 0);
   const width = m[4] === undefined ? TILE_WIDTH : Number(m[4]);
@@ -68,7 +75,9 @@ export class HashTile {
     readonly data: Uint8Array,
   ) {
     if (data.length === 0 || data.length % HASH_SIZE !== 0 || data.length > TILE_WIDTH * HASH_SIZE) {
-      throw new TileFormatError(`tile/${level}/${formatTileIndex(index)} has ${data.length} bytes, not a whole number of 1..256 hashes`);
+      throw new TileFormatError(
+        `tile/${level}/${formatTileIndex(index)} has ${data.length} bytes, not a whole number of 1..256 hashes`,
+      );
     }
   }
 
@@ -84,7 +93,9 @@ export class HashTile {
   hashAt(r: number, j: number): Uint8Array {
     const row = this.row(r);
     if (j < 0 || (j + 1) * HASH_SIZE > row.length) {
-      throw new RangeError(`tile/${this.level}/${formatTileIndex(this.index)} (width ${this.width}) has no hash ${j} in row ${r}`);
+      throw new RangeError(
+        `tile/${this.level}/${formatTileIndex(this.index)} (width ${this.width}) has no hash ${j} in row ${r}`,
+      );
     }
     return row.subarray(j * HASH_SIZE, (j + 1) * HASH_SIZE);
   }
@@ -132,7 +143,8 @@ export function partialTilesAt(size: number): { kind: TileKind; index: number; w
   }
   for (let level = 0; levelHashCount(level, size) > 0; level++) {
     const count = levelHashCount(level, size);
-    if (count % TILE_WIDTH > 0) out.push({ kind: level, index: Math.floor(count / TILE_WIDTH), width: count % TILE_WIDTH, level });
+    if (count % TILE_WIDTH > 0)
+      out.push({ kind: level, index: Math.floor(count / TILE_WIDTH), width: count % TILE_WIDTH, level });
   }
   return out;
 }
@@ -143,7 +155,14 @@ export function tileRoot(row: Uint8Array): Uint8Array {
   let cur = row;
   for (let n = TILE_WIDTH / 2; n >= 1; n /= 2) {
     const next = new Uint8Array(n * HASH_SIZE);
-    for (let j = 0; j < n; j++) next.set(nodeHash(cur.subarray(2 * j * HASH_SIZE, (2 * j + 1) * HASH_SIZE), cur.subarray((2 * j + 1) * HASH_SIZE, (2 * j + 2) * HASH_SIZE)), j * HASH_SIZE);
+    for (let j = 0; j < n; j++)
+      next.set(
+        nodeHash(
+          cur.subarray(2 * j * HASH_SIZE, (2 * j + 1) * HASH_SIZE),
+          cur.subarray((2 * j + 1) * HASH_SIZE, (2 * j + 2) * HASH_SIZE),
+        ),
+        j * HASH_SIZE,
+      );
     cur = next;
   }
   return cur;

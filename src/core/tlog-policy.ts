@@ -73,7 +73,8 @@ export function splitVkey(vkey: string): VkeyParts {
   if (b < 0) throw new PolicyError('a vkey has the form <name>+<key id>+<base64 key>');
   const name = vkey.slice(0, a);
   const keyId = vkey.slice(a + 1, b);
-  if (name === '' || /[\s+]/u.test(name)) throw new PolicyError(`vkey key name ${JSON.stringify(name)} is empty or has spaces`);
+  if (name === '' || /[\s+]/u.test(name))
+    throw new PolicyError(`vkey key name ${JSON.stringify(name)} is empty or has spaces`);
   if (!/^[0-9a-f]{8}$/.test(keyId)) throw new PolicyError('vkey key id must be 8 lowercase hex characters');
   const raw = fromBase64(vkey.slice(b + 1));
   if (!raw || raw.length < 2) throw new PolicyError('vkey key is not base64 of a type byte and a public key');
@@ -114,7 +115,12 @@ export function parsePolicy(text: string): Policy {
       throw new PolicyError(`line ${i + 1}: ${msg}`);
     };
     const bad = FORBIDDEN.exec(raw);
-    if (bad) fail(bad[0] === '\r' ? 'carriage return (CRLF line endings are not allowed)' : `control character 0x${hex2(bad[0].charCodeAt(0))} is not allowed`);
+    if (bad)
+      fail(
+        bad[0] === '\r'
+          ? 'carriage return (CRLF line endings are not allowed)'
+          : `control character 0x${hex2(bad[0].charCodeAt(0))} is not allowed`,
+      );
     const line = trimWs(raw);
     if (line === '' || line.startsWith('#')) return;
     const [keyword, ...args] = line.split(FIELDS) as [string, ...string[]];
@@ -146,7 +152,8 @@ export function parsePolicy(text: string): Policy {
         if (args.length < 2 || args.length > 3) fail('expected: witness <name> <vkey> [<url>]');
         const [name, vkey, url] = args as [string, string, string | undefined];
         const p = vkeyAt(vkey, `witness ${name}`);
-        if (!WITNESS_KEY_TYPES.has(p.type)) fail(`witness ${name}: key type 0x${hex2(p.type)} is not a cosignature key (0x04 or 0x06)`);
+        if (!WITNESS_KEY_TYPES.has(p.type))
+          fail(`witness ${name}: key type 0x${hex2(p.type)} is not a cosignature key (0x04 or 0x06)`);
         newName(name);
         witnesses.push(url === undefined ? { name, vkey } : { name, vkey, url });
         return;
@@ -158,8 +165,10 @@ export function parsePolicy(text: string): Policy {
         if (kText === 'all' || kText === 'any') k = kText;
         else if (/^[0-9]+$/.test(kText)) {
           k = Number(kText);
-          if (!(k >= 1 && k <= members.length)) fail(`group ${name}: threshold ${kText} is not between 1 and its ${members.length} members`);
-        } else return fail(`group ${name}: threshold must be all, any or a decimal number, not ${JSON.stringify(kText)}`);
+          if (!(k >= 1 && k <= members.length))
+            fail(`group ${name}: threshold ${kText} is not between 1 and its ${members.length} members`);
+        } else
+          return fail(`group ${name}: threshold must be all, any or a decimal number, not ${JSON.stringify(kText)}`);
         const seen = new Set<string>();
         for (const m of members) {
           if (m === QUORUM_NONE) fail(`group ${name}: "none" cannot be a group member`);
@@ -174,7 +183,8 @@ export function parsePolicy(text: string): Policy {
       case 'quorum': {
         if (args.length !== 1) fail('expected: quorum <name>');
         if (quorum !== undefined) fail('a second quorum line (a policy has exactly one)');
-        if (args[0] !== QUORUM_NONE && !defined.has(args[0]!)) fail(`quorum: ${args[0]} is not a witness or group defined on a preceding line`);
+        if (args[0] !== QUORUM_NONE && !defined.has(args[0]!))
+          fail(`quorum: ${args[0]} is not a witness or group defined on a preceding line`);
         quorum = args[0]!;
         return;
       }
@@ -182,7 +192,8 @@ export function parsePolicy(text: string): Policy {
         fail(`unknown keyword ${JSON.stringify(keyword)} (expected log, witness, group or quorum)`);
     }
   });
-  if (quorum === undefined) throw new PolicyError('no quorum line (a policy has exactly one; `quorum none` requires no cosignatures)');
+  if (quorum === undefined)
+    throw new PolicyError('no quorum line (a policy has exactly one; `quorum none` requires no cosignatures)');
   return { logs, witnesses, groups, quorum };
 }
 
@@ -277,7 +288,12 @@ export function thresholdPolicy(logs: readonly PolicyLog[], witnesses: readonly 
   const taken = new Set(witnesses.map((w) => w.name));
   let name = 'quorum';
   for (let i = 2; taken.has(name); i++) name = `quorum-${i}`;
-  return { logs, witnesses, groups: [{ name, k: k === witnesses.length ? 'all' : k, members: witnesses.map((w) => w.name) }], quorum: name };
+  return {
+    logs,
+    witnesses,
+    groups: [{ name, k: k === witnesses.length ? 'all' : k, members: witnesses.map((w) => w.name) }],
+    quorum: name,
+  };
 }
 
 /** k when the policy is `quorum none` (0) or k-of-all-its-witnesses (thresholdPolicy's shape); else null. */

@@ -100,7 +100,13 @@ export function parseSteleExtra(extra: Uint8Array | undefined): { prior: Uint8Ar
 }
 
 /** A Stele proof file for the entry at `index` (canonical bytes as the log stores them). */
-export function steleTlogProof(index: number, canonical: Uint8Array, prior: Uint8Array, proof: readonly Uint8Array[], note: string): string {
+export function steleTlogProof(
+  index: number,
+  canonical: Uint8Array,
+  prior: Uint8Array,
+  proof: readonly Uint8Array[],
+  note: string,
+): string {
   return formatTlogProof({ extra: steleExtra(prior, canonical), index, proof, checkpoint: note });
 }
 
@@ -153,7 +159,8 @@ export function verifyTlogProof(
   }
   checks.signature = { ok: true, detail: `checkpoint ${cp.origin} size ${cp.size} signed by the pinned log key` };
   const parts = parseSteleExtra(proof.extra);
-  if (!parts) return fail('entry', 'the extra data does not hold a prior entry hash and a canonical entry', { checkpoint: cp });
+  if (!parts)
+    return fail('entry', 'the extra data does not hold a prior entry hash and a canonical entry', { checkpoint: cp });
   let entry: CanonicalEntry;
   try {
     entry = parseCanonicalEntry(parts.canonical);
@@ -161,17 +168,22 @@ export function verifyTlogProof(
     return fail('entry', `the extra data's entry is not an entry (${(e as Error).message})`, { checkpoint: cp });
   }
   // Re-serialising must give the same bytes: otherwise the entry shown is not the one hashed.
-  if (!bytesEqual(canonicalEntryBytes(entry), parts.canonical)) return fail('entry', 'the extra data\'s entry is not RFC 8785 canonical JSON', { checkpoint: cp });
+  if (!bytesEqual(canonicalEntryBytes(entry), parts.canonical))
+    return fail('entry', "the extra data's entry is not RFC 8785 canonical JSON", { checkpoint: cp });
   const eh = entryHash(proof.index, parts.canonical, parts.prior);
-  checks.entry = { ok: true, detail: `entry hash ${toHex(eh)} recomputed from index ${proof.index}, the entry and prior hash ${toHex(parts.prior)}` };
+  checks.entry = {
+    ok: true,
+    detail: `entry hash ${toHex(eh)} recomputed from index ${proof.index}, the entry and prior hash ${toHex(parts.prior)}`,
+  };
   // Inclusion and the digest are both checked, so a report can show each; `failed` names the first.
   checks.inclusion = verifyInclusion(proof.index, cp.size, leafHash(eh), proof.proof, cp.root)
     ? { ok: true, detail: `leaf ${proof.index} is included in the tree of size ${cp.size}` }
     : { ok: false, detail: `the inclusion proof does not bind leaf ${proof.index} to the root of size ${cp.size}` };
   if (fileDigest !== undefined) {
-    checks.digest = entry.digest === toHex(fileDigest)
-      ? { ok: true, detail: `the entry records the file's SHA-256 ${entry.digest}` }
-      : { ok: false, detail: `the entry records digest ${entry.digest}, the file's is ${toHex(fileDigest)}` };
+    checks.digest =
+      entry.digest === toHex(fileDigest)
+        ? { ok: true, detail: `the entry records the file's SHA-256 ${entry.digest}` }
+        : { ok: false, detail: `the entry records digest ${entry.digest}, the file's is ${toHex(fileDigest)}` };
   }
   const failed = (['inclusion', 'digest'] as const).find((c) => checks[c]?.ok === false);
   if (failed) return { ok: false, checks, failed, checkpoint: cp, entry, entryHash: eh };

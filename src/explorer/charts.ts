@@ -21,7 +21,8 @@ function patternDefs(prefix: string): SVGElement {
     const c = COLOURS[i % COLOURS.length]!;
     const pat = svg('pattern', { id: `${prefix}-p${i}`, width: 6, height: 6, patternUnits: 'userSpaceOnUse' });
     pat.append(svg('rect', { width: 6, height: 6, fill: p === 'solid' ? c : '#fff' }));
-    if (p === 'hatch') pat.append(svg('path', { d: 'M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2', stroke: c, 'stroke-width': 2 }));
+    if (p === 'hatch')
+      pat.append(svg('path', { d: 'M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2', stroke: c, 'stroke-width': 2 }));
     if (p === 'dots') pat.append(svg('circle', { cx: 3, cy: 3, r: 1.6, fill: c }));
     if (p === 'cross') pat.append(svg('path', { d: 'M0,0 l6,6 M6,0 l-6,6', stroke: c, 'stroke-width': 1.4 }));
     if (p === 'hlines') pat.append(svg('path', { d: 'M0,3 h6', stroke: c, 'stroke-width': 2 }));
@@ -56,7 +57,16 @@ function legend(prefix: string, types: Array<[string, number]>): HTMLElement {
     'ul',
     { class: 'legend' },
     types.map(([t, n], i) =>
-      h('li', null, svg('svg', { width: 16, height: 16, 'aria-hidden': 'true' }, svg('rect', { width: 16, height: 16, fill: fill(prefix, i), stroke: stroke(i) })), ` ${t} (${fmtInt(n)})`),
+      h(
+        'li',
+        null,
+        svg(
+          'svg',
+          { width: 16, height: 16, 'aria-hidden': 'true' },
+          svg('rect', { width: 16, height: 16, fill: fill(prefix, i), stroke: stroke(i) }),
+        ),
+        ` ${t} (${fmtInt(n)})`,
+      ),
     ),
   );
 }
@@ -91,12 +101,20 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
   const plotH = H - B - T;
   const bw = plotW / n;
   const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': `${prefix}-t` });
-  chart.append(svg('title', { id: `${prefix}-t` }, `Anchors over time: ${fmtInt(entries.length)} entries in ${n} buckets of ${bucketLabel(bucket)}, at most ${peak} per bucket`));
+  chart.append(
+    svg(
+      'title',
+      { id: `${prefix}-t` },
+      `Anchors over time: ${fmtInt(entries.length)} entries in ${n} buckets of ${bucketLabel(bucket)}, at most ${peak} per bucket`,
+    ),
+  );
   chart.append(patternDefs(prefix));
   for (const f of [0, 0.5, 1]) {
     const y = T + plotH - f * plotH;
     chart.append(svg('line', { x1: L, x2: W - 12, y1: y, y2: y, class: 'grid' }));
-    chart.append(svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, String(Math.round(f * peak))));
+    chart.append(
+      svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, String(Math.round(f * peak))),
+    );
   }
   counts.forEach((c, i) => {
     let y = T + plotH;
@@ -104,7 +122,15 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
       if (v === 0) return;
       const hgt = (v / peak) * plotH;
       y -= hgt;
-      const r = svg('rect', { x: L + i * bw + 1, y, width: Math.max(1, bw - 2), height: hgt, fill: fill(prefix, ti), stroke: stroke(ti), 'stroke-width': 0.8 });
+      const r = svg('rect', {
+        x: L + i * bw + 1,
+        y,
+        width: Math.max(1, bw - 2),
+        height: hgt,
+        fill: fill(prefix, ti),
+        stroke: stroke(ti),
+        'stroke-width': 0.8,
+      });
       r.append(svg('title', null, `${fmtTime(start + i * bucket)}: ${v} × ${types[ti]![0]}`));
       chart.append(r);
     });
@@ -114,23 +140,50 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
   for (const i of [...new Set(ticks)]) {
     const anchor = i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle';
     const x = i === 0 ? L : i === n - 1 ? W - 12 : L + (i + 0.5) * bw;
-    chart.append(svg('text', { x, y: H - 12, 'text-anchor': anchor, class: 'axis' }, tickLabel(start + i * bucket, bucket)));
+    chart.append(
+      svg('text', { x, y: H - 12, 'text-anchor': anchor, class: 'axis' }, tickLabel(start + i * bucket, bucket)),
+    );
   }
   const rows = counts
     .map((c, i) => ({ c, i }))
     .filter(({ c }) => c.some((v) => v > 0))
-    .map(({ c, i }) => h('tr', null, h('th', { scope: 'row' }, fmtTime(start + i * bucket)), c.map((v) => h('td', null, fmtInt(v)))));
+    .map(({ c, i }) =>
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'row' }, fmtTime(start + i * bucket)),
+        c.map((v) => h('td', null, fmtInt(v))),
+      ),
+    );
   return h(
     'figure',
     { class: 'figure', 'data-testid': 'time-chart' },
     chart,
     legend(prefix, types),
-    h('figcaption', null, `Anchors per ${bucketLabel(bucket)} from ${fmtTime(min)} to ${fmtTime(max)} (record timestamps, stacked by entry type).`),
+    h(
+      'figcaption',
+      null,
+      `Anchors per ${bucketLabel(bucket)} from ${fmtTime(min)} to ${fmtTime(max)} (record timestamps, stacked by entry type).`,
+    ),
     h(
       'details',
       null,
       h('summary', null, 'Data table'),
-      h('table', { class: 'data' }, h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Bucket start'), types.map(([t]) => h('th', { scope: 'col' }, t)))), h('tbody', null, rows)),
+      h(
+        'table',
+        { class: 'data' },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            h('th', { scope: 'col' }, 'Bucket start'),
+            types.map(([t]) => h('th', { scope: 'col' }, t)),
+          ),
+        ),
+        h('tbody', null, rows),
+      ),
     ),
   );
 }
@@ -148,16 +201,34 @@ export function typeChart(entries: readonly ChartEntry[]): HTMLElement {
   const H = types.length * rowH + 8;
   const L = 190;
   const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': `${prefix}-t` });
-  chart.append(svg('title', { id: `${prefix}-t` }, `Entries by type: ${types.map(([t, n]) => `${t} ${n}`).join(', ')}`));
+  chart.append(
+    svg('title', { id: `${prefix}-t` }, `Entries by type: ${types.map(([t, n]) => `${t} ${n}`).join(', ')}`),
+  );
   chart.append(patternDefs(prefix));
   types.forEach(([t, n], i) => {
     const y = 4 + i * rowH;
     const w = ((W - L - 140) * n) / peak;
     chart.append(svg('text', { x: L - 8, y: y + 18, 'text-anchor': 'end', class: 'label' }, t));
-    chart.append(svg('rect', { x: L, y: y + 3, width: Math.max(1, w), height: rowH - 8, fill: fill(prefix, i), stroke: stroke(i) }));
-    chart.append(svg('text', { x: L + w + 8, y: y + 18, class: 'label' }, `${fmtInt(n)} (${((100 * n) / total).toFixed(1)}%)`));
+    chart.append(
+      svg('rect', {
+        x: L,
+        y: y + 3,
+        width: Math.max(1, w),
+        height: rowH - 8,
+        fill: fill(prefix, i),
+        stroke: stroke(i),
+      }),
+    );
+    chart.append(
+      svg('text', { x: L + w + 8, y: y + 18, class: 'label' }, `${fmtInt(n)} (${((100 * n) / total).toFixed(1)}%)`),
+    );
   });
-  return h('figure', { class: 'figure', 'data-testid': 'type-chart' }, chart, h('figcaption', null, 'Entries by type (count and share).'));
+  return h(
+    'figure',
+    { class: 'figure', 'data-testid': 'type-chart' },
+    chart,
+    h('figcaption', null, 'Entries by type (count and share).'),
+  );
 }
 
 const range = (lo: number, hi: number): string => (hi - lo === 1 ? `leaf ${lo}` : `leaves ${lo}–${hi - 1}`);
@@ -182,9 +253,19 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
   const yOf = (level: number) => H - 8 - (level + 1) * rowH + (rowH - boxH) / 2;
   const pic = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'pathsvg', role: 'img', 'aria-labelledby': `${prefix}-t` });
   pic.append(
-    svg('title', { id: `${prefix}-t` }, `Audit path of leaf ${p.leaf.index}: ${steps.length} sibling hashes from the tiles combine with the leaf hash up to the root`),
+    svg(
+      'title',
+      { id: `${prefix}-t` },
+      `Audit path of leaf ${p.leaf.index}: ${steps.length} sibling hashes from the tiles combine with the leaf hash up to the root`,
+    ),
   );
-  const box = (x: number, y: number, title: string, hash: Uint8Array, kind: 'node' | 'sibling' | 'root' | 'leaf' | 'bad') =>
+  const box = (
+    x: number,
+    y: number,
+    title: string,
+    hash: Uint8Array,
+    kind: 'node' | 'sibling' | 'root' | 'leaf' | 'bad',
+  ) =>
     svg(
       'g',
       { class: `pbox pbox-${kind}` },
@@ -199,7 +280,15 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
     const parentY = yOf(i + 1);
     pic.append(svg('line', { x1: sx, y1: y, x2: cx, y2: parentY + boxH, class: 'pedge pedge-sibling' }));
     pic.append(svg('line', { x1: cx, y1: y, x2: cx, y2: parentY + boxH, class: 'pedge' }));
-    pic.append(box(sx, y, `${s.side === 'left' ? '◀ ' : ''}${range(s.sibling.lo, s.sibling.hi)}${s.side === 'right' ? ' ▶' : ''}`, s.sibling.hash, 'sibling'));
+    pic.append(
+      box(
+        sx,
+        y,
+        `${s.side === 'left' ? '◀ ' : ''}${range(s.sibling.lo, s.sibling.hi)}${s.side === 'right' ? ' ▶' : ''}`,
+        s.sibling.hash,
+        'sibling',
+      ),
+    );
     const last = i === steps.length - 1;
     pic.append(
       box(
@@ -212,11 +301,32 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
     );
   });
   pic.append(
-    svg('text', { x: cx, y: yOf(steps.length) - 8, 'text-anchor': 'middle', class: `pverdict ${rootOk ? 'pverdict-ok' : 'pverdict-bad'}` }, rootOk ? '✓ equals the signed root' : '✗ NOT the signed root'),
+    svg(
+      'text',
+      {
+        x: cx,
+        y: yOf(steps.length) - 8,
+        'text-anchor': 'middle',
+        class: `pverdict ${rootOk ? 'pverdict-ok' : 'pverdict-bad'}`,
+      },
+      rootOk ? '✓ equals the signed root' : '✗ NOT the signed root',
+    ),
   );
-  if (steps.length === 0) pic.append(svg('text', { x: cx, y: H - 4, 'text-anchor': 'middle', class: 'label' }, 'a one-leaf tree: the leaf is the root'));
+  if (steps.length === 0)
+    pic.append(
+      svg(
+        'text',
+        { x: cx, y: H - 4, 'text-anchor': 'middle', class: 'label' },
+        'a one-leaf tree: the leaf is the root',
+      ),
+    );
   const items: Child[] = [
-    h('li', null, `Leaf ${p.leaf.index}: SHA-256(0x00 ‖ entry hash) = `, h('code', { class: 'hash' }, toHex(p.leaf.hash))),
+    h(
+      'li',
+      null,
+      `Leaf ${p.leaf.index}: SHA-256(0x00 ‖ entry hash) = `,
+      h('code', { class: 'hash' }, toHex(p.leaf.hash)),
+    ),
     ...steps.map((s) =>
       h(
         'li',

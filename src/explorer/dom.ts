@@ -20,7 +20,11 @@ function setAttrs(el: Element, attrs: Attrs | undefined): void {
   }
 }
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   setAttrs(el, attrs ?? undefined);
   append(el, children);
@@ -38,12 +42,34 @@ export function svg(tag: string, attrs?: Attrs | null, ...children: Child[]): SV
 
 export type Verdict = 'PASS' | 'FAIL' | 'SKIP' | 'MISSING' | 'UNKNOWN' | 'PENDING' | 'NOTFOUND';
 
-const ICON: Record<Verdict, string> = { PASS: '✓', FAIL: '✗', SKIP: '–', MISSING: '?', UNKNOWN: '?', PENDING: '…', NOTFOUND: '∅' };
-const WORD: Record<Verdict, string> = { PASS: 'PASS', FAIL: 'FAIL', SKIP: 'SKIP', MISSING: 'MISSING', UNKNOWN: 'UNKNOWN', PENDING: 'CHECKING', NOTFOUND: 'NOT FOUND' };
+const ICON: Record<Verdict, string> = {
+  PASS: '✓',
+  FAIL: '✗',
+  SKIP: '–',
+  MISSING: '?',
+  UNKNOWN: '?',
+  PENDING: '…',
+  NOTFOUND: '∅',
+};
+const WORD: Record<Verdict, string> = {
+  PASS: 'PASS',
+  FAIL: 'FAIL',
+  SKIP: 'SKIP',
+  MISSING: 'MISSING',
+  UNKNOWN: 'UNKNOWN',
+  PENDING: 'CHECKING',
+  NOTFOUND: 'NOT FOUND',
+};
 
 /** A status shown by icon, word and colour together (never colour alone). */
 export function badge(v: Verdict, label?: string): HTMLElement {
-  return h('span', { class: `badge badge-${v.toLowerCase()}`, 'data-status': v }, h('span', { 'aria-hidden': 'true' }, ICON[v]), ' ', label ?? WORD[v]);
+  return h(
+    'span',
+    { class: `badge badge-${v.toLowerCase()}`, 'data-status': v },
+    h('span', { 'aria-hidden': 'true' }, ICON[v]),
+    ' ',
+    label ?? WORD[v],
+  );
 }
 
 export function clear(el: Element): void {
@@ -67,5 +93,11 @@ export const fmtInt = (n: number): string => n.toLocaleString('en-US');
 
 export function fmtTime(t: string | number): string {
   const d = typeof t === 'number' ? new Date(t) : new Date(t);
-  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z').replace('Z', ' UTC');
+  return Number.isNaN(d.getTime())
+    ? String(t)
+    : d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d{3}Z$/, 'Z')
+        .replace('Z', ' UTC');
 }

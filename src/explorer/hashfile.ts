@@ -8,7 +8,11 @@ export interface HashProgress {
   readonly total: number;
 }
 
-export async function hashBlob(blob: Blob, onProgress?: (p: HashProgress) => void, signal?: AbortSignal): Promise<string> {
+export async function hashBlob(
+  blob: Blob,
+  onProgress?: (p: HashProgress) => void,
+  signal?: AbortSignal,
+): Promise<string> {
   const h = sha256.create();
   const reader = blob.stream().getReader();
   let bytes = 0;

@@ -77,7 +77,11 @@ export class LogClient {
   }
 
   /** A tile at `width`, falling back to the full tile when the partial one is gone (DESIGN.md §1.5). */
-  private async tileBytes(kind: number | BundleKind, index: number, width: number): Promise<{ data: Uint8Array; full: boolean }> {
+  private async tileBytes(
+    kind: number | BundleKind,
+    index: number,
+    width: number,
+  ): Promise<{ data: Uint8Array; full: boolean }> {
     const exact = tilePath({ kind, index, width });
     const data = await this.object(exact);
     if (data) return { data, full: width === TILE_WIDTH };
@@ -95,7 +99,11 @@ export class LogClient {
       p = this.tileBytes(level, index, width).then(({ data, full }) => {
         const bytes = full && width < TILE_WIDTH ? data.subarray(0, width * 32) : data;
         if (bytes.length !== width * 32) {
-          throw new FetchError(tilePath({ kind: level, index, width }), 200, `${tilePath({ kind: level, index, width })} has ${data.length} bytes, expected ${width * 32}`);
+          throw new FetchError(
+            tilePath({ kind: level, index, width }),
+            200,
+            `${tilePath({ kind: level, index, width })} has ${data.length} bytes, expected ${width * 32}`,
+          );
         }
         return new HashTile(level, index, bytes);
       });
@@ -112,7 +120,8 @@ export class LogClient {
     const items = decodeBundle(data, path);
     if (items.length < width) throw new FetchError(path, 200, `${path} holds ${items.length} items, expected ${width}`);
     const out = items.slice(0, width);
-    if (kind === 'entries' && out.some((h) => h.length !== 32)) throw new FetchError(path, 200, `${path} holds an entry hash that is not 32 bytes`);
+    if (kind === 'entries' && out.some((h) => h.length !== 32))
+      throw new FetchError(path, 200, `${path} holds an entry hash that is not 32 bytes`);
     return out;
   }
 

@@ -26,7 +26,17 @@ import {
   writeSeen,
 } from './trust.js';
 import { TLOG_PROOF_EXTENSION } from '../core/tlog-proof.js';
-import { type Check, type CheckpointResult, type EntryResult, type Report, buildReport, verifyBundle, verifyCheckpoint, verifyEntry, verifyTlogProofFile } from './verify.js';
+import {
+  type Check,
+  type CheckpointResult,
+  type EntryResult,
+  type Report,
+  buildReport,
+  verifyBundle,
+  verifyCheckpoint,
+  verifyEntry,
+  verifyTlogProofFile,
+} from './verify.js';
 import './styles.css';
 
 const base = new URL('./', location.href);
@@ -77,8 +87,17 @@ function renderBanner(): void {
   }
   banner.hidden = false;
   banner.append(
-    h('p', { class: 'banner-title' }, h('span', { 'aria-hidden': 'true' }, '⚠ '), 'Verification FAILED — do not trust what this site shows.'),
-    h('ul', null, [...failures.values()].map((m) => h('li', null, m))),
+    h(
+      'p',
+      { class: 'banner-title' },
+      h('span', { 'aria-hidden': 'true' }, '⚠ '),
+      'Verification FAILED — do not trust what this site shows.',
+    ),
+    h(
+      'ul',
+      null,
+      [...failures.values()].map((m) => h('li', null, m)),
+    ),
   );
 }
 
@@ -95,7 +114,9 @@ function load(force = false): Promise<Loaded> {
     const resolved = resolveTrust(await offered!, storage);
     setFailure('key-mismatch', resolved.mismatch);
     if (!resolved.trust) {
-      const why = resolved.problems.join('; ') || 'This site names no log key (no explorer.json, no /api/ledger/key) and you have not pinned one.';
+      const why =
+        resolved.problems.join('; ') ||
+        'This site names no log key (no explorer.json, no /api/ledger/key) and you have not pinned one.';
       setFailure('no-key', `${why} Nothing can be verified: paste the log's vkey on the Trust page.`);
       return { resolved, cp: null, error: why, previous: null };
     }
@@ -145,13 +166,25 @@ function reportList(r: Report, testid: string): HTMLElement {
   return h(
     'div',
     { class: 'report', 'data-testid': testid, 'data-status': r.result },
-    h('p', { class: `verdict verdict-${r.result.toLowerCase()}` }, badge(r.result, r.result === 'PASS' ? 'PASS — verified in your browser' : 'FAIL — do not trust this entry')),
-    h('ol', { class: 'checks' }, r.checks.map((c) => checkItem(c, `rule-${c.rule}`, c.rule))),
+    h(
+      'p',
+      { class: `verdict verdict-${r.result.toLowerCase()}` },
+      badge(r.result, r.result === 'PASS' ? 'PASS — verified in your browser' : 'FAIL — do not trust this entry'),
+    ),
+    h(
+      'ol',
+      { class: 'checks' },
+      r.checks.map((c) => checkItem(c, `rule-${c.rule}`, c.rule)),
+    ),
   );
 }
 
 function dl(rows: Array<[string, Child]>, cls = 'fields'): HTMLElement {
-  return h('dl', { class: cls }, rows.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))));
+  return h(
+    'dl',
+    { class: cls },
+    rows.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))),
+  );
 }
 
 const entryLink = (seq: number, label?: string) => h('a', { href: `#/entry/${seq}` }, label ?? `entry ${seq}`);
@@ -183,15 +216,25 @@ async function nonEmptyLog(main: HTMLElement) {
 }
 
 /** Renders the fields, the report and the audit path of a verified entry. */
-function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: string; match?: Check; heading?: string } = {}): HTMLElement {
+function entryPanel(
+  cp: CheckpointResult,
+  e: EntryResult,
+  opts: { fileDigest?: string; match?: Check; heading?: string } = {},
+): HTMLElement {
   const report = buildReport(cp, e, opts.fileDigest);
   const checks = opts.match ? { ...report, checks: [{ ...opts.match, rule: 0 }, ...report.checks] } : report;
-  const result: Report = opts.match && opts.match.status === 'FAIL' ? { ...checks, result: 'FAIL', verdict: 'FAIL' } : { ...checks, result: report.result };
+  const result: Report =
+    opts.match && opts.match.status === 'FAIL'
+      ? { ...checks, result: 'FAIL', verdict: 'FAIL' }
+      : { ...checks, result: report.result };
   const fields = e.fields ?? {};
   const rows: Array<[string, Child]> = [
     ['Entry id', h('code', null, e.id ?? '?')],
     ['Leaf index', fmtInt(e.seq)],
-    ...Object.entries(fields).map(([k, v]): [string, Child] => [k, k === 'digest' ? hashText(String(v)) : typeof v === 'string' ? v : JSON.stringify(v)]),
+    ...Object.entries(fields).map(([k, v]): [string, Child] => [
+      k,
+      k === 'digest' ? hashText(String(v)) : typeof v === 'string' ? v : JSON.stringify(v),
+    ]),
     ['Entry hash', e.entryHash ? hashText(toHex(e.entryHash)) : '?'],
     ['Leaf hash', e.proof ? hashText(toHex(e.proof.leaf.hash)) : '?'],
     ['Tree size', fmtInt(e.size)],
@@ -202,15 +245,29 @@ function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: s
     h('h2', null, opts.heading ?? `Entry ${e.id ?? e.seq}`),
     h(
       'p',
-      { class: `verdict verdict-${result.result.toLowerCase()}`, 'data-testid': 'entry-verdict', 'data-status': result.result },
-      badge(result.result, result.result === 'PASS' ? 'Verified in your browser' : 'Verification FAILED in your browser'),
+      {
+        class: `verdict verdict-${result.result.toLowerCase()}`,
+        'data-testid': 'entry-verdict',
+        'data-status': result.result,
+      },
+      badge(
+        result.result,
+        result.result === 'PASS' ? 'Verified in your browser' : 'Verification FAILED in your browser',
+      ),
     ),
     dl(rows),
     h('h3', null, 'Checks (as ', h('code', null, 'stele ledger verify'), ')'),
     reportList(result, 'entry-report'),
     h('h3', null, 'Inclusion proof'),
     e.proof && cp.root ? auditPathDrawing(e.proof, cp.root) : h('p', null, 'No audit path.'),
-    e.record ? h('details', null, h('summary', null, 'Canonical record (the bytes the entry hash commits to)'), h('pre', { class: 'note' }, new TextDecoder().decode(e.record))) : null,
+    e.record
+      ? h(
+          'details',
+          null,
+          h('summary', null, 'Canonical record (the bytes the entry hash commits to)'),
+          h('pre', { class: 'note' }, new TextDecoder().decode(e.record)),
+        )
+      : null,
   );
 }
 
@@ -218,7 +275,11 @@ function entryPanel(cp: CheckpointResult, e: EntryResult, opts: { fileDigest?: s
 
 async function viewCheckpoint(main: HTMLElement): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Checkpoint'));
-  const status = h('div', { class: 'panel', 'data-testid': 'cp-status', 'data-status': 'PENDING' }, badge('PENDING', 'Verifying the checkpoint…'));
+  const status = h(
+    'div',
+    { class: 'panel', 'data-testid': 'cp-status', 'data-status': 'PENDING' },
+    badge('PENDING', 'Verifying the checkpoint…'),
+  );
   main.append(status);
   const l = await load();
   if (!l.cp) {
@@ -245,13 +306,50 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
   const timeCell = h('span', null, badge('PENDING', 'reading the latest entry…'));
   const cosignTimes = cp.witnessRows.filter((w) => w.time !== undefined).map((w) => w.time!);
   main.append(
-    h('section', { 'aria-labelledby': 'cp-fields' }, h('h2', { id: 'cp-fields', class: 'visually-hidden' }, 'Checkpoint fields'),
+    h(
+      'section',
+      { 'aria-labelledby': 'cp-fields' },
+      h('h2', { id: 'cp-fields', class: 'visually-hidden' }, 'Checkpoint fields'),
       dl([
         ['Origin', h('code', { 'data-testid': 'cp-origin' }, cp.origin)],
         ['Tree size', h('span', { 'data-testid': 'cp-size' }, fmtInt(cp.size))],
-        ['Root hash', cp.root ? h('span', null, hashText(toHex(cp.root), { 'data-testid': 'cp-root' }), h('br'), h('small', null, 'base64 ', h('code', null, toBase64(cp.root)))) : '—'],
-        ['Time', h('span', null, timeCell, cosignTimes.length ? h('br') : null, cosignTimes.length ? h('small', null, `Cosigned ${fmtTime(Math.max(...cosignTimes) * 1000)} (latest witness time, signed)`) : null)],
-        ['Signature', h('span', null, badge(cp.signature.status), ' ', `${t.log.name}, key id `, h('code', null, short(t.log.keyId, 24)), h('br'), h('small', null, `Key ${SOURCE_LABEL[l.resolved.source as TrustSource]}`))],
+        [
+          'Root hash',
+          cp.root
+            ? h(
+                'span',
+                null,
+                hashText(toHex(cp.root), { 'data-testid': 'cp-root' }),
+                h('br'),
+                h('small', null, 'base64 ', h('code', null, toBase64(cp.root))),
+              )
+            : '—',
+        ],
+        [
+          'Time',
+          h(
+            'span',
+            null,
+            timeCell,
+            cosignTimes.length ? h('br') : null,
+            cosignTimes.length
+              ? h('small', null, `Cosigned ${fmtTime(Math.max(...cosignTimes) * 1000)} (latest witness time, signed)`)
+              : null,
+          ),
+        ],
+        [
+          'Signature',
+          h(
+            'span',
+            null,
+            badge(cp.signature.status),
+            ' ',
+            `${t.log.name}, key id `,
+            h('code', null, short(t.log.keyId, 24)),
+            h('br'),
+            h('small', null, `Key ${SOURCE_LABEL[l.resolved.source as TrustSource]}`),
+          ),
+        ],
       ]),
     ),
     h('h2', null, 'Checks'),
@@ -269,17 +367,48 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
           h(
             'table',
             { class: 'data', 'data-testid': 'witnesses' },
-            h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Witness'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Signed time'), h('th', { scope: 'col' }, 'Detail'))),
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                h('th', { scope: 'col' }, 'Witness'),
+                h('th', { scope: 'col' }, 'Status'),
+                h('th', { scope: 'col' }, 'Signed time'),
+                h('th', { scope: 'col' }, 'Detail'),
+              ),
+            ),
             h(
               'tbody',
               null,
-              cp.witnessRows.map((w) => h('tr', null, h('th', { scope: 'row' }, w.name), h('td', null, badge(w.status)), h('td', null, w.time !== undefined ? fmtTime(w.time * 1000) : '—'), h('td', null, w.detail))),
+              cp.witnessRows.map((w) =>
+                h(
+                  'tr',
+                  null,
+                  h('th', { scope: 'row' }, w.name),
+                  h('td', null, badge(w.status)),
+                  h('td', null, w.time !== undefined ? fmtTime(w.time * 1000) : '—'),
+                  h('td', null, w.detail),
+                ),
+              ),
             ),
           ),
         )
       : h('p', null, 'This log has no witnesses configured.'),
-    h('details', null, h('summary', null, 'The signed note, as served'), h('pre', { class: 'note', 'data-testid': 'cp-note' }, cp.note)),
-    l.previous ? h('p', { class: 'muted' }, `Previously seen by this browser: size ${fmtInt(l.previous.size)}, root ${short(l.previous.rootHex)}, on ${fmtTime(l.previous.at)}.`) : '',
+    h(
+      'details',
+      null,
+      h('summary', null, 'The signed note, as served'),
+      h('pre', { class: 'note', 'data-testid': 'cp-note' }, cp.note),
+    ),
+    l.previous
+      ? h(
+          'p',
+          { class: 'muted' },
+          `Previously seen by this browser: size ${fmtInt(l.previous.size)}, root ${short(l.previous.rootHex)}, on ${fmtTime(l.previous.at)}.`,
+        )
+      : '',
   );
   document.documentElement.dataset.checkpoint = 'ready';
   // Since navigation start: the first render of the verified checkpoint view.
@@ -297,11 +426,19 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
     const last = rows[rows.length - 1]!;
     timeCell.replaceChildren(
       last.ok && typeof last.fields?.timestamp === 'string'
-        ? h('span', { 'data-testid': 'cp-time' }, `Latest entry ${fmtTime(last.fields.timestamp)} `, h('small', null, '(record timestamp, verified against the root)'))
+        ? h(
+            'span',
+            { 'data-testid': 'cp-time' },
+            `Latest entry ${fmtTime(last.fields.timestamp)} `,
+            h('small', null, '(record timestamp, verified against the root)'),
+          )
         : badge('FAIL', 'the latest entry does not verify'),
     );
     const newest = rows.slice(-8).reverse();
-    latest.append(entriesTable(newest), h('p', null, h('a', { href: '#/entries' }, `Browse all ${fmtInt(cp.size)} entries →`)));
+    latest.append(
+      entriesTable(newest),
+      h('p', null, h('a', { href: '#/entries' }, `Browse all ${fmtInt(cp.size)} entries →`)),
+    );
     reportEntryFailures(rows);
   } catch (e) {
     timeCell.replaceChildren(badge('FAIL', (e as Error).message));
@@ -340,7 +477,13 @@ function entriesTable(rows: EntryResult[]): HTMLElement {
       h(
         'thead',
         null,
-        h('tr', null, ['Leaf', 'Entry id', 'Type', 'Result', 'Artifact', 'Time', 'Verified'].map((c) => h('th', { scope: 'col' }, c))),
+        h(
+          'tr',
+          null,
+          ['Leaf', 'Entry id', 'Type', 'Result', 'Artifact', 'Time', 'Verified'].map((c) =>
+            h('th', { scope: 'col' }, c),
+          ),
+        ),
       ),
       h(
         'tbody',
@@ -354,7 +497,11 @@ function entriesTable(rows: EntryResult[]): HTMLElement {
             h('td', null, entryLink(r.seq, r.id ?? String(r.seq))),
             h('td', null, String(f.type ?? '?')),
             h('td', null, String(f.result ?? '?')),
-            h('td', { class: 'wrap' }, typeof f.artifact === 'string' ? f.artifact : h('span', { class: 'muted' }, '—')),
+            h(
+              'td',
+              { class: 'wrap' },
+              typeof f.artifact === 'string' ? f.artifact : h('span', { class: 'muted' }, '—'),
+            ),
             h('td', null, typeof f.timestamp === 'string' ? fmtTime(f.timestamp) : '?'),
             h('td', null, badge(r.ok ? 'PASS' : 'FAIL', r.ok ? 'verified' : 'FAIL')),
           );
@@ -376,13 +523,30 @@ async function viewEntries(main: HTMLElement, tileParam: string | undefined): Pr
   const nav = h(
     'nav',
     { class: 'pager', 'aria-label': 'Pages of entries' },
-    tile < lastTile ? h('a', { href: `#/entries/${tile + 1}`, rel: 'prev' }, '← Newer') : h('span', { class: 'muted' }, '← Newer'),
+    tile < lastTile
+      ? h('a', { href: `#/entries/${tile + 1}`, rel: 'prev' }, '← Newer')
+      : h('span', { class: 'muted' }, '← Newer'),
     h('span', null, `Tile ${fmtInt(tile)} of ${fmtInt(lastTile)}`),
-    tile > 0 ? h('a', { href: `#/entries/${tile - 1}`, rel: 'next' }, 'Older →') : h('span', { class: 'muted' }, 'Older →'),
+    tile > 0
+      ? h('a', { href: `#/entries/${tile - 1}`, rel: 'next' }, 'Older →')
+      : h('span', { class: 'muted' }, 'Older →'),
     tile < lastTile ? h('a', { href: '#/entries' }, 'Newest') : null,
   );
-  main.append(h('p', null, `Leaves ${fmtInt(first + width - 1)} down to ${fmtInt(first)} of ${fmtInt(cp.size)}, newest first, read from the record bundle `, h('code', null, `tile/records/${tile}`), '.'), nav);
-  const summary = h('p', { class: 'panel', 'data-testid': 'page-status', 'data-status': 'PENDING' }, badge('PENDING', 'Verifying this page…'));
+  main.append(
+    h(
+      'p',
+      null,
+      `Leaves ${fmtInt(first + width - 1)} down to ${fmtInt(first)} of ${fmtInt(cp.size)}, newest first, read from the record bundle `,
+      h('code', null, `tile/records/${tile}`),
+      '.',
+    ),
+    nav,
+  );
+  const summary = h(
+    'p',
+    { class: 'panel', 'data-testid': 'page-status', 'data-status': 'PENDING' },
+    badge('PENDING', 'Verifying this page…'),
+  );
   main.append(summary);
   try {
     const rows = await verifyBundle(client, tile, { size: cp.size, root });
@@ -409,7 +573,13 @@ async function viewEntry(main: HTMLElement, seqText: string): Promise<void> {
   if (!l.cp?.root) return noCheckpoint(main, l);
   const seq = Number(seqText);
   if (!/^\d+$/.test(seqText) || seq >= l.cp.size) {
-    main.append(h('p', { 'data-testid': 'not-found' }, `Entry ${seqText} is not found: the verified tree has ${fmtInt(l.cp.size)} entries.`));
+    main.append(
+      h(
+        'p',
+        { 'data-testid': 'not-found' },
+        `Entry ${seqText} is not found: the verified tree has ${fmtInt(l.cp.size)} entries.`,
+      ),
+    );
     return;
   }
   const wait = h('p', null, badge('PENDING', 'Reading and verifying the entry…'));
@@ -441,12 +611,18 @@ async function locate(
   skipApi = false,
 ): Promise<{ found: Found | null; why: string; scannedAll: boolean; scanned: number }> {
   if (!skipApi) {
-    const api = await apiLookup(base, q.kind === 'digest' ? 'hash' : 'artifact', q.kind === 'digest' ? q.digest : q.artifactId);
-    if ('found' in api && api.found < size) return { found: { seq: api.found, via: 'the site’s lookup index' }, why: '', scannedAll: false, scanned: 0 };
+    const api = await apiLookup(
+      base,
+      q.kind === 'digest' ? 'hash' : 'artifact',
+      q.kind === 'digest' ? q.digest : q.artifactId,
+    );
+    if ('found' in api && api.found < size)
+      return { found: { seq: api.found, via: 'the site’s lookup index' }, why: '', scannedAll: false, scanned: 0 };
     if ('found' in api) {
       // Newer than the checkpoint verified here: verify the newer checkpoint first.
       const l = await load(true);
-      if (l.cp && api.found < l.cp.size) return { found: { seq: api.found, via: 'the site’s lookup index' }, why: '', scannedAll: false, scanned: 0 };
+      if (l.cp && api.found < l.cp.size)
+        return { found: { seq: api.found, via: 'the site’s lookup index' }, why: '', scannedAll: false, scanned: 0 };
     }
     if ('notFound' in api) return { found: null, why: api.notFound, scannedAll: false, scanned: 0 };
   }
@@ -468,7 +644,13 @@ async function locate(
   const scannedAll = r.from === 0;
   const seq = q.kind === 'digest' ? r.matches[0] : r.matches[r.matches.length - 1];
   const where = scannedAll ? `all ${fmtInt(r.scanned)} entries` : `the latest ${fmtInt(r.scanned)} entries`;
-  if (seq === undefined) return { found: null, why: `no record among ${where} matches (scanned in your browser)`, scannedAll, scanned: r.scanned };
+  if (seq === undefined)
+    return {
+      found: null,
+      why: `no record among ${where} matches (scanned in your browser)`,
+      scannedAll,
+      scanned: r.scanned,
+    };
   return { found: { seq, via: `a scan of ${where} in your browser` }, why: '', scannedAll, scanned: r.scanned };
 }
 
@@ -479,13 +661,23 @@ function matchCheck(q: Query, e: EntryResult): Check {
   const bad = (detail: string): Check => ({ name, status: 'FAIL', detail });
   switch (q.kind) {
     case 'digest':
-      return f.digest === q.digest ? ok(`the entry records digest ${short(q.digest)}`) : bad(`the lookup pointed to leaf ${e.seq}, whose digest is ${short(String(f.digest))}, not ${short(q.digest)}`);
+      return f.digest === q.digest
+        ? ok(`the entry records digest ${short(q.digest)}`)
+        : bad(
+            `the lookup pointed to leaf ${e.seq}, whose digest is ${short(String(f.digest))}, not ${short(q.digest)}`,
+          );
     case 'artifact': {
       const aid = f.artifactId;
-      return aid === q.artifactId ? ok(`the entry records artifact id ${q.artifactId}${q.label ? ` (= label ${JSON.stringify(q.label)} in scope ${JSON.stringify(q.scope ?? '')})` : ''}`) : bad(`leaf ${e.seq} has artifact id ${String(aid)}, not ${q.artifactId}`);
+      return aid === q.artifactId
+        ? ok(
+            `the entry records artifact id ${q.artifactId}${q.label ? ` (= label ${JSON.stringify(q.label)} in scope ${JSON.stringify(q.scope ?? '')})` : ''}`,
+          )
+        : bad(`leaf ${e.seq} has artifact id ${String(aid)}, not ${q.artifactId}`);
     }
     case 'id':
-      return e.id === q.text.toLowerCase() ? ok(`the entry hash starts with ${q.prefix}`) : bad(`leaf ${e.seq} has id ${e.id}, not ${q.text}`);
+      return e.id === q.text.toLowerCase()
+        ? ok(`the entry hash starts with ${q.prefix}`)
+        : bad(`leaf ${e.seq} has id ${e.id}, not ${q.text}`);
     default:
       return ok(`leaf ${e.seq}`);
   }
@@ -498,7 +690,13 @@ async function viewSearch(main: HTMLElement, params: URLSearchParams): Promise<v
   const form = searchForm(text, scope, true);
   main.append(form);
   if (!text) {
-    main.append(h('p', { class: 'muted' }, 'Find an entry by entry id (led_…), leaf index, digest (64 hex), artifact id (art_…) or artifact label (with its scope).'));
+    main.append(
+      h(
+        'p',
+        { class: 'muted' },
+        'Find an entry by entry id (led_…), leaf index, digest (64 hex), artifact id (art_…) or artifact label (with its scope).',
+      ),
+    );
     return;
   }
   const out = h('div', { 'data-testid': 'search-result' });
@@ -510,12 +708,23 @@ async function viewSearch(main: HTMLElement, params: URLSearchParams): Promise<v
     out.append(h('p', null, q.reason));
     return;
   }
-  const kindText = { id: 'an entry id', leaf: 'a leaf index', digest: 'a SHA-256 digest', artifact: q.kind === 'artifact' && q.label ? `an artifact label (artifact id ${q.artifactId})` : 'an artifact id' }[q.kind];
+  const kindText = {
+    id: 'an entry id',
+    leaf: 'a leaf index',
+    digest: 'a SHA-256 digest',
+    artifact: q.kind === 'artifact' && q.label ? `an artifact label (artifact id ${q.artifactId})` : 'an artifact id',
+  }[q.kind];
   out.append(h('p', { class: 'muted' }, `Looking up ${kindText}.`));
   await runLookup(out, q, l.cp);
 }
 
-async function runLookup(out: HTMLElement, q: Exclude<Query, { kind: 'invalid' }>, cp0: CheckpointResult, maxEntries = DEFAULT_SCAN_ENTRIES, skipApi = false): Promise<void> {
+async function runLookup(
+  out: HTMLElement,
+  q: Exclude<Query, { kind: 'invalid' }>,
+  cp0: CheckpointResult,
+  maxEntries = DEFAULT_SCAN_ENTRIES,
+  skipApi = false,
+): Promise<void> {
   let cp = cp0;
   let seq: number | null = null;
   let via = '';
@@ -556,14 +765,29 @@ async function runLookup(out: HTMLElement, q: Exclude<Query, { kind: 'invalid' }
   }
   if (seq === null || !cp.root) return;
   if (seq >= cp.size) {
-    out.append(h('div', { class: 'panel panel-notfound', 'data-testid': 'not-found', 'data-status': 'NOTFOUND' }, badge('NOTFOUND'), h('p', null, `Not found: leaf ${seq} is beyond the verified tree size ${fmtInt(cp.size)}.`)));
+    out.append(
+      h(
+        'div',
+        { class: 'panel panel-notfound', 'data-testid': 'not-found', 'data-status': 'NOTFOUND' },
+        badge('NOTFOUND'),
+        h('p', null, `Not found: leaf ${seq} is beyond the verified tree size ${fmtInt(cp.size)}.`),
+      ),
+    );
     return;
   }
   const e = await verifyEntry(client, seq, { size: cp.size, root: cp.root });
   const match = matchCheck(q, e);
   if (match.status === 'FAIL') setFailure(`match-${seq}`, `${match.name}: ${match.detail}`);
   if (!e.ok) reportEntryFailures([e]);
-  out.append(h('p', null, `Found leaf ${fmtInt(seq)} via ${via}; everything below is recomputed from the tiles. `, entryLink(seq, 'Permalink')), entryPanel(cp, e, { match }));
+  out.append(
+    h(
+      'p',
+      null,
+      `Found leaf ${fmtInt(seq)} via ${via}; everything below is recomputed from the tiles. `,
+      entryLink(seq, 'Permalink'),
+    ),
+    entryPanel(cp, e, { match }),
+  );
 }
 
 // ------------------------------------------------------------------ verify a file
@@ -571,10 +795,29 @@ async function runLookup(out: HTMLElement, q: Exclude<Query, { kind: 'invalid' }
 async function viewVerify(main: HTMLElement): Promise<void> {
   main.append(
     h('h1', { tabindex: '-1' }, 'Verify a file'),
-    h('p', null, 'The file is hashed here, in your browser, a chunk at a time; it is never uploaded. Only its SHA-256 digest is looked up.'),
-    h('p', null, 'Or drop a ', h('code', null, '.tlog-proof'), ' file (', h('code', null, 'stele ledger proof <id> --export'), '), alone or with the file it proves: it is verified here against the trusted key and witness policy, with nothing looked up.'),
+    h(
+      'p',
+      null,
+      'The file is hashed here, in your browser, a chunk at a time; it is never uploaded. Only its SHA-256 digest is looked up.',
+    ),
+    h(
+      'p',
+      null,
+      'Or drop a ',
+      h('code', null, '.tlog-proof'),
+      ' file (',
+      h('code', null, 'stele ledger proof <id> --export'),
+      '), alone or with the file it proves: it is verified here against the trusted key and witness policy, with nothing looked up.',
+    ),
   );
-  const input = h('input', { type: 'file', multiple: true, id: 'file-input', class: 'visually-hidden', tabindex: '-1', 'data-testid': 'file-input' });
+  const input = h('input', {
+    type: 'file',
+    multiple: true,
+    id: 'file-input',
+    class: 'visually-hidden',
+    tabindex: '-1',
+    'data-testid': 'file-input',
+  });
   const zone = h(
     'div',
     { class: 'dropzone', 'data-testid': 'dropzone' },
@@ -628,10 +871,12 @@ async function verifyFile(file: File, out: HTMLElement): Promise<void> {
   });
   if (run !== verifyRun) return;
   clear(out);
-  out.append(dl([
-    ['File', `${file.name} (${fmtBytes(file.size)})`],
-    ['SHA-256', hashText(digest, { 'data-testid': 'file-digest' })],
-  ]));
+  out.append(
+    dl([
+      ['File', `${file.name} (${fmtBytes(file.size)})`],
+      ['SHA-256', hashText(digest, { 'data-testid': 'file-digest' })],
+    ]),
+  );
   const l = await load();
   if (!l.cp?.root) return noCheckpoint(out, l);
   const q: Extract<Query, { kind: 'digest' }> = { kind: 'digest', digest, text: digest };
@@ -652,13 +897,33 @@ async function verifyFile(file: File, out: HTMLElement): Promise<void> {
   const e = await verifyEntry(client, r.found.seq, { size: cp.size, root: cp.root });
   if (run !== verifyRun) return;
   const report = buildReport(cp, e, digest);
-  if (report.result === 'FAIL') setFailure(`file-${digest}`, `Verification of ${file.name} failed: ${report.checks.filter((c) => c.status === 'FAIL').map((c) => `${c.name}: ${c.detail}`).join('; ')}`);
+  if (report.result === 'FAIL')
+    setFailure(
+      `file-${digest}`,
+      `Verification of ${file.name} failed: ${report.checks
+        .filter((c) => c.status === 'FAIL')
+        .map((c) => `${c.name}: ${c.detail}`)
+        .join('; ')}`,
+    );
   out.append(
     h(
       'div',
-      { class: `panel panel-${report.result.toLowerCase()}`, 'data-testid': 'verify-result', 'data-status': report.result },
-      badge(report.result, report.result === 'PASS' ? `PASS — ${file.name} is in the log` : `FAIL — do not trust this entry`),
-      h('p', null, `Entry `, entryLink(e.seq, e.id ?? String(e.seq)), ` found via ${r.found.via}, leaf ${fmtInt(e.seq)} of tree size ${fmtInt(cp.size)}.`),
+      {
+        class: `panel panel-${report.result.toLowerCase()}`,
+        'data-testid': 'verify-result',
+        'data-status': report.result,
+      },
+      badge(
+        report.result,
+        report.result === 'PASS' ? `PASS — ${file.name} is in the log` : `FAIL — do not trust this entry`,
+      ),
+      h(
+        'p',
+        null,
+        `Entry `,
+        entryLink(e.seq, e.id ?? String(e.seq)),
+        ` found via ${r.found.via}, leaf ${fmtInt(e.seq)} of tree size ${fmtInt(cp.size)}.`,
+      ),
     ),
     reportList(report, 'verify-report'),
     h('h2', null, 'Inclusion proof'),
@@ -677,17 +942,41 @@ async function verifyProofFile(proofFile: File, file: File | undefined, out: HTM
   const v = await verifyTlogProofFile(text, l.resolved.trust, client, current, digest);
   if (run !== verifyRun) return;
   const r = v.report;
-  if (r.result === 'FAIL') setFailure(`proof-${proofFile.name}`, `Verification of ${proofFile.name} failed: ${r.checks.filter((c) => c.status === 'FAIL').map((c) => `${c.rule}. ${c.name}: ${c.detail}`).join('; ')}`);
+  if (r.result === 'FAIL')
+    setFailure(
+      `proof-${proofFile.name}`,
+      `Verification of ${proofFile.name} failed: ${r.checks
+        .filter((c) => c.status === 'FAIL')
+        .map((c) => `${c.rule}. ${c.name}: ${c.detail}`)
+        .join('; ')}`,
+    );
   out.append(
     dl([
       ['Proof file', proofFile.name],
-      ...(file && digest ? ([['File', `${file.name} (${fmtBytes(file.size)})`], ['SHA-256', hashText(digest, { 'data-testid': 'file-digest' })]] as Array<[string, Child]>) : []),
-      ...(v.index >= 0 ? ([['Leaf index', fmtInt(v.index)], ['Tree size', fmtInt(v.size)]] as Array<[string, Child]>) : []),
-      ...(v.entry && typeof v.entry.digest === 'string' ? ([['Entry digest', hashText(v.entry.digest)]] as Array<[string, Child]>) : []),
+      ...(file && digest
+        ? ([
+            ['File', `${file.name} (${fmtBytes(file.size)})`],
+            ['SHA-256', hashText(digest, { 'data-testid': 'file-digest' })],
+          ] as Array<[string, Child]>)
+        : []),
+      ...(v.index >= 0
+        ? ([
+            ['Leaf index', fmtInt(v.index)],
+            ['Tree size', fmtInt(v.size)],
+          ] as Array<[string, Child]>)
+        : []),
+      ...(v.entry && typeof v.entry.digest === 'string'
+        ? ([['Entry digest', hashText(v.entry.digest)]] as Array<[string, Child]>)
+        : []),
     ]),
     h(
       'div',
-      { class: `panel panel-${r.result.toLowerCase()}`, 'data-testid': 'verify-result', 'data-status': r.result, 'data-verdict': r.verdict },
+      {
+        class: `panel panel-${r.result.toLowerCase()}`,
+        'data-testid': 'verify-result',
+        'data-status': r.result,
+        'data-verdict': r.verdict,
+      },
       badge(r.result, r.result === 'PASS' ? `${r.verdict} — the proof verifies` : 'FAIL — do not trust this proof'),
     ),
     reportList(r, 'verify-report'),
@@ -718,7 +1007,9 @@ async function viewCharts(main: HTMLElement, params: URLSearchParams): Promise<v
       'p',
       null,
       `From the record timestamps of leaves ${fmtInt(from)}–${fmtInt(cp.size - 1)} (${fmtInt(all.length)} entries, ${fmtInt(verified.length)} verified in your browser; only verified entries are counted). `,
-      firstTile > 0 ? h('a', { href: `#/charts?tiles=${tiles * 2}` }, 'Include older entries') : 'This covers the whole log.',
+      firstTile > 0
+        ? h('a', { href: `#/charts?tiles=${tiles * 2}` }, 'Include older entries')
+        : 'This covers the whole log.',
     ),
     h('h2', null, 'Anchors over time'),
     timeChart(entries),
@@ -744,16 +1035,43 @@ async function viewTrust(main: HTMLElement): Promise<void> {
         ['Log', h('code', null, t.log.name)],
         ['Log key (vkey)', h('code', { class: 'hash', 'data-testid': 'trust-vkey' }, t.log.vkey)],
         ['Key id', hashText(t.log.keyId)],
-        ['Witnesses', t.witnesses.length ? h('ul', null, t.witnesses.map((w) => h('li', null, h('code', { class: 'hash' }, w.vkey)))) : 'none'],
-        ['Quorum', h('span', { 'data-testid': 'trust-quorum' }, t.quorum.required ? `${t.quorum.text} (C2SP tlog-policy)` : 'none: checkpoints are not witnessed')],
+        [
+          'Witnesses',
+          t.witnesses.length
+            ? h(
+                'ul',
+                null,
+                t.witnesses.map((w) => h('li', null, h('code', { class: 'hash' }, w.vkey))),
+              )
+            : 'none',
+        ],
+        [
+          'Quorum',
+          h(
+            'span',
+            { 'data-testid': 'trust-quorum' },
+            t.quorum.required ? `${t.quorum.text} (C2SP tlog-policy)` : 'none: checkpoints are not witnessed',
+          ),
+        ],
       ]),
       r.source === 'pin'
-        ? h('button', { type: 'button', onclick: () => (unpin(storage, t.log.name), reload()) }, 'Unpin (use the site’s configuration again)')
-        : h('button', { type: 'button', 'data-testid': 'pin', onclick: () => (pin(storage, r.config as TrustConfig), reload()) }, 'Pin these keys in this browser'),
+        ? h(
+            'button',
+            { type: 'button', onclick: () => (unpin(storage, t.log.name), reload()) },
+            'Unpin (use the site’s configuration again)',
+          )
+        : h(
+            'button',
+            { type: 'button', 'data-testid': 'pin', onclick: () => (pin(storage, r.config as TrustConfig), reload()) },
+            'Pin these keys in this browser',
+          ),
     );
-    if (r.offered && r.mismatch) main.append(h('p', { class: 'panel panel-fail' }, badge('FAIL', 'Key changed'), ' ', r.mismatch));
+    if (r.offered && r.mismatch)
+      main.append(h('p', { class: 'panel panel-fail' }, badge('FAIL', 'Key changed'), ' ', r.mismatch));
   } else {
-    main.append(h('p', { class: 'panel panel-fail' }, badge('FAIL', 'No key'), ' ', l.error ?? 'No log key is configured.'));
+    main.append(
+      h('p', { class: 'panel panel-fail' }, badge('FAIL', 'No key'), ' ', l.error ?? 'No log key is configured.'),
+    );
   }
   const vkey = h('textarea', { id: 'pin-vkey', rows: 2 }) as HTMLTextAreaElement;
   const wits = h('textarea', { id: 'pin-witnesses', rows: 3 }) as HTMLTextAreaElement;
@@ -768,8 +1086,15 @@ async function viewTrust(main: HTMLElement): Promise<void> {
         onsubmit: (ev: Event) => {
           ev.preventDefault();
           try {
-            const witnesses = wits.value.split('\n').map((s) => s.trim()).filter(Boolean);
-            const c: TrustConfig = { vkey: vkey.value.trim(), witnesses, threshold: thr.value === '' ? witnesses.length : Number(thr.value) };
+            const witnesses = wits.value
+              .split('\n')
+              .map((s) => s.trim())
+              .filter(Boolean);
+            const c: TrustConfig = {
+              vkey: vkey.value.trim(),
+              witnesses,
+              threshold: thr.value === '' ? witnesses.length : Number(thr.value),
+            };
             pin(storage, c);
             reload();
           } catch (e) {
@@ -798,7 +1123,11 @@ async function viewTrust(main: HTMLElement): Promise<void> {
             `Size ${fmtInt(seen.size)}, root `,
             h('code', null, short(seen.rootHex, 24)),
             `, on ${fmtTime(seen.at)}. Every later checkpoint must be consistent with it. `,
-            h('button', { type: 'button', onclick: () => (writeSeen(storage, t.log.name, null), reload()) }, 'Forget it'),
+            h(
+              'button',
+              { type: 'button', onclick: () => (writeSeen(storage, t.log.name, null), reload()) },
+              'Forget it',
+            ),
           )
         : h('p', null, 'None yet.'),
     );
@@ -808,8 +1137,25 @@ async function viewTrust(main: HTMLElement): Promise<void> {
 // ------------------------------------------------------------------ router and shell
 
 function searchForm(q = '', scope = '', withScope = false): HTMLFormElement {
-  const input = h('input', { type: 'search', name: 'q', value: q, placeholder: 'entry id, digest, artifact or leaf', 'aria-label': 'Search the log', 'data-testid': 'search-input', autocomplete: 'off', spellcheck: 'false' });
-  const scopeInput = withScope ? h('input', { type: 'text', name: 'scope', value: scope, placeholder: 'scope (for a label)', 'aria-label': 'Scope of an artifact label' }) : null;
+  const input = h('input', {
+    type: 'search',
+    name: 'q',
+    value: q,
+    placeholder: 'entry id, digest, artifact or leaf',
+    'aria-label': 'Search the log',
+    'data-testid': 'search-input',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  });
+  const scopeInput = withScope
+    ? h('input', {
+        type: 'text',
+        name: 'scope',
+        value: scope,
+        placeholder: 'scope (for a label)',
+        'aria-label': 'Scope of an artifact label',
+      })
+    : null;
   return h(
     'form',
     {
@@ -850,7 +1196,15 @@ async function route(): Promise<void> {
     if (a.dataset.route === (section || 'checkpoint')) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  const titles: Record<string, string> = { '': 'Checkpoint', entries: 'Entries', entry: 'Entry', search: 'Search', verify: 'Verify a file', charts: 'Charts', trust: 'Trust' };
+  const titles: Record<string, string> = {
+    '': 'Checkpoint',
+    entries: 'Entries',
+    entry: 'Entry',
+    search: 'Search',
+    verify: 'Verify a file',
+    charts: 'Charts',
+    trust: 'Trust',
+  };
   document.title = `${titles[section] ?? 'Not found'} · Stele explorer`;
   try {
     if (section === '') await viewCheckpoint(view);
@@ -860,7 +1214,11 @@ async function route(): Promise<void> {
     else if (section === 'verify') await viewVerify(view);
     else if (section === 'charts') await viewCharts(view, params);
     else if (section === 'trust') await viewTrust(view);
-    else view.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', null, h('a', { href: '#/' }, 'Back to the checkpoint')));
+    else
+      view.append(
+        h('h1', { tabindex: '-1' }, 'Not found'),
+        h('p', null, h('a', { href: '#/' }, 'Back to the checkpoint')),
+      );
   } catch (e) {
     if (my === routeSeq) view.append(h('p', { class: 'panel panel-fail' }, badge('FAIL'), ` ${(e as Error).message}`));
   }

@@ -4,11 +4,26 @@
 // the log's own code (src/core/note.ts, src/core/checkpoint.ts), bundled as is.
 import * as ed from '@noble/ed25519';
 import { bytesEqual } from '../core/hash.js';
-import { type NoteSignature, type NoteVerifier, type ParsedNote, SIG_ED25519, cosignatureMessage, keyIdOf, parseVkey as parseNoteVkey } from '../core/note.js';
+import {
+  type NoteSignature,
+  type NoteVerifier,
+  type ParsedNote,
+  SIG_ED25519,
+  cosignatureMessage,
+  keyIdOf,
+  parseVkey as parseNoteVkey,
+} from '../core/note.js';
 import { readU64be, utf8 } from './bytes.js';
 
 export { parseCheckpointBody } from '../core/checkpoint.js';
-export { NoteError, type NoteSignature, type ParsedNote, SIG_COSIGNATURE_V1, SIG_ED25519, parseNote } from '../core/note.js';
+export {
+  NoteError,
+  type NoteSignature,
+  type ParsedNote,
+  SIG_COSIGNATURE_V1,
+  SIG_ED25519,
+  parseNote,
+} from '../core/note.js';
 
 export interface Verifier extends NoteVerifier {
   /** The vkey text it was parsed from. */
@@ -29,11 +44,14 @@ export type SignatureCheck =
 
 /** Checks one signature line against one verifier whose name and key hash it names. */
 export function checkSignature(body: string, sig: NoteSignature, v: Verifier): SignatureCheck {
-  if (sig.name !== v.name || !bytesEqual(sig.keyHash, v.keyHash)) return { status: 'invalid', reason: 'not by this key' };
+  if (sig.name !== v.name || !bytesEqual(sig.keyHash, v.keyHash))
+    return { status: 'invalid', reason: 'not by this key' };
   try {
     if (v.type === SIG_ED25519) {
       if (sig.payload.length !== 64) return { status: 'invalid', reason: 'signature is not 64 bytes' };
-      return ed.verify(sig.payload, utf8(body), v.publicKey) ? { status: 'valid' } : { status: 'invalid', reason: 'Ed25519 signature does not verify' };
+      return ed.verify(sig.payload, utf8(body), v.publicKey)
+        ? { status: 'valid' }
+        : { status: 'invalid', reason: 'Ed25519 signature does not verify' };
     }
     if (sig.payload.length !== 72) return { status: 'invalid', reason: 'cosignature is not 8 + 64 bytes' };
     const t = readU64be(sig.payload, 0);

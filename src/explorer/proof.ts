@@ -39,7 +39,12 @@ export function siblingRanges(m: number, size: number): Array<[number, number]> 
   return out;
 }
 
-export function foldInclusion(index: number, size: number, entryHash: Uint8Array, path: readonly Uint8Array[]): FoldedProof {
+export function foldInclusion(
+  index: number,
+  size: number,
+  entryHash: Uint8Array,
+  path: readonly Uint8Array[],
+): FoldedProof {
   const leaf = leafHash(entryHash);
   const ranges = index >= 0 && index < size ? siblingRanges(index, size) : null;
   if (!ranges || ranges.length !== path.length) return { leaf: { index, hash: leaf }, steps: [], root: null };

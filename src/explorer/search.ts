@@ -11,16 +11,24 @@ export type Query =
   | { readonly kind: 'id'; readonly seq: number; readonly prefix: string; readonly text: string }
   | { readonly kind: 'leaf'; readonly seq: number; readonly text: string }
   | { readonly kind: 'digest'; readonly digest: string; readonly text: string }
-  | { readonly kind: 'artifact'; readonly artifactId: string; readonly label?: string; readonly scope?: string; readonly text: string }
+  | {
+      readonly kind: 'artifact';
+      readonly artifactId: string;
+      readonly label?: string;
+      readonly scope?: string;
+      readonly text: string;
+    }
   | { readonly kind: 'invalid'; readonly reason: string; readonly text: string };
 
 /** Interprets a search: entry id, leaf index, digest (hex, optional sha256: prefix), artifact id, else an artifact label. */
 export function classify(input: string, scope = ''): Query {
   const text = input.trim();
-  if (text === '') return { kind: 'invalid', reason: 'type an entry id, a digest, an artifact id or label, or a leaf index', text };
+  if (text === '')
+    return { kind: 'invalid', reason: 'type an entry id, a digest, an artifact id or label, or a leaf index', text };
   let m = /^led_(0|[1-9][0-9]{0,15})_([0-9a-f]{12})$/i.exec(text);
   if (m) return { kind: 'id', seq: Number(m[1]), prefix: m[2]!.toLowerCase(), text };
-  if (/^(0|[1-9][0-9]{0,15})$/.test(text) && Number.isSafeInteger(Number(text))) return { kind: 'leaf', seq: Number(text), text };
+  if (/^(0|[1-9][0-9]{0,15})$/.test(text) && Number.isSafeInteger(Number(text)))
+    return { kind: 'leaf', seq: Number(text), text };
   m = /^(?:sha256:)?([0-9a-fA-F]{64})$/.exec(text);
   if (m) return { kind: 'digest', digest: m[1]!.toLowerCase(), text };
   if (/^art_[0-9a-f]{24}$/i.test(text)) return { kind: 'artifact', artifactId: text.toLowerCase(), text };
@@ -31,16 +39,30 @@ export function classify(input: string, scope = ''): Query {
   if (!label.ok) return { kind: 'invalid', reason: label.reason, text };
   const scoped = scope === '' ? ({ ok: true, value: '' } as const) : checkLabel('scope', scope);
   if (!scoped.ok) return { kind: 'invalid', reason: scoped.reason, text };
-  return { kind: 'artifact', artifactId: artifactId(label.value, scoped.value), label: label.value, scope: scoped.value, text };
+  return {
+    kind: 'artifact',
+    artifactId: artifactId(label.value, scoped.value),
+    label: label.value,
+    scope: scoped.value,
+    text,
+  };
 }
 
 export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };
 
 /** Asks the site's /api/ledger/entry for a leaf index; `unavailable` when there is no API. */
-export async function apiLookup(base: URL, key: 'hash' | 'artifact', value: string, fetchFn: typeof fetch = (...a) => fetch(...a)): Promise<ApiAnswer> {
+export async function apiLookup(
+  base: URL,
+  key: 'hash' | 'artifact',
+  value: string,
+  fetchFn: typeof fetch = (...a) => fetch(...a),
+): Promise<ApiAnswer> {
   let res: Response;
   try {
-    res = await fetchFn(new URL(`api/ledger/entry?${key}=${encodeURIComponent(value)}`, base), { cache: 'no-store', headers: { accept: 'application/json' } });
+    res = await fetchFn(new URL(`api/ledger/entry?${key}=${encodeURIComponent(value)}`, base), {
+      cache: 'no-store',
+      headers: { accept: 'application/json' },
+    });
   } catch (e) {
     return { unavailable: `the lookup API cannot be reached (${(e as Error).message})` };
   }
@@ -50,7 +72,8 @@ export async function apiLookup(base: URL, key: 'hash' | 'artifact', value: stri
     return { found: (body as { leafIndex: number }).leafIndex };
   }
   const code = (body as { error?: { code?: unknown } } | null)?.error?.code;
-  if (res.status === 404 && code === 'entry_not_found') return { notFound: 'the log’s lookup index has no published entry for it' };
+  if (res.status === 404 && code === 'entry_not_found')
+    return { notFound: 'the log’s lookup index has no published entry for it' };
   return { unavailable: `this site has no lookup API (HTTP ${res.status})` };
 }
 
@@ -75,7 +98,12 @@ export interface ScanResult {
 export const DEFAULT_SCAN_ENTRIES = 64 * TILE_WIDTH;
 
 /** Scans record bundles newest first. Records are matched unverified; callers verify the match. */
-export async function scanRecords(client: LogClient, size: number, match: (e: EntryFields, seq: number) => boolean, o: ScanOptions = {}): Promise<ScanResult> {
+export async function scanRecords(
+  client: LogClient,
+  size: number,
+  match: (e: EntryFields, seq: number) => boolean,
+  o: ScanOptions = {},
+): Promise<ScanResult> {
   const max = Math.max(1, o.maxEntries ?? DEFAULT_SCAN_ENTRIES);
   const lastTile = Math.ceil(size / TILE_WIDTH) - 1;
   const tiles: number[] = [];
@@ -127,7 +155,9 @@ export function recordMatcher(q: Query): ((e: EntryFields, seq: number) => boole
       return (e) => e.digest === q.digest;
     case 'artifact':
       return (e) =>
-        e.artifactId === q.artifactId || (typeof e.artifact === 'string' && artifactId(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
+        e.artifactId === q.artifactId ||
+        (typeof e.artifact === 'string' &&
+          artifactId(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
     default:
       return null;
   }

@@ -85,7 +85,8 @@ export function toTrust(c: TrustConfig): Trust {
     }
   } else {
     const named = c.witnesses.map((w) => ({ name: parseVkey(w).name, vkey: w }));
-    const k = Number.isSafeInteger(c.threshold) && c.threshold >= 0 ? Math.min(c.threshold, named.length) : named.length;
+    const k =
+      Number.isSafeInteger(c.threshold) && c.threshold >= 0 ? Math.min(c.threshold, named.length) : named.length;
     try {
       policy = thresholdPolicy([], named, k);
     } catch (e) {
@@ -94,10 +95,18 @@ export function toTrust(c: TrustConfig): Trust {
   }
   const witnesses: Verifier[] = policy.witnesses.map((w) => {
     const v = parseVkey(w.vkey);
-    if (v.type !== SIG_COSIGNATURE_V1) throw new NoteError(`witness key ${v.name} must be a cosignature/v1 (type 0x04) vkey`);
+    if (v.type !== SIG_COSIGNATURE_V1)
+      throw new NoteError(`witness key ${v.name} must be a cosignature/v1 (type 0x04) vkey`);
     return v;
   });
-  return { origin: log.name, keyId: log.keyId, log, witnesses, policy, quorum: policyQuorum(policy, witnesses, WITNESS_HINT) };
+  return {
+    origin: log.name,
+    keyId: log.keyId,
+    log,
+    witnesses,
+    policy,
+    quorum: policyQuorum(policy, witnesses, WITNESS_HINT),
+  };
 }
 
 export function readPins(store: KV | null): Record<string, TrustConfig & { pinnedAt: string }> {
@@ -140,7 +149,13 @@ export function parseConfig(v: unknown): TrustConfig | null {
   if (typeof o.vkey !== 'string') return null;
   const ws = Array.isArray(o.witnesses) ? o.witnesses : [];
   const witnesses = ws
-    .map((w: unknown) => (typeof w === 'string' ? w : w && typeof w === 'object' && typeof (w as { vkey?: unknown }).vkey === 'string' ? (w as { vkey: string }).vkey : null))
+    .map((w: unknown) =>
+      typeof w === 'string'
+        ? w
+        : w && typeof w === 'object' && typeof (w as { vkey?: unknown }).vkey === 'string'
+          ? (w as { vkey: string }).vkey
+          : null,
+    )
     .filter((w): w is string => w !== null);
   const wp = o.witnessPolicy as { threshold?: unknown; policy?: unknown } | undefined;
   const t = o.witnessThreshold ?? wp?.threshold ?? o.threshold;
@@ -152,7 +167,12 @@ export function parseConfig(v: unknown): TrustConfig | null {
 export function configFromLink(params: URLSearchParams): TrustConfig | null {
   const vkey = params.get('vkey');
   if (!vkey) return null;
-  return parseConfig({ vkey, witnesses: params.getAll('witness'), threshold: params.get('threshold') ?? undefined, policy: params.get('policy') ?? undefined });
+  return parseConfig({
+    vkey,
+    witnesses: params.getAll('witness'),
+    threshold: params.get('threshold') ?? undefined,
+    policy: params.get('policy') ?? undefined,
+  });
 }
 
 async function fetchJson(url: URL, fetchFn: typeof fetch): Promise<unknown> {
@@ -166,10 +186,17 @@ async function fetchJson(url: URL, fetchFn: typeof fetch): Promise<unknown> {
 }
 
 /** What the site (or the link) offers, first found wins. */
-export async function offeredConfig(base: URL, params: URLSearchParams, fetchFn: typeof fetch = (...a) => fetch(...a)): Promise<{ config: TrustConfig; source: TrustSource } | null> {
+export async function offeredConfig(
+  base: URL,
+  params: URLSearchParams,
+  fetchFn: typeof fetch = (...a) => fetch(...a),
+): Promise<{ config: TrustConfig; source: TrustSource } | null> {
   const link = configFromLink(params);
   if (link) return { config: link, source: 'link' };
-  const [site, api] = await Promise.all([fetchJson(new URL('explorer.json', base), fetchFn), fetchJson(new URL('api/ledger/key', base), fetchFn)]);
+  const [site, api] = await Promise.all([
+    fetchJson(new URL('explorer.json', base), fetchFn),
+    fetchJson(new URL('api/ledger/key', base), fetchFn),
+  ]);
   const fromSite = parseConfig(site);
   if (fromSite) return { config: fromSite, source: 'site-config' };
   const fromApi = parseConfig(api);
@@ -179,7 +206,10 @@ export async function offeredConfig(base: URL, params: URLSearchParams, fetchFn:
 
 const sameKeys = (a: TrustConfig, b: TrustConfig): boolean => a.vkey.trim() === b.vkey.trim();
 
-export function resolveTrust(offered: { config: TrustConfig; source: TrustSource } | null, store: KV | null): ResolvedTrust {
+export function resolveTrust(
+  offered: { config: TrustConfig; source: TrustSource } | null,
+  store: KV | null,
+): ResolvedTrust {
   const problems: string[] = [];
   const pins = readPins(store);
   let origin: string | null = null;

@@ -41,7 +41,12 @@ export interface Check {
 
 const pass = (name: string, detail: string): Check => ({ name, status: 'PASS', detail });
 const fail = (name: string, detail: string): Check => ({ name, status: 'FAIL', detail });
-const skip = (name: string, detail: string, reason?: string): Check => ({ name, status: 'SKIP', detail, ...(reason ? { reason } : {}) });
+const skip = (name: string, detail: string, reason?: string): Check => ({
+  name,
+  status: 'SKIP',
+  detail,
+  ...(reason ? { reason } : {}),
+});
 
 /** The keys the page verifies against: the log key and a C2SP tlog-policy over witness keys. */
 export interface Trust extends KeyTrust {
@@ -104,7 +109,9 @@ export function present(c: { rule: number; name: string; status: Status; detail:
 }
 
 const asCheck = (name: string, o: Outcome | StatusOutcome): Check =>
-  'status' in o ? { name, status: o.status, detail: o.detail } : { name, status: o.ok ? 'PASS' : 'FAIL', detail: o.detail };
+  'status' in o
+    ? { name, status: o.status, detail: o.detail }
+    : { name, status: o.ok ? 'PASS' : 'FAIL', detail: o.detail };
 
 const ROW_STATUS = { valid: 'PASS', invalid: 'FAIL', missing: 'MISSING', unknown: 'UNKNOWN' } as const;
 
@@ -130,7 +137,10 @@ async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Pr
     const h = size === 0 ? EMPTY_ROOT : await treeHash(size, client.reader(size));
     return bytesEqual(h, root)
       ? pass(name, `the tree hash recomputed from the right-edge tiles equals the signed root (size ${size})`)
-      : fail(name, `the tiles hash to ${short(toHex(h))}, not the signed root ${short(toHex(root))}: a tile (or the checkpoint) was altered`);
+      : fail(
+          name,
+          `the tiles hash to ${short(toHex(h))}, not the signed root ${short(toHex(root))}: a tile (or the checkpoint) was altered`,
+        );
   } catch (e) {
     return fail(name, `cannot read the tiles: ${(e as Error).message}`);
   }
@@ -141,9 +151,19 @@ export const tilesProver =
   (client: LogClient): ProveConsistency =>
   async (first, second) => ({ proof: await proveConsistency(first, second, client.reader(second)) });
 
-async function consistencyCheck(client: LogClient, size: number, root: Uint8Array, seen: SeenCheckpoint | null): Promise<Check> {
+async function consistencyCheck(
+  client: LogClient,
+  size: number,
+  root: Uint8Array,
+  seen: SeenCheckpoint | null,
+): Promise<Check> {
   const name = CHECK_NAMES.consistency;
-  if (!seen) return skip(name, 'first visit: this browser has not seen a checkpoint of this log before; it remembers this one now', 'first visit');
+  if (!seen)
+    return skip(
+      name,
+      'first visit: this browser has not seen a checkpoint of this log before; it remembers this one now',
+      'first visit',
+    );
   const old = { size: seen.size, root: hexBytes(seen.rootHex) };
   return asCheck(name, await checkConsistency(old, { size, root }, tilesProver(client), 'last-seen'));
 }
@@ -154,7 +174,12 @@ function hexBytes(hex: string): Uint8Array {
   return out;
 }
 
-export async function verifyCheckpoint(noteText: string, trust: Trust, client: LogClient, seen: SeenCheckpoint | null): Promise<CheckpointResult> {
+export async function verifyCheckpoint(
+  noteText: string,
+  trust: Trust,
+  client: LogClient,
+  seen: SeenCheckpoint | null,
+): Promise<CheckpointResult> {
   // Rules 1 and 5 are the core's (src/core/rules.ts), as in `stele ledger verify`.
   const cc = checkCheckpoint({ note: noteText }, trust);
   const signature = asCheck(CHECK_NAMES.signature, cc.signature);
@@ -170,7 +195,15 @@ export async function verifyCheckpoint(noteText: string, trust: Trust, client: L
   const [tiles, consistency] = parsed
     ? await Promise.all([
         tilesCheck(client, size, root),
-        sigOk ? consistencyCheck(client, size, root, seen) : Promise.resolve(skip(CHECK_NAMES.consistency, 'not checked: the checkpoint signature did not verify', 'the checkpoint signature did not verify')),
+        sigOk
+          ? consistencyCheck(client, size, root, seen)
+          : Promise.resolve(
+              skip(
+                CHECK_NAMES.consistency,
+                'not checked: the checkpoint signature did not verify',
+                'the checkpoint signature did not verify',
+              ),
+            ),
       ])
     : [skip(CHECK_NAMES.tiles, 'no checkpoint body'), skip(CHECK_NAMES.consistency, 'no checkpoint body')];
   const checks = [signature, witnesses, tiles, consistency];
@@ -199,7 +232,8 @@ export function parseRecord(record: Uint8Array): EntryFields {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TypeError('record is not a JSON object');
   const e = v as EntryFields;
   if (e.v !== 1) throw new TypeError('record has no "v": 1');
-  for (const k of ['type', 'result', 'digest', 'timestamp']) if (typeof e[k] !== 'string') throw new TypeError(`record has no string "${k}"`);
+  for (const k of ['type', 'result', 'digest', 'timestamp'])
+    if (typeof e[k] !== 'string') throw new TypeError(`record has no string "${k}"`);
   return e;
 }
 
@@ -218,7 +252,9 @@ export async function loadBundle(client: LogClient, tile: number, size: number):
   const [records, entryHashes, prior] = await Promise.all([
     client.bundle('records', tile, width),
     client.bundle('entries', tile, width),
-    tile === 0 ? Promise.resolve(new Uint8Array(32)) : client.bundle('entries', tile - 1, TILE_WIDTH).then((e) => e[TILE_WIDTH - 1]!),
+    tile === 0
+      ? Promise.resolve(new Uint8Array(32))
+      : client.bundle('entries', tile - 1, TILE_WIDTH).then((e) => e[TILE_WIDTH - 1]!),
   ]);
   return { tile, first: tile * TILE_WIDTH, records, entryHashes, prior };
 }
@@ -239,14 +275,26 @@ export interface EntryResult {
 }
 
 /** Verifies entry `seq` of a bundle already loaded against the checkpoint (size, root). */
-export async function verifyLoadedEntry(client: LogClient, b: BundleData, seq: number, cp: { size: number; root: Uint8Array }): Promise<EntryResult> {
+export async function verifyLoadedEntry(
+  client: LogClient,
+  b: BundleData,
+  seq: number,
+  cp: { size: number; root: Uint8Array },
+): Promise<EntryResult> {
   const i = seq - b.first;
   const record = b.records[i] ?? null;
   const eh = b.entryHashes[i] ?? null;
   const base = { seq, size: cp.size, record, entryHash: eh, id: eh ? entryId(seq, eh) : null };
   if (!record || !eh) {
     const c = fail(CHECK_NAMES.leaf, `entry ${seq} is not in bundle ${b.tile}`);
-    return { ...base, fields: null, proof: null, leaf: c, inclusion: skip(CHECK_NAMES.inclusion, 'no entry'), ok: false };
+    return {
+      ...base,
+      fields: null,
+      proof: null,
+      leaf: c,
+      inclusion: skip(CHECK_NAMES.inclusion, 'no entry'),
+      ok: false,
+    };
   }
   let fields: EntryFields | null = null;
   const problems: string[] = [];
@@ -257,17 +305,30 @@ export async function verifyLoadedEntry(client: LogClient, b: BundleData, seq: n
   }
   const prior = i === 0 ? b.prior : b.entryHashes[i - 1]!;
   const recomputed = entryHash(seq, record, prior);
-  if (!bytesEqual(recomputed, eh)) problems.push(`the record hashes (with the previous entry hash) to ${short(toHex(recomputed))}, not the entry hash ${short(toHex(eh))} the leaf commits to: the record was altered`);
+  if (!bytesEqual(recomputed, eh))
+    problems.push(
+      `the record hashes (with the previous entry hash) to ${short(toHex(recomputed))}, not the entry hash ${short(toHex(eh))} the leaf commits to: the record was altered`,
+    );
   const leaf = leafHash(eh);
   try {
-    const tile = await client.hashTile(0, Math.floor(seq / TILE_WIDTH), bundleWidth(Math.floor(seq / TILE_WIDTH), cp.size));
-    if (!bytesEqual(tile.hashAt(0, seq % TILE_WIDTH), leaf)) problems.push(`the hash tile holds ${short(toHex(tile.hashAt(0, seq % TILE_WIDTH)))} for leaf ${seq}, not SHA-256(0x00 ‖ entry hash) = ${short(toHex(leaf))}`);
+    const tile = await client.hashTile(
+      0,
+      Math.floor(seq / TILE_WIDTH),
+      bundleWidth(Math.floor(seq / TILE_WIDTH), cp.size),
+    );
+    if (!bytesEqual(tile.hashAt(0, seq % TILE_WIDTH), leaf))
+      problems.push(
+        `the hash tile holds ${short(toHex(tile.hashAt(0, seq % TILE_WIDTH)))} for leaf ${seq}, not SHA-256(0x00 ‖ entry hash) = ${short(toHex(leaf))}`,
+      );
   } catch (e) {
     problems.push(`cannot read the level-0 hash tile: ${(e as Error).message}`);
   }
   const leafCheck = problems.length
     ? fail(CHECK_NAMES.leaf, problems.join('; '))
-    : pass(CHECK_NAMES.leaf, `record → entry hash ${short(toHex(eh))} (chained to entry ${seq - 1 < 0 ? 'none' : seq - 1}) → leaf ${short(toHex(leaf))}, as in the hash tile`);
+    : pass(
+        CHECK_NAMES.leaf,
+        `record → entry hash ${short(toHex(eh))} (chained to entry ${seq - 1 < 0 ? 'none' : seq - 1}) → leaf ${short(toHex(leaf))}, as in the hash tile`,
+      );
 
   let proof: FoldedProof | null = null;
   let inclusion: Check;
@@ -277,22 +338,47 @@ export async function verifyLoadedEntry(client: LogClient, b: BundleData, seq: n
     proof = foldInclusion(seq, cp.size, eh, path);
     inclusion =
       proof.root && bytesEqual(proof.root, cp.root)
-        ? pass(CHECK_NAMES.inclusion, `${where}: the ${path.length}-hash audit path, read from the tiles, rebuilds the signed root ${short(toHex(cp.root))}`)
-        : fail(CHECK_NAMES.inclusion, `${where}: the ${path.length}-hash audit path rebuilds ${proof.root ? short(toHex(proof.root)) : 'nothing'}, not the signed root ${short(toHex(cp.root))}`);
+        ? pass(
+            CHECK_NAMES.inclusion,
+            `${where}: the ${path.length}-hash audit path, read from the tiles, rebuilds the signed root ${short(toHex(cp.root))}`,
+          )
+        : fail(
+            CHECK_NAMES.inclusion,
+            `${where}: the ${path.length}-hash audit path rebuilds ${proof.root ? short(toHex(proof.root)) : 'nothing'}, not the signed root ${short(toHex(cp.root))}`,
+          );
   } catch (e) {
-    inclusion = fail(CHECK_NAMES.inclusion, `${where}: cannot compute the audit path from the tiles: ${(e as Error).message}`);
+    inclusion = fail(
+      CHECK_NAMES.inclusion,
+      `${where}: cannot compute the audit path from the tiles: ${(e as Error).message}`,
+    );
   }
-  return { ...base, fields, proof, leaf: leafCheck, inclusion, ok: leafCheck.status === 'PASS' && inclusion.status === 'PASS' };
+  return {
+    ...base,
+    fields,
+    proof,
+    leaf: leafCheck,
+    inclusion,
+    ok: leafCheck.status === 'PASS' && inclusion.status === 'PASS',
+  };
 }
 
-export async function verifyEntry(client: LogClient, seq: number, cp: { size: number; root: Uint8Array }): Promise<EntryResult> {
-  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= cp.size) throw new RangeError(`entry ${seq} is not below the tree size ${cp.size}`);
+export async function verifyEntry(
+  client: LogClient,
+  seq: number,
+  cp: { size: number; root: Uint8Array },
+): Promise<EntryResult> {
+  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= cp.size)
+    throw new RangeError(`entry ${seq} is not below the tree size ${cp.size}`);
   const b = await loadBundle(client, Math.floor(seq / TILE_WIDTH), cp.size);
   return verifyLoadedEntry(client, b, seq, cp);
 }
 
 /** Verifies every entry of a bundle (a page of the browse view). */
-export async function verifyBundle(client: LogClient, tile: number, cp: { size: number; root: Uint8Array }): Promise<EntryResult[]> {
+export async function verifyBundle(
+  client: LogClient,
+  tile: number,
+  cp: { size: number; root: Uint8Array },
+): Promise<EntryResult[]> {
   const b = await loadBundle(client, tile, cp.size);
   return Promise.all(b.records.map((_, i) => verifyLoadedEntry(client, b, b.first + i, cp)));
 }
@@ -312,7 +398,9 @@ export function reportView(r: CoreReport): Report {
 }
 
 const statusOutcome = (c: Check): Outcome | StatusOutcome =>
-  c.status === 'SKIP' ? { status: 'SKIP', detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) } : { status: c.status, detail: c.detail };
+  c.status === 'SKIP'
+    ? { status: 'SKIP', detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }
+    : { status: c.status, detail: c.detail };
 
 /**
  * The six rules of `stele ledger verify` (spec §4.3) in the core's report: checkpoint
@@ -372,11 +460,18 @@ export async function verifyTlogProofFile(
     return { report: reportView(r), index: -1, size: 0, entry: null, entryHash: null };
   }
   const digest = fileDigest !== undefined ? fromHex(fileDigest) : null;
-  const { report, checkpoint, result } = await checkTlogProof(proof, { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } }, {
-    ...(digest ? { fileDigest: digest } : {}),
-    prove: current ? tilesProver(client) : null,
-    offline: () => ({ reason: 'no verified checkpoint', detail: 'not checked: this page has no verified checkpoint of the log to compare with' }),
-  });
+  const { report, checkpoint, result } = await checkTlogProof(
+    proof,
+    { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } },
+    {
+      ...(digest ? { fileDigest: digest } : {}),
+      prove: current ? tilesProver(client) : null,
+      offline: () => ({
+        reason: 'no verified checkpoint',
+        detail: 'not checked: this page has no verified checkpoint of the log to compare with',
+      }),
+    },
+  );
   return {
     report: reportView(report),
     index: proof.index,

@@ -104,9 +104,20 @@ interface AnchorAnswer {
 }
 
 function parseAnchorAnswer(body: unknown): AnchorAnswer | null {
-  const b = body as { leafIndex?: unknown; entry?: { proof?: { entryHash?: unknown } }; checkpoint?: { note?: unknown } } | null;
+  const b = body as {
+    leafIndex?: unknown;
+    entry?: { proof?: { entryHash?: unknown } };
+    checkpoint?: { note?: unknown };
+  } | null;
   const hash = b?.entry?.proof?.entryHash;
-  if (!b || !Number.isSafeInteger(b.leafIndex) || typeof hash !== 'string' || !isHash64(hash) || typeof b.checkpoint?.note !== 'string') return null;
+  if (
+    !b ||
+    !Number.isSafeInteger(b.leafIndex) ||
+    typeof hash !== 'string' ||
+    !isHash64(hash) ||
+    typeof b.checkpoint?.note !== 'string'
+  )
+    return null;
   return { leafIndex: b.leafIndex as number, entryHash: hashFromHex(hash), note: b.checkpoint.note };
 }
 
@@ -114,9 +125,11 @@ async function logVerifier(o: HammerOptions): Promise<NoteVerifier> {
   let vkey = o.vkey;
   if (vkey === undefined) {
     const res = await fetch(new URL('api/ledger/key', withSlash(o.url)));
-    if (!res.ok) throw new HammerSetupError(`GET ${o.url}/api/ledger/key: HTTP ${res.status} (give the log's key with --vkey)`);
+    if (!res.ok)
+      throw new HammerSetupError(`GET ${o.url}/api/ledger/key: HTTP ${res.status} (give the log's key with --vkey)`);
     vkey = ((await res.json()) as { vkey?: string }).vkey;
-    if (typeof vkey !== 'string') throw new HammerSetupError(`${o.url}/api/ledger/key has no vkey (give the log's key with --vkey)`);
+    if (typeof vkey !== 'string')
+      throw new HammerSetupError(`${o.url}/api/ledger/key has no vkey (give the log's key with --vkey)`);
   }
   let v: NoteVerifier;
   try {
@@ -133,7 +146,13 @@ function summarise(ms: number[]): LatencySummary | null {
   const s = Float64Array.from(ms).sort();
   const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
   const round = (x: number) => Math.round(x * 10) / 10;
-  return { min: round(s[0]!), avg: round(ms.reduce((a, b) => a + b, 0) / ms.length), p50: round(at(50)), p99: round(at(99)), max: round(s[s.length - 1]!) };
+  return {
+    min: round(s[0]!),
+    avg: round(ms.reduce((a, b) => a + b, 0) / ms.length),
+    p50: round(at(50)),
+    p99: round(at(99)),
+    max: round(s[s.length - 1]!),
+  };
 }
 
 export async function runHammer(o: HammerOptions): Promise<HammerReport> {
@@ -174,7 +193,10 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
 
   const first = await fetchCheckpoint();
   const startHead = first ? await view.observe(first, 'checkpoint') : null;
-  if (!startHead) throw new HammerSetupError(`cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`);
+  if (!startHead)
+    throw new HammerSetupError(
+      `cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`,
+    );
 
   /** Waits for the next slot of the target rate (shared by every writer). */
   const pace = async () => {
@@ -189,7 +211,9 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       await pace();
       if (!writing) break;
       const duplicate = anchored.length > 0 && Math.random() < o.duplicateShare;
-      const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : randomBytes(32).toString('hex');
+      const digest = duplicate
+        ? anchored[Math.floor(Math.random() * anchored.length)]!
+        : randomBytes(32).toString('hex');
       const t0 = performance.now();
       let res: Response;
       try {
@@ -272,7 +296,8 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
   const endSize = view.head?.size ?? startHead.size;
   const unverified = view.unverified;
   if (unverified > 0) problem(`${unverified} acknowledged anchors were not proved included in any checkpoint read`);
-  const ok = view.failureCount === 0 && writeErrors === 0 && readErrors === 0 && unverified === 0 && (writeGoal?.met ?? true);
+  const ok =
+    view.failureCount === 0 && writeErrors === 0 && readErrors === 0 && unverified === 0 && (writeGoal?.met ?? true);
   return {
     url: o.url,
     tiles: tilesBase,

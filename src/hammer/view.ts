@@ -60,7 +60,8 @@ export class SharedView {
   /** An acknowledged anchor: leaf `seq` with entry hash `entryHash`, to be proved included. */
   expect(seq: number, entryHash: Uint8Array): void {
     const known = this.waiting.get(seq);
-    if (known && !bytesEqual(known, entryHash)) this.fail(`leaf ${seq} was acknowledged twice with different entry hashes`);
+    if (known && !bytesEqual(known, entryHash))
+      this.fail(`leaf ${seq} was acknowledged twice with different entry hashes`);
     this.waiting.set(seq, entryHash);
   }
 
@@ -82,7 +83,10 @@ export class SharedView {
         const leaf = tile.hashAt(0, seq % TILE_WIDTH);
         const proof = await this.reader.inclusionProof(seq, head.size);
         this.counts.spotChecks++;
-        if (!verifyInclusion(seq, head.size, leaf, proof, head.root)) this.fail(`leaf ${seq} as the tiles give it is not included in checkpoint ${head.size}: the tiles do not match the signed root`);
+        if (!verifyInclusion(seq, head.size, leaf, proof, head.root))
+          this.fail(
+            `leaf ${seq} as the tiles give it is not included in checkpoint ${head.size}: the tiles do not match the signed root`,
+          );
       } catch (e) {
         this.fail(`leaf ${seq} of checkpoint ${head.size}: ${(e as Error).message}`);
       }
@@ -103,7 +107,9 @@ export class SharedView {
     const known = this.roots.get(head.size);
     if (known) {
       if (bytesEqual(known, head.root)) return head;
-      this.fail(`${source}: two roots for tree size ${head.size} (${toHex(known)} and ${toHex(head.root)}): the log forked`);
+      this.fail(
+        `${source}: two roots for tree size ${head.size} (${toHex(known)} and ${toHex(head.root)}): the log forked`,
+      );
       return null;
     }
     const view = this.largest;
@@ -113,7 +119,9 @@ export class SharedView {
         const proof = await this.reader.consistencyProof(small.size, big.size);
         this.counts.consistencyProofs++;
         if (!verifyConsistency(small.size, big.size, proof, small.root, big.root)) {
-          this.fail(`${source}: checkpoint ${head.size} is not consistent with checkpoint ${view.size} of the shared view`);
+          this.fail(
+            `${source}: checkpoint ${head.size} is not consistent with checkpoint ${view.size} of the shared view`,
+          );
           return null;
         }
       }
@@ -137,7 +145,9 @@ export class SharedView {
         const proof = await this.reader.inclusionProof(seq, head.size);
         this.counts.inclusionProofs++;
         if (!verifyInclusion(seq, head.size, leafHash(entryHash), proof, head.root)) {
-          this.fail(`anchor at leaf ${seq} (entry hash ${toHex(entryHash)}) is not included in checkpoint ${head.size}`);
+          this.fail(
+            `anchor at leaf ${seq} (entry hash ${toHex(entryHash)}) is not included in checkpoint ${head.size}`,
+          );
         }
       } catch (e) {
         this.fail(`inclusion of leaf ${seq} in checkpoint ${head.size}: ${(e as Error).message}`);

@@ -4,7 +4,12 @@
 import type { Logger } from 'pino';
 import { parseCanonicalEntry } from '../core/entry.js';
 import type { LogReader } from '../reader.js';
-import { type BatchListener, type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../sequencer/contract.js';
+import {
+  type BatchListener,
+  type IntegratedBatch,
+  type PublishedCheckpoint,
+  batchOfEntries,
+} from '../sequencer/contract.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import type { LookupIndex } from './types.js';
 
@@ -23,7 +28,13 @@ export async function catchUpIndex(
   while (from < size) {
     const to = Math.min(size, (Math.floor(from / TILE_WIDTH) + 1) * TILE_WIDTH);
     const records = await reader.records(from, to, checkpoint);
-    await index.onBatch(batchOfEntries(from, records.map((r) => parseCanonicalEntry(r)), checkpoint));
+    await index.onBatch(
+      batchOfEntries(
+        from,
+        records.map((r) => parseCanonicalEntry(r)),
+        checkpoint,
+      ),
+    );
     from = to;
     onProgress?.(from, size);
   }
@@ -37,10 +48,18 @@ export async function catchUpIndex(
  * from the record bundles. Then whatever it lacks is indexed. Rows it holds below the tree
  * size are trusted no further than the API's lookups check them (the entry must carry the key).
  */
-export async function reconcileIndex(index: LookupIndex, reader: LogReader, checkpoint: PublishedCheckpoint, logger?: Logger): Promise<number> {
+export async function reconcileIndex(
+  index: LookupIndex,
+  reader: LogReader,
+  checkpoint: PublishedCheckpoint,
+  logger?: Logger,
+): Promise<number> {
   const indexed = await index.indexedSize();
   if (indexed > checkpoint.size) {
-    logger?.warn({ indexed, treeSize: checkpoint.size }, 'the lookup index is ahead of the tree; rebuilding it from the record bundles');
+    logger?.warn(
+      { indexed, treeSize: checkpoint.size },
+      'the lookup index is ahead of the tree; rebuilding it from the record bundles',
+    );
     await index.clear();
   }
   return catchUpIndex(index, reader, checkpoint.size, checkpoint);

@@ -47,7 +47,13 @@ export class IndexFollower {
   status(): FollowerStatus {
     const served = this.served?.size ?? 0;
     const lag = Math.max(0, this.published - served);
-    return { published: this.published, indexed: this.indexed, served, lag, behindMs: lag > 0 && this.behindSince !== undefined ? Date.now() - this.behindSince : 0 };
+    return {
+      published: this.published,
+      indexed: this.indexed,
+      served,
+      lag,
+      behindMs: lag > 0 && this.behindSince !== undefined ? Date.now() - this.behindSince : 0,
+    };
   }
 
   /** One round (concurrent calls share it): fetch the checkpoint, index up to it, serve it. */
@@ -72,11 +78,18 @@ export class IndexFollower {
       // replaced log) is rebuilt; rows below the size are re-checked by every lookup.
       this.indexed = await this.index.indexedSize();
       if (this.indexed > cp.size) {
-        this.logger?.warn({ indexed: this.indexed, treeSize: cp.size }, 'the replica index is ahead of the published tree; rebuilding it from the record bundles');
+        this.logger?.warn(
+          { indexed: this.indexed, treeSize: cp.size },
+          'the replica index is ahead of the published tree; rebuilding it from the record bundles',
+        );
         await this.index.clear();
         this.indexed = 0;
       }
-      if (this.indexed < cp.size) this.logger?.info({ indexed: this.indexed, treeSize: cp.size }, 'replica index catching up from the record bundles');
+      if (this.indexed < cp.size)
+        this.logger?.info(
+          { indexed: this.indexed, treeSize: cp.size },
+          'replica index catching up from the record bundles',
+        );
     }
     const started = this.indexed;
     const t0 = Date.now();
@@ -84,7 +97,14 @@ export class IndexFollower {
       this.indexed = indexed;
       if (Date.now() - this.lastProgressLog >= 5_000) {
         this.lastProgressLog = Date.now();
-        this.logger?.info({ indexed, treeSize: size, entriesPerSecond: Math.round(((indexed - started) * 1000) / Math.max(1, Date.now() - t0)) }, 'replica index catching up');
+        this.logger?.info(
+          {
+            indexed,
+            treeSize: size,
+            entriesPerSecond: Math.round(((indexed - started) * 1000) / Math.max(1, Date.now() - t0)),
+          },
+          'replica index catching up',
+        );
       }
     });
     this.served = cp;

@@ -73,7 +73,8 @@ export class LmdbIndex implements LookupIndex {
   async onBatch(batch: IntegratedBatch): Promise<void> {
     const end = batch.fromSize + batch.count;
     if (end <= this.size) return;
-    if (batch.fromSize > this.size) throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
+    if (batch.fromSize > this.size)
+      throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
     const p: Pending = { end, digests: new Map(), artifacts: new Map(), counts: new Map() };
     for (let seq = this.size; seq < end; seq++) {
       const e = batch.entryAt(seq);
@@ -96,12 +97,17 @@ export class LmdbIndex implements LookupIndex {
     this.handed = this.pending.length;
     // Batches before the group still pending are ones whose commit failed (a full disk):
     // they go first, in the same transaction, so the index never skips a batch.
-    const written = this.writes.then(() => this.commit(this.pending.slice(0, this.pending.indexOf(group[group.length - 1]!) + 1)));
+    const written = this.writes.then(() =>
+      this.commit(this.pending.slice(0, this.pending.indexOf(group[group.length - 1]!) + 1)),
+    );
     this.writes = written.catch((e: unknown) => {
       // lmdb also rejects a `commitError` promise of its own; unhandled, it would end the process.
       (e as { commitError?: Promise<unknown> }).commitError?.catch(() => undefined);
       // The batches stay in memory (lookups still see them) and are written with the next group.
-      this.logger?.error({ err: (e as Error).message }, 'index write failed (a full disk?); retried with the next batch, or re-indexed at the next start');
+      this.logger?.error(
+        { err: (e as Error).message },
+        'index write failed (a full disk?); retried with the next batch, or re-indexed at the next start',
+      );
     });
   }
 
@@ -154,7 +160,8 @@ export class LmdbIndex implements LookupIndex {
     const committed = this.db.get(SIZE_KEY) ?? 0;
     for (const { key, value } of this.db.getRange({ start: 't:', end: 't;' })) out[key.slice(2)] = value;
     // A batch whose transaction has just committed is counted once, from the database.
-    for (const p of this.pending) if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;
+    for (const p of this.pending)
+      if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;
     return out;
   }
 

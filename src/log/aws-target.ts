@@ -23,7 +23,13 @@ export async function awsTarget(config: AwsLogConfig): Promise<AwsTarget> {
   let lockName: string;
   let release: () => void;
   if (dynamo) {
-    const d = new DynamoLock({ table: dynamo.table, log: config.origin, region: config.region, endpoint: dynamo.endpoint, credentials: config.credentials });
+    const d = new DynamoLock({
+      table: dynamo.table,
+      log: config.origin,
+      region: config.region,
+      endpoint: dynamo.endpoint,
+      credentials: config.credentials,
+    });
     lock = d;
     lockName = `the DynamoDB lock item lock#${config.origin} in ${dynamo.table}`;
     release = () => d.client.destroy();

@@ -19,7 +19,15 @@ import { type NoteVerifier, keyIdOf } from '../core/note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY, EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileId, type TileKind, levelHashCount, parseTilePath, tilePath, tileWidthAt } from '../core/tiles.js';
+import {
+  TILE_WIDTH,
+  type TileId,
+  type TileKind,
+  levelHashCount,
+  parseTilePath,
+  tilePath,
+  tileWidthAt,
+} from '../core/tiles.js';
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { readTileBytes } from '../tilestore.js';
 import { type PublishedState, readPublished } from './published.js';
@@ -78,9 +86,18 @@ export interface FsckResult {
   readonly where: string;
   readonly origin: string;
   /** The checkpoint the tree was checked against (the newest signed one), if any. */
-  readonly checkpoint: { readonly size: number; readonly root: string; readonly from: string; readonly timestamp?: string; readonly note: string } | null;
+  readonly checkpoint: {
+    readonly size: number;
+    readonly root: string;
+    readonly from: string;
+    readonly timestamp?: string;
+    readonly note: string;
+  } | null;
   /** The tree recomputation (absent when there is no checkpoint to check against). */
-  readonly audit?: Pick<AuditResult, 'tree' | 'signature' | 'entriesChecked' | 'bundlesChecked' | 'hashTilesChecked' | 'failure'>;
+  readonly audit?: Pick<
+    AuditResult,
+    'tree' | 'signature' | 'entriesChecked' | 'bundlesChecked' | 'hashTilesChecked' | 'failure'
+  >;
   readonly lock: LockReport;
   /** The first bad object: the audit's when the tree does not verify, else the first problem's. */
   readonly firstBad?: string;
@@ -135,7 +152,11 @@ export function* impliedObjects(size: number): Iterable<TileId> {
 }
 
 /** Reads the lock record and says how it stands to `published`. */
-async function checkLock(target: FsckTarget, published: PublishedState | null, out: Findings): Promise<{ report: LockReport; state?: LockState }> {
+async function checkLock(
+  target: FsckTarget,
+  published: PublishedState | null,
+  out: Findings,
+): Promise<{ report: LockReport; state?: LockState }> {
   const { lock, lockName, key } = target;
   if (!lock) return { report: { relation: 'unchecked', detail: 'not checked' } };
   let held;
@@ -155,16 +176,25 @@ async function checkLock(target: FsckTarget, published: PublishedState | null, o
   const base = { size: state.size, root: state.root };
   try {
     const c = openCheckpoint(state.note, key);
-    if (c.size !== state.size || toHex(c.root) !== state.root) throw new Error('its note does not match its size and root');
+    if (c.size !== state.size || toHex(c.root) !== state.root)
+      throw new Error('its note does not match its size and root');
   } catch (e) {
     const detail = `${lockName} does not verify under the log key: ${(e as Error).message}`;
     out.add('problem', 'lock', lockName, detail);
     return { report: { relation: 'invalid', ...base, detail }, state };
   }
-  if (!published) return { report: { relation: 'unchecked', ...base, detail: `size ${state.size}; no published checkpoint to compare` }, state };
+  if (!published)
+    return {
+      report: { relation: 'unchecked', ...base, detail: `size ${state.size}; no published checkpoint to compare` },
+      state,
+    };
   const cpRoot = toHex(published.root);
   if (state.size === published.size) {
-    if (state.root === cpRoot) return { report: { relation: 'equal', ...base, detail: `size ${state.size} and root equal the published checkpoint's` }, state };
+    if (state.root === cpRoot)
+      return {
+        report: { relation: 'equal', ...base, detail: `size ${state.size} and root equal the published checkpoint's` },
+        state,
+      };
     const detail = `${lockName} and the published checkpoint sign two different roots for size ${state.size}: the log forked`;
     out.add('problem', 'lock', lockName, detail);
     return { report: { relation: 'forked', ...base, detail }, state };
@@ -190,11 +220,21 @@ async function classifyListing(target: FsckTarget, size: number, lockState: Lock
   for (const key of keys) {
     const name = basename(key);
     if (name.includes('.tmp-')) {
-      out.add('problem', 'tmp', key, `${key} is a leftover of a crashed write: remove it (it is never part of the log, but a mirror copies it)`);
+      out.add(
+        'problem',
+        'tmp',
+        key,
+        `${key} is a leftover of a crashed write: remove it (it is never part of the log, but a mirror copies it)`,
+      );
       continue;
     }
     if (name.startsWith('.mutex-owner-') || name.endsWith('.lock')) {
-      out.add('notice', 'mutex', key, `${key} is a swap mutex of a writer process (a later writer removes it once its owner is gone)`);
+      out.add(
+        'notice',
+        'mutex',
+        key,
+        `${key} is a swap mutex of a writer process (a later writer removes it once its owner is gone)`,
+      );
       continue;
     }
     if (WELL_KNOWN.has(key)) continue;
@@ -209,9 +249,19 @@ async function classifyListing(target: FsckTarget, size: number, lockState: Lock
     if (id.width === need) continue; // read and verified by the audit
     if (id.width < need) stale.push(id);
     else if (id.width <= tileWidthAt(level, id.index, ahead)) {
-      out.add('notice', 'unpublished', key, `${key} is beyond the published tree (size ${size}) but within the committed lock (size ${ahead}): the next start publishes it`);
+      out.add(
+        'notice',
+        'unpublished',
+        key,
+        `${key} is beyond the published tree (size ${size}) but within the committed lock (size ${ahead}): the next start publishes it`,
+      );
     } else {
-      out.add('problem', 'beyond', key, `${key} is beyond the tree: a tree of size ${size} has ${need === 0 ? 'no such tile' : `only ${tilePath({ ...id, width: need })}`}`);
+      out.add(
+        'problem',
+        'beyond',
+        key,
+        `${key} is beyond the tree: a tree of size ${size} has ${need === 0 ? 'no such tile' : `only ${tilePath({ ...id, width: need })}`}`,
+      );
     }
   }
   if (target.fileKind) {
@@ -219,15 +269,27 @@ async function classifyListing(target: FsckTarget, size: number, lockState: Lock
     await parallelRange(0, keys.length, 16, async (i) => {
       const key = keys[i]!;
       const { kind, detail } = await fileKind(key);
-      if (kind === 'symlink') out.add('problem', 'not-regular', key, `${key} is a symbolic link${detail ? ` to ${detail}` : ''}: the log directory holds regular files only (a link can serve any file)`);
-      else if (kind === 'other') out.add('problem', 'not-regular', key, `${key} is not a regular file${detail ? ` (${detail})` : ''}`);
+      if (kind === 'symlink')
+        out.add(
+          'problem',
+          'not-regular',
+          key,
+          `${key} is a symbolic link${detail ? ` to ${detail}` : ''}: the log directory holds regular files only (a link can serve any file)`,
+        );
+      else if (kind === 'other')
+        out.add('problem', 'not-regular', key, `${key} is not a regular file${detail ? ` (${detail})` : ''}`);
     });
   }
   return { present, stale, listed: keys.length };
 }
 
 /** Checks each older partial tile against the verified object of the same index. */
-async function checkStalePartials(store: ObjectStore, size: number, stale: readonly TileId[], out: Findings): Promise<number> {
+async function checkStalePartials(
+  store: ObjectStore,
+  size: number,
+  stale: readonly TileId[],
+  out: Findings,
+): Promise<number> {
   const groups = new Map<string, TileId[]>();
   for (const id of stale) {
     const g = `${id.kind}/${id.index}`;
@@ -246,7 +308,12 @@ async function checkStalePartials(store: ObjectStore, size: number, stale: reado
       const expected = items ? encodeBundle(items.slice(0, id.width)) : verified.subarray(0, id.width * 32);
       checked++;
       if (!bytesEqual(bytes, expected)) {
-        out.add('problem', 'stale-partial', key, `${key} differs from the first ${id.width} ${items ? 'items' : 'hashes'} of the verified ${tilePath({ kind, index, width })}: clients at older tree sizes read a corrupted tile`);
+        out.add(
+          'problem',
+          'stale-partial',
+          key,
+          `${key} differs from the first ${id.width} ${items ? 'items' : 'hashes'} of the verified ${tilePath({ kind, index, width })}: clients at older tree sizes read a corrupted tile`,
+        );
       }
     }
   }
@@ -273,7 +340,12 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
       const key = tilePath(id);
       if (!present.has(key) && !present.has(tilePath({ ...id, width: TILE_WIDTH }))) {
         missing.add(key);
-        out.add('problem', 'missing', key, `${key} is missing${id.width < TILE_WIDTH ? ' (and so is its full tile)' : ''}: the checkpoint of size ${size} needs it`);
+        out.add(
+          'problem',
+          'missing',
+          key,
+          `${key} is missing${id.width < TILE_WIDTH ? ' (and so is its full tile)' : ''}: the checkpoint of size ${size} needs it`,
+        );
       }
     }
   }
@@ -283,9 +355,25 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
   if (cp) {
     // A lock older than the checkpoint is pinned, so the audit also says whether its root is
     // one of this tree's (a restored backup) or of another tree (a fork).
-    const pinned = lock.relation === 'older' && lockState ? { size: lockState.size, root: hashFromHex(lockState.root) } : { size: 0, root: EMPTY_ROOT };
-    const trust: Trust = { origin: target.key.name, keyId: keyIdOf(target.key.publicKey), log: target.key, witnesses: [], quorum: NOT_WITNESSED, pin: pinned };
-    const r = await auditLog({ source: target.store, trust, note: cp.note, window: opts.window, onProgress: opts.onProgress });
+    const pinned =
+      lock.relation === 'older' && lockState
+        ? { size: lockState.size, root: hashFromHex(lockState.root) }
+        : { size: 0, root: EMPTY_ROOT };
+    const trust: Trust = {
+      origin: target.key.name,
+      keyId: keyIdOf(target.key.publicKey),
+      log: target.key,
+      witnesses: [],
+      quorum: NOT_WITNESSED,
+      pin: pinned,
+    };
+    const r = await auditLog({
+      source: target.store,
+      trust,
+      note: cp.note,
+      window: opts.window,
+      onProgress: opts.onProgress,
+    });
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {
       tree: r.tree,
@@ -313,7 +401,15 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     ok: out.problems === 0,
     where: target.where,
     origin: target.key.name,
-    checkpoint: cp ? { size: cp.size, root: toHex(cp.root), from: cp.from, note: cp.note, ...(cp.timestamp !== undefined ? { timestamp: cp.timestamp } : {}) } : null,
+    checkpoint: cp
+      ? {
+          size: cp.size,
+          root: toHex(cp.root),
+          from: cp.from,
+          note: cp.note,
+          ...(cp.timestamp !== undefined ? { timestamp: cp.timestamp } : {}),
+        }
+      : null,
     ...(audit ? { audit } : {}),
     lock,
     ...(firstBad !== undefined ? { firstBad } : {}),

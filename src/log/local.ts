@@ -35,7 +35,9 @@ export function localPaths(dataDir: string) {
 /** `signer`: the checkpoint key, if not the data directory's key file (e.g. a key in an HSM). */
 export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLogOptions & { readonly signer?: S }) {
   const paths = localPaths(o.dataDir);
-  const { signer, created } = o.signer ? { signer: o.signer, created: false } : ((await loadOrCreateKey(paths.keyFile, o.origin)) as unknown as { signer: S; created: boolean });
+  const { signer, created } = o.signer
+    ? { signer: o.signer, created: false }
+    : ((await loadOrCreateKey(paths.keyFile, o.origin)) as unknown as { signer: S; created: boolean });
   const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
   await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);

@@ -50,15 +50,20 @@ export async function readPublished(store: ObjectReader, key: NoteVerifier): Pro
   };
   const note = noteBytes && open(CHECKPOINT_KEY, () => openCheckpoint(Buffer.from(noteBytes).toString('utf8'), key));
   const json = jsonBytes && open(CHECKPOINT_JSON_KEY, () => decodePublishedCheckpoint(jsonBytes, key));
-  if (!noteBytes && !jsonBytes) problems.push({ object: CHECKPOINT_KEY, message: 'the log has published no checkpoint' });
+  if (!noteBytes && !jsonBytes)
+    problems.push({ object: CHECKPOINT_KEY, message: 'the log has published no checkpoint' });
   if (note && json && note.size === json.size && !bytesEqual(note.root, json.root)) {
     problems.push({
       object: CHECKPOINT_KEY,
       message: `${CHECKPOINT_KEY} and ${CHECKPOINT_JSON_KEY} sign two different roots for size ${note.size} (${toHex(note.root).slice(0, 16)}…, ${toHex(json.root).slice(0, 16)}…): the log forked`,
     });
   } else if (note && json && note.size !== json.size) {
-    const [older, newer] = note.size < json.size ? [CHECKPOINT_KEY, CHECKPOINT_JSON_KEY] : [CHECKPOINT_JSON_KEY, CHECKPOINT_KEY];
-    notices.push({ object: older, message: `${older} (size ${Math.min(note.size, json.size)}) is behind ${newer} (size ${Math.max(note.size, json.size)}): a crash between the two swaps; the next start publishes both again` });
+    const [older, newer] =
+      note.size < json.size ? [CHECKPOINT_KEY, CHECKPOINT_JSON_KEY] : [CHECKPOINT_JSON_KEY, CHECKPOINT_KEY];
+    notices.push({
+      object: older,
+      message: `${older} (size ${Math.min(note.size, json.size)}) is behind ${newer} (size ${Math.max(note.size, json.size)}): a crash between the two swaps; the next start publishes both again`,
+    });
   }
   const chosen = publishedCheckpointOf(jsonBytes ?? undefined, noteBytes ?? undefined, key);
   if (!chosen) return { checkpoint: null, problems, notices };

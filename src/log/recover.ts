@@ -9,7 +9,14 @@ import { VersionConflictError } from '../store/store.js';
 import { type FindingKind, type FsckOptions, type FsckResult, type FsckTarget, fsckLog } from './fsck.js';
 import { logSignedNote } from './published.js';
 
-export type RefusalReason = 'no-checkpoint' | 'unverified' | 'beyond' | 'forked' | 'lock-newer' | 'lock-invalid' | 'conflict';
+export type RefusalReason =
+  | 'no-checkpoint'
+  | 'unverified'
+  | 'beyond'
+  | 'forked'
+  | 'lock-newer'
+  | 'lock-invalid'
+  | 'conflict';
 
 /** Recovery would lose or invent something; nothing was written. */
 export class RecoverRefusedError extends Error {
@@ -37,7 +44,10 @@ export interface RecoverResult {
 /** Findings that mean the published state itself does not verify. */
 const UNVERIFIED: readonly FindingKind[] = ['checkpoint', 'tree', 'missing', 'stale-partial', 'not-regular'];
 
-export async function recoverLock(target: FsckTarget & { readonly lock: SequencerLock }, opts: FsckOptions & { readonly now?: () => number } = {}): Promise<RecoverResult> {
+export async function recoverLock(
+  target: FsckTarget & { readonly lock: SequencerLock },
+  opts: FsckOptions & { readonly now?: () => number } = {},
+): Promise<RecoverResult> {
   // The version to swap against is read before the check, so a lock that changes meanwhile
   // (a server started after all) makes the swap fail rather than be overwritten.
   let before;
@@ -45,7 +55,10 @@ export async function recoverLock(target: FsckTarget & { readonly lock: Sequence
     before = await target.lock.read();
   } catch (e) {
     if (!(e instanceof LockFormatError)) throw e;
-    throw new RecoverRefusedError('lock-invalid', `${target.lockName} cannot be read (${e.message}); move it aside and run recover again`);
+    throw new RecoverRefusedError(
+      'lock-invalid',
+      `${target.lockName} cannot be read (${e.message}); move it aside and run recover again`,
+    );
   }
   const fsck = await fsckLog(target, opts);
   // Typed where declared, so that a call narrows like a throw.
@@ -53,19 +66,38 @@ export async function recoverLock(target: FsckTarget & { readonly lock: Sequence
     throw new RecoverRefusedError(reason, message, fsck);
   };
   const cp = fsck.checkpoint;
-  if (!cp) refuse('no-checkpoint', `no published checkpoint verifies under the log key: nothing to recover from (${fsck.findings[0]?.message ?? 'no checkpoint'})`);
+  if (!cp)
+    refuse(
+      'no-checkpoint',
+      `no published checkpoint verifies under the log key: nothing to recover from (${fsck.findings[0]?.message ?? 'no checkpoint'})`,
+    );
   const bad = fsck.findings.find((f) => f.severity === 'problem' && UNVERIFIED.includes(f.kind));
   if (bad) refuse('unverified', `the published log does not verify, so it cannot be recovered from: ${bad.message}`);
   const beyond = fsck.findings.filter((f) => f.kind === 'beyond');
   if (beyond.length > 0) {
     const more = beyond.length > 1 ? ` and ${beyond.length - 1} more` : '';
-    refuse('beyond', `objects lie beyond the published tree of size ${cp.size} (${beyond[0]!.object}${more}): a newer lost state wrote them; recovering to size ${cp.size} could fork the log`);
+    refuse(
+      'beyond',
+      `objects lie beyond the published tree of size ${cp.size} (${beyond[0]!.object}${more}): a newer lost state wrote them; recovering to size ${cp.size} could fork the log`,
+    );
   }
   const lock = fsck.lock;
-  if (lock.relation === 'newer') refuse('lock-newer', `nothing to recover: the lock record (size ${lock.size}) is newer than the published checkpoint (size ${cp.size}); \`stele serve\` publishes it at start`);
-  if (lock.relation === 'forked' || lock.relation === 'invalid') refuse(lock.relation === 'forked' ? 'forked' : 'lock-invalid', lock.detail);
+  if (lock.relation === 'newer')
+    refuse(
+      'lock-newer',
+      `nothing to recover: the lock record (size ${lock.size}) is newer than the published checkpoint (size ${cp.size}); \`stele serve\` publishes it at start`,
+    );
+  if (lock.relation === 'forked' || lock.relation === 'invalid')
+    refuse(lock.relation === 'forked' ? 'forked' : 'lock-invalid', lock.detail);
   if (lock.relation === 'equal') {
-    return { status: 'up-to-date', previous: { relation: 'equal', size: lock.size! }, size: cp.size, root: cp.root, timestamp: cp.timestamp ?? '', fsck };
+    return {
+      status: 'up-to-date',
+      previous: { relation: 'equal', size: lock.size! },
+      size: cp.size,
+      root: cp.root,
+      timestamp: cp.timestamp ?? '',
+      fsck,
+    };
   }
   // Missing or older: set it to the published checkpoint. Its publish time comes from
   // checkpoint.json; when only the note holds the newest size, now stands in (the sequencer
@@ -75,10 +107,22 @@ export async function recoverLock(target: FsckTarget & { readonly lock: Sequence
   try {
     await target.lock.swap(before?.version ?? null, next);
   } catch (e) {
-    if (e instanceof VersionConflictError) refuse('conflict', `${target.lockName} changed while the log was being checked (is a server running on it?); nothing was written`);
+    if (e instanceof VersionConflictError)
+      refuse(
+        'conflict',
+        `${target.lockName} changed while the log was being checked (is a server running on it?); nothing was written`,
+      );
     throw e;
   }
   const after = await target.lock.read();
-  if (!after || after.state.size !== next.size || after.state.root !== next.root) throw new Error(`${target.lockName} does not read back as written`);
-  return { status: 'recovered', previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) }, size: next.size, root: next.root, timestamp, fsck };
+  if (!after || after.state.size !== next.size || after.state.root !== next.root)
+    throw new Error(`${target.lockName} does not read back as written`);
+  return {
+    status: 'recovered',
+    previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
+    size: next.size,
+    root: next.root,
+    timestamp,
+    fsck,
+  };
 }

@@ -56,7 +56,10 @@ async function fileKind(path: string): Promise<{ kind: FileKind; detail?: string
     const st = await fs.lstat(path);
     if (st.isFile()) return { kind: 'file' };
     if (st.isSymbolicLink()) return { kind: 'symlink', detail: await fs.readlink(path).catch(() => '?') };
-    return { kind: 'other', detail: st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a directory' : 'a device' };
+    return {
+      kind: 'other',
+      detail: st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a directory' : 'a device',
+    };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     throw e;

@@ -35,7 +35,10 @@ export class Pkcs11KekProvider implements KekProvider {
 
   /** Opens the token (a wrong PIN, missing module or token fails here, at start). */
   static open(o: Pkcs11KekOptions): Pkcs11KekProvider {
-    return new Pkcs11KekProvider(Token.open({ uri: keyUri(o.uri), ...(o.env ? { env: o.env } : {}) }), o.timeoutMs ?? 5_000);
+    return new Pkcs11KekProvider(
+      Token.open({ uri: keyUri(o.uri), ...(o.env ? { env: o.env } : {}) }),
+      o.timeoutMs ?? 5_000,
+    );
   }
 
   private label(kekId: string): string {
@@ -46,9 +49,18 @@ export class Pkcs11KekProvider implements KekProvider {
 
   private key(s: Session, label: string) {
     const p = this.token.p;
-    const found = this.token.findAll(s, [{ type: p.CKA_CLASS, value: p.CKO_SECRET_KEY }, { type: p.CKA_LABEL, value: label }], 2);
-    if (found.length === 0) throw new KekError('kek_retired', `KEK ${label} is not in token "${this.token.label}" (its epoch was retired)`);
-    if (found.length > 1) throw new KekError('kek_unavailable', `token "${this.token.label}" has two objects labelled ${label}`);
+    const found = this.token.findAll(
+      s,
+      [
+        { type: p.CKA_CLASS, value: p.CKO_SECRET_KEY },
+        { type: p.CKA_LABEL, value: label },
+      ],
+      2,
+    );
+    if (found.length === 0)
+      throw new KekError('kek_retired', `KEK ${label} is not in token "${this.token.label}" (its epoch was retired)`);
+    if (found.length > 1)
+      throw new KekError('kek_unavailable', `token "${this.token.label}" has two objects labelled ${label}`);
     return found[0]!;
   }
 
@@ -69,7 +81,11 @@ export class Pkcs11KekProvider implements KekProvider {
       const msg = (e as Error).message;
       // A tag that does not verify: CKR_ENCRYPTED_DATA_INVALID by the standard, but SoftHSM2
       // (and some HSMs) answer CKR_GENERAL_ERROR; a token that still answers refused the data.
-      if (what === 'unwrap' && /CKR_(ENCRYPTED_DATA_INVALID|ENCRYPTED_DATA_LEN_RANGE|GENERAL_ERROR|FUNCTION_FAILED)\b/.test(msg) && this.token.healthy()) {
+      if (
+        what === 'unwrap' &&
+        /CKR_(ENCRYPTED_DATA_INVALID|ENCRYPTED_DATA_LEN_RANGE|GENERAL_ERROR|FUNCTION_FAILED)\b/.test(msg) &&
+        this.token.healthy()
+      ) {
         throw new KekError('unwrap_failed', 'the wrapped key does not authenticate under this KEK and lease');
       }
       throw new KekError('kms_error', `HSM ${what} failed: ${e instanceof Pkcs11KeyError ? msg : String(e)}`);
@@ -101,7 +117,16 @@ export class Pkcs11KekProvider implements KekProvider {
 
   private gcm(iv: Buffer, binding: WrapBinding) {
     const p = this.token.p;
-    return { mechanism: p.CKM_AES_GCM, parameter: { type: p.CK_PARAMS_AES_GCM, iv, aad: localAad(binding), ivBits: IV_BYTES * 8, tagBits: TAG_BYTES * 8 } };
+    return {
+      mechanism: p.CKM_AES_GCM,
+      parameter: {
+        type: p.CK_PARAMS_AES_GCM,
+        iv,
+        aad: localAad(binding),
+        ivBits: IV_BYTES * 8,
+        tagBits: TAG_BYTES * 8,
+      },
+    };
   }
 
   async wrap(kekId: string, dek: Uint8Array, binding: WrapBinding): Promise<Uint8Array> {
@@ -109,7 +134,11 @@ export class Pkcs11KekProvider implements KekProvider {
     const iv = randomBytes(IV_BYTES);
     const ct = await this.run('wrap', (s) => {
       this.token.lib.C_EncryptInit(s.handle, this.gcm(iv, binding), this.key(s, label));
-      return bounded(this.token.lib.C_EncryptAsync(s.handle, Buffer.from(dek), Buffer.alloc(dek.length + TAG_BYTES + 16)), this.timeoutMs, `token "${this.token.label}" (wrap)`);
+      return bounded(
+        this.token.lib.C_EncryptAsync(s.handle, Buffer.from(dek), Buffer.alloc(dek.length + TAG_BYTES + 16)),
+        this.timeoutMs,
+        `token "${this.token.label}" (wrap)`,
+      );
     });
     return new Uint8Array(Buffer.concat([iv, ct]));
   }
@@ -120,7 +149,11 @@ export class Pkcs11KekProvider implements KekProvider {
     const b = Buffer.from(wrapped);
     const pt = await this.run('unwrap', (s) => {
       this.token.lib.C_DecryptInit(s.handle, this.gcm(b.subarray(0, IV_BYTES), binding), this.key(s, label));
-      return bounded(this.token.lib.C_DecryptAsync(s.handle, b.subarray(IV_BYTES), Buffer.alloc(b.length)), this.timeoutMs, `token "${this.token.label}" (unwrap)`);
+      return bounded(
+        this.token.lib.C_DecryptAsync(s.handle, b.subarray(IV_BYTES), Buffer.alloc(b.length)),
+        this.timeoutMs,
+        `token "${this.token.label}" (unwrap)`,
+      );
     });
     return new Uint8Array(pt);
   }
@@ -129,7 +162,11 @@ export class Pkcs11KekProvider implements KekProvider {
     const label = this.label(kekId);
     await this.run('destroy', (s) => {
       const p = this.token.p;
-      for (const h of this.token.findAll(s, [{ type: p.CKA_CLASS, value: p.CKO_SECRET_KEY }, { type: p.CKA_LABEL, value: label }])) this.token.lib.C_DestroyObject(s.handle, h);
+      for (const h of this.token.findAll(s, [
+        { type: p.CKA_CLASS, value: p.CKO_SECRET_KEY },
+        { type: p.CKA_LABEL, value: label },
+      ]))
+        this.token.lib.C_DestroyObject(s.handle, h);
     });
   }
 

@@ -40,7 +40,8 @@ export function keyUri(text: string): Pkcs11Uri {
 /** Search template of the URI's object of `cls`: label, id, and the Ed25519 key type. */
 function keyTemplate(token: Token, uri: Pkcs11Uri, cls: number) {
   const p = token.p;
-  if (uri.object === undefined && uri.id === undefined) throw new Pkcs11KeyError('config', 'the PKCS#11 URI names no key: add object=<label> (or id=)');
+  if (uri.object === undefined && uri.id === undefined)
+    throw new Pkcs11KeyError('config', 'the PKCS#11 URI names no key: add object=<label> (or id=)');
   return [
     { type: p.CKA_CLASS, value: cls },
     { type: p.CKA_KEY_TYPE, value: CKK_EC_EDWARDS },
@@ -50,21 +51,40 @@ function keyTemplate(token: Token, uri: Pkcs11Uri, cls: number) {
 }
 
 function objectName(uri: Pkcs11Uri, what: string): string {
-  return `${what} ${uri.object !== undefined ? JSON.stringify(uri.object) : ''}${uri.id !== undefined ? ` id=${Buffer.from(uri.id).toString('hex')}` : ''}`.replace(/ +/g, ' ').trim();
+  return `${what} ${uri.object !== undefined ? JSON.stringify(uri.object) : ''}${uri.id !== undefined ? ` id=${Buffer.from(uri.id).toString('hex')}` : ''}`
+    .replace(/ +/g, ' ')
+    .trim();
 }
 
 /** The Ed25519 public key of the URI's key pair, read from its public-key object. */
 export function readPublicKey(token: Token, s: Session, uri: Pkcs11Uri): Uint8Array {
   const p = token.p;
-  const h = token.findOne(s, 'public', keyTemplate(token, uri, p.CKO_PUBLIC_KEY), objectName(uri, 'Ed25519 public key'));
-  const [params, point] = token.lib.C_GetAttributeValue(s.handle, h, [{ type: p.CKA_EC_PARAMS }, { type: p.CKA_EC_POINT }]);
+  const h = token.findOne(
+    s,
+    'public',
+    keyTemplate(token, uri, p.CKO_PUBLIC_KEY),
+    objectName(uri, 'Ed25519 public key'),
+  );
+  const [params, point] = token.lib.C_GetAttributeValue(s.handle, h, [
+    { type: p.CKA_EC_PARAMS },
+    { type: p.CKA_EC_POINT },
+  ]);
   const curve = Buffer.from(params!.value);
-  if (!curve.equals(EDWARDS25519_PARAMS) && !curve.equals(ED25519_OID_PARAMS)) throw new Pkcs11KeyError('object', `${objectName(uri, 'key')} is not on edwards25519 (Ed448 and others are not note keys)`);
+  if (!curve.equals(EDWARDS25519_PARAMS) && !curve.equals(ED25519_OID_PARAMS))
+    throw new Pkcs11KeyError(
+      'object',
+      `${objectName(uri, 'key')} is not on edwards25519 (Ed448 and others are not note keys)`,
+    );
   return ed25519FromEcPoint(point!.value);
 }
 
 function privateKey(token: Token, s: Session, uri: Pkcs11Uri): Handle {
-  return token.findOne(s, 'private', keyTemplate(token, uri, token.p.CKO_PRIVATE_KEY), objectName(uri, 'Ed25519 private key'));
+  return token.findOne(
+    s,
+    'private',
+    keyTemplate(token, uri, token.p.CKO_PRIVATE_KEY),
+    objectName(uri, 'Ed25519 private key'),
+  );
 }
 
 export interface Pkcs11SignerOptions {
@@ -109,7 +129,10 @@ export class Pkcs11Signer implements NoteSigner {
         return pub;
       });
       if (o.expectKeyId !== undefined && keyIdOf(publicKey) !== o.expectKeyId.toLowerCase()) {
-        throw new Pkcs11KeyError('object', `${describeUri(uri)} has key id ${keyIdOf(publicKey)}, not the pinned ${o.expectKeyId}`);
+        throw new Pkcs11KeyError(
+          'object',
+          `${describeUri(uri)} has key id ${keyIdOf(publicKey)}, not the pinned ${o.expectKeyId}`,
+        );
       }
       const signer = new Pkcs11Signer(o.name, publicKey, uri, token, ed25519Spki(publicKey), o.timeoutMs ?? 5_000);
       await signer.sign(new TextEncoder().encode('stele/pkcs11/self-test\n'));
@@ -127,7 +150,11 @@ export class Pkcs11Signer implements NoteSigner {
       sig = await this.token.withSession((s) => {
         this.token.lib.C_SignInit(s.handle, { mechanism: CKM_EDDSA }, privateKey(this.token, s, this.uri));
         // On libuv's pool: a slow token does not hold up the event loop.
-        return bounded(this.token.lib.C_SignAsync(s.handle, Buffer.from(message), Buffer.alloc(64)), this.timeoutMs, `token "${this.token.label}" (sign)`);
+        return bounded(
+          this.token.lib.C_SignAsync(s.handle, Buffer.from(message), Buffer.alloc(64)),
+          this.timeoutMs,
+          `token "${this.token.label}" (sign)`,
+        );
       });
     } catch (e) {
       this.stats.failures++;
@@ -135,7 +162,10 @@ export class Pkcs11Signer implements NoteSigner {
     }
     if (sig.length !== 64 || !verify(null, message, this.verifyKey, sig)) {
       this.stats.failures++;
-      throw new Pkcs11KeyError('device', `token "${this.token.label}" returned a signature that does not verify under its public key`);
+      throw new Pkcs11KeyError(
+        'device',
+        `token "${this.token.label}" returned a signature that does not verify under its public key`,
+      );
     }
     return new Uint8Array(sig);
   }
@@ -149,7 +179,10 @@ export class Pkcs11Signer implements NoteSigner {
     });
     if (sig.length !== 64 || !verify(null, message, this.verifyKey, sig)) {
       this.stats.failures++;
-      throw new Pkcs11KeyError('device', `token "${this.token.label}" returned a signature that does not verify under its public key`);
+      throw new Pkcs11KeyError(
+        'device',
+        `token "${this.token.label}" returned a signature that does not verify under its public key`,
+      );
     }
     return new Uint8Array(sig);
   }
@@ -171,7 +204,8 @@ export interface TokenKey {
 
 function newKeyAttrs(token: Token, uri: Pkcs11Uri) {
   const p = token.p;
-  if (uri.object === undefined) throw new Pkcs11KeyError('config', 'name the new key with object=<label> in the PKCS#11 URI');
+  if (uri.object === undefined)
+    throw new Pkcs11KeyError('config', 'name the new key with object=<label> in the PKCS#11 URI');
   const id = uri.id !== undefined ? [{ type: p.CKA_ID, value: Buffer.from(uri.id) }] : [];
   return {
     common: [{ type: p.CKA_TOKEN, value: true }, { type: p.CKA_LABEL, value: uri.object }, ...id],
@@ -188,7 +222,11 @@ function newKeyAttrs(token: Token, uri: Pkcs11Uri) {
 function refuseExisting(token: Token, s: Session, uri: Pkcs11Uri): void {
   const p = token.p;
   const template = [{ type: p.CKA_LABEL, value: uri.object! }];
-  if (token.findAll(s, template, 1).length > 0) throw new Pkcs11KeyError('object', `token "${token.label}" already has an object labelled ${JSON.stringify(uri.object)}`);
+  if (token.findAll(s, template, 1).length > 0)
+    throw new Pkcs11KeyError(
+      'object',
+      `token "${token.label}" already has an object labelled ${JSON.stringify(uri.object)}`,
+    );
 }
 
 /** Generates an Ed25519 key pair inside the token; the private half never leaves it. */
@@ -209,7 +247,12 @@ export function generateEd25519(token: Token, uri: Pkcs11Uri): Promise<TokenKey>
 }
 
 /** Imports an Ed25519 key (its 32-byte seed) into the token, with its public half. */
-export function importEd25519(token: Token, uri: Pkcs11Uri, seed: Uint8Array, publicKey: Uint8Array): Promise<TokenKey> {
+export function importEd25519(
+  token: Token,
+  uri: Pkcs11Uri,
+  seed: Uint8Array,
+  publicKey: Uint8Array,
+): Promise<TokenKey> {
   return token.withSession((s) => {
     refuseExisting(token, s, uri);
     const p = token.p;
@@ -217,13 +260,20 @@ export function importEd25519(token: Token, uri: Pkcs11Uri, seed: Uint8Array, pu
     const curve = { type: p.CKA_EC_PARAMS, value: EDWARDS25519_PARAMS };
     const kind = { type: p.CKA_KEY_TYPE, value: CKK_EC_EDWARDS };
     const pub = token.lib.C_CreateObject(s.handle, [
-      { type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY }, kind, ...common, curve,
+      { type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY },
+      kind,
+      ...common,
+      curve,
       { type: p.CKA_EC_POINT, value: Buffer.concat([Buffer.from([0x04, 0x20]), Buffer.from(publicKey)]) },
       { type: p.CKA_VERIFY, value: true },
     ]);
     try {
       token.lib.C_CreateObject(s.handle, [
-        { type: p.CKA_CLASS, value: p.CKO_PRIVATE_KEY }, kind, ...common, ...priv, curve,
+        { type: p.CKA_CLASS, value: p.CKO_PRIVATE_KEY },
+        kind,
+        ...common,
+        ...priv,
+        curve,
         { type: p.CKA_VALUE, value: Buffer.from(seed) },
       ]);
     } catch (e) {

@@ -83,12 +83,21 @@ const oneLine = (e: unknown): string => String((e as Error)?.message ?? e).split
 export function resolvePin(uri: Pkcs11Uri, env: NodeJS.ProcessEnv): string | null {
   if (uri.pinSource !== undefined) {
     const src = uri.pinSource;
-    const path = src.startsWith('file:') ? fileURLToPath(src.startsWith('file://') ? src : `file://${src.slice('file:'.length)}`) : src;
-    if (!path.startsWith('/')) throw new Pkcs11KeyError('config', `pin-source must be file:<absolute path> or an absolute path, got ${JSON.stringify(src)}`);
+    const path = src.startsWith('file:')
+      ? fileURLToPath(src.startsWith('file://') ? src : `file://${src.slice('file:'.length)}`)
+      : src;
+    if (!path.startsWith('/'))
+      throw new Pkcs11KeyError(
+        'config',
+        `pin-source must be file:<absolute path> or an absolute path, got ${JSON.stringify(src)}`,
+      );
     try {
       return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
     } catch (e) {
-      throw new Pkcs11KeyError('config', `cannot read the PIN file ${path}: ${(e as NodeJS.ErrnoException).code ?? oneLine(e)}`);
+      throw new Pkcs11KeyError(
+        'config',
+        `cannot read the PIN file ${path}: ${(e as NodeJS.ErrnoException).code ?? oneLine(e)}`,
+      );
     }
   }
   const pin = env[PIN_ENV];
@@ -131,13 +140,29 @@ export class Token {
   static open(o: TokenOptions): Token {
     const env = o.env ?? process.env;
     const modulePath = o.uri.modulePath ?? env[MODULE_ENV];
-    if (!modulePath) throw new Pkcs11KeyError('config', `no PKCS#11 module: add module-path=<library> to the URI or set ${MODULE_ENV}`);
+    if (!modulePath)
+      throw new Pkcs11KeyError(
+        'config',
+        `no PKCS#11 module: add module-path=<library> to the URI or set ${MODULE_ENV}`,
+      );
     const pin = resolvePin(o.uri, env);
     const mod = loadModule(modulePath);
     try {
       const { slot, label, loginRequired } = findSlot(mod.lib, o.uri, modulePath);
-      if (loginRequired && pin === null) throw new Pkcs11KeyError('pin', `token "${label}" needs a PIN: give pin-source=file:<path> in the URI or set ${PIN_ENV}`);
-      const token = new Token(mod.lib, modulePath, slot, label, loginRequired ? pin : null, o.maxSessions ?? 4, pkcs11js());
+      if (loginRequired && pin === null)
+        throw new Pkcs11KeyError(
+          'pin',
+          `token "${label}" needs a PIN: give pin-source=file:<path> in the URI or set ${PIN_ENV}`,
+        );
+      const token = new Token(
+        mod.lib,
+        modulePath,
+        slot,
+        label,
+        loginRequired ? pin : null,
+        o.maxSessions ?? 4,
+        pkcs11js(),
+      );
       token.release(token.openSession());
       return token;
     } catch (e) {
@@ -164,7 +189,11 @@ export class Token {
         if (ckr !== 'CKR_USER_ALREADY_LOGGED_IN') {
           this.discard({ handle, found: new Map() });
           if (ckr === 'CKR_PIN_INCORRECT') throw new Pkcs11KeyError('pin', `wrong PIN for token "${this.label}"`);
-          if (ckr === 'CKR_PIN_LOCKED') throw new Pkcs11KeyError('pin', `the PIN of token "${this.label}" is locked (too many wrong tries): unlock it with the SO PIN`);
+          if (ckr === 'CKR_PIN_LOCKED')
+            throw new Pkcs11KeyError(
+              'pin',
+              `the PIN of token "${this.label}" is locked (too many wrong tries): unlock it with the SO PIN`,
+            );
           throw new Pkcs11KeyError('pin', `cannot log in to token "${this.label}": ${ckr ?? oneLine(e)}`);
         }
       }
@@ -241,7 +270,8 @@ export class Token {
     if (cached) return cached;
     const found = this.findAll(s, template, 2);
     if (found.length === 0) throw new Pkcs11KeyError('object', `token "${this.label}" has no ${what}`);
-    if (found.length > 1) throw new Pkcs11KeyError('object', `token "${this.label}" has more than one ${what}: name it by object= and id=`);
+    if (found.length > 1)
+      throw new Pkcs11KeyError('object', `token "${this.label}" has more than one ${what}: name it by object= and id=`);
     s.found.set(key, found[0]!);
     return found[0]!;
   }
@@ -289,12 +319,25 @@ export class TimedOut extends Pkcs11KeyError {
 export function bounded<T>(op: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimedOut(`${what} did not answer within ${ms} ms`, op.catch(() => undefined))), ms);
+    timer = setTimeout(
+      () =>
+        reject(
+          new TimedOut(
+            `${what} did not answer within ${ms} ms`,
+            op.catch(() => undefined),
+          ),
+        ),
+      ms,
+    );
   });
   return Promise.race([op, late]).finally(() => clearTimeout(timer));
 }
 
-function findSlot(lib: Lib, uri: Pkcs11Uri, modulePath: string): { slot: Handle; label: string; loginRequired: boolean } {
+function findSlot(
+  lib: Lib,
+  uri: Pkcs11Uri,
+  modulePath: string,
+): { slot: Handle; label: string; loginRequired: boolean } {
   const p = pkcs11js();
   const seen: string[] = [];
   let slots: Handle[];
@@ -313,10 +356,16 @@ function findSlot(lib: Lib, uri: Pkcs11Uri, modulePath: string): { slot: Handle;
     if (uri.manufacturer !== undefined && uri.manufacturer !== info.manufacturerID.trimEnd()) continue;
     if (uri.model !== undefined && uri.model !== info.model.trimEnd()) continue;
     if (uri.slotId !== undefined && uri.slotId !== slot.readUIntLE(0, Math.min(6, slot.length))) continue;
-    if ((info.flags & p.CKF_USER_PIN_LOCKED) !== 0) throw new Pkcs11KeyError('pin', `the PIN of token "${label}" is locked (too many wrong tries): unlock it with the SO PIN`);
+    if ((info.flags & p.CKF_USER_PIN_LOCKED) !== 0)
+      throw new Pkcs11KeyError(
+        'pin',
+        `the PIN of token "${label}" is locked (too many wrong tries): unlock it with the SO PIN`,
+      );
     return { slot, label, loginRequired: (info.flags & p.CKF_LOGIN_REQUIRED) !== 0 };
   }
-  const known = seen.length ? `; tokens present: ${seen.map((l) => JSON.stringify(l)).join(', ')}` : '; the module has no initialised token';
+  const known = seen.length
+    ? `; tokens present: ${seen.map((l) => JSON.stringify(l)).join(', ')}`
+    : '; the module has no initialised token';
   const { object: _o, id: _i, type: _t, ...tokenPart } = uri;
   throw new Pkcs11KeyError('token', `no token matches ${describeUri(tokenPart)}${known}`);
 }

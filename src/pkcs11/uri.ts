@@ -31,7 +31,21 @@ export interface Pkcs11Uri {
   readonly pinSource?: string;
 }
 
-const PATH_ATTRS = new Set(['token', 'manufacturer', 'serial', 'model', 'library-manufacturer', 'library-description', 'library-version', 'object', 'type', 'id', 'slot-manufacturer', 'slot-description', 'slot-id']);
+const PATH_ATTRS = new Set([
+  'token',
+  'manufacturer',
+  'serial',
+  'model',
+  'library-manufacturer',
+  'library-description',
+  'library-version',
+  'object',
+  'type',
+  'id',
+  'slot-manufacturer',
+  'slot-description',
+  'slot-id',
+]);
 const QUERY_ATTRS = new Set(['pin-source', 'pin-value', 'module-name', 'module-path']);
 const TYPES = new Set<string>(['private', 'public', 'secret-key', 'cert', 'data']);
 
@@ -44,7 +58,8 @@ export function percentDecodeBytes(value: string, what: string): Uint8Array {
   for (let i = 0; i < value.length; ) {
     if (value[i] === '%') {
       const hex = value.slice(i + 1, i + 3);
-      if (!/^[0-9A-Fa-f]{2}$/.test(hex)) throw new Pkcs11UriError(`${what}: bad percent-encoding at "${value.slice(i, i + 3)}"`);
+      if (!/^[0-9A-Fa-f]{2}$/.test(hex))
+        throw new Pkcs11UriError(`${what}: bad percent-encoding at "${value.slice(i, i + 3)}"`);
       out.push(parseInt(hex, 16));
       i += 3;
     } else {
@@ -89,7 +104,9 @@ export function parsePkcs11Uri(text: string): Pkcs11Uri {
   const path = pairs(q < 0 ? rest : rest.slice(0, q), ';', PATH_ATTRS, 'path');
   const query = pairs(q < 0 ? '' : rest.slice(q + 1), '&', QUERY_ATTRS, 'query');
   if (query.has('pin-value')) {
-    throw new Pkcs11UriError('pin-value is refused: a PIN in the URI ends up in process lists and logs; use pin-source=file:<path> or STELE_PKCS11_PIN');
+    throw new Pkcs11UriError(
+      'pin-value is refused: a PIN in the URI ends up in process lists and logs; use pin-source=file:<path> or STELE_PKCS11_PIN',
+    );
   }
   const text_ = (m: Map<string, string>, k: string) => (m.has(k) ? decodeText(m.get(k)!, k) : undefined);
   const type = text_(path, 'type');

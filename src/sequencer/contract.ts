@@ -49,7 +49,11 @@ export interface IntegratedBatch {
 }
 
 /** An IntegratedBatch over entries already in memory (re-indexing from bundles, tests). */
-export function batchOfEntries(fromSize: number, entries: readonly CanonicalEntry[], checkpoint: PublishedCheckpoint): IntegratedBatch {
+export function batchOfEntries(
+  fromSize: number,
+  entries: readonly CanonicalEntry[],
+  checkpoint: PublishedCheckpoint,
+): IntegratedBatch {
   return {
     fromSize,
     count: entries.length,
@@ -78,7 +82,10 @@ export interface CheckpointWitnessing {
    * tree of this log than `checkpoint`, the one the log resumes from: the log was rolled back.
    */
   checkWitnessedSizes?(checkpoint: SignedCheckpoint): Promise<unknown>;
-  cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null>;
+  cosign(
+    checkpoint: SignedCheckpoint,
+    consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>,
+  ): Promise<string | null>;
 }
 
 /** Too many anchors are accepted but not yet acknowledged: this one was not recorded; retry later (HTTP 503). */

@@ -91,9 +91,15 @@ export class RightEdge {
     let n = 0;
     for (const p of canonicals) n += p.to - p.from;
     if (n === 0) throw new RangeError('empty batch');
-    if (entryHashes.length !== n * HASH_SIZE || leafHashes.length !== n * HASH_SIZE) throw new RangeError('batch hashes do not match its entries');
+    if (entryHashes.length !== n * HASH_SIZE || leafHashes.length !== n * HASH_SIZE)
+      throw new RangeError('batch hashes do not match its entries');
     const first = canonicals.find((p) => p.to > p.from)!;
-    if (!bytesEqual(entryHash(this.size, packedItem(first, first.from), this.lastEntryHash), entryHashes.subarray(0, HASH_SIZE))) {
+    if (
+      !bytesEqual(
+        entryHash(this.size, packedItem(first, first.from), this.lastEntryHash),
+        entryHashes.subarray(0, HASH_SIZE),
+      )
+    ) {
       throw new RangeError(`batch is not chained to the edge at size ${this.size}`);
     }
     const prior = entryHashes.slice((n - 1) * HASH_SIZE);
@@ -131,7 +137,12 @@ export class RightEdge {
   }
 
   /** Emits the bundles of one kind that the batch touches; returns the new partial bundle (copied). */
-  private bundles(kind: TileKind, old: readonly Uint8Array[], added: readonly Packed[], out: StoredObject[]): Uint8Array[] {
+  private bundles(
+    kind: TileKind,
+    old: readonly Uint8Array[],
+    added: readonly Packed[],
+    out: StoredObject[],
+  ): Uint8Array[] {
     let total = old.length;
     for (const p of added) total += p.to - p.from;
     const first = Math.floor(this.size / TILE_WIDTH);
@@ -154,12 +165,20 @@ export class RightEdge {
       at += f.size;
     }
     const rest = sliceItems(old, added, total - (total % TILE_WIDTH), total);
-    return [...rest.old, ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => packedItem(p, p.from + j).slice()))];
+    return [
+      ...rest.old,
+      ...rest.pieces.flatMap((p) => Array.from({ length: p.to - p.from }, (_, j) => packedItem(p, p.from + j).slice())),
+    ];
   }
 }
 
 /** Items [from, to) of `old` followed by the pieces' items. */
-function sliceItems(old: readonly Uint8Array[], pieces: readonly Packed[], from: number, to: number): { old: Uint8Array[]; pieces: Packed[] } {
+function sliceItems(
+  old: readonly Uint8Array[],
+  pieces: readonly Packed[],
+  from: number,
+  to: number,
+): { old: Uint8Array[]; pieces: Packed[] } {
   const out: Packed[] = [];
   let base = old.length;
   for (const p of pieces) {

@@ -12,11 +12,15 @@ import type { ObjectStore } from '../store/store.js';
 import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
 import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
 
-
-const RECOVER_HINT = 'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';
+const RECOVER_HINT =
+  'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';
 
 /** The larger of the two public checkpoint objects (their bytes) that verifies under the log key, or null. */
-export function publishedCheckpointOf(json: Uint8Array | undefined, note: Uint8Array | undefined, verifier: NoteVerifier): PublishedCheckpoint | null {
+export function publishedCheckpointOf(
+  json: Uint8Array | undefined,
+  note: Uint8Array | undefined,
+  verifier: NoteVerifier,
+): PublishedCheckpoint | null {
   const found: PublishedCheckpoint[] = [];
   try {
     if (json) found.push(decodePublishedCheckpoint(json, verifier));
@@ -55,20 +59,32 @@ export async function firstObjectBeyond(store: ObjectStore, size: number): Promi
 export async function assertNothingPublished(store: ObjectStore, cp: PublishedCheckpoint | null): Promise<void> {
   const found = cp ? `a signed checkpoint of size ${cp.size}` : await firstObjectBeyond(store, 0);
   if (found) {
-    throw new LogStateError(`the log has published objects (${found}) but no lock record: the lock was lost, and starting a new log here would fork it; ${RECOVER_HINT}`);
+    throw new LogStateError(
+      `the log has published objects (${found}) but no lock record: the lock was lost, and starting a new log here would fork it; ${RECOVER_HINT}`,
+    );
   }
 }
 
 /** Refuses a lock record older than what the log has published. */
-export async function assertLockCurrent(store: ObjectStore, lock: LockState, published: PublishedCheckpoint | null): Promise<void> {
+export async function assertLockCurrent(
+  store: ObjectStore,
+  lock: LockState,
+  published: PublishedCheckpoint | null,
+): Promise<void> {
   if (published && published.size > lock.size) {
-    throw new LogStateError(`the lock record (size ${lock.size}) is older than the published checkpoint (size ${published.size}): it was restored from an old copy; ${RECOVER_HINT}`);
+    throw new LogStateError(
+      `the lock record (size ${lock.size}) is older than the published checkpoint (size ${published.size}): it was restored from an old copy; ${RECOVER_HINT}`,
+    );
   }
   if (published && published.size === lock.size && toHex(published.root) !== lock.root) {
-    throw new LogStateError(`the lock record and the published checkpoint have different roots at size ${lock.size}: the log has forked; ${RECOVER_HINT}`);
+    throw new LogStateError(
+      `the lock record and the published checkpoint have different roots at size ${lock.size}: the log has forked; ${RECOVER_HINT}`,
+    );
   }
   const beyond = await firstObjectBeyond(store, lock.size);
   if (beyond) {
-    throw new LogStateError(`${beyond} lies beyond the lock record's tree size ${lock.size}: the lock was rolled back; ${RECOVER_HINT}`);
+    throw new LogStateError(
+      `${beyond} lies beyond the lock record's tree size ${lock.size}: the lock was rolled back; ${RECOVER_HINT}`,
+    );
   }
 }

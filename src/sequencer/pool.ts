@@ -116,7 +116,12 @@ export class Segment<R> {
     for (const { at, why } of run.refused) this.settle(this.lo + at, rejection(new RangeError(why)));
     if (run.refused.length > 0) this.drop(new Set(run.refused.map((r) => this.lo + r.at)));
     this.run = run;
-    this.placement = { seq0: run.state.next - run.ends.length, from: this.lo, timestamp: run.timestamp, artifactIds: run.artifactIds };
+    this.placement = {
+      seq0: run.state.next - run.ends.length,
+      from: this.lo,
+      timestamp: run.timestamp,
+      artifactIds: run.artifactIds,
+    };
     this.ids = undefined;
     return run.refused.length;
   }
@@ -148,7 +153,11 @@ export class Segment<R> {
   entry(i: number): CanonicalEntry {
     const p = this.placement!;
     this.ids ??= p.artifactIds.split('\n');
-    return buildEntry(this.records.request(i, (this.repeats ??= new Repeats())), p.timestamp, this.ids[i - p.from] || undefined);
+    return buildEntry(
+      this.records.request(i, (this.repeats ??= new Repeats())),
+      p.timestamp,
+      this.ids[i - p.from] || undefined,
+    );
   }
 
   /** Its canonical entries: a piece of the run's buffer. */
@@ -343,7 +352,10 @@ export class SequencingPool<R> {
       this.sentItems += segment.count;
       this.inFlight.push(segment);
       const records = segment.send();
-      this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), records }, [records.bytes.buffer, records.ends.buffer] as ArrayBuffer[]);
+      this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), records }, [
+        records.bytes.buffer,
+        records.ends.buffer,
+      ] as ArrayBuffer[]);
     }
   }
 

@@ -17,6 +17,7 @@ export function encodePublishedCheckpoint(c: PublishedCheckpoint): Uint8Array {
 /** Parses `checkpoint.json` and verifies its note under the log key (throws if it does not). */
 export function decodePublishedCheckpoint(json: Uint8Array, logKey: NoteVerifier): PublishedCheckpoint {
   const { note, timestamp } = JSON.parse(Buffer.from(json).toString('utf8')) as { note: unknown; timestamp: unknown };
-  if (typeof note !== 'string' || typeof timestamp !== 'string') throw new Error('checkpoint.json lacks its note or timestamp');
+  if (typeof note !== 'string' || typeof timestamp !== 'string')
+    throw new Error('checkpoint.json lacks its note or timestamp');
   return { ...openCheckpoint(note, logKey), timestamp };
 }

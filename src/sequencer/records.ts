@@ -21,11 +21,11 @@ const PACKABLE_DIGEST = /^[0-9a-f]{64}$/;
 const LABELS = ['artifact', 'scope', 'tenant'] as const;
 const FLAGS = [HAS_ARTIFACT, HAS_SCOPE, HAS_TENANT] as const;
 
-
 function field(r: AnchorRequest, name: keyof AnchorRequest, optional: boolean): string | undefined {
   const v: unknown = r[name];
   if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string') throw new UnrecordableRequestError(`the request cannot be made an entry: ${name} is ${typeof v}, not a string`);
+  if (typeof v !== 'string')
+    throw new UnrecordableRequestError(`the request cannot be made an entry: ${name} is ${typeof v}, not a string`);
   // The canonical entry holds every field, so one this long can never fit a bundle.
   if (v.length > MAX_CANONICAL_ENTRY_BYTES) throw new UnrecordableRequestError('canonical entry exceeds 65,535 bytes');
   return v;
@@ -149,11 +149,17 @@ export class RecordBuffer {
  * thousands per batch).
  */
 export class Repeats {
-  private readonly last = [0, 1, 2, 3].map(() => ({ bytes: undefined as Buffer | undefined, at: 0, length: -1, value: '' }));
+  private readonly last = [0, 1, 2, 3].map(() => ({
+    bytes: undefined as Buffer | undefined,
+    at: 0,
+    length: -1,
+    value: '',
+  }));
 
   decode(field: number, b: Buffer, at: number, length: number): string {
     const l = this.last[field]!;
-    if (l.length === length && l.bytes && b.compare(l.bytes, l.at, l.at + length, at, at + length) === 0) return l.value;
+    if (l.length === length && l.bytes && b.compare(l.bytes, l.at, l.at + length, at, at + length) === 0)
+      return l.value;
     l.bytes = b;
     l.at = at;
     l.length = length;
@@ -169,7 +175,12 @@ export function decodeRecord(bytes: Uint8Array, start: number, end: number, repe
   let at = start + 1;
   if (flags & AS_JSON) {
     const n = b.readUInt32BE(at);
-    const [type, result, digest, ...labels] = JSON.parse(b.toString('utf8', at + 4, at + 4 + n)) as [string, string, string, ...(string | null)[]];
+    const [type, result, digest, ...labels] = JSON.parse(b.toString('utf8', at + 4, at + 4 + n)) as [
+      string,
+      string,
+      string,
+      ...(string | null)[],
+    ];
     const r: { -readonly [K in keyof AnchorRequest]: AnchorRequest[K] } = { type, result, digest };
     LABELS.forEach((name, i) => {
       if (labels[i] != null) r[name] = labels[i]!;

@@ -8,7 +8,6 @@ import type { ObjectStore } from '../store/store.js';
 import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
 import { RightEdge } from './edge.js';
 
-
 /** Reads and verifies the right edge of the tree of `size` leaves whose root is `root`. */
 export async function loadEdge(store: ObjectStore, size: number, root: Uint8Array): Promise<RightEdge> {
   if (size === 0) return RightEdge.empty();
@@ -21,7 +20,8 @@ export async function loadEdge(store: ObjectStore, size: number, root: Uint8Arra
     if (width > 0) {
       reads.push(
         readTileBytes(store, level, Math.floor(count / TILE_WIDTH), width).then((data) => {
-          if (data.length !== width * HASH_SIZE) throw new LogIntegrityError(`level ${level} right-edge tile has the wrong size`);
+          if (data.length !== width * HASH_SIZE)
+            throw new LogIntegrityError(`level ${level} right-edge tile has the wrong size`);
           rows[level] = data;
         }),
       );

@@ -97,9 +97,11 @@ const FIRST_PUBLISH_TIMEOUT_MS = 30_000;
 const base64Length = (n: number) => 4 * Math.ceil(n / 3);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Another writer, or an operator, changed the log under this sequencer: it must stop, never retry. */
-const isConflict = (e: unknown) => e instanceof VersionConflictError || e instanceof ImmutableConflictError || e instanceof LogStateError;
+const isConflict = (e: unknown) =>
+  e instanceof VersionConflictError || e instanceof ImmutableConflictError || e instanceof LogStateError;
 /** Why a conflict stops the sequencer, in one line: an operator-state error says it itself. */
-const stopReason = (e: unknown, otherwise: string) => (e instanceof LogStateError ? e.message : `${otherwise}: ${(e as Error).message}`);
+const stopReason = (e: unknown, otherwise: string) =>
+  e instanceof LogStateError ? e.message : `${otherwise}: ${(e as Error).message}`;
 
 export class Sequencer {
   private readonly pool: SequencingPool<AnchorReceipt>;
@@ -158,7 +160,8 @@ export class Sequencer {
 
   /** Opens the log in storage (creating it if empty), re-applying a staged batch if needed. */
   static async open(opts: SequencerOptions): Promise<Sequencer> {
-    if (opts.signer.name !== opts.origin) throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
+    if (opts.signer.name !== opts.origin)
+      throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
     const s = new Sequencer(opts);
     try {
       await s.recover(true);
@@ -169,7 +172,8 @@ export class Sequencer {
       for (;;) {
         await s.publishCommitted();
         if (s.published) return s;
-        if (Date.now() > deadline) throw new SequencerStoppedError('no checkpoint could be published: the witness policy was not met');
+        if (Date.now() > deadline)
+          throw new SequencerStoppedError('no checkpoint could be published: the witness policy was not met');
         await sleep(RETRY_DELAY_MS);
       }
     } catch (e) {
@@ -226,9 +230,11 @@ export class Sequencer {
    */
   submit(request: AnchorRequest, onCommitted?: OnCommitted): Promise<AnchorReceipt> {
     if (this.stopped) return Promise.reject(this.stopped);
-    if (this.degraded) return Promise.reject(new StorageUnavailableError(`${this.degraded}; this anchor was not recorded, retry later`));
+    if (this.degraded)
+      return Promise.reject(new StorageUnavailableError(`${this.degraded}; this anchor was not recorded, retry later`));
     if (this.closing) return Promise.reject(new SequencerStoppedError('the sequencer is shutting down'));
-    if (this.pending >= this.maxPending) return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
+    if (this.pending >= this.maxPending)
+      return Promise.reject(new PoolFullError('the anchor pool is full; retry later'));
     // The pool keeps only the resolve function: a failure settles with a rejected promise.
     let settle!: (r: AnchorReceipt | PromiseLike<AnchorReceipt>) => void;
     const receipt = new Promise<AnchorReceipt>((resolve) => (settle = resolve));
@@ -262,7 +268,12 @@ export class Sequencer {
     }
     const left = this.unpublished.flatMap((u) => u.batch);
     this.unpublished = [];
-    rejectAll(left, new SequencerStoppedError('shut down before the checkpoint was cosigned; the entries are in the log and are published on restart'));
+    rejectAll(
+      left,
+      new SequencerStoppedError(
+        'shut down before the checkpoint was cosigned; the entries are in the log and are published on restart',
+      ),
+    );
     // Left unfinished, the staged batch is re-applied on the next start.
     this.startPersisting();
     try {
@@ -291,7 +302,10 @@ export class Sequencer {
       return;
     }
     const now = this.now();
-    const startAt = this.pool.length > 0 ? Math.min(this.lastBatchStart + this.minSpacing, this.pool.oldestEnqueued! + this.interval) : now + this.interval;
+    const startAt =
+      this.pool.length > 0
+        ? Math.min(this.lastBatchStart + this.minSpacing, this.pool.oldestEnqueued! + this.interval)
+        : now + this.interval;
     if (startAt <= now && !soon) {
       this.startBatch();
       return;
@@ -300,17 +314,20 @@ export class Sequencer {
     if (this.timer && this.timerAt <= startAt) return;
     clearTimeout(this.timer);
     this.timerAt = startAt;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (this.pool.length === 0 && !this.running && !this.stopped) {
-        this.running = this.publishCommitted()
-          .catch((e) => this.logError('publish failed', e))
-          .finally(() => {
-            this.running = undefined;
-            this.schedule();
-          });
-      } else this.schedule();
-    }, Math.max(0, startAt - now));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        if (this.pool.length === 0 && !this.running && !this.stopped) {
+          this.running = this.publishCommitted()
+            .catch((e) => this.logError('publish failed', e))
+            .finally(() => {
+              this.running = undefined;
+              this.schedule();
+            });
+        } else this.schedule();
+      },
+      Math.max(0, startAt - now),
+    );
   }
 
   private startBatch(): void {
@@ -357,14 +374,26 @@ export class Sequencer {
       prepared = await this.prepare(batch);
       await this.commit(prepared, announce);
     } catch (e) {
-      if (isConflict(e)) return this.fail(new SequencerStoppedError(`another writer changed the log (${(e as Error).message}); this sequencer stopped so the log cannot fork`), batch);
+      if (isConflict(e))
+        return this.fail(
+          new SequencerStoppedError(
+            `another writer changed the log (${(e as Error).message}); this sequencer stopped so the log cannot fork`,
+          ),
+          batch,
+        );
       this.commitFailures++;
       this.logError('batch failed; resynchronising from storage', e);
       if (!(await this.resync(batch))) return;
-      const ours = prepared !== undefined && bytesEqual(this.committed.root, prepared.checkpoint.root) && this.committed.size === prepared.checkpoint.size;
+      const ours =
+        prepared !== undefined &&
+        bytesEqual(this.committed.root, prepared.checkpoint.root) &&
+        this.committed.size === prepared.checkpoint.size;
       if (!ours || !prepared) {
         if (this.committed.size !== fromSize) {
-          return this.fail(new SequencerStoppedError('the log advanced past a failed batch; another writer is active'), batch);
+          return this.fail(
+            new SequencerStoppedError('the log advanced past a failed batch; another writer is active'),
+            batch,
+          );
         }
         // Nothing was committed: the requests go back to the front of the pool, which
         // sequences them again from the reloaded edge.
@@ -384,7 +413,8 @@ export class Sequencer {
     try {
       await this.publishCommitted();
     } catch (e) {
-      if (isConflict(e)) return this.fail(new SequencerStoppedError(stopReason(e, 'another writer changed the public checkpoint')), []);
+      if (isConflict(e))
+        return this.fail(new SequencerStoppedError(stopReason(e, 'another writer changed the public checkpoint')), []);
       this.logError('publishing the checkpoint failed; retrying next round', e);
     }
   }
@@ -398,7 +428,10 @@ export class Sequencer {
     for (const s of batch) s.releaseRun();
     // A checkpoint is never older than the entries it covers (runs' times never go back).
     const timestamp = this.nextTimestamp(Date.parse(batch[batch.length - 1]!.timestamp));
-    const signed = await signCheckpoint({ origin: this.opts.origin, size: result.edge.size, root: result.root }, this.opts.signer);
+    const signed = await signCheckpoint(
+      { origin: this.opts.origin, size: result.edge.size, root: result.root },
+      this.opts.signer,
+    );
     return { result, checkpoint: { ...signed, timestamp }, staged };
   }
 
@@ -526,7 +559,10 @@ export class Sequencer {
     const published: PublishedCheckpoint = { ...cp, note };
     const done = this.unpublished;
     const tiles = this.unpublishedTiles;
-    const batches = done.map((u) => new PublishedBatch(u, published, tiles, u.started !== undefined ? performance.now() - u.started : undefined));
+    const batches = done.map(
+      (u) =>
+        new PublishedBatch(u, published, tiles, u.started !== undefined ? performance.now() - u.started : undefined),
+    );
     // The index may learn the entries while the checkpoint is being written (both after
     // the tiles): lookups of entries beyond the public size are answered 404 meanwhile.
     await Promise.all([this.writePublicCheckpoint(published), this.notifyListeners(batches)]);
@@ -567,7 +603,10 @@ export class Sequencer {
           // Storage keeps failing: what waits in the pool is not recorded; say so now rather
           // than let it wait, and refuse new anchors until a recovery succeeds.
           this.degraded = `the log cannot commit anchors: ${(e as Error).message}`;
-          rejectAll(this.pool.drain(), new StorageUnavailableError(`${this.degraded}; the anchors waiting were not recorded, retry later`));
+          rejectAll(
+            this.pool.drain(),
+            new StorageUnavailableError(`${this.degraded}; the anchors waiting were not recorded, retry later`),
+          );
         }
         await sleep(RETRY_DELAY_MS);
       }
@@ -646,14 +685,20 @@ export class Sequencer {
     this.persisting = Promise.resolve();
     this.unpersisted = undefined;
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
-    const [noteObj, jsonObj] = await Promise.all([store.getVersioned(CHECKPOINT_KEY), store.getVersioned(CHECKPOINT_JSON_KEY)]);
+    const [noteObj, jsonObj] = await Promise.all([
+      store.getVersioned(CHECKPOINT_KEY),
+      store.getVersioned(CHECKPOINT_JSON_KEY),
+    ]);
     this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
     const published = publishedCheckpointOf(jsonObj?.data, noteObj?.data, verifier);
     let held = await lock.read();
     const created = !held;
     if (!held) {
       // Only a log with nothing published is new; while running, a lock never disappears.
-      if (!opening) throw new LogStateError('the lock record disappeared while the log was running; this sequencer stopped so the log cannot fork');
+      if (!opening)
+        throw new LogStateError(
+          'the lock record disappeared while the log was running; this sequencer stopped so the log cannot fork',
+        );
       await assertNothingPublished(store, published);
       const timestamp = new Date(this.now()).toISOString();
       const signed = await signCheckpoint({ origin, size: 0, root: RightEdge.empty().root() }, signer);
@@ -663,7 +708,8 @@ export class Sequencer {
     }
     const { state, version } = held;
     const opened = openCheckpoint(state.note, verifier);
-    if (opened.size !== state.size || toHex(opened.root) !== state.root) throw new Error('lock record note does not match its size and root');
+    if (opened.size !== state.size || toHex(opened.root) !== state.root)
+      throw new Error('lock record note does not match its size and root');
     // (A lock just created was checked above against everything published.)
     if (!created) await assertLockCurrent(store, state, published);
     const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
@@ -673,7 +719,8 @@ export class Sequencer {
 
     const staged = state.staged;
     // A staging object is deleted only once the batch's objects are durable: then there is nothing to re-apply.
-    const stagedData = staged && (staged.key !== undefined ? await staging.get(staged.key) : Buffer.from(staged.records, 'base64'));
+    const stagedData =
+      staged && (staged.key !== undefined ? await staging.get(staged.key) : Buffer.from(staged.records, 'base64'));
     if (staged && stagedData) {
       const label = staged.key ?? `the batch staged in the lock from ${staged.fromSize}`;
       const records = decodeBundle(stagedData, label, Number.MAX_SAFE_INTEGER);

@@ -38,7 +38,8 @@ export interface SequencedRun {
 }
 
 /** The buffers a run's message can transfer rather than copy. */
-export const runBuffers = (run: SequencedRun): ArrayBuffer[] => [run.canonicals.buffer, run.ends.buffer, run.entryHashes.buffer, run.leafHashes.buffer] as ArrayBuffer[];
+export const runBuffers = (run: SequencedRun): ArrayBuffer[] =>
+  [run.canonicals.buffer, run.ends.buffer, run.entryHashes.buffer, run.leafHashes.buffer] as ArrayBuffer[];
 
 export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number): SequencedRun {
   const lastMs = Math.max(nowMs, from.lastMs);
@@ -52,7 +53,10 @@ export function sequenceRun(records: RecordRun, from: ChainState, nowMs: number)
     let canonical: Uint8Array;
     let artifactId: string | undefined;
     try {
-      const entry = buildEntry(decodeRecord(records.bytes, i === 0 ? 0 : records.ends[i - 1]!, records.ends[i]!, repeats), timestamp);
+      const entry = buildEntry(
+        decodeRecord(records.bytes, i === 0 ? 0 : records.ends[i - 1]!, records.ends[i]!, repeats),
+        timestamp,
+      );
       artifactId = entry.artifactId;
       canonical = canonicalEntryBytes(entry);
     } catch (e) {

@@ -11,7 +11,12 @@ import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
-import { type AnchorReceipt, AnchorTimeoutError, type IntegratedBatch, type PublishedCheckpoint } from '../sequencer/contract.js';
+import {
+  type AnchorReceipt,
+  AnchorTimeoutError,
+  type IntegratedBatch,
+  type PublishedCheckpoint,
+} from '../sequencer/contract.js';
 import type { Sequencer } from '../sequencer/sequencer.js';
 import { openLogSigner } from './log-signer.js';
 import { FsObjectStore } from '../store/fs.js';
@@ -64,18 +69,35 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
  * The receipt, or AnchorTimeoutError once `ms` have passed: an anchor never hangs, whatever
  * storage or the witnesses do. It may still be committed later, which the error says.
  */
-export function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => string | null): Promise<AnchorReceipt> {
+export function withDeadline(
+  receipt: Promise<AnchorReceipt>,
+  ms: number,
+  why: () => string | null,
+): Promise<AnchorReceipt> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       const reason = why() ?? 'the log is busy';
-      reject(new AnchorTimeoutError(`not acknowledged within ${ms / 1000} s (${reason}); it may still be recorded: look it up by digest before anchoring again`));
+      reject(
+        new AnchorTimeoutError(
+          `not acknowledged within ${ms / 1000} s (${reason}); it may still be recorded: look it up by digest before anchoring again`,
+        ),
+      );
     }, ms);
   });
   return Promise.race([receipt, late]).finally(() => clearTimeout(timer));
 }
 
-function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerService['index'], publicKey: Uint8Array, origin: string, endpoints: readonly WitnessEndpoint[], policy: Policy | null, anchorTimeoutMs: number): LedgerService {
+function sequencerLedger(
+  sequencer: Sequencer,
+  reader: LogReader,
+  index: LedgerService['index'],
+  publicKey: Uint8Array,
+  origin: string,
+  endpoints: readonly WitnessEndpoint[],
+  policy: Policy | null,
+  anchorTimeoutMs: number,
+): LedgerService {
   return {
     origin,
     publicKey,
@@ -93,7 +115,10 @@ function sequencerLedger(sequencer: Sequencer, reader: LogReader, index: LedgerS
 async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   const logKey = await openLogSigner(cfg.signer, localPaths(cfg.dataDir).keyFile, cfg.origin, env);
   const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.signer.publicKey);
-  let endpoints: WitnessEndpoint[], quorum: ((cosigned: ReadonlySet<string>) => boolean) | undefined, policy: Policy | undefined, demo: RunningWitness[];
+  let endpoints: WitnessEndpoint[],
+    quorum: ((cosigned: ReadonlySet<string>) => boolean) | undefined,
+    policy: Policy | undefined,
+    demo: RunningWitness[];
   try {
     ({ endpoints, quorum, policy } = witnessSetup(cfg, logVerifier));
     demo = await startDemoWitnesses(cfg, logVerifier, logger);
@@ -102,8 +127,16 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     throw e;
   }
   endpoints.push(...demo.map((d) => ({ verifier: d.verifier, url: d.url })));
-  const published = policy ?? thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
-  const collector = endpoints.length > 0 ? new WitnessCollector({ witnesses: endpoints, ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }) }) : undefined;
+  const published =
+    policy ??
+    thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
+  const collector =
+    endpoints.length > 0
+      ? new WitnessCollector({
+          witnesses: endpoints,
+          ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }),
+        })
+      : undefined;
   const mirrors = mirrorSetup(cfg, new FsObjectStore(localPaths(cfg.dataDir).publicDir), logger);
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
@@ -134,7 +167,16 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     mirrors.published(sequencer.checkpoint.note, sequencer.checkpoint.size);
   }
   return {
-    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, endpoints, published, cfg.anchorTimeoutMs),
+    ledger: sequencerLedger(
+      sequencer,
+      reader,
+      index,
+      signer.publicKey,
+      cfg.origin,
+      endpoints,
+      published,
+      cfg.anchorTimeoutMs,
+    ),
     objects: store,
     sequencer,
     keyCreated,
@@ -163,37 +205,58 @@ function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'n
  * src/witness/policy.ts), else --witness with --witness-threshold (M of N, counted by the
  * collector). Read before anything starts, so a bad policy refuses with one line.
  */
-function witnessSetup(cfg: ServeConfig, log: NoteVerifier): { endpoints: WitnessEndpoint[]; quorum?: (cosigned: ReadonlySet<string>) => boolean; policy?: Policy } {
+function witnessSetup(
+  cfg: ServeConfig,
+  log: NoteVerifier,
+): { endpoints: WitnessEndpoint[]; quorum?: (cosigned: ReadonlySet<string>) => boolean; policy?: Policy } {
   let given: WitnessEndpoint[];
   try {
-    given = (cfg.witnesses ?? '').split(',').filter(Boolean).map((w) => parseWitnessSpec(w.trim()));
+    given = (cfg.witnesses ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((w) => parseWitnessSpec(w.trim()));
   } catch (e) {
     throw new ConfigError(`--witness: ${(e as Error).message}`);
   }
   if (cfg.witnessPolicy === undefined) return { endpoints: given };
-  if (cfg.demoWitnesses) throw new ConfigError('--demo-witnesses cannot be combined with --witness-policy: name every witness in the policy');
+  if (cfg.demoWitnesses)
+    throw new ConfigError(
+      '--demo-witnesses cannot be combined with --witness-policy: name every witness in the policy',
+    );
   let text: string;
   try {
     text = readFileSync(cfg.witnessPolicy, 'utf8');
   } catch (e) {
-    throw new ConfigError(`cannot read the witness policy ${cfg.witnessPolicy}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ConfigError(
+      `cannot read the witness policy ${cfg.witnessPolicy}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   try {
     const served = servedPolicy(parsePolicy(text), log, given);
     return { endpoints: served.endpoints, quorum: served.quorum, policy: served.policy };
   } catch (e) {
-    if (e instanceof PolicyError || e instanceof WitnessPolicyError) throw new ConfigError(`witness policy ${cfg.witnessPolicy}: ${e.message}`);
+    if (e instanceof PolicyError || e instanceof WitnessPolicyError)
+      throw new ConfigError(`witness policy ${cfg.witnessPolicy}: ${e.message}`);
     throw e;
   }
 }
 
 /** The tlog-mirrors of --mirror (and --mirror-quorum, --mirror-timeout), or null when there are none. */
 function mirrorSetup(cfg: ServeConfig, objects: ObjectReader, logger: Logger): MirrorPusher | null {
-  const specs = (cfg.mirrors ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  const specs = (cfg.mirrors ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
   if (specs.length === 0) return null;
   try {
     const mirrors = specs.map((m) => parseWitnessSpec(m));
-    return new MirrorPusher({ mirrors, required: cfg.mirrorQuorum ?? 0, objects, logger, ...(cfg.mirrorTimeoutMs !== undefined ? { timeoutMs: cfg.mirrorTimeoutMs } : {}) });
+    return new MirrorPusher({
+      mirrors,
+      required: cfg.mirrorQuorum ?? 0,
+      objects,
+      logger,
+      ...(cfg.mirrorTimeoutMs !== undefined ? { timeoutMs: cfg.mirrorTimeoutMs } : {}),
+    });
   } catch (e) {
     throw new ConfigError(`--mirror: ${(e as Error).message}`);
   }
@@ -203,7 +266,14 @@ function mirrorSetup(cfg: ServeConfig, objects: ObjectReader, logger: Logger): M
 function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
   return Promise.all(
     Array.from({ length: cfg.demoWitnesses ?? 0 }, (_, i) =>
-      startWitness({ dataDir: join(cfg.dataDir, 'witnesses', `w${i + 1}`), name: `witness${i + 1}.demo.stele`, logs: [log], host: '127.0.0.1', port: 0, logger }),
+      startWitness({
+        dataDir: join(cfg.dataDir, 'witnesses', `w${i + 1}`),
+        name: `witness${i + 1}.demo.stele`,
+        logs: [log],
+        host: '127.0.0.1',
+        port: 0,
+        logger,
+      }),
     ),
   );
 }
@@ -214,7 +284,16 @@ async function awsSequencer(config: AwsLogConfig, anchorTimeoutMs: number): Prom
   if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
   await log.indexReady;
   const { sequencer } = log;
-  const ledger = sequencerLedger(sequencer, log.reader, log.index, log.signer.publicKey, config.origin, [], null, anchorTimeoutMs);
+  const ledger = sequencerLedger(
+    sequencer,
+    log.reader,
+    log.index,
+    log.signer.publicKey,
+    config.origin,
+    [],
+    null,
+    anchorTimeoutMs,
+  );
   await publishExplorerConfig(log.store, ledger);
   return {
     ledger,
@@ -299,7 +378,8 @@ async function awsReplica(config: AwsLogConfig, logger: Logger, indexDir: string
       if (failure !== null) return `following the published log failed: ${failure}`;
       const st = follower?.status();
       // Seconds behind are normal while a batch is indexed; a replica stuck behind is taken out of rotation.
-      if (st && st.behindMs > FOLLOWER_MAX_BEHIND_MS) return `behind the published log by ${st.lag} entries for ${Math.round(st.behindMs / 1000)} s`;
+      if (st && st.behindMs > FOLLOWER_MAX_BEHIND_MS)
+        return `behind the published log by ${st.lag} entries for ${Math.round(st.behindMs / 1000)} s`;
       return null;
     },
     onStopped: () => undefined,

@@ -71,7 +71,9 @@ export async function reconcileLogSettings(cfg: ServeConfig): Promise<Reconciled
     if (applied.includes('witnessPolicy')) {
       const now = await fileDigest(stored.witnessPolicy!.path);
       if (now !== stored.witnessPolicy!.sha256) {
-        throw new ConfigError(`the witness policy ${stored.witnessPolicy!.path} stored with this log ${now === null ? 'is gone' : 'has changed'}; pass --reconfigure with the policy to use`);
+        throw new ConfigError(
+          `the witness policy ${stored.witnessPolicy!.path} stored with this log ${now === null ? 'is gone' : 'has changed'}; pass --reconfigure with the policy to use`,
+        );
       }
     }
   }
@@ -96,11 +98,23 @@ async function settingsOf(cfg: ServeConfig): Promise<LogSettings> {
   }
   return {
     // The order of --witness flags says nothing: compare them as a set.
-    witnesses: cfg.witnesses ? cfg.witnesses.split(',').map((w) => w.trim()).filter(Boolean).sort() : null,
+    witnesses: cfg.witnesses
+      ? cfg.witnesses
+          .split(',')
+          .map((w) => w.trim())
+          .filter(Boolean)
+          .sort()
+      : null,
     witnessThreshold: cfg.witnessThreshold ?? null,
     witnessPolicy: policy,
     demoWitnesses: cfg.demoWitnesses ? cfg.demoWitnesses : null,
-    mirrors: cfg.mirrors ? cfg.mirrors.split(',').map((m) => m.trim()).filter(Boolean).sort() : null,
+    mirrors: cfg.mirrors
+      ? cfg.mirrors
+          .split(',')
+          .map((m) => m.trim())
+          .filter(Boolean)
+          .sort()
+      : null,
     mirrorQuorum: cfg.mirrorQuorum ? cfg.mirrorQuorum : null,
   };
 }
@@ -141,13 +155,17 @@ async function readSettings(path: string): Promise<LogSettings | null> {
       mirrorQuorum: doc.mirrorQuorum ?? null,
     };
   } catch {
-    throw new ConfigError(`${path} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`);
+    throw new ConfigError(
+      `${path} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`,
+    );
   }
 }
 
 async function fileDigest(path: string): Promise<string | null> {
   try {
-    return createHash('sha256').update(await fs.readFile(path)).digest('hex');
+    return createHash('sha256')
+      .update(await fs.readFile(path))
+      .digest('hex');
   } catch (e) {
     if (isAbsent(e)) return null;
     throw e;

@@ -12,7 +12,12 @@ export interface LogSigner {
   close(): void;
 }
 
-export async function openLogSigner(spec: string | undefined, keyFile: string, origin: string, env: NodeJS.ProcessEnv): Promise<LogSigner> {
+export async function openLogSigner(
+  spec: string | undefined,
+  keyFile: string,
+  origin: string,
+  env: NodeJS.ProcessEnv,
+): Promise<LogSigner> {
   if (spec === undefined || spec === 'file') {
     const { signer, created } = await loadOrCreateKey(keyFile, origin);
     return { signer, created, close: () => undefined };

@@ -16,7 +16,9 @@ export class DataDirInUseError extends Error {
     readonly dataDir: string,
     readonly pid: number | null,
   ) {
-    super(`data directory ${dataDir} is in use by ${pid === null ? 'another process' : `pid ${pid}`}; stop it first (one process per data directory)`);
+    super(
+      `data directory ${dataDir} is in use by ${pid === null ? 'another process' : `pid ${pid}`}; stop it first (one process per data directory)`,
+    );
   }
 }
 
@@ -77,7 +79,9 @@ function askHolder(path: string): Promise<number | null | 'gone'> {
     socket.setTimeout(2000, () => socket.destroy());
     socket.on('data', (d: Buffer) => (text += d.toString('utf8')));
     socket.on('end', () => resolve(/^\d+$/.test(text) ? Number(text) : null));
-    socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? 'gone' : null));
+    socket.on('error', (e: NodeJS.ErrnoException) =>
+      resolve(e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? 'gone' : null),
+    );
     socket.on('close', () => resolve(null));
   });
 }

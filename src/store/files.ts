@@ -58,7 +58,11 @@ export async function createSecretFile(path: string, text: string): Promise<bool
   await removeAbandonedTemps(path);
   const temp = tempName(path);
   try {
-    const fh = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const fh = await fs.open(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       await fh.writeFile(text);
       await fh.sync();
@@ -83,7 +87,11 @@ export async function replaceFile(path: string, text: string): Promise<void> {
   await removeAbandonedTemps(path);
   const temp = tempName(path);
   try {
-    const fh = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const fh = await fs.open(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       await fh.writeFile(text);
       await fh.sync();
@@ -107,7 +115,8 @@ async function removeAbandonedTemps(path: string): Promise<void> {
     if (isErr(e, 'ENOENT')) return;
     throw e;
   }
-  for (const n of names) if (n.startsWith(prefix) && isAbandonedTemp(n)) await fs.unlink(join(dirname(path), n)).catch(() => undefined);
+  for (const n of names)
+    if (n.startsWith(prefix) && isAbandonedTemp(n)) await fs.unlink(join(dirname(path), n)).catch(() => undefined);
 }
 
 /** A new name in a directory survives a power loss only once the directory is synced. */

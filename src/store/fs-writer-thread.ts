@@ -7,9 +7,24 @@ import { ImmutableConflictError, VersionConflictError } from './store.js';
 import type { Tagged } from '../threads.js';
 
 export type WriteRequest =
-  | { readonly op: 'createAll'; readonly keys: readonly string[]; readonly paths: readonly string[]; readonly ends: readonly number[]; readonly bytes: Uint8Array; readonly durable: boolean; readonly repairTorn: boolean }
+  | {
+      readonly op: 'createAll';
+      readonly keys: readonly string[];
+      readonly paths: readonly string[];
+      readonly ends: readonly number[];
+      readonly bytes: Uint8Array;
+      readonly durable: boolean;
+      readonly repairTorn: boolean;
+    }
   | { readonly op: 'persist'; readonly paths: readonly string[] }
-  | { readonly op: 'swap'; readonly key: string; readonly path: string; readonly data: Uint8Array; readonly expected: string | null; readonly durable: boolean }
+  | {
+      readonly op: 'swap';
+      readonly key: string;
+      readonly path: string;
+      readonly data: Uint8Array;
+      readonly expected: string | null;
+      readonly durable: boolean;
+    }
   | { readonly op: 'delete'; readonly path: string };
 
 /** A request and the writer it is for (one per store root and fsync setting). */
@@ -38,7 +53,11 @@ const writers = new Map<string, FsWriter>();
 function run(writer: FsWriter, r: WriteRequest): string | undefined {
   switch (r.op) {
     case 'createAll': {
-      const objects: PathObject[] = r.keys.map((key, i) => ({ key, path: r.paths[i]!, data: r.bytes.subarray(i === 0 ? 0 : r.ends[i - 1]!, r.ends[i]!) }));
+      const objects: PathObject[] = r.keys.map((key, i) => ({
+        key,
+        path: r.paths[i]!,
+        data: r.bytes.subarray(i === 0 ? 0 : r.ends[i - 1]!, r.ends[i]!),
+      }));
       writer.createAll(objects, r.durable, r.repairTorn);
       return undefined;
     }
@@ -56,7 +75,12 @@ function run(writer: FsWriter, r: WriteRequest): string | undefined {
 function describe(e: unknown): WriterError {
   const err = e as Error & { code?: string };
   const key = e instanceof ImmutableConflictError || e instanceof VersionConflictError ? e.key : undefined;
-  return { name: err.name ?? 'Error', message: err.message ?? String(e), ...(key !== undefined ? { key } : {}), ...(typeof err.code === 'string' ? { code: err.code } : {}) };
+  return {
+    name: err.name ?? 'Error',
+    message: err.message ?? String(e),
+    ...(key !== undefined ? { key } : {}),
+    ...(typeof err.code === 'string' ? { code: err.code } : {}),
+  };
 }
 
 parentPort!.on('message', ({ id, body: { root, fsync, request } }: Tagged<ToWriter>) => {

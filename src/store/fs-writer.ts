@@ -183,7 +183,10 @@ export class FsWriter {
         if (!create && isErr(e, 'ENOENT')) return false;
         throw e;
       }
-      if (!st.isDirectory()) throw Object.assign(new Error(`refusing to write under ${dir}: a symlink or not a directory`), { code: 'ENOTDIR' });
+      if (!st.isDirectory())
+        throw Object.assign(new Error(`refusing to write under ${dir}: a symlink or not a directory`), {
+          code: 'ENOTDIR',
+        });
     }
     this.madeDirs.add(dir);
     return true;

@@ -113,10 +113,21 @@ export class FsObjectStore implements ObjectStore {
       let to = from;
       let size = 0;
       const ends: number[] = [];
-      while (to < objects.length && (to === from || (size < CREATE_CHUNK_BYTES && to - from < CREATE_CHUNK))) ends.push((size += objects[to++]!.data.length));
+      while (to < objects.length && (to === from || (size < CREATE_CHUNK_BYTES && to - from < CREATE_CHUNK)))
+        ends.push((size += objects[to++]!.data.length));
       const bytes = new Uint8Array(size);
       for (let i = from; i < to; i++) bytes.set(objects[i]!.data, i === from ? 0 : ends[i - from - 1]);
-      await this.write({ op: 'createAll', keys: objects.slice(from, to).map((o) => o.key), paths: paths.slice(from, to), ends, bytes, ...flags }, [bytes.buffer]);
+      await this.write(
+        {
+          op: 'createAll',
+          keys: objects.slice(from, to).map((o) => o.key),
+          paths: paths.slice(from, to),
+          ends,
+          bytes,
+          ...flags,
+        },
+        [bytes.buffer],
+      );
       from = to;
     }
   }
@@ -130,7 +141,9 @@ export class FsObjectStore implements ObjectStore {
     const path = this.file(key);
     badgeDirs.add(dirname(path));
     const copy = data.slice();
-    return (await this.write({ op: 'swap', key, path, data: copy, expected, durable: options.durable !== false }, [copy.buffer])) as string;
+    return (await this.write({ op: 'swap', key, path, data: copy, expected, durable: options.durable !== false }, [
+      copy.buffer,
+    ])) as string;
   }
 
   async delete(key: string): Promise<void> {
@@ -165,7 +178,11 @@ export class FsObjectStore implements ObjectStore {
     yield* walk(this.root, base, prefix);
   }
 
-  private async write(request: WriteRequest, transfer: ArrayBuffer[] = [], thread = writerThread): Promise<string | undefined> {
+  private async write(
+    request: WriteRequest,
+    transfer: ArrayBuffer[] = [],
+    thread = writerThread,
+  ): Promise<string | undefined> {
     const reply = await thread.request({ root: this.root, fsync: this.fsync, request }, transfer);
     this.stats.puts += reply.puts;
     if (reply.error) throw rebuild(reply.error);

@@ -18,7 +18,8 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** Content-Type and Cache-Control for a published object, derived from its key. */
 export function objectMeta(key: string): ObjectMeta {
   if (key === CHECKPOINT_KEY) return { contentType: 'text/plain; charset=utf-8', cacheControl: 'no-cache' };
-  if (key === CHECKPOINT_JSON_KEY || key === EXPLORER_CONFIG_KEY) return { contentType: 'application/json', cacheControl: 'no-cache' };
+  if (key === CHECKPOINT_JSON_KEY || key === EXPLORER_CONFIG_KEY)
+    return { contentType: 'application/json', cacheControl: 'no-cache' };
   if (parseTilePath(key)) return { contentType: 'application/octet-stream', cacheControl: IMMUTABLE };
   return { contentType: 'application/octet-stream', cacheControl: 'no-store' };
 }

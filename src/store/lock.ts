@@ -9,7 +9,10 @@ import type { ObjectStore } from './store.js';
  * record bundle is a staging object (`key`) or, for a small batch, carried in the lock record
  * itself (`records`, base64), which saves the staging object's write, fsyncs and delete.
  */
-export type StagedBatch = { readonly fromSize: number; readonly fromRoot: string } & ({ readonly key: string; readonly records?: never } | { readonly records: string; readonly key?: never });
+export type StagedBatch = { readonly fromSize: number; readonly fromRoot: string } & (
+  | { readonly key: string; readonly records?: never }
+  | { readonly records: string; readonly key?: never }
+);
 
 export interface LockState {
   readonly size: number;
@@ -57,8 +60,15 @@ export function parseLockState(bytes: Uint8Array): LockState {
   }
   if (s.staged !== undefined) {
     const st = s.staged as Partial<Record<keyof StagedBatch, unknown>> | null;
-    const stored = typeof st?.key === 'string' ? st.records === undefined : typeof st?.records === 'string' && st.key === undefined;
-    if (!stored || !Number.isSafeInteger(st?.fromSize) || (st?.fromSize as number) < 0 || typeof st?.fromRoot !== 'string' || !/^[0-9a-f]{64}$/.test(st.fromRoot)) {
+    const stored =
+      typeof st?.key === 'string' ? st.records === undefined : typeof st?.records === 'string' && st.key === undefined;
+    if (
+      !stored ||
+      !Number.isSafeInteger(st?.fromSize) ||
+      (st?.fromSize as number) < 0 ||
+      typeof st?.fromRoot !== 'string' ||
+      !/^[0-9a-f]{64}$/.test(st.fromRoot)
+    ) {
       throw new LockFormatError('lock record has a malformed staged batch');
     }
   }

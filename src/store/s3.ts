@@ -236,7 +236,11 @@ export class S3ObjectStore implements ObjectStore {
     let otherFormTried = false;
     for (let attempt = 0; ; attempt++) {
       try {
-        const version = await this.put(key, data, expected === null ? { IfNoneMatch: '*' } : { IfMatch: ifMatchValue(expected, form) });
+        const version = await this.put(
+          key,
+          data,
+          expected === null ? { IfNoneMatch: '*' } : { IfMatch: ifMatchValue(expected, form) },
+        );
         this.ifMatchForm = form;
         return version;
       } catch (e) {
@@ -273,7 +277,9 @@ export class S3ObjectStore implements ObjectStore {
     let token: string | undefined;
     do {
       this.stats.lists++;
-      const res = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }));
+      const res = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }),
+      );
       for (const o of res.Contents ?? []) if (o.Key !== undefined) yield o.Key.slice(this.prefix.length);
       token = res.IsTruncated ? res.NextContinuationToken : undefined;
     } while (token);
@@ -285,13 +291,20 @@ export class S3ObjectStore implements ObjectStore {
       const chunk = keys.slice(i, i + 1000).map((k) => this.s3Key(k));
       this.stats.deletes++;
       const res = await this.client.send(
-        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }),
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true },
+        }),
       );
       if (res.Errors?.length) throw new Error(`deleting ${res.Errors[0]?.Key} failed: ${res.Errors[0]?.Code}`);
     }
   }
 
-  private async put(key: string, data: Uint8Array, condition: { IfNoneMatch?: string; IfMatch?: string }): Promise<string> {
+  private async put(
+    key: string,
+    data: Uint8Array,
+    condition: { IfNoneMatch?: string; IfMatch?: string },
+  ): Promise<string> {
     const m = this.meta(key);
     this.stats.puts++;
     try {
@@ -329,7 +342,8 @@ export class S3ObjectStore implements ObjectStore {
   async sweepPartials(upToSize: number, fromSize = 0): Promise<SweepResult> {
     const jobs: { kind: TileKind; index: number }[] = [];
     for (const kind of ['entries', 'records'] as const) {
-      for (let n = Math.floor(fromSize / TILE_WIDTH); n < Math.floor(upToSize / TILE_WIDTH); n++) jobs.push({ kind, index: n });
+      for (let n = Math.floor(fromSize / TILE_WIDTH); n < Math.floor(upToSize / TILE_WIDTH); n++)
+        jobs.push({ kind, index: n });
     }
     for (let level = 0; levelHashCount(level, upToSize) >= TILE_WIDTH; level++) {
       const lo = Math.floor(levelHashCount(level, fromSize) / TILE_WIDTH);
@@ -366,9 +380,13 @@ export class S3ObjectStore implements ObjectStore {
             const chunk = keys.slice(i, i + 1000);
             this.stats.deletes++;
             const res = await this.client.send(
-              new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }),
+              new DeleteObjectsCommand({
+                Bucket: this.bucket,
+                Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true },
+              }),
             );
-            if (res.Errors?.length) throw new Error(`deleting partial tiles failed: ${res.Errors[0]?.Key} ${res.Errors[0]?.Code}`);
+            if (res.Errors?.length)
+              throw new Error(`deleting partial tiles failed: ${res.Errors[0]?.Key} ${res.Errors[0]?.Code}`);
             deleted += chunk.length;
           }
         }),
@@ -399,7 +417,9 @@ export class S3ObjectStore implements ObjectStore {
     try {
       const ifNoneMatch = await refused({ IfNoneMatch: '*' });
       const wrong = '"00000000000000000000000000000000"';
-      const wrongRefused = (await refused({ IfMatch: ifMatchValue(wrong, 'quoted') })) && (await refused({ IfMatch: ifMatchValue(wrong, 'bare') }));
+      const wrongRefused =
+        (await refused({ IfMatch: ifMatchValue(wrong, 'quoted') })) &&
+        (await refused({ IfMatch: ifMatchValue(wrong, 'bare') }));
       let ifMatchForm: IfMatchForm | undefined;
       if (wrongRefused) {
         for (const form of ['quoted', 'bare'] as const) {
@@ -450,10 +470,16 @@ export class PartialSweeper {
   ) {
     // Tiles from the mark up to the one partial at start may hold partials of earlier processes.
     const until = (Math.floor(startSize / TILE_WIDTH) + 1) * TILE_WIDTH;
-    if (startSize > 0 && Math.floor(markSize / TILE_WIDTH) < Math.floor(until / TILE_WIDTH)) this.catchUp = { from: markSize, until };
+    if (startSize > 0 && Math.floor(markSize / TILE_WIDTH) < Math.floor(until / TILE_WIDTH))
+      this.catchUp = { from: markSize, until };
   }
 
-  static async start(store: S3ObjectStore, mark: SweepMark, startSize: number, onError: (e: Error) => void): Promise<PartialSweeper> {
+  static async start(
+    store: S3ObjectStore,
+    mark: SweepMark,
+    startSize: number,
+    onError: (e: Error) => void,
+  ): Promise<PartialSweeper> {
     return new PartialSweeper(store, mark, startSize, await mark.get(), onError);
   }
 
@@ -478,7 +504,9 @@ export class PartialSweeper {
   private async sweep(): Promise<void> {
     for (let done = -1; done !== this.wanted; ) {
       const size = (done = this.wanted);
-      const ready = [...this.known].filter(([, t]) => t.index < Math.floor(levelHashCount(t.level, size) / TILE_WIDTH)).map(([k]) => k);
+      const ready = [...this.known]
+        .filter(([, t]) => t.index < Math.floor(levelHashCount(t.level, size) / TILE_WIDTH))
+        .map(([k]) => k);
       if (ready.length > 0) {
         await this.store.deleteMany(ready);
         for (const k of ready) this.known.delete(k);

@@ -100,7 +100,11 @@ export const TEMP_MARK = '.tmp-';
 
 /** Keys are relative slash paths of safe characters: no '..', no leading '/', no empty segments, no temporary names. */
 export function assertValidKey(key: string): void {
-  if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(key) || key.split('/').some((s) => s === '.' || s === '..') || key.includes(TEMP_MARK)) {
+  if (
+    !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(key) ||
+    key.split('/').some((s) => s === '.' || s === '..') ||
+    key.includes(TEMP_MARK)
+  ) {
     throw new InvalidKeyError(`invalid object key ${JSON.stringify(key)}`);
   }
 }

@@ -90,7 +90,8 @@ export class WitnessCollector implements CheckpointWitnessing {
   private readonly met: (cosigned: ReadonlySet<string>) => boolean;
 
   constructor(private readonly policy: WitnessPolicy) {
-    if ((policy.threshold ?? 0) > policy.witnesses.length) throw new Error('witness threshold exceeds the number of witnesses');
+    if ((policy.threshold ?? 0) > policy.witnesses.length)
+      throw new Error('witness threshold exceeds the number of witnesses');
     const names = new Set(policy.witnesses.map((w) => w.verifier.name));
     // Rounds, sizes and the quorum all go by witness name.
     if (names.size !== policy.witnesses.length) throw new Error('two witnesses share a key name');
@@ -98,7 +99,10 @@ export class WitnessCollector implements CheckpointWitnessing {
   }
 
   /** The cosigned note, or null while the policy is unmet; throws WitnessRollbackError (see there). */
-  async cosign(checkpoint: SignedCheckpoint, consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>): Promise<string | null> {
+  async cosign(
+    checkpoint: SignedCheckpoint,
+    consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>,
+  ): Promise<string | null> {
     const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
     const results = await Promise.all(
       this.policy.witnesses.map((w) =>
@@ -131,7 +135,9 @@ export class WitnessCollector implements CheckpointWitnessing {
     const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
     const found = await Promise.all(
       this.policy.witnesses.map((w) =>
-        this.sizeAt(w, checkpoint, signal).catch((e: unknown): WitnessedSize => ({ name: w.verifier.name, status: 'unknown', reason: (e as Error).message })),
+        this.sizeAt(w, checkpoint, signal).catch(
+          (e: unknown): WitnessedSize => ({ name: w.verifier.name, status: 'unknown', reason: (e as Error).message }),
+        ),
       ),
     );
     const ahead = found.find((f) => f.status === 'ahead');
@@ -147,8 +153,14 @@ export class WitnessCollector implements CheckpointWitnessing {
       return { name, status: 'same', size: cp.size };
     }
     // The current tlog-witness text answers 422 for another root at the same size; v1.0.0 answered 409 with that size.
-    if (answer.status === 422 || answer.size === cp.size) return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
-    if (answer.size === undefined) return { name, status: 'unknown', reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}` };
+    if (answer.status === 422 || answer.size === cp.size)
+      return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
+    if (answer.size === undefined)
+      return {
+        name,
+        status: 'unknown',
+        reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}`,
+      };
     if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };
     this.known.set(name, answer.size);
     return { name, status: 'behind', size: answer.size };
@@ -172,7 +184,8 @@ export class WitnessCollector implements CheckpointWitnessing {
         continue;
       }
       // The current tlog-witness text answers 422 where v1.0.0 answered 409 with the held size.
-      if (status === 422 && old === cp.size) throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
+      if (status === 422 && old === cp.size)
+        throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
       if (status !== 200) throw new Error(`witness answered ${status}: ${text.trim().slice(0, 200)}`);
       // Keep only lines that verify under this witness's key over this checkpoint.
       const sigs = parseNote(`${body}\n${text}`).signatures;
@@ -185,12 +198,24 @@ export class WitnessCollector implements CheckpointWitnessing {
   }
 
   /** POSTs one add-checkpoint; a 409 carrying the witness's size (text/x.tlog.size) comes back as `size`. */
-  private async post(w: WitnessEndpoint, oldSize: number, proof: Uint8Array[], note: string, signal: AbortSignal): Promise<Answer> {
-    const res = await fetch(`${w.url.replace(/\/$/, '')}/add-checkpoint`, { method: 'POST', body: formatAddCheckpoint({ oldSize, proof, checkpoint: note }), signal });
+  private async post(
+    w: WitnessEndpoint,
+    oldSize: number,
+    proof: Uint8Array[],
+    note: string,
+    signal: AbortSignal,
+  ): Promise<Answer> {
+    const res = await fetch(`${w.url.replace(/\/$/, '')}/add-checkpoint`, {
+      method: 'POST',
+      body: formatAddCheckpoint({ oldSize, proof, checkpoint: note }),
+      signal,
+    });
     const text = await res.text();
-    if (res.status !== 409 || !res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) return { status: res.status, text };
+    if (res.status !== 409 || !res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE))
+      return { status: res.status, text };
     const size = Number(text.trim());
-    if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size)) throw new Error(`witness sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
+    if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size))
+      throw new Error(`witness sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
     return { status: res.status, text, size };
   }
 }

@@ -4,7 +4,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { SIG_COSIGNATURE_V1, type NoteSigner, type NoteVerifier, formatVkey, makeVerifier, parseVkey } from '../core/note.js';
+import {
+  SIG_COSIGNATURE_V1,
+  type NoteSigner,
+  type NoteVerifier,
+  formatVkey,
+  makeVerifier,
+  parseVkey,
+} from '../core/note.js';
 import { clientErrorHandler, connectHandler } from '../api/edge.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';

@@ -27,10 +27,16 @@ const sameKey = (a: string, b: string): boolean => {
 };
 
 /** The endpoints and quorum of a policy for the log `log`; `given` are the `--witness` settings. */
-export function servedPolicy(policy: Policy, log: NoteVerifier, given: readonly WitnessEndpoint[]): ServedWitnessPolicy {
+export function servedPolicy(
+  policy: Policy,
+  log: NoteVerifier,
+  given: readonly WitnessEndpoint[],
+): ServedWitnessPolicy {
   const logVkey = formatVkey(log);
   if (policy.logs.length > 0 && !policy.logs.some((l) => sameKey(l.vkey, logVkey))) {
-    throw new WitnessPolicyError(`the witness policy lists ${policy.logs.length} log(s), but not this log (${logVkey})`);
+    throw new WitnessPolicyError(
+      `the witness policy lists ${policy.logs.length} log(s), but not this log (${logVkey})`,
+    );
   }
   const unused = new Set(given);
   const byName = new Map<string, string>();
@@ -39,20 +45,30 @@ export function servedPolicy(policy: Policy, log: NoteVerifier, given: readonly 
     try {
       verifier = parseVkey(w.vkey);
     } catch (e) {
-      throw new WitnessPolicyError(`witness ${w.name}: ${(e as Error).message} (this log asks only Ed25519 cosignature/v1 witnesses)`);
+      throw new WitnessPolicyError(
+        `witness ${w.name}: ${(e as Error).message} (this log asks only Ed25519 cosignature/v1 witnesses)`,
+      );
     }
-    if (verifier.type !== SIG_COSIGNATURE_V1) throw new WitnessPolicyError(`witness ${w.name}: not a cosignature/v1 (type 0x04) key`);
-    if (byName.has(verifier.name)) throw new WitnessPolicyError(`witnesses ${byName.get(verifier.name)} and ${w.name} share the key name ${verifier.name}`);
+    if (verifier.type !== SIG_COSIGNATURE_V1)
+      throw new WitnessPolicyError(`witness ${w.name}: not a cosignature/v1 (type 0x04) key`);
+    if (byName.has(verifier.name))
+      throw new WitnessPolicyError(
+        `witnesses ${byName.get(verifier.name)} and ${w.name} share the key name ${verifier.name}`,
+      );
     byName.set(verifier.name, w.name);
     const paired = given.find((g) => formatVkey(g.verifier) === formatVkey(verifier));
     if (paired) unused.delete(paired);
     const url = paired?.url ?? w.url;
-    if (!url) throw new WitnessPolicyError(`witness ${w.name} has no URL: add its submission prefix to its witness line, or pass --witness '${w.vkey}=<url>'`);
+    if (!url)
+      throw new WitnessPolicyError(
+        `witness ${w.name} has no URL: add its submission prefix to its witness line, or pass --witness '${w.vkey}=<url>'`,
+      );
     return { verifier, url };
   });
   const stray = [...unused][0];
   if (stray) throw new WitnessPolicyError(`--witness ${stray.verifier.name} is not in the witness policy`);
-  const quorum = (cosigned: ReadonlySet<string>) => quorumMet(policy, new Set([...cosigned].map((n) => byName.get(n)).filter((n): n is string => n !== undefined)));
+  const quorum = (cosigned: ReadonlySet<string>) =>
+    quorumMet(policy, new Set([...cosigned].map((n) => byName.get(n)).filter((n): n is string => n !== undefined)));
   const published: Policy = {
     logs: [{ vkey: logVkey }],
     witnesses: policy.witnesses.map((w): PolicyWitness => ({ name: w.name, vkey: w.vkey })),
@@ -63,7 +79,11 @@ export function servedPolicy(policy: Policy, log: NoteVerifier, given: readonly 
 }
 
 /** The `--witness`/`--witness-threshold` setting as a policy: M of all N (0: `quorum none`). */
-export function thresholdServedPolicy(log: NoteVerifier, endpoints: readonly WitnessEndpoint[], threshold: number): Policy {
+export function thresholdServedPolicy(
+  log: NoteVerifier,
+  endpoints: readonly WitnessEndpoint[],
+  threshold: number,
+): Policy {
   return thresholdPolicy(
     [{ vkey: formatVkey(log) }],
     endpoints.map((e) => ({ name: e.verifier.name, vkey: formatVkey(e.verifier) })),

@@ -71,11 +71,13 @@ export const refuse = {
    */
   staleOldSize: (held: number, why: string) => new WitnessError(409, why, held),
   /** "A checkpoint of size zero MUST have the root hash of the empty tree ... Otherwise ... 422". */
-  nonEmptyRootAtZero: () => new WitnessError(422, 'a checkpoint of size 0 must have the empty-tree root (SHA-256 of the empty string)'),
+  nonEmptyRootAtZero: () =>
+    new WitnessError(422, 'a checkpoint of size 0 must have the empty-tree root (SHA-256 of the empty string)'),
   /** "If the proof is not empty when the old size is zero ... 422 Unprocessable Entity". */
   proofAfterZero: () => new WitnessError(422, 'the consistency proof must be empty when the old size is 0'),
   /** "... or if a Merkle Consistency Proof doesn't verify, the witness MUST respond with a "422"". */
-  badProof: (old: number, size: number) => new WitnessError(422, `consistency proof from ${old} to ${size} does not verify`),
+  badProof: (old: number, size: number) =>
+    new WitnessError(422, `consistency proof from ${old} to ${size} does not verify`),
   /** "If the old size matches the checkpoint size ... root hashes ... If they don't match ... 422". */
   otherRoot: (size: number) => new WitnessError(422, `a different root for size ${size} was already cosigned`),
 } as const;
@@ -94,7 +96,8 @@ export function parseAddCheckpoint(body: string): AddCheckpointRequest {
   if (nl < 0) throw bad('missing old size line');
   const first = body.slice(0, nl);
   const m = /^old (.*)$/.exec(first);
-  if (!m || !DECIMAL.test(m[1]!) || !Number.isSafeInteger(Number(m[1]))) throw bad('old size line must be "old <decimal>"');
+  if (!m || !DECIMAL.test(m[1]!) || !Number.isSafeInteger(Number(m[1])))
+    throw bad('old size line must be "old <decimal>"');
   const proof: Uint8Array[] = [];
   let at = nl + 1;
   for (;;) {
@@ -104,7 +107,8 @@ export function parseAddCheckpoint(body: string): AddCheckpointRequest {
     at = end + 1;
     if (line === '') break;
     const h = Buffer.from(line, 'base64');
-    if (h.length !== HASH_SIZE || h.toString('base64') !== line) throw bad('consistency proof lines must be base64 of 32 bytes');
+    if (h.length !== HASH_SIZE || h.toString('base64') !== line)
+      throw bad('consistency proof lines must be base64 of 32 bytes');
     if (proof.length === MAX_PROOF_LINES) throw bad(`more than ${MAX_PROOF_LINES} consistency proof lines`);
     proof.push(new Uint8Array(h));
   }

@@ -6,7 +6,14 @@
 import Koa from 'koa';
 import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
-import { MAX_REQUEST_BYTES, MONITORING_PATH, SIZE_CONTENT_TYPE, WitnessError, parseAddCheckpoint, refuse } from './protocol.js';
+import {
+  MAX_REQUEST_BYTES,
+  MONITORING_PATH,
+  SIZE_CONTENT_TYPE,
+  WitnessError,
+  parseAddCheckpoint,
+  refuse,
+} from './protocol.js';
 import type { Witness } from './witness.js';
 
 const TEXT = 'text/plain; charset=utf-8';

@@ -85,7 +85,10 @@ export class Witness {
     const prev = this.queues.get(cp.origin) ?? Promise.resolve();
     const step = () => this.advance(req, cp);
     const run = prev.then(step, step);
-    this.queues.set(cp.origin, run.catch(() => undefined));
+    this.queues.set(
+      cp.origin,
+      run.catch(() => undefined),
+    );
     return run;
   }
 
@@ -108,13 +111,16 @@ export class Witness {
     } catch (e) {
       throw refuse.unsigned((e as NoteError).message);
     }
-    const logLines = note.signatures.filter((s) => s.name === log.name && bytesEqual(s.keyHash, log.keyHash)).map((s) => s.line);
+    const logLines = note.signatures
+      .filter((s) => s.name === log.name && bytesEqual(s.keyHash, log.keyHash))
+      .map((s) => s.line);
     return { ...body, body: note.body, logLines: logLines.join('') };
   }
 
   private async advance(req: AddCheckpointRequest, cp: OpenedCheckpoint): Promise<string> {
     const held = await this.stateOf(cp.origin);
-    if (req.oldSize !== held.size) throw refuse.staleOldSize(held.size, `witness holds size ${held.size}, not ${req.oldSize}`);
+    if (req.oldSize !== held.size)
+      throw refuse.staleOldSize(held.size, `witness holds size ${held.size}, not ${req.oldSize}`);
     checkAgainstHeld(held, req, cp);
     const line = await cosignBody(cp.body, this.o.signer, this.timestamp());
     // The cosignature is made first so the monitoring path can serve it, and is returned only
@@ -152,12 +158,19 @@ export function checkRequest(req: AddCheckpointRequest, cp: ExtendedCheckpointBo
 }
 
 /** The checks against what the witness holds (old size already equal to the held size). */
-export function checkAgainstHeld(held: { size: number; root: string; version: string | null }, req: AddCheckpointRequest, cp: ExtendedCheckpointBody): void {
+export function checkAgainstHeld(
+  held: { size: number; root: string; version: string | null },
+  req: AddCheckpointRequest,
+  cp: ExtendedCheckpointBody,
+): void {
   if (held.version !== null && held.size === cp.size) {
     if (held.root !== toHex(cp.root)) throw refuse.otherRoot(cp.size);
     // The proof from a size to itself is empty (RFC 9162 §2.1.4.1); anything else does not verify.
     if (req.proof.length > 0) throw refuse.badProof(held.size, cp.size);
-  } else if (held.size > 0 && !verifyConsistency(held.size, cp.size, req.proof, Buffer.from(held.root, 'hex'), cp.root)) {
+  } else if (
+    held.size > 0 &&
+    !verifyConsistency(held.size, cp.size, req.proof, Buffer.from(held.root, 'hex'), cp.root)
+  ) {
     throw refuse.badProof(held.size, cp.size);
   }
 }

@@ -91,15 +91,26 @@ describe('the anchor policy in production mode', () => {
     expect(ok.body.entry).toMatchObject({ scope: 'ci-web', artifact: 'web.tgz', tenant: 'acme' });
     const other = await postAnchor(srv.url, { digest: next(), scope: 'ci-api', artifact: 'web.tgz' }, auth(TOKENS.web));
     expect(other.status).toBe(403);
-    expect(other.body.error).toMatchObject({ code: 'anchor_denied', reasons: [], policyVersion: expect.stringMatching(/^pv_[0-9a-f]{16}$/) });
+    expect(other.body.error).toMatchObject({
+      code: 'anchor_denied',
+      reasons: [],
+      policyVersion: expect.stringMatching(/^pv_[0-9a-f]{16}$/),
+    });
     expect(other.body.error.message).toMatch(/no policy permits it/);
     expect((await postAnchor(srv.url, { digest: next(), scope: 'ci-api' }, auth(TOKENS.api))).status).toBe(201);
     expect((await postAnchor(srv.url, { digest: next() }, auth(TOKENS.api))).status).toBe(403);
   });
 
   it('decides entry types per principal: only release records document_verified', async () => {
-    expect((await postAnchor(srv.url, { digest: next(), scope: 'ci-web', type: 'document_verified' }, auth(TOKENS.web))).status).toBe(403);
-    const r = await postAnchor(srv.url, { digest: next(), scope: 'any', type: 'document_verified' }, auth(TOKENS.release));
+    expect(
+      (await postAnchor(srv.url, { digest: next(), scope: 'ci-web', type: 'document_verified' }, auth(TOKENS.web)))
+        .status,
+    ).toBe(403);
+    const r = await postAnchor(
+      srv.url,
+      { digest: next(), scope: 'any', type: 'document_verified' },
+      auth(TOKENS.release),
+    );
     expect(r.status).toBe(201);
     expect(r.body.entry).toMatchObject({ type: 'document_verified', result: 'Verified', tenant: 'acme' });
     // A token no policy names (other, of tenant globex) anchors nothing.
@@ -107,7 +118,11 @@ describe('the anchor policy in production mode', () => {
   });
 
   it('refuses by artifact and by digest with the forbidding policy as the reason', async () => {
-    const key = await postAnchor(srv.url, { digest: next(), scope: 'ci-web', artifact: 'signing.key' }, auth(TOKENS.web));
+    const key = await postAnchor(
+      srv.url,
+      { digest: next(), scope: 'ci-web', artifact: 'signing.key' },
+      auth(TOKENS.web),
+    );
     expect(key.status).toBe(403);
     expect(key.body.error.reasons).toEqual(['no-secrets-artifacts']);
     expect(key.body.error.message).toMatch(/refused by no-secrets-artifacts/);
@@ -120,7 +135,11 @@ describe('the anchor policy in production mode', () => {
     // Clear of a minute's turn (the budget restarts then): ci-api has anchored 0 or 1 this minute.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 40_000) await new Promise((r) => setTimeout(r, 60_100 - intoMinute));
-    const results = (await Promise.all(Array.from({ length: 60 }, () => postAnchor(srv.url, { digest: next(), scope: 'ci-api' }, auth(TOKENS.api))))).map((r) => r.status);
+    const results = (
+      await Promise.all(
+        Array.from({ length: 60 }, () => postAnchor(srv.url, { digest: next(), scope: 'ci-api' }, auth(TOKENS.api))),
+      )
+    ).map((r) => r.status);
     const allowed = results.filter((s) => s === 201).length;
     expect(allowed).toBeGreaterThanOrEqual(49);
     expect(allowed).toBeLessThanOrEqual(50);
@@ -149,8 +168,14 @@ describe('the anchor policy in production mode', () => {
     expect(unbound.status).toBe(403);
     expect(unbound.body.error.code).toBe('tenant_not_granted');
     // The scheme is case-insensitive (RFC 7235).
-    expect((await postAnchor(srv.url, { digest: next(), scope: 'ci-web' }, { authorization: `bearer ${TOKENS.web}` })).status).toBe(201);
-    expect((await postAnchor(srv.url, { digest: next(), scope: 'ci-web' }, { authorization: `BEARER ${TOKENS.web}` })).status).toBe(201);
+    expect(
+      (await postAnchor(srv.url, { digest: next(), scope: 'ci-web' }, { authorization: `bearer ${TOKENS.web}` }))
+        .status,
+    ).toBe(201);
+    expect(
+      (await postAnchor(srv.url, { digest: next(), scope: 'ci-web' }, { authorization: `BEARER ${TOKENS.web}` }))
+        .status,
+    ).toBe(201);
   });
 
   it('hot-reloads under load, and a broken file leaves the previous policy deciding', async () => {
@@ -161,11 +186,16 @@ describe('the anchor policy in production mode', () => {
     const statuses: number[] = [];
     const load = (async () => {
       while (!stop) {
-        const batch = await Promise.all(Array.from({ length: 8 }, () => postAnchor(srv.url, { digest: next(), scope: 'any' }, auth(TOKENS.release))));
+        const batch = await Promise.all(
+          Array.from({ length: 8 }, () => postAnchor(srv.url, { digest: next(), scope: 'any' }, auth(TOKENS.release))),
+        );
         statuses.push(...batch.map((r) => r.status));
       }
     })();
-    writePolicy('anchors.cedar', `${POLICY}\n@id("release-frozen")\nforbid (principal == Token::"release", action, resource);\n`);
+    writePolicy(
+      'anchors.cedar',
+      `${POLICY}\n@id("release-frozen")\nforbid (principal == Token::"release", action, resource);\n`,
+    );
     const v2 = await waitForVersion(v1);
     await new Promise((r) => setTimeout(r, 300));
     stop = true;
@@ -210,7 +240,11 @@ describe('tenants in demo mode', () => {
     const r = await postAnchor(srv.url, { digest: digestOf(1), tenant: 'acme' });
     expect(r.status).toBe(201);
     expect(r.body.entry.tenant).toBe('acme');
-    const nfd = await postAnchor(srv.url, { digest: digestOf(2), tenant: 'cafe\u0301', artifact: 'Re\u0301sume\u0301.pdf' });
+    const nfd = await postAnchor(srv.url, {
+      digest: digestOf(2),
+      tenant: 'cafe\u0301',
+      artifact: 'Re\u0301sume\u0301.pdf',
+    });
     expect(nfd.status).toBe(201);
     expect(nfd.body.entry.tenant).toBe('caf\u00e9');
     expect(nfd.body.entry.artifact).toBe('R\u00e9sum\u00e9.pdf');

@@ -2,7 +2,13 @@
 // library verifier, lookups, concurrency, bad input, and restarts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCheckpointBody } from '../../src/core/checkpoint.js';
-import { artifactId, canonicalEntryBytes, entryHash as computeEntryHash, type Entry, ZERO_HASH } from '../../src/core/entry.js';
+import {
+  artifactId,
+  canonicalEntryBytes,
+  entryHash as computeEntryHash,
+  type Entry,
+  ZERO_HASH,
+} from '../../src/core/entry.js';
 import { hashFromHex, leafHash, sha256, toHex } from '../../src/core/hash.js';
 import { MemoryHashReader, treeHash, verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, openNote, parseVkey } from '../../src/core/note.js';
@@ -13,7 +19,17 @@ import * as ed from '@noble/ed25519';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
 import type { Json } from '../helpers/json.js';
 
-const CHECKPOINT_FIELDS = ['keyId', 'lifetimeEntries', 'logId', 'note', 'rootHash', 'signature', 'timestamp', 'treeSize', 'witnesses'];
+const CHECKPOINT_FIELDS = [
+  'keyId',
+  'lifetimeEntries',
+  'logId',
+  'note',
+  'rootHash',
+  'signature',
+  'timestamp',
+  'treeSize',
+  'witnesses',
+];
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
@@ -32,15 +48,28 @@ function checkCheckpointJson(cp: Json, vkey: string) {
   expect(cp.keyId).toBe(toHex(sha256(v.publicKey)));
 }
 
-
 function checkEntryProof(r: Json) {
-  expect(Object.keys(r).sort()).toEqual(['auditPath', 'checkpoint', 'entry', 'leafHash', 'leafIndex', 'rootHash', 'treeSize']);
+  expect(Object.keys(r).sort()).toEqual([
+    'auditPath',
+    'checkpoint',
+    'entry',
+    'leafHash',
+    'leafIndex',
+    'rootHash',
+    'treeSize',
+  ]);
   const e: Entry = r.entry;
   expect(e.id).toBe(`led_${r.leafIndex}_${e.proof.entryHash.slice(0, 12)}`);
   expect(r.leafHash).toBe(toHex(leafHash(hashFromHex(e.proof.entryHash))));
   expect(r.treeSize).toBe(r.checkpoint.treeSize);
   expect(r.rootHash).toBe(r.checkpoint.rootHash);
-  const ok = verifyInclusion(r.leafIndex, r.treeSize, hashFromHex(r.leafHash), r.auditPath.map(hashFromHex), hashFromHex(r.rootHash));
+  const ok = verifyInclusion(
+    r.leafIndex,
+    r.treeSize,
+    hashFromHex(r.leafHash),
+    r.auditPath.map(hashFromHex),
+    hashFromHex(r.rootHash),
+  );
   expect(ok).toBe(true);
 }
 
@@ -51,7 +80,11 @@ describe('compatibility API', () => {
   beforeAll(async () => {
     srv = await startTestServer();
     for (let i = 0; i < 40; i++) {
-      const res = await postAnchor(srv.url, { digest: digestOf(i).toUpperCase(), artifact: `pkg-${i % 7}.tgz`, scope: 'release' });
+      const res = await postAnchor(srv.url, {
+        digest: digestOf(i).toUpperCase(),
+        artifact: `pkg-${i % 7}.tgz`,
+        scope: 'release',
+      });
       expect(res.status).toBe(201);
       anchored.push(res.body);
     }
@@ -69,7 +102,15 @@ describe('compatibility API', () => {
       expect(a.entry.artifactId).toBe(artifactId(`pkg-${i % 7}.tgz`, 'release'));
       checkCheckpointJson(a.checkpoint, srv.vkey);
       const leaf = leafHash(hashFromHex(a.entry.proof.entryHash));
-      expect(verifyInclusion(a.leafIndex, a.checkpoint.treeSize, leaf, a.inclusionProof.map(hashFromHex), hashFromHex(a.checkpoint.rootHash))).toBe(true);
+      expect(
+        verifyInclusion(
+          a.leafIndex,
+          a.checkpoint.treeSize,
+          leaf,
+          a.inclusionProof.map(hashFromHex),
+          hashFromHex(a.checkpoint.rootHash),
+        ),
+      ).toBe(true);
     }
   });
 
@@ -135,16 +176,32 @@ describe('compatibility API', () => {
   it('consistency proofs recompute both roots', async () => {
     const cp = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
     const reader = new LogReader(new FsObjectStore(`${srv.dataDir}/log`), { unverified: true });
-    for (const [first, second] of [[1, cp.treeSize], [7, 8], [13, 29], [cp.treeSize, cp.treeSize], [1, 1]]) {
+    for (const [first, second] of [
+      [1, cp.treeSize],
+      [7, 8],
+      [13, 29],
+      [cp.treeSize, cp.treeSize],
+      [1, 1],
+    ]) {
       const { status, body } = await getJson(`${srv.url}/api/ledger/consistency?first=${first}&second=${second}`);
       expect(status).toBe(200);
       expect(Object.keys(body).sort()).toEqual(['first', 'firstRoot', 'proof', 'second', 'secondRoot']);
       expect(body.firstRoot).toBe(toHex(await reader.treeHash(first!)));
       expect(body.secondRoot).toBe(toHex(await reader.treeHash(second!)));
-      expect(verifyConsistency(first!, second!, body.proof.map(hashFromHex), hashFromHex(body.firstRoot), hashFromHex(body.secondRoot))).toBe(true);
+      expect(
+        verifyConsistency(
+          first!,
+          second!,
+          body.proof.map(hashFromHex),
+          hashFromHex(body.firstRoot),
+          hashFromHex(body.secondRoot),
+        ),
+      ).toBe(true);
       if (first === second) expect(body.proof).toEqual([]);
     }
-    expect((await getJson(`${srv.url}/api/ledger/consistency?first=1&second=${cp.treeSize}`)).body.secondRoot).toBe(cp.rootHash);
+    expect((await getJson(`${srv.url}/api/ledger/consistency?first=1&second=${cp.treeSize}`)).body.secondRoot).toBe(
+      cp.rootHash,
+    );
   });
 
   it('summary counts entries', async () => {
@@ -199,8 +256,18 @@ describe('bad input', () => {
   const big = 'x'.repeat(20_000);
   const cases: [string, () => Promise<{ status: number; body: Json }>, number, string][] = [
     ['no lookup key', () => getJson(`@/api/ledger/entry`), 400, 'lookup_key'],
-    ['two lookup keys', () => getJson(`@/api/ledger/entry?id=led_0_000000000000&hash=${digestOf(1)}`), 400, 'lookup_key'],
-    ['repeated key', () => getJson(`@/api/ledger/entry?hash=${digestOf(1)}&hash=${digestOf(1)}`), 400, 'duplicate_parameter'],
+    [
+      'two lookup keys',
+      () => getJson(`@/api/ledger/entry?id=led_0_000000000000&hash=${digestOf(1)}`),
+      400,
+      'lookup_key',
+    ],
+    [
+      'repeated key',
+      () => getJson(`@/api/ledger/entry?hash=${digestOf(1)}&hash=${digestOf(1)}`),
+      400,
+      'duplicate_parameter',
+    ],
     ['unknown parameter', () => getJson(`@/api/ledger/entry?hash=${digestOf(1)}&x=1`), 400, 'unknown_parameter'],
     ['malformed id', () => getJson(`@/api/ledger/entry?id=led_x_1`), 400, 'invalid_id'],
     ['id with leading zero', () => getJson(`@/api/ledger/entry?id=led_01_000000000000`), 400, 'invalid_id'],
@@ -216,16 +283,36 @@ describe('bad input', () => {
     ['consistency beyond tree', () => getJson(`@/api/ledger/consistency?first=1&second=6`), 400, 'invalid_second'],
     ['consistency non-integer', () => getJson(`@/api/ledger/consistency?first=1.5&second=2`), 400, 'invalid_first'],
     ['consistency negative', () => getJson(`@/api/ledger/consistency?first=-1&second=2`), 400, 'invalid_first'],
-    ['consistency huge', () => getJson(`@/api/ledger/consistency?first=1&second=99999999999999999999`), 400, 'invalid_second'],
+    [
+      'consistency huge',
+      () => getJson(`@/api/ledger/consistency?first=1&second=99999999999999999999`),
+      400,
+      'invalid_second',
+    ],
     ['anchor not JSON', () => postAnchor('@', '{not json'), 400, 'invalid_json'],
     ['anchor JSON array', () => postAnchor('@', '[1,2]'), 400, 'invalid_body'],
-    ['anchor wrong content type', () => getJson(`@/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' }), 415, 'unsupported_media_type'],
+    [
+      'anchor wrong content type',
+      () => getJson(`@/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' }),
+      415,
+      'unsupported_media_type',
+    ],
     ['anchor without digest', () => postAnchor('@', {}), 400, 'missing_digest'],
     ['anchor bad digest', () => postAnchor('@', { digest: 'zz'.repeat(32) }), 400, 'invalid_digest'],
     ['anchor digest as number', () => postAnchor('@', { digest: 12 }), 400, 'invalid_digest'],
-    ['anchor long artifact', () => postAnchor('@', { digest: digestOf(9), artifact: 'a'.repeat(1025) }), 400, 'invalid_artifact'],
+    [
+      'anchor long artifact',
+      () => postAnchor('@', { digest: digestOf(9), artifact: 'a'.repeat(1025) }),
+      400,
+      'invalid_artifact',
+    ],
     ['anchor long scope', () => postAnchor('@', { digest: digestOf(9), scope: 's'.repeat(257) }), 400, 'invalid_scope'],
-    ['anchor control characters', () => postAnchor('@', { digest: digestOf(9), artifact: 'a\nb' }), 400, 'invalid_artifact'],
+    [
+      'anchor control characters',
+      () => postAnchor('@', { digest: digestOf(9), artifact: 'a\nb' }),
+      400,
+      'invalid_artifact',
+    ],
     ['anchor unknown field', () => postAnchor('@', { digest: digestOf(9), extra: 1 }), 400, 'unknown_field'],
     ['anchor bad type', () => postAnchor('@', { digest: digestOf(9), type: 'policy_evaluation' }), 400, 'invalid_type'],
     ['anchor body too large', () => postAnchor('@', { digest: digestOf(9), artifact: big }), 413, 'body_too_large'],
@@ -250,7 +337,10 @@ describe('bad input', () => {
   const realFetch = globalThis.fetch;
   beforeAll(() => {
     globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) =>
-      realFetch(typeof input === 'string' && input.startsWith('@') ? srv.url + input.slice(1) : input, init)) as typeof fetch;
+      realFetch(
+        typeof input === 'string' && input.startsWith('@') ? srv.url + input.slice(1) : input,
+        init,
+      )) as typeof fetch;
   });
   afterAll(() => {
     globalThis.fetch = realFetch;
@@ -269,7 +359,11 @@ describe('production mode', () => {
     const none = await postAnchor(srv.url, { digest: digestOf(1) });
     expect(none.status).toBe(401);
     expect(none.body.error.code).toBe('unauthorized');
-    const wrong = await postAnchor(srv.url, { digest: digestOf(1) }, { authorization: 'Bearer tok_wrong_wrong_wrong_1' });
+    const wrong = await postAnchor(
+      srv.url,
+      { digest: digestOf(1) },
+      { authorization: 'Bearer tok_wrong_wrong_wrong_1' },
+    );
     expect(wrong.status).toBe(401);
     const ok = await postAnchor(srv.url, { digest: digestOf(1) }, { authorization: `Bearer ${token}` });
     expect(ok.status).toBe(201);
@@ -278,7 +372,9 @@ describe('production mode', () => {
 
   it('rate-limits per client with 429 and Retry-After', async () => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => postAnchor(srv.url, { digest: digestOf(100 + i) }, { authorization: `Bearer ${token}` })),
+      Array.from({ length: 8 }, (_, i) =>
+        postAnchor(srv.url, { digest: digestOf(100 + i) }, { authorization: `Bearer ${token}` }),
+      ),
     );
     const limited = results.filter((r) => r.status === 429);
     expect(limited.length).toBeGreaterThan(0);
@@ -294,13 +390,23 @@ describe('production mode', () => {
 describe('concurrency and restart', () => {
   it('1,000 concurrent anchors get distinct leaves and valid proofs; a restart keeps them all', async () => {
     const srv = await startTestServer({ batchIntervalMs: 50 });
-    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => postAnchor(srv.url, { digest: digestOf(5000 + i) })));
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => postAnchor(srv.url, { digest: digestOf(5000 + i) })),
+    );
     expect(results.every((r) => r.status === 201)).toBe(true);
     const leaves = new Set(results.map((r) => r.body.leafIndex));
     expect(leaves.size).toBe(1000);
     for (const r of results) {
       const leaf = leafHash(hashFromHex(r.body.entry.proof.entryHash));
-      expect(verifyInclusion(r.body.leafIndex, r.body.checkpoint.treeSize, leaf, r.body.inclusionProof.map(hashFromHex), hashFromHex(r.body.checkpoint.rootHash))).toBe(true);
+      expect(
+        verifyInclusion(
+          r.body.leafIndex,
+          r.body.checkpoint.treeSize,
+          leaf,
+          r.body.inclusionProof.map(hashFromHex),
+          hashFromHex(r.body.checkpoint.rootHash),
+        ),
+      ).toBe(true);
     }
     // Full recomputation: every leaf from the entry hashes, root against the checkpoint.
     const byLeaf = new Map(results.map((r) => [r.body.leafIndex as number, r.body.entry.proof.entryHash as string]));
@@ -309,10 +415,23 @@ describe('concurrency and restart', () => {
     expect(toHex(await treeHash(1000, new MemoryHashReader(leavesInOrder)))).toBe(cp.rootHash);
 
     // Sizes inside a batch have no partial tiles of their own: proofs read the wider ones.
-    for (const [first, second] of [[289, 1000], [1, 777], [300, 301], [513, 999]] as const) {
+    for (const [first, second] of [
+      [289, 1000],
+      [1, 777],
+      [300, 301],
+      [513, 999],
+    ] as const) {
       const c = await getJson(`${srv.url}/api/ledger/consistency?first=${first}&second=${second}`);
       expect(c.status).toBe(200);
-      expect(verifyConsistency(first, second, c.body.proof.map(hashFromHex), hashFromHex(c.body.firstRoot), hashFromHex(c.body.secondRoot))).toBe(true);
+      expect(
+        verifyConsistency(
+          first,
+          second,
+          c.body.proof.map(hashFromHex),
+          hashFromHex(c.body.firstRoot),
+          hashFromHex(c.body.secondRoot),
+        ),
+      ).toBe(true);
       expect(c.body.firstRoot).toBe(toHex(await treeHash(first, new MemoryHashReader(leavesInOrder))));
       expect(c.body.secondRoot).toBe(toHex(await treeHash(second, new MemoryHashReader(leavesInOrder))));
     }

@@ -33,8 +33,19 @@ let pristine: LogReader;
 beforeAll(async () => {
   dataDir = scratchDir('stele-corrupt-');
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-  const { sequencer } = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 1, maxBatch: 65_536, listeners: [index] });
-  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` }))));
+  const { sequencer } = await openLocalLog({
+    dataDir,
+    origin: ORIGIN,
+    fsync: false,
+    batchInterval: 1,
+    maxBatch: 65_536,
+    listeners: [index],
+  });
+  await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` })),
+    ),
+  );
   head = { size: sequencer.checkpoint.size, root: sequencer.checkpoint.root };
   expect(head.size).toBe(N);
   await sequencer.close();
@@ -48,7 +59,12 @@ let server: RunningServer | undefined;
 afterAll(async () => server?.close());
 
 /** Flips bytes of a stored object for the length of `body`, with a server started over the corrupted log. */
-async function withCorruption(key: string, at: number, body: (url: string) => Promise<void>, to?: number): Promise<void> {
+async function withCorruption(
+  key: string,
+  at: number,
+  body: (url: string) => Promise<void>,
+  to?: number,
+): Promise<void> {
   const file = join(dataDir, 'log', key);
   const data = readFileSync(file);
   const was = data[at]!;
@@ -71,7 +87,12 @@ type Outcome = 'ok' | 'corrupt';
 async function entry(url: string, query: string, seq: number): Promise<Outcome> {
   const { status, body } = await getJson(`${url}/api/ledger/entry?${query}`);
   if (status === 500) {
-    expect(body).toEqual({ error: { code: 'corrupt_storage', message: expect.stringMatching(/^tile\/\S+ in the log's storage does not match/) } });
+    expect(body).toEqual({
+      error: {
+        code: 'corrupt_storage',
+        message: expect.stringMatching(/^tile\/\S+ in the log's storage does not match/),
+      },
+    });
     return 'corrupt';
   }
   expect(status, `${query}: ${JSON.stringify(body)}`).toBe(200);
@@ -80,7 +101,15 @@ async function entry(url: string, query: string, seq: number): Promise<Outcome> 
   expect(body.entry.proof.entryHash).toBe(entryHashes[seq]);
   expect(body.leafHash).toBe(toHex(leafHash(hashFromHex(entryHashes[seq]!))));
   expect(body.rootHash).toBe(toHex(head.root));
-  expect(verifyInclusion(seq, body.treeSize, hashFromHex(body.leafHash), body.auditPath.map(hashFromHex), hashFromHex(body.rootHash))).toBe(true);
+  expect(
+    verifyInclusion(
+      seq,
+      body.treeSize,
+      hashFromHex(body.leafHash),
+      body.auditPath.map(hashFromHex),
+      hashFromHex(body.rootHash),
+    ),
+  ).toBe(true);
   return 'ok';
 }
 
@@ -93,7 +122,15 @@ async function consistency(url: string, first: number, second: number): Promise<
   expect(status).toBe(200);
   expect(body.firstRoot).toBe(toHex(await pristine.treeHash(first, head)));
   expect(body.secondRoot).toBe(toHex(await pristine.treeHash(second, head)));
-  expect(verifyConsistency(first, second, body.proof.map(hashFromHex), hashFromHex(body.firstRoot), hashFromHex(body.secondRoot))).toBe(true);
+  expect(
+    verifyConsistency(
+      first,
+      second,
+      body.proof.map(hashFromHex),
+      hashFromHex(body.firstRoot),
+      hashFromHex(body.secondRoot),
+    ),
+  ).toBe(true);
   return 'ok';
 }
 
@@ -111,7 +148,14 @@ async function corruptCount(url: string): Promise<number> {
 
 /** Leaves spread over the log, each asked for by leaf, id, digest and artifact. */
 const LEAVES = [0, 1, 17, 18, 255, 256, 266, 267, 268, 517, 518, 800, 40_000, 65_535, 65_536, 65_600, N - 1];
-const PAIRS = [[1, N], [17, 18], [256, N], [300, 65_836], [65_536, N], [65_600, N - 1]] as const;
+const PAIRS = [
+  [1, N],
+  [17, 18],
+  [256, N],
+  [300, 65_836],
+  [65_536, N],
+  [65_600, N - 1],
+] as const;
 
 /** Every lookup's outcome, by leaf; consistency outcomes by pair. */
 async function survey(url: string): Promise<{ leaves: Map<number, Outcome[]>; pairs: Outcome[] }> {
@@ -148,7 +192,8 @@ describe('corrupted storage is never served', () => {
   it('a level-1 tile: everything below it is corrupt_storage, what lies beyond it verifies', async () => {
     await withCorruption(tilePath({ kind: 1, index: 0, width: 256 }), 3 * 32 + 1, async (url) => {
       const { leaves, pairs } = await survey(url);
-      for (const seq of [0, 256, 800, 40_000, 65_535, 65_536]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
+      for (const seq of [0, 256, 800, 40_000, 65_535, 65_536])
+        expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('corrupt'));
       for (const seq of [65_600, N - 1]) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
       expect(pairs).toEqual(['corrupt', 'corrupt', 'corrupt', 'corrupt', 'ok', 'ok']);
       expect(await blamed(url, 'leaf=800')).toBe('tile/1/000');
@@ -161,7 +206,8 @@ describe('corrupted storage is never served', () => {
       const { leaves, pairs } = await survey(url);
       expect(leaves.get(266)).toEqual(all('corrupt'));
       expect(leaves.get(267)).toEqual(all('corrupt'));
-      for (const seq of LEAVES.filter((s) => s !== 266 && s !== 267)) expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
+      for (const seq of LEAVES.filter((s) => s !== 266 && s !== 267))
+        expect(leaves.get(seq), `leaf ${seq}`).toEqual(all('ok'));
       expect(pairs.every((p) => p === 'ok')).toBe(true);
       expect(await blamed(url, 'leaf=266')).toBe('tile/entries/001');
       expect(await corruptCount(url)).toBe(1);

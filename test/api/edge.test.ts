@@ -12,14 +12,38 @@ const JSON_CT = 'Content-Type: application/json';
 const good = JSON.stringify({ digest: digestOf(0xed9e) });
 /** An anchor body with one label field set to `value` (a string as raw JSON text, to send lone surrogates). */
 const withLabel = (field: string, rawValue: string) => `{"digest":"${digestOf(0xbad)}","${field}":${rawValue}}`;
-const anchor = (body: string | Buffer, headers: readonly string[] = [JSON_CT]) => rawRequest('POST', ANCHOR, { headers, body });
+const anchor = (body: string | Buffer, headers: readonly string[] = [JSON_CT]) =>
+  rawRequest('POST', ANCHOR, { headers, body });
 
 type Case = readonly [name: string, request: Buffer | string, status: number, code: string];
 
 const METHODS: Case[] = [
-  ...['TRACE', 'PROPFIND', 'PROPPATCH', 'SEARCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'PURGE', 'LINK', 'UNLINK', 'REPORT', 'MKACTIVITY', 'CHECKOUT', 'MERGE', 'NOTIFY', 'SUBSCRIBE', 'UNSUBSCRIBE', 'BIND', 'REBIND', 'UNBIND', 'ACL', 'MKCALENDAR'].map(
-    (m): Case => [`${m} /`, rawRequest(m, '/'), 405, 'method_not_allowed'],
-  ),
+  ...[
+    'TRACE',
+    'PROPFIND',
+    'PROPPATCH',
+    'SEARCH',
+    'MKCOL',
+    'COPY',
+    'MOVE',
+    'LOCK',
+    'UNLOCK',
+    'PURGE',
+    'LINK',
+    'UNLINK',
+    'REPORT',
+    'MKACTIVITY',
+    'CHECKOUT',
+    'MERGE',
+    'NOTIFY',
+    'SUBSCRIBE',
+    'UNSUBSCRIBE',
+    'BIND',
+    'REBIND',
+    'UNBIND',
+    'ACL',
+    'MKCALENDAR',
+  ].map((m): Case => [`${m} /`, rawRequest(m, '/'), 405, 'method_not_allowed']),
   ['TRACE on the checkpoint JSON', rawRequest('TRACE', '/api/ledger/checkpoint'), 405, 'method_not_allowed'],
   ['PROPFIND on a tile', rawRequest('PROPFIND', '/tile/0/000'), 405, 'method_not_allowed'],
   ['PURGE on the anchor route', rawRequest('PURGE', ANCHOR), 405, 'method_not_allowed'],
@@ -34,18 +58,54 @@ const METHODS: Case[] = [
 
 const ENCODINGS: Case[] = [
   ...['gzip', 'deflate', 'br', 'compress', 'x-gzip', 'zstd', 'bogus', 'gzip, identity', 'identity, gzip'].map(
-    (e): Case => [`Content-Encoding: ${e} on plain JSON`, anchor(good, [JSON_CT, `Content-Encoding: ${e}`]), 415, 'unsupported_encoding'],
+    (e): Case => [
+      `Content-Encoding: ${e} on plain JSON`,
+      anchor(good, [JSON_CT, `Content-Encoding: ${e}`]),
+      415,
+      'unsupported_encoding',
+    ],
   ),
-  ['Content-Encoding: gzip on a real gzip body', anchor(gzipSync(good), [JSON_CT, 'Content-Encoding: gzip']), 415, 'unsupported_encoding'],
-  ['Content-Encoding: identity is no encoding', anchor('{"digest":"zz"}', [JSON_CT, 'Content-Encoding: identity']), 400, 'invalid_digest'],
+  [
+    'Content-Encoding: gzip on a real gzip body',
+    anchor(gzipSync(good), [JSON_CT, 'Content-Encoding: gzip']),
+    415,
+    'unsupported_encoding',
+  ],
+  [
+    'Content-Encoding: identity is no encoding',
+    anchor('{"digest":"zz"}', [JSON_CT, 'Content-Encoding: identity']),
+    400,
+    'invalid_digest',
+  ],
 ];
 
 const CHARSETS: Case[] = [
-  ...['bogus', 'utf-16', 'UTF-16LE', 'utf-32', 'iso-8859-1', 'latin1', 'us-ascii', 'windows-1252', '"utf-16"', 'utf-8; charset=utf-16'].map(
-    (c): Case => [`charset=${c}`, anchor(good, [`Content-Type: application/json; charset=${c}`]), 415, 'unsupported_charset'],
+  ...[
+    'bogus',
+    'utf-16',
+    'UTF-16LE',
+    'utf-32',
+    'iso-8859-1',
+    'latin1',
+    'us-ascii',
+    'windows-1252',
+    '"utf-16"',
+    'utf-8; charset=utf-16',
+  ].map(
+    (c): Case => [
+      `charset=${c}`,
+      anchor(good, [`Content-Type: application/json; charset=${c}`]),
+      415,
+      'unsupported_charset',
+    ],
   ),
   ['charset=UTF-8 is accepted', anchor('{}', ['Content-Type: application/json; charset=UTF-8']), 400, 'missing_digest'],
-  ['charset="utf-8" quoted is accepted', anchor('{}', ['Content-Type: application/json; charset="utf-8"']), 400, 'missing_digest'],
+  [
+    'charset="utf-8" quoted is accepted',
+    anchor('{}', ['Content-Type: application/json; charset="utf-8"']),
+    400,
+    'missing_digest',
+  ],
   ['text/plain', anchor(good, ['Content-Type: text/plain']), 415, 'unsupported_media_type'],
   ['no Content-Type', anchor(good, []), 415, 'unsupported_media_type'],
   ['a form', anchor('digest=00', ['Content-Type: application/x-www-form-urlencoded']), 415, 'unsupported_media_type'],
@@ -57,14 +117,66 @@ const MANY_HEADERS = Array.from({ length: 10_000 }, (_, i) => `X-H${i}: v`);
 const FRAMING: Case[] = [
   ['a 20 KB header', rawRequest('GET', '/api/ledger/checkpoint', { headers: [BIG_HEADER] }), 431, 'headers_too_large'],
   ['10,000 headers', rawRequest('GET', '/api/ledger/checkpoint', { headers: MANY_HEADERS }), 431, 'headers_too_large'],
-  ['Content-Length with Transfer-Encoding', rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Transfer-Encoding: chunked', 'Content-Length: 4'], body: '0\r\n\r\n', length: false }), 400, 'malformed_request'],
-  ['a negative Content-Length', rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Content-Length: -1'], body: good, length: false }), 400, 'malformed_request'],
-  ['a non-numeric Content-Length', rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Content-Length: abc'], body: good, length: false }), 400, 'malformed_request'],
-  ['two different Content-Lengths', rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Content-Length: 2', 'Content-Length: 3'], body: '{}', length: false }), 400, 'malformed_request'],
-  ['NUL in a header value', rawRequest('GET', '/api/ledger/checkpoint', { headers: ['X-Nul: a\u0000b'] }), 400, 'malformed_request'],
-  ['a header line without a colon', rawRequest('GET', '/api/ledger/checkpoint', { headers: ['NoColonHere'] }), 400, 'malformed_request'],
-  ['a space before the colon', rawRequest('GET', '/api/ledger/checkpoint', { headers: ['X-Space : v'] }), 400, 'malformed_request'],
-  ['a bad chunk size', rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Transfer-Encoding: chunked'], body: 'zz\r\n{}\r\n0\r\n\r\n', length: false }), 400, 'malformed_request'],
+  [
+    'Content-Length with Transfer-Encoding',
+    rawRequest('POST', ANCHOR, {
+      headers: [JSON_CT, 'Transfer-Encoding: chunked', 'Content-Length: 4'],
+      body: '0\r\n\r\n',
+      length: false,
+    }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'a negative Content-Length',
+    rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Content-Length: -1'], body: good, length: false }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'a non-numeric Content-Length',
+    rawRequest('POST', ANCHOR, { headers: [JSON_CT, 'Content-Length: abc'], body: good, length: false }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'two different Content-Lengths',
+    rawRequest('POST', ANCHOR, {
+      headers: [JSON_CT, 'Content-Length: 2', 'Content-Length: 3'],
+      body: '{}',
+      length: false,
+    }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'NUL in a header value',
+    rawRequest('GET', '/api/ledger/checkpoint', { headers: ['X-Nul: a\u0000b'] }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'a header line without a colon',
+    rawRequest('GET', '/api/ledger/checkpoint', { headers: ['NoColonHere'] }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'a space before the colon',
+    rawRequest('GET', '/api/ledger/checkpoint', { headers: ['X-Space : v'] }),
+    400,
+    'malformed_request',
+  ],
+  [
+    'a bad chunk size',
+    rawRequest('POST', ANCHOR, {
+      headers: [JSON_CT, 'Transfer-Encoding: chunked'],
+      body: 'zz\r\n{}\r\n0\r\n\r\n',
+      length: false,
+    }),
+    400,
+    'malformed_request',
+  ],
   ['a TLS ClientHello on the plain port', Buffer.from('16030100a5010000a103035f', 'hex'), 400, 'malformed_request'],
   ['an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 400, 'malformed_request'],
   ['an unknown HTTP version', 'GET / HTTP/7.1\r\nHost: x\r\n\r\n', 400, 'malformed_request'],
@@ -77,13 +189,28 @@ const BODIES: Case[] = [
   ['a JSON string', anchor('"digest"'), 400, 'invalid_json'],
   ['JSON null', anchor('null'), 400, 'invalid_json'],
   ['an empty object', anchor('{}'), 400, 'missing_digest'],
-  ['a digest of invalid UTF-8 bytes', anchor(Buffer.from([...Buffer.from('{"digest":"'), 0xff, 0xfe, ...Buffer.from('"}')])), 400, 'invalid_digest'],
+  [
+    'a digest of invalid UTF-8 bytes',
+    anchor(Buffer.from([...Buffer.from('{"digest":"'), 0xff, 0xfe, ...Buffer.from('"}')])),
+    400,
+    'invalid_digest',
+  ],
   ['__proto__ as a field', anchor(`{"digest":"${digestOf(1)}","__proto__":{"x":1}}`), 400, 'forbidden_field'],
-  ['constructor as a field', anchor(`{"digest":"${digestOf(1)}","constructor":{"prototype":{"x":1}}}`), 400, 'unknown_field'],
+  [
+    'constructor as a field',
+    anchor(`{"digest":"${digestOf(1)}","constructor":{"prototype":{"x":1}}}`),
+    400,
+    'unknown_field',
+  ],
   ['a digest one character short', anchor(`{"digest":"${digestOf(1).slice(1)}"}`), 400, 'invalid_digest'],
   ['an entry type of the control plane', anchor(`{"digest":"${digestOf(1)}","type":"key_epoch"}`), 400, 'invalid_type'],
   ['deeply nested arrays', anchor(`${'['.repeat(3000)}${']'.repeat(3000)}`), 400, 'invalid_body'],
-  ['a body over the limit', anchor(JSON.stringify({ digest: digestOf(1), artifact: 'a'.repeat(20_000) })), 413, 'body_too_large'],
+  [
+    'a body over the limit',
+    anchor(JSON.stringify({ digest: digestOf(1), artifact: 'a'.repeat(20_000) })),
+    413,
+    'body_too_large',
+  ],
 ];
 
 const QUERIES: Case[] = [
@@ -98,7 +225,12 @@ const QUERIES: Case[] = [
   ['a leaf beyond 2^53', rawRequest('GET', '/api/ledger/entry?leaf=99999999999999999999'), 400, 'invalid_leaf'],
   ['a long value', rawRequest('GET', `/api/ledger/entry?artifact=${'a'.repeat(4000)}`), 400, 'invalid_artifact'],
   ['an unknown format', rawRequest('GET', '/api/ledger/entry?leaf=0&format=xml'), 400, 'invalid_format'],
-  ['a consistency range upside down', rawRequest('GET', '/api/ledger/consistency?first=3&second=1'), 400, 'invalid_range'],
+  [
+    'a consistency range upside down',
+    rawRequest('GET', '/api/ledger/consistency?first=3&second=1'),
+    400,
+    'invalid_range',
+  ],
   ['a percent-encoded path', rawRequest('GET', '/api/ledger/%63heckpoint%ZZ'), 404, 'not_found'],
   ['a traversal attempt', rawRequest('GET', '/tile/..%2f..%2fcheckpoint'), 404, 'object_not_found'],
 ];
@@ -110,7 +242,12 @@ const LABELS: Case[] = [
   ['artifact with a newline', anchor(withLabel('artifact', '"a\\nb"')), 400, 'invalid_artifact'],
   ['artifact with LINE SEPARATOR', anchor(withLabel('artifact', '"a\\u2028b"')), 400, 'invalid_artifact'],
   ['artifact with PARAGRAPH SEPARATOR', anchor(withLabel('artifact', '"a\\u2029b"')), 400, 'invalid_artifact'],
-  ['artifact "evil\\u202Egpj.exe" (RLO)', anchor(withLabel('artifact', '"evil\\u202egpj.exe"')), 400, 'invalid_artifact'],
+  [
+    'artifact "evil\\u202Egpj.exe" (RLO)',
+    anchor(withLabel('artifact', '"evil\\u202egpj.exe"')),
+    400,
+    'invalid_artifact',
+  ],
   ['artifact with LRE', anchor(withLabel('artifact', '"a\\u202ab"')), 400, 'invalid_artifact'],
   ['artifact with an isolate (U+2066)', anchor(withLabel('artifact', '"a\\u2066b"')), 400, 'invalid_artifact'],
   ['artifact with PDI (U+2069)', anchor(withLabel('artifact', '"a\\u2069b"')), 400, 'invalid_artifact'],
@@ -141,7 +278,8 @@ describe('an edge that always answers JSON', () => {
 
   beforeAll(async () => {
     srv = await startTestServer();
-    for (let i = 0; i < 3; i++) expect((await postAnchor(srv.url, { digest: digestOf(i), artifact: `a${i}` })).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await postAnchor(srv.url, { digest: digestOf(i), artifact: `a${i}` })).status).toBe(201);
     before = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
   }, 60_000);
   afterAll(() => srv?.close());
@@ -151,14 +289,18 @@ describe('an edge that always answers JSON', () => {
     expect(new Set(CASES.map((c) => c[0])).size).toBe(CASES.length);
   });
 
-  it.each(CASES)('%s', async (_name, request, status, code) => {
-    const r = await rawExchange(srv.url, request);
-    expect(r.status).toBe(status);
-    expect(r.headers['content-type']).toMatch(/^application\/json/);
-    expect(r.json).toEqual({ error: { code, message: expect.any(String) } });
-    expect(r.status).toBeLessThan(500);
-    if (status === 405) expect(r.headers.allow).toMatch(/^(GET|POST|HEAD)/);
-  }, 30_000);
+  it.each(CASES)(
+    '%s',
+    async (_name, request, status, code) => {
+      const r = await rawExchange(srv.url, request);
+      expect(r.status).toBe(status);
+      expect(r.headers['content-type']).toMatch(/^application\/json/);
+      expect(r.json).toEqual({ error: { code, message: expect.any(String) } });
+      expect(r.status).toBeLessThan(500);
+      if (status === 405) expect(r.headers.allow).toMatch(/^(GET|POST|HEAD)/);
+    },
+    30_000,
+  );
 
   it('leaves the log as it was: no entry was added by any of them', async () => {
     const after = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;

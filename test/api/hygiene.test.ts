@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, postAnchor, startTestServer } from './server.js';
 
-const deadPid = () => spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+const deadPid = () =>
+  spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
 
 async function get(url: string): Promise<{ status: number; text: string }> {
   const res = await fetch(url);
@@ -54,7 +55,11 @@ describe('the public directory of a local log', () => {
     await srv.close();
 
     const dead = deadPid();
-    const leftovers = [`log/tile/0/000.p/2.tmp-${dead}-0123456789ab`, `log/tile/entries/000.tmp-${dead}-0123456789ab`, `private/lock.json.tmp-${dead}-0123456789ab`];
+    const leftovers = [
+      `log/tile/0/000.p/2.tmp-${dead}-0123456789ab`,
+      `log/tile/entries/000.tmp-${dead}-0123456789ab`,
+      `private/lock.json.tmp-${dead}-0123456789ab`,
+    ];
     for (const f of leftovers) writeFileSync(join(dataDir, f), 'half a tile');
     // A process still alive may be about to link its temporary file: it stays.
     const live = `log/tile/0/000.p/3.tmp-${process.pid}-0123456789ab`;

@@ -63,7 +63,15 @@ describe('the label rule', () => {
   });
 
   it('keeps labels that were valid before byte for byte: same artifact id, same canonical entry', () => {
-    const before = ['release-1.2.3.tgz', 'acme/ci', 'R\u00e9sum\u00e9.pdf', '\u6587\u66f8.txt', 'rocket \u{1f680}', 'a b', ''];
+    const before = [
+      'release-1.2.3.tgz',
+      'acme/ci',
+      'R\u00e9sum\u00e9.pdf',
+      '\u6587\u66f8.txt',
+      'rocket \u{1f680}',
+      'a b',
+      '',
+    ];
     for (const label of before) {
       const r = parseAnchorBody({ digest: DIGEST, artifact: label, scope: label, tenant: label });
       expect(r.artifact).toBe(label);
@@ -73,7 +81,10 @@ describe('the label rule', () => {
       expect(Buffer.from(canonicalEntryBytes(entry)).toString('utf8')).toContain(JSON.stringify(label).slice(1, -1));
     }
     // A fixed vector: this entry's bytes hash as they did before the rule.
-    const e = buildEntry(parseAnchorBody({ digest: DIGEST, artifact: 'pkg.tgz', scope: 'ci', tenant: 'acme' }), '2026-01-01T00:00:00.000Z');
+    const e = buildEntry(
+      parseAnchorBody({ digest: DIGEST, artifact: 'pkg.tgz', scope: 'ci', tenant: 'acme' }),
+      '2026-01-01T00:00:00.000Z',
+    );
     expect(Buffer.from(canonicalEntryBytes(e)).toString()).toBe(
       `{"artifact":"pkg.tgz","artifactId":"${artifactId('pkg.tgz', 'ci')}","digest":"${DIGEST}","result":"Anchored","scope":"ci","tenant":"acme","timestamp":"2026-01-01T00:00:00.000Z","type":"ledger_anchor","v":1}`,
     );

@@ -24,13 +24,20 @@ function build(): void {
 }
 
 async function serve(args: string[]): Promise<{ child: ChildProcess; banner: Banner; stderr: () => string }> {
-  const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'warn', ...args], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'warn', ...args],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
-  const [line] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit').then(() => [Buffer.from('')])])) as [Buffer];
+  const [line] = (await Promise.race([
+    once(child.stdout!, 'data'),
+    once(child, 'exit').then(() => [Buffer.from('')]),
+  ])) as [Buffer];
   if (!line.length) throw new Error(`serve exited: ${err}`);
   return { child, banner: JSON.parse(line.toString()) as Banner, stderr: () => err };
 }
@@ -51,7 +58,11 @@ describe('stele serve (process)', () => {
       // Sizes that cross tile boundaries, in batches of varying size.
       for (const n of [1, 254, 1, 300, 1, 212]) {
         const base = (await getJson(`${banner.url}/api/ledger/checkpoint`)).body.treeSize as number;
-        const rs = await Promise.all(Array.from({ length: n }, (_, i) => postAnchor(banner.url, { digest: digestOf(base + i), artifact: `f${base + i}` })));
+        const rs = await Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            postAnchor(banner.url, { digest: digestOf(base + i), artifact: `f${base + i}` }),
+          ),
+        );
         expect(rs.every((r) => r.status === 201)).toBe(true);
       }
       const key = (await getJson(`${banner.url}/api/ledger/key`)).body;
@@ -60,14 +71,21 @@ describe('stele serve (process)', () => {
       const old = join(dataDir, 'old.checkpoint');
       writeFileSync(old, (await getJson(`${banner.url}/api/ledger/entry?leaf=300`)).body.checkpoint.note);
       const result = await runTlogcheck([
-        '-src', banner.url,
-        '-vkey', banner.vkey,
+        '-src',
+        banner.url,
+        '-vkey',
+        banner.vkey,
         ...key.witnesses.flatMap((w: { vkey: string }) => ['-witness', w.vkey]),
-        '-api', banner.url,
-        '-entry-url-template', '/api/ledger/entry?leaf=%d',
-        '-samples', '120',
-        '-old-size', '1,255,256,257,300,511,512,768',
-        '-old-checkpoint', old,
+        '-api',
+        banner.url,
+        '-entry-url-template',
+        '/api/ledger/entry?leaf=%d',
+        '-samples',
+        '120',
+        '-old-size',
+        '1,255,256,257,300,511,512,768',
+        '-old-checkpoint',
+        old,
       ]);
       expect(result.failures).toEqual([]);
       expect(result.failed).toBe(0);
@@ -81,7 +99,9 @@ describe('stele serve (process)', () => {
   it('finishes the batch in flight on SIGTERM: every accepted anchor is answered and kept', async () => {
     const { child, banner } = await serve(['--data-dir', dataDir, '--batch-interval', '1000']);
     const before = (await getJson(`${banner.url}/api/ledger/checkpoint`)).body.treeSize as number;
-    const sent = Array.from({ length: 50 }, (_, i) => postAnchor(banner.url, { digest: digestOf(10_000 + i) }).catch(() => null));
+    const sent = Array.from({ length: 50 }, (_, i) =>
+      postAnchor(banner.url, { digest: digestOf(10_000 + i) }).catch(() => null),
+    );
     // Wait until the server has accepted all 50 (a fixed pause lost some on a loaded machine):
     // they wait for the 1 s batch when the signal comes.
     for (let i = 0; i < 100; i++) {
@@ -111,7 +131,10 @@ describe('stele serve (process)', () => {
 
   it('rebuilds the lookup index from the record bundles alone', async () => {
     rmSync(join(dataDir, 'private', 'index'), { recursive: true, force: true });
-    const r = spawnSync(process.execPath, ['dist/cli/main.js', 'index', 'rebuild', '--data-dir', dataDir, '--json'], { cwd: repoRoot, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['dist/cli/main.js', 'index', 'rebuild', '--data-dir', dataDir, '--json'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).indexed).toBe(819);
     const { child, banner } = await serve(['--data-dir', dataDir]);
@@ -133,7 +156,11 @@ describe('stele serve (process)', () => {
       [['--origin', 'has space'], /origin/],
     ];
     for (const [args, message] of cases) {
-      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', scratchDir('stele-bad-'), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 20_000 });
+      const r = spawnSync(
+        process.execPath,
+        ['dist/cli/main.js', 'serve', '--data-dir', scratchDir('stele-bad-'), ...args],
+        { cwd: repoRoot, encoding: 'utf8', timeout: 20_000 },
+      );
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(message);

@@ -18,7 +18,10 @@ export async function startTestServer(overrides: Partial<ServeConfig> = {}): Pro
   return startServer(cfg, pino({ level: 'silent' }));
 }
 
-export async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: Json; headers: Headers }> {
+export async function getJson(
+  url: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: Json; headers: Headers }> {
   const res = await fetch(url, init);
   const text = await res.text();
   let body: unknown;

@@ -39,7 +39,14 @@ beforeAll(async () => {
     origin: ORIGIN,
     region: 'us-east-1',
     credentials: s3.credentials,
-    s3: { bucket: s3.bucket, publicPrefix: 'cli/log/', stagingPrefix: 'cli/private/', endpoint: s3.endpoint, forcePathStyle: true, requireConditionalWrites: false },
+    s3: {
+      bucket: s3.bucket,
+      publicPrefix: 'cli/log/',
+      stagingPrefix: 'cli/private/',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      requireConditionalWrites: false,
+    },
     dynamo: { table: ddb.table, endpoint: ddb.endpoint },
     signer: { kind: 'kms', keyId: kms.keyId, endpoint: kms.endpoint },
     batchInterval: 20,
@@ -77,7 +84,18 @@ afterAll(async () => {
 describe('stele CLI against the AWS backends (API over S3 + DynamoDB, tiles from the S3 origin)', () => {
   it('init pins the KMS key; anchor goes through the API; verify --tiles, mirror and audit read the S3 origin', async () => {
     const keyId = keyIdOf(kms.publicKey); // what an operator gets from KMS GetPublicKey
-    const init = await sb.run(['ledger', 'init', '--endpoint', api, '--tenant', 'acme', '--scope', 'releases', '--trust-key', keyId]);
+    const init = await sb.run([
+      'ledger',
+      'init',
+      '--endpoint',
+      api,
+      '--tenant',
+      'acme',
+      '--scope',
+      'releases',
+      '--trust-key',
+      keyId,
+    ]);
     expect(init.stderr).toBe('');
     expect(init.code).toBe(0);
 
@@ -90,7 +108,9 @@ describe('stele CLI against the AWS backends (API over S3 + DynamoDB, tiles from
     // The API answered from the DynamoDB index and the S3 tiles.
     const byHash = (await (await fetch(`${api}/api/ledger/entry?hash=${a1.out.entry.digest}`)).json()) as Json;
     expect(byHash).toMatchObject({ leafIndex: 0, entry: { id: a1.out.entryId } });
-    const byArtifact = (await (await fetch(`${api}/api/ledger/entry?artifact=${a2.out.entry.artifactId}`)).json()) as Json;
+    const byArtifact = (await (
+      await fetch(`${api}/api/ledger/entry?artifact=${a2.out.entry.artifactId}`)
+    ).json()) as Json;
     expect(byArtifact.leafIndex).toBe(1);
 
     // Verification straight from the S3 origin's tiles, no API involved.

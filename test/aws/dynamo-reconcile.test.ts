@@ -25,7 +25,11 @@ beforeAll(async () => {
   ddb = await startDynamoServer();
   const dataDir = scratchDir('stele-dynamo-reconcile-');
   const { sequencer } = await openLocalLog({ dataDir, origin: 'reconcile.test/log', fsync: false, batchInterval: 1 });
-  await Promise.all(Array.from({ length: N }, (_, i) => sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` }))));
+  await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(i), { artifact: `a${i}` })),
+    ),
+  );
   checkpoint = sequencer.checkpoint;
   await sequencer.close();
   reader = new LogReader(new FsObjectStore(join(dataDir, 'log')));
@@ -34,7 +38,14 @@ beforeAll(async () => {
 afterAll(async () => ddb?.close());
 
 const conn = () => ({ endpoint: ddb.endpoint, region: ddb.region, credentials: ddb.credentials, table: ddb.table });
-const ghost = (i: number) => ({ v: 1 as const, type: 'ghost', result: 'Anchored', digest: digestOf(1_000_000 + i), timestamp: '2026-01-01T00:00:00.000Z', artifactId: artifactId(`a${i}`) });
+const ghost = (i: number) => ({
+  v: 1 as const,
+  type: 'ghost',
+  result: 'Anchored',
+  digest: digestOf(1_000_000 + i),
+  timestamp: '2026-01-01T00:00:00.000Z',
+  artifactId: artifactId(`a${i}`),
+});
 
 describe('DynamoIndex reconciled with the tree', () => {
   it('an index ahead of the tree is cleared and rebuilt; another log in the table keeps its rows', async () => {
@@ -45,7 +56,13 @@ describe('DynamoIndex reconciled with the tree', () => {
     expect(await reconcileIndex(index, reader, checkpoint)).toBe(N);
     expect(await index.findByDigest(digestOf(7))).toBe(7);
     // ten rows beyond the tree (a restored table, or a log rolled back under it); a5's latest now says leaf 305
-    await index.onBatch(batchOfEntries(N, Array.from({ length: 10 }, (_, i) => ghost(i)), checkpoint));
+    await index.onBatch(
+      batchOfEntries(
+        N,
+        Array.from({ length: 10 }, (_, i) => ghost(i)),
+        checkpoint,
+      ),
+    );
     expect(await index.indexedSize()).toBe(N + 10);
     expect(await index.findByArtifact(artifactId('a5'))).toBe(N + 5);
 

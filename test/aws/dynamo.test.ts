@@ -15,7 +15,12 @@ import { bytesEqual, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
 import { LogReader } from '../../src/reader.js';
-import { type AnchorReceipt, type IntegratedBatch, SequencerStoppedError, batchOfEntries } from '../../src/sequencer/contract.js';
+import {
+  type AnchorReceipt,
+  type IntegratedBatch,
+  SequencerStoppedError,
+  batchOfEntries,
+} from '../../src/sequencer/contract.js';
 import { Sequencer } from '../../src/sequencer/sequencer.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import type { LockState } from '../../src/store/lock.js';
@@ -47,7 +52,10 @@ function state(size: number, note = `note ${size}`): LockState {
  */
 function duplicatingPutItems(): { requestHandler: unknown } {
   const inner = new DynamoDBClient({ ...conn() }).config.requestHandler as unknown as {
-    handle(req: { headers: Record<string, string> }, o?: unknown): Promise<{ response: { body?: { resume?(): void } } }>;
+    handle(
+      req: { headers: Record<string, string> },
+      o?: unknown,
+    ): Promise<{ response: { body?: { resume?(): void } } }>;
   };
   return {
     requestHandler: {
@@ -92,7 +100,17 @@ describe('DynamoLock (dynalite)', () => {
 function batch(fromSize: number, entries: Partial<CanonicalEntry>[]): IntegratedBatch {
   return batchOfEntries(
     fromSize,
-    entries.map((e) => ({ v: 1, type: 'ledger_anchor', result: 'Anchored', digest: digest(0), timestamp: 't', ...e }) as CanonicalEntry),
+    entries.map(
+      (e) =>
+        ({
+          v: 1,
+          type: 'ledger_anchor',
+          result: 'Anchored',
+          digest: digest(0),
+          timestamp: 't',
+          ...e,
+        }) as CanonicalEntry,
+    ),
     undefined as never,
   );
 }
@@ -130,7 +148,11 @@ describe('DynamoIndex (dynalite)', () => {
     const a = new DynamoIndex({ ...conn(), table: ddb.table, log });
     const b = new DynamoIndex({ ...conn(), table: ddb.table, log });
     const entries = Array.from({ length: 300 }, (_, i) => ({ digest: digest(i), type: i % 3 === 0 ? 'x' : 'y' }));
-    await Promise.all([a.onBatch(batch(0, entries.slice(0, 200))), b.onBatch(batch(0, entries)), a.onBatch(batch(0, entries.slice(0, 100)))]);
+    await Promise.all([
+      a.onBatch(batch(0, entries.slice(0, 200))),
+      b.onBatch(batch(0, entries)),
+      a.onBatch(batch(0, entries.slice(0, 100))),
+    ]);
     expect(await a.indexedSize()).toBe(300);
     expect(await b.countsByType()).toEqual({ x: 100, y: 200 });
     expect(await b.findByDigest(digest(299))).toBe(299);
@@ -150,8 +172,20 @@ describe('two sequencers racing on one DynamoDB lock table, sharing one S3 store
       Sequencer.open({
         origin,
         signer,
-        store: new S3ObjectStore({ bucket: s3.bucket, prefix: `${prefix}log/`, endpoint: s3.endpoint, forcePathStyle: true, credentials: s3.credentials }),
-        staging: new S3ObjectStore({ bucket: s3.bucket, prefix: `${prefix}private/`, endpoint: s3.endpoint, forcePathStyle: true, credentials: s3.credentials }),
+        store: new S3ObjectStore({
+          bucket: s3.bucket,
+          prefix: `${prefix}log/`,
+          endpoint: s3.endpoint,
+          forcePathStyle: true,
+          credentials: s3.credentials,
+        }),
+        staging: new S3ObjectStore({
+          bucket: s3.bucket,
+          prefix: `${prefix}private/`,
+          endpoint: s3.endpoint,
+          forcePathStyle: true,
+          credentials: s3.credentials,
+        }),
         lock: new DynamoLock({ ...conn(), table, log: origin }),
         batchInterval: 20,
       });
@@ -166,7 +200,8 @@ describe('two sequencers racing on one DynamoDB lock table, sharing one S3 store
     for (let round = 1; round <= 3; round++) {
       const challenger = await open(); // resumes from the lock at the current size
       watch(challenger, `c${round}`);
-      const submitTo = (s: Sequencer, k: number) => Array.from({ length: k }, () => s.submit(anchorRequest('ledger_anchor', 'Anchored', digest(n++))));
+      const submitTo = (s: Sequencer, k: number) =>
+        Array.from({ length: k }, () => s.submit(anchorRequest('ledger_anchor', 'Anchored', digest(n++))));
       const results = await Promise.allSettled([...submitTo(winner, 5 + round), ...submitTo(challenger, 3 + round)]);
       const stopped = [winner, challenger].filter((s) => s.failure);
       expect(stopped).toHaveLength(1);
@@ -187,7 +222,16 @@ describe('two sequencers racing on one DynamoDB lock table, sharing one S3 store
     // Audit from storage: the checkpoint verifies, every acknowledged anchor is at its seq
     // with a valid inclusion proof, nothing unacknowledged slipped in, and every checkpoint
     // ever published is a prefix (same root) of the final tree.
-    const reader = new LogReader(new S3ObjectStore({ bucket: s3.bucket, prefix: `${prefix}log/`, endpoint: s3.endpoint, forcePathStyle: true, credentials: s3.credentials }), { unverified: true });
+    const reader = new LogReader(
+      new S3ObjectStore({
+        bucket: s3.bucket,
+        prefix: `${prefix}log/`,
+        endpoint: s3.endpoint,
+        forcePathStyle: true,
+        credentials: s3.credentials,
+      }),
+      { unverified: true },
+    );
     const note = Buffer.from((await reader.source.get(CHECKPOINT_KEY))!).toString('utf8');
     const cp = openCheckpoint(note, makeVerifier(origin, SIG_ED25519, signer.publicKey));
     expect(cp.size).toBe(acked.length);
@@ -195,7 +239,9 @@ describe('two sequencers racing on one DynamoDB lock table, sharing one S3 store
     for (const a of acked) {
       const e = await reader.entry(a.seq, cp.size);
       expect(bytesEqual(e.entryHash, a.entryHash)).toBe(true);
-      expect(verifyInclusion(a.seq, cp.size, leafHash(a.entryHash), await reader.inclusionProof(a.seq, cp.size), cp.root)).toBe(true);
+      expect(
+        verifyInclusion(a.seq, cp.size, leafHash(a.entryHash), await reader.inclusionProof(a.seq, cp.size), cp.root),
+      ).toBe(true);
     }
     for (const [size, [root]] of published) {
       if (size > 0) expect(toHex(await reader.treeHash(size))).toBe(root!.split(':')[1]);

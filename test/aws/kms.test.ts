@@ -22,7 +22,15 @@ afterAll(async () => {
 
 const creds = { accessKeyId: 'local', secretAccessKey: 'local' };
 const create = (o: { timeoutMs?: number; expectKeyId?: string; keyId?: string } = {}) =>
-  KmsSigner.create({ keyId: o.keyId ?? kms.keyId, name: ORIGIN, endpoint: kms.endpoint, credentials: creds, timeoutMs: o.timeoutMs, expectKeyId: o.expectKeyId, maxAttempts: 1 });
+  KmsSigner.create({
+    keyId: o.keyId ?? kms.keyId,
+    name: ORIGIN,
+    endpoint: kms.endpoint,
+    credentials: creds,
+    timeoutMs: o.timeoutMs,
+    expectKeyId: o.expectKeyId,
+    maxAttempts: 1,
+  });
 
 describe('KmsSigner (KMS stand-in on loopback)', () => {
   it('takes the raw public key from GetPublicKey and signs with ED25519_SHA_512 / RAW; its checkpoints verify as ordinary signed notes', async () => {
@@ -49,7 +57,12 @@ describe('KmsSigner (KMS stand-in on loopback)', () => {
       { KeyUsage: 'ENCRYPT_DECRYPT' },
       { SigningAlgorithms: ['ED25519_PH_SHA_512'] },
       // A P-256 SubjectPublicKeyInfo in place of the Ed25519 one.
-      { PublicKey: Buffer.from('3059301306072a8648ce3d020106082a8648ce3d03010703420004' + '11'.repeat(64), 'hex').toString('base64') },
+      {
+        PublicKey: Buffer.from(
+          '3059301306072a8648ce3d020106082a8648ce3d03010703420004' + '11'.repeat(64),
+          'hex',
+        ).toString('base64'),
+      },
       { PublicKey: Buffer.from('302a300506032b6570032100' + '00'.repeat(31), 'hex').toString('base64') },
     ];
     for (const override of cases) {
@@ -58,7 +71,9 @@ describe('KmsSigner (KMS stand-in on loopback)', () => {
     }
     kms.publicKeyOverride = undefined;
     await expect(create({ expectKeyId: keyIdOf(EMPTY_ROOT) })).rejects.toThrow(/pinned/);
-    expect((await create({ expectKeyId: keyIdOf(new SeedSigner(ORIGIN, kms.seed).publicKey) })).publicKey).toHaveLength(32);
+    expect((await create({ expectKeyId: keyIdOf(new SeedSigner(ORIGIN, kms.seed).publicKey) })).publicKey).toHaveLength(
+      32,
+    );
     await expect(create({ keyId: 'no-such-key' })).rejects.toThrow(/NotFoundException/);
     expect(() => ed25519FromSpki(new Uint8Array(44))).toThrow(KmsSignerError);
   });

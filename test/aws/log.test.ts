@@ -53,7 +53,14 @@ async function config(over: Partial<AwsLogConfig> = {}, kmsTimeoutMs = 2_000): P
     origin: ORIGIN,
     region: 'us-east-1',
     credentials: s3.credentials, // s3rver checks SigV4 with these; dynalite and the KMS stand-in do not
-    s3: { bucket: s3.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: s3.endpoint, forcePathStyle: true, requireConditionalWrites: false },
+    s3: {
+      bucket: s3.bucket,
+      publicPrefix: `${p}log/`,
+      stagingPrefix: `${p}private/`,
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      requireConditionalWrites: false,
+    },
     dynamo: { table, endpoint: ddb.endpoint },
     signer: { kind: 'kms', keyId: kms.keyId, endpoint: kms.endpoint, timeoutMs: kmsTimeoutMs },
     batchInterval: 10,
@@ -66,7 +73,9 @@ async function listAll(prefix: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   let token: string | undefined;
   do {
-    const res = await plain.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }));
+    const res = await plain.send(
+      new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }),
+    );
     for (const o of res.Contents ?? []) out.set(o.Key!, o.ETag!);
     token = res.IsTruncated ? res.NextContinuationToken : undefined;
   } while (token);
@@ -102,7 +111,12 @@ async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what:
 
 /** The log's public key as a verifier would get it: from KMS GetPublicKey, not from the sequencer. */
 async function kmsVerifier() {
-  const k = await KmsSigner.create({ keyId: kms.keyId, name: ORIGIN, endpoint: kms.endpoint, credentials: s3.credentials });
+  const k = await KmsSigner.create({
+    keyId: kms.keyId,
+    name: ORIGIN,
+    endpoint: kms.endpoint,
+    credentials: s3.credentials,
+  });
   k.close();
   return makeVerifier(ORIGIN, SIG_ED25519, k.publicKey);
 }
@@ -110,14 +124,20 @@ async function kmsVerifier() {
 describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () => {
   it('refuses an S3 endpoint that ignores conditional writes unless told it is a test server', async () => {
     const cfg = await config();
-    await expect(openAwsLog({ ...cfg, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(/ignores conditional writes/);
+    await expect(openAwsLog({ ...cfg, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(
+      /ignores conditional writes/,
+    );
   });
 
   it('the bucket lock is refused on an endpoint that ignores conditional writes, and cannot skip the probe', async () => {
     const { dynamo: _, ...cfg } = await config();
     const bucketLock = { ...cfg, lock: 'bucket' as const, index: false };
-    await expect(openAwsLog({ ...bucketLock, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(/ignores conditional writes/);
-    await expect(openAwsLog(bucketLock)).rejects.toThrow(/bucket lock .* cannot run on an endpoint whose conditional writes are not verified/);
+    await expect(openAwsLog({ ...bucketLock, s3: { ...cfg.s3, requireConditionalWrites: true } })).rejects.toThrow(
+      /ignores conditional writes/,
+    );
+    await expect(openAwsLog(bucketLock)).rejects.toThrow(
+      /bucket lock .* cannot run on an endpoint whose conditional writes are not verified/,
+    );
     await expect(openAwsLog({ ...cfg, index: false })).rejects.toThrow(/DynamoDB lock needs a table/);
   });
 
@@ -131,7 +151,14 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     const submit = (from: number, n: number) =>
       Promise.all(
         Array.from({ length: n }, (_, i) =>
-          log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(from + i), (from + i) % 10 === 0 ? { artifact: `build-${(from + i) % 30}` } : {})),
+          log.sequencer.submit(
+            anchorRequest(
+              'ledger_anchor',
+              'Anchored',
+              digest(from + i),
+              (from + i) % 10 === 0 ? { artifact: `build-${(from + i) % 30}` } : {},
+            ),
+          ),
         ),
       );
     receipts.push(...(await submit(0, 1)));
@@ -152,9 +179,13 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     const reader = new LogReader(log.store, { unverified: true });
     expect(toHex(await reader.treeHash(size))).toBe(toHex(cp.root));
     for (const r of receipts) {
-      expect(verifyInclusion(r.seq, r.checkpoint.size, leafHash(r.entryHash), r.inclusionProof(), r.checkpoint.root)).toBe(true);
+      expect(
+        verifyInclusion(r.seq, r.checkpoint.size, leafHash(r.entryHash), r.inclusionProof(), r.checkpoint.root),
+      ).toBe(true);
       if (r.seq % 37 === 0) {
-        expect(verifyInclusion(r.seq, size, leafHash(r.entryHash), await reader.inclusionProof(r.seq, size), cp.root)).toBe(true);
+        expect(
+          verifyInclusion(r.seq, size, leafHash(r.entryHash), await reader.inclusionProof(r.seq, size), cp.root),
+        ).toBe(true);
         expect((await reader.entry(r.seq, size)).entry.digest).toBe(r.entry.digest);
       }
     }
@@ -171,7 +202,9 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
 
     // Tiles carry immutable caching; partials of the two full tiles are gone; the right edge's are kept.
     const keys = await listAll(cfg.s3.publicPrefix!);
-    const head = await plain.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: `${cfg.s3.publicPrefix}tile/0/001` }));
+    const head = await plain.send(
+      new HeadObjectCommand({ Bucket: s3.bucket, Key: `${cfg.s3.publicPrefix}tile/0/001` }),
+    );
     expect(head.CacheControl).toBe('public, max-age=31536000, immutable');
     expect([...keys.keys()].filter((k) => /tile\/(0|entries|records)\/00[01]\.p\//.test(k))).toEqual([]);
     expect(keys.has(`${cfg.s3.publicPrefix}tile/0/002.p/88`)).toBe(true);
@@ -210,11 +243,19 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
   it('a failing or hanging KMS fails the batch before anything is written; the anchors are retried and land once KMS recovers', async () => {
     const cfg = await config({}, 300);
     const log = await openAwsLog(cfg);
-    await Promise.all([0, 1, 2].map((i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i)))));
+    await Promise.all(
+      [0, 1, 2].map((i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i)))),
+    );
     const root = cfg.s3.publicPrefix!.split('/')[0]!;
     await stagingDrained(cfg.s3.stagingPrefix!);
     const before = await listAll(`${root}/`);
-    const lock = new DynamoLock({ table: cfg.dynamo!.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const lock = new DynamoLock({
+      table: cfg.dynamo!.table,
+      log: ORIGIN,
+      endpoint: ddb.endpoint,
+      region: 'us-east-1',
+      credentials: s3.credentials,
+    });
     const lockBefore = await lock.read();
 
     let settled = 0;
@@ -223,7 +264,11 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     const pending = [3, 4, 5, 6, 7].map((i) =>
       log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(i))).finally(() => settled++),
     );
-    await waitFor(() => (kms.calls.Sign ?? 0) >= signsBefore + 6, 5_000, 'two failed batch attempts (3 SDK attempts each)');
+    await waitFor(
+      () => (kms.calls.Sign ?? 0) >= signsBefore + 6,
+      5_000,
+      'two failed batch attempts (3 SDK attempts each)',
+    );
     kms.fault = 'hang';
     const hangsFrom = kms.calls.Sign ?? 0;
     await waitFor(() => (kms.calls.Sign ?? 0) >= hangsFrom + 1, 5_000, 'a hanging attempt');
@@ -253,11 +298,21 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
   it('a lost or older DynamoDB lock item: the sequencer refuses to start, never a new log or a rollback, and the bucket is untouched', async () => {
     const cfg = await config();
     const submit = (log: Awaited<ReturnType<typeof openAwsLog>>, from: number, n: number) =>
-      Promise.all(Array.from({ length: n }, (_, i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(from + i)))));
+      Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest(from + i))),
+        ),
+      );
     let log = await openAwsLog(cfg);
     await submit(log, 0, 20);
     await log.close();
-    const lock = new DynamoLock({ table: cfg.dynamo!.table, log: ORIGIN, endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
+    const lock = new DynamoLock({
+      table: cfg.dynamo!.table,
+      log: ORIGIN,
+      endpoint: ddb.endpoint,
+      region: 'us-east-1',
+      credentials: s3.credentials,
+    });
     const older = (await lock.read())!.state;
     log = await openAwsLog(cfg);
     await submit(log, 20, 15);
@@ -269,13 +324,19 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
     const current = (await lock.read())!;
     expect(current.state.size).toBe(35);
     await lock.swap(current.version, older);
-    await expect(openAwsLog(cfg)).rejects.toThrow(/lock record \(size 20\) is older than the published checkpoint \(size 35\)/);
+    await expect(openAwsLog(cfg)).rejects.toThrow(
+      /lock record \(size 20\) is older than the published checkpoint \(size 35\)/,
+    );
 
     // The item is gone altogether: not a new log either.
     const client = new DynamoDBClient({ endpoint: ddb.endpoint, region: 'us-east-1', credentials: s3.credentials });
-    await client.send(new DeleteItemCommand({ TableName: cfg.dynamo!.table, Key: { pk: { S: `lock#${ORIGIN}` }, sk: { S: 'lock' } } }));
+    await client.send(
+      new DeleteItemCommand({ TableName: cfg.dynamo!.table, Key: { pk: { S: `lock#${ORIGIN}` }, sk: { S: 'lock' } } }),
+    );
     client.destroy();
-    await expect(openAwsLog(cfg)).rejects.toThrow(/published objects \(a signed checkpoint of size 35\) but no lock record/);
+    await expect(openAwsLog(cfg)).rejects.toThrow(
+      /published objects \(a signed checkpoint of size 35\) but no lock record/,
+    );
     expect(await lock.read()).toBeNull();
     expect(await listAll(prefix)).toEqual(bucket);
   });
@@ -290,9 +351,17 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
       STELE_BATCH_INTERVAL_MS: '500',
       STELE_S3_FORCE_PATH_STYLE: 'true',
     });
-    expect(cfg).toMatchObject({ origin: ORIGIN, region: 'eu-west-1', s3: { bucket: 'b', forcePathStyle: true }, dynamo: { table: 't' }, batchInterval: 500 });
+    expect(cfg).toMatchObject({
+      origin: ORIGIN,
+      region: 'eu-west-1',
+      s3: { bucket: 'b', forcePathStyle: true },
+      dynamo: { table: 't' },
+      batchInterval: 500,
+    });
     expect(cfg.signer).toMatchObject({ kind: 'kms', keyId: 'arn:aws:kms:eu-west-1:111122223333:key/k' });
-    expect(() => awsLogConfigFromEnv({ STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_DYNAMO_TABLE: 't' })).toThrow(/STELE_KMS_KEY_ID/);
+    expect(() => awsLogConfigFromEnv({ STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_DYNAMO_TABLE: 't' })).toThrow(
+      /STELE_KMS_KEY_ID/,
+    );
     // The bucket lock needs no table; the DynamoDB lock (the default) does.
     const base = { STELE_ORIGIN: ORIGIN, STELE_S3_BUCKET: 'b', STELE_KEY_FILE: '/k' };
     const bucket = awsLogConfigFromEnv({ ...base, STELE_LOCK: 'bucket' });

@@ -77,7 +77,10 @@ describe('S3ObjectStore on s3rver (loopback)', () => {
   it('uploads a batch concurrently, never more than `concurrency` PUTs at once', async () => {
     const shim = new ConditionalS3Shim(plain, server.bucket, 15);
     const store = makeStore({ shim, concurrency: 6 });
-    const objects = Array.from({ length: 60 }, (_, i) => ({ key: tilePath({ kind: 0, index: i, width: 256 }), data: bytes(32, i) }));
+    const objects = Array.from({ length: 60 }, (_, i) => ({
+      key: tilePath({ kind: 0, index: i, width: 256 }),
+      data: bytes(32, i),
+    }));
     await store.createAll(objects);
     expect(shim.maxInFlight).toBe(6);
     expect(store.stats.puts).toBe(60);
@@ -96,7 +99,11 @@ describe('S3ObjectStore on s3rver (loopback)', () => {
 
     // With the shim answering as S3 does, the same probe passes.
     const emulated = makeStore({ shim: new ConditionalS3Shim(plain, server.bucket) });
-    expect(await emulated.probeConditionalWrites()).toEqual({ ifNoneMatch: true, ifMatch: true, ifMatchForm: 'quoted' });
+    expect(await emulated.probeConditionalWrites()).toEqual({
+      ifNoneMatch: true,
+      ifMatch: true,
+      ifMatchForm: 'quoted',
+    });
   });
 });
 
@@ -108,7 +115,9 @@ describe('S3ObjectStore conditional writes (S3 semantics via ConditionalS3Shim o
     await store.createAll([{ key: 'tile/0/000.p/2', data: a }]);
     await store.createAll([{ key: 'tile/0/000.p/2', data: a }]); // 412, read back, identical
     expect(shim.puts.every((p) => p.ifNoneMatch === '*')).toBe(true);
-    await expect(store.createAll([{ key: 'tile/0/000.p/2', data: bytes(64, 2) }])).rejects.toBeInstanceOf(ImmutableConflictError);
+    await expect(store.createAll([{ key: 'tile/0/000.p/2', data: bytes(64, 2) }])).rejects.toBeInstanceOf(
+      ImmutableConflictError,
+    );
     expect(await store.get('tile/0/000.p/2')).toEqual(a); // never overwritten
   });
 
@@ -122,12 +131,9 @@ describe('S3ObjectStore conditional writes (S3 semantics via ConditionalS3Shim o
     await expect(store.swap('checkpoint', Buffer.from('three'), v1)).rejects.toBeInstanceOf(VersionConflictError);
     await expect(store.swap('absent', Buffer.from('x'), v1)).rejects.toBeInstanceOf(VersionConflictError);
     expect(Buffer.from((await store.get('checkpoint'))!).toString()).toBe('two');
-    expect(shim.puts.filter((p) => p.key.endsWith('checkpoint')).map((p) => p.ifMatch ?? `none-match ${p.ifNoneMatch}`)).toEqual([
-      'none-match *',
-      'none-match *',
-      v1,
-      v1,
-    ]);
+    expect(
+      shim.puts.filter((p) => p.key.endsWith('checkpoint')).map((p) => p.ifMatch ?? `none-match ${p.ifNoneMatch}`),
+    ).toEqual(['none-match *', 'none-match *', v1, v1]);
   });
 
   it('a PUT whose response was lost is retried by the SDK and resolved by reading back (create and swap)', async () => {
@@ -146,7 +152,10 @@ describe('S3ObjectStore conditional writes (S3 semantics via ConditionalS3Shim o
   it('retries 409 ConditionalRequestConflict with backoff, and throttling/5xx through the SDK strategy', async () => {
     const shim = new ConditionalS3Shim(plain, server.bucket);
     const store = makeStore({ shim });
-    shim.faults.push({ status: 409, code: 'ConditionalRequestConflict' }, { status: 409, code: 'ConditionalRequestConflict' });
+    shim.faults.push(
+      { status: 409, code: 'ConditionalRequestConflict' },
+      { status: 409, code: 'ConditionalRequestConflict' },
+    );
     await store.createAll([{ key: 'tile/2/000.p/1', data: bytes(32, 3) }]);
     shim.faults.push({ status: 503, code: 'SlowDown' }, { status: 500, code: 'InternalError' });
     await store.swap('checkpoint', Buffer.from('c'), null);
@@ -154,8 +163,13 @@ describe('S3ObjectStore conditional writes (S3 semantics via ConditionalS3Shim o
     expect(await store.get('tile/2/000.p/1')).toEqual(bytes(32, 3));
 
     const impatient = makeStore({ shim, conflictRetries: 1 });
-    shim.faults.push({ status: 409, code: 'ConditionalRequestConflict' }, { status: 409, code: 'ConditionalRequestConflict' });
-    await expect(impatient.createAll([{ key: 'tile/0/000', data: bytes(32, 1) }])).rejects.toMatchObject({ name: 'ConditionalRequestConflict' });
+    shim.faults.push(
+      { status: 409, code: 'ConditionalRequestConflict' },
+      { status: 409, code: 'ConditionalRequestConflict' },
+    );
+    await expect(impatient.createAll([{ key: 'tile/0/000', data: bytes(32, 1) }])).rejects.toMatchObject({
+      name: 'ConditionalRequestConflict',
+    });
   });
 });
 
@@ -186,18 +200,27 @@ describe('sweepPartials', () => {
 });
 
 describe('PartialSweeper', () => {
-  it('deletes the partials of published sizes by key, finds earlier processes\' partials with one LIST sweep, and advances the mark', async () => {
+  it("deletes the partials of published sizes by key, finds earlier processes' partials with one LIST sweep, and advances the mark", async () => {
     const store = makeStore();
     let mark = 0;
     const sweepMark = { get: async () => mark, advance: async (n: number) => void (mark = Math.max(mark, n)) };
     const write = (size: number) =>
       store.createAll(
-        partialTilesAt(size).map((t) => ({ key: tilePath(t), data: bytes(typeof t.kind === 'number' ? t.width * 32 : 4, size & 0xff) })),
+        partialTilesAt(size).map((t) => ({
+          key: tilePath(t),
+          data: bytes(typeof t.kind === 'number' ? t.width * 32 : 4, size & 0xff),
+        })),
       );
-    const full = (kind: number | 'entries' | 'records', index: number) => ({ key: tilePath({ kind, index, width: 256 }), data: bytes(32, 0) });
+    const full = (kind: number | 'entries' | 'records', index: number) => ({
+      key: tilePath({ kind, index, width: 256 }),
+      data: bytes(32, 0),
+    });
     const listPartials = async () => {
       const res = await plain.send(new ListObjectsV2Command({ Bucket: server.bucket, Prefix: `${store.prefix}tile/` }));
-      return (res.Contents ?? []).map((o) => o.Key!.slice(store.prefix.length)).filter((k) => k.includes('.p/')).sort();
+      return (res.Contents ?? [])
+        .map((o) => o.Key!.slice(store.prefix.length))
+        .filter((k) => k.includes('.p/'))
+        .sort();
     };
 
     // A previous process published sizes 1, 5 and 100, then stopped.
@@ -215,7 +238,12 @@ describe('PartialSweeper', () => {
     await sweeper.idle();
     expect(store.stats.lists).toBe(3); // one catch-up LIST per kind for tile 0, once
     expect(mark).toBe(256);
-    expect(await listPartials()).toEqual(['tile/0/001.p/44', 'tile/1/000.p/1', 'tile/entries/001.p/44', 'tile/records/001.p/44']);
+    expect(await listPartials()).toEqual([
+      'tile/0/001.p/44',
+      'tile/1/000.p/1',
+      'tile/entries/001.p/44',
+      'tile/records/001.p/44',
+    ]);
 
     // Tile 1 completes at 520: its partials go by key, the level-1 partial stays (its tile is far from full).
     await store.createAll([full(0, 1), full('entries', 1), full('records', 1)]);
@@ -224,7 +252,13 @@ describe('PartialSweeper', () => {
     await sweeper.idle();
     expect(store.stats.lists).toBe(3);
     expect(mark).toBe(512);
-    expect(await listPartials()).toEqual(['tile/0/002.p/8', 'tile/1/000.p/1', 'tile/1/000.p/2', 'tile/entries/002.p/8', 'tile/records/002.p/8']);
+    expect(await listPartials()).toEqual([
+      'tile/0/002.p/8',
+      'tile/1/000.p/1',
+      'tile/1/000.p/2',
+      'tile/entries/002.p/8',
+      'tile/records/002.p/8',
+    ]);
     expect(sweeper.stats).toEqual({ deleted: 12, listSweeps: 1 });
   });
 });

@@ -45,15 +45,22 @@ function awsEnv(role: 'sequencer' | 'api'): NodeJS.ProcessEnv {
 }
 
 async function serve(role: 'sequencer' | 'api'): Promise<{ url: string; keyId: string }> {
-  const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'error'], {
-    cwd: repoRoot,
-    env: awsEnv(role),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'error'],
+    {
+      cwd: repoRoot,
+      env: awsEnv(role),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
-  const [line] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit').then(() => [Buffer.from('')])])) as [Buffer];
+  const [line] = (await Promise.race([
+    once(child.stdout!, 'data'),
+    once(child, 'exit').then(() => [Buffer.from('')]),
+  ])) as [Buffer];
   if (!line.length) throw new Error(`serve (${role}) exited: ${err}`);
   return JSON.parse(line.toString()) as { url: string; keyId: string };
 }
@@ -77,7 +84,9 @@ describe('stele serve on the AWS backend', () => {
     const seq = await serve('sequencer');
     const auth = { authorization: 'Bearer tok_0123456789abcdef0123' };
     expect((await postAnchor(seq.url, { digest: digestOf(1) })).status).toBe(401);
-    const anchored = await Promise.all(Array.from({ length: 40 }, (_, i) => postAnchor(seq.url, { digest: digestOf(i), artifact: `a${i}` }, auth)));
+    const anchored = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => postAnchor(seq.url, { digest: digestOf(i), artifact: `a${i}` }, auth)),
+    );
     expect(anchored.every((r) => r.status === 201)).toBe(true);
     const key = (await getJson(`${seq.url}/api/ledger/key`)).body;
     expect(Buffer.from(key.publicKey, 'base64')).toEqual(Buffer.from(kms.publicKey));
@@ -87,7 +96,15 @@ describe('stele serve on the AWS backend', () => {
     const viaReplica = await getJson(`${replica.url}/api/ledger/entry?hash=${digestOf(17)}`);
     expect(viaReplica.status).toBe(200);
     const e = viaReplica.body;
-    expect(verifyInclusion(e.leafIndex, e.treeSize, leafHash(hashFromHex(e.entry.proof.entryHash)), e.auditPath.map(hashFromHex), hashFromHex(e.rootHash))).toBe(true);
+    expect(
+      verifyInclusion(
+        e.leafIndex,
+        e.treeSize,
+        leafHash(hashFromHex(e.entry.proof.entryHash)),
+        e.auditPath.map(hashFromHex),
+        hashFromHex(e.rootHash),
+      ),
+    ).toBe(true);
     const viaSequencer = await getJson(`${seq.url}/api/ledger/entry?hash=${digestOf(17)}`);
     expect(viaReplica.body.auditPath).toEqual(viaSequencer.body.auditPath);
     expect((await postAnchor(replica.url, { digest: digestOf(99) })).body.error.code).toBe('read_only');

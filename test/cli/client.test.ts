@@ -11,7 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { formatCheckpointBody, signCheckpoint } from '../../src/core/checkpoint.js';
 import { auditLog } from '../../src/client/audit.js';
-import { advancePin, configPath, configToToml, loadConfig, proofsDir, readConfigFile, saveConfig, trustWitnesses, type LedgerConfig } from '../../src/client/config.js';
+import {
+  advancePin,
+  configPath,
+  configToToml,
+  loadConfig,
+  proofsDir,
+  readConfigFile,
+  saveConfig,
+  trustWitnesses,
+  type LedgerConfig,
+} from '../../src/client/config.js';
 import { thresholdPolicy } from '../../src/core/tlog-policy.js';
 import { ConfigError } from '../../src/client/errors.js';
 import { sha256File } from '../../src/client/hashfile.js';
@@ -23,7 +33,15 @@ import { type Trust, checkCheckpoint, checkConsistency, checkInclusion } from '.
 import { EMPTY_ROOT, toHex } from '../../src/core/hash.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { MemoryHashReader, proveConsistency, treeHash } from '../../src/core/merkle.js';
-import { SIG_COSIGNATURE_V1, SIG_ED25519, SeedSigner, cosignBody, formatVkey, keyIdOf, makeVerifier } from '../../src/core/note.js';
+import {
+  SIG_COSIGNATURE_V1,
+  SIG_ED25519,
+  SeedSigner,
+  cosignBody,
+  formatVkey,
+  keyIdOf,
+  makeVerifier,
+} from '../../src/core/note.js';
 import { leafHash, sha256 } from '../../src/core/hash.js';
 import { LogReader } from '../../src/reader.js';
 
@@ -38,7 +56,12 @@ afterAll(() => {
 });
 const hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
-function trustFor(signer: { name: string; publicKey: Uint8Array }, pin = { size: 0, root: EMPTY_ROOT }, witnesses: SeedSigner[] = [], threshold = 0): Trust {
+function trustFor(
+  signer: { name: string; publicKey: Uint8Array },
+  pin = { size: 0, root: EMPTY_ROOT },
+  witnesses: SeedSigner[] = [],
+  threshold = 0,
+): Trust {
   const log = makeVerifier(signer.name, SIG_ED25519, signer.publicKey);
   return {
     origin: signer.name,
@@ -48,7 +71,14 @@ function trustFor(signer: { name: string; publicKey: Uint8Array }, pin = { size:
       keyId: keyIdOf(signer.publicKey),
       treeSize: 0,
       rootHash: '',
-      policy: thresholdPolicy([], witnesses.map((w) => ({ name: w.name, vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)) })), threshold),
+      policy: thresholdPolicy(
+        [],
+        witnesses.map((w) => ({
+          name: w.name,
+          vkey: formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)),
+        })),
+        threshold,
+      ),
     }),
     pin,
   };
@@ -67,14 +97,20 @@ describe('trust configuration', () => {
       vkey: formatVkey(makeVerifier(logKey.name, SIG_ED25519, logKey.publicKey)),
       treeSize: 5,
       rootHash: hex('root5'),
-      policy: thresholdPolicy([], [{ name: w1.name, vkey: formatVkey(makeVerifier(w1.name, SIG_COSIGNATURE_V1, w1.publicKey)) }], 1),
+      policy: thresholdPolicy(
+        [],
+        [{ name: w1.name, vkey: formatVkey(makeVerifier(w1.name, SIG_COSIGNATURE_V1, w1.publicKey)) }],
+        1,
+      ),
     },
   };
 
   it('resolves --config, then XDG_CONFIG_HOME, then ~/.config; proofs under XDG_DATA_HOME', () => {
     expect(configPath('rel/x.toml', {})).toBe(join(process.cwd(), 'rel/x.toml'));
     expect(configPath(undefined, { XDG_CONFIG_HOME: '/xdg' })).toBe('/xdg/stele/ledger.toml');
-    expect(configPath(undefined, { XDG_CONFIG_HOME: 'relative-is-ignored' })).toMatch(/\/\.config\/stele\/ledger\.toml$/);
+    expect(configPath(undefined, { XDG_CONFIG_HOME: 'relative-is-ignored' })).toMatch(
+      /\/\.config\/stele\/ledger\.toml$/,
+    );
     expect(proofsDir({ XDG_DATA_HOME: '/data' })).toBe('/data/stele/proofs');
     expect(proofsDir({})).toMatch(/\/\.local\/share\/stele\/proofs$/);
   });
@@ -90,7 +126,10 @@ describe('trust configuration', () => {
     expect(text).toMatch(/^tree_size = 5$/m);
     expect(text).toMatch(/^\[\[ledger\.trust\.witnesses\]\]$/m);
     expect(await readConfigFile(path)).toEqual(base);
-    const loaded = await loadConfig(path, { STELE_LEDGER_ENDPOINT: 'http://other.example', STELE_LEDGER_TENANT: 'beta' });
+    const loaded = await loadConfig(path, {
+      STELE_LEDGER_ENDPOINT: 'http://other.example',
+      STELE_LEDGER_TENANT: 'beta',
+    });
     expect(loaded.effective).toMatchObject({ endpoint: 'http://other.example', tenant: 'beta', scope: 'releases' });
     expect(loaded.file.endpoint).toBe('http://ledger.example');
     expect(loaded.overridden).toEqual({ endpoint: true, tenant: true });
@@ -109,7 +148,11 @@ describe('trust configuration', () => {
     await bad((c) => (c.trust.keyId = hex('other key')), /vkey does not hash to the pinned key_id/);
     writeFileSync(path, configToToml(base).replace(/^witness_threshold = 1$/m, 'witness_threshold = 2'));
     await expect(readConfigFile(path)).rejects.toThrow(/exceeds the 1 pinned witnesses/);
-    await bad((c) => (c.trust.policy = { ...c.trust.policy, witnesses: [{ ...c.trust.policy.witnesses[0]!, vkey: c.trust.vkey! }] }), /a witness key must be a cosignature vkey \(type 0x04 Ed25519 or 0x06 ML-DSA-44\)/);
+    await bad(
+      (c) =>
+        (c.trust.policy = { ...c.trust.policy, witnesses: [{ ...c.trust.policy.witnesses[0]!, vkey: c.trust.vkey! }] }),
+      /a witness key must be a cosignature vkey \(type 0x04 Ed25519 or 0x06 ML-DSA-44\)/,
+    );
     await bad((c) => (c.trust.rootHash = 'XYZ'), /root_hash must be 64 lowercase hex/);
     await bad((c) => (c.trust.origin = 'another/origin'), /origin does not match/);
   });
@@ -120,7 +163,9 @@ describe('trust configuration', () => {
     await saveConfig(path, base);
     const from = { treeSize: 5, rootHash: hex('root5') };
     expect(await advancePin(path, from, { treeSize: 3, rootHash: hex('root3') })).toBe(false);
-    expect(await advancePin(path, { treeSize: 4, rootHash: hex('root4') }, { treeSize: 9, rootHash: hex('root9') })).toBe(false);
+    expect(
+      await advancePin(path, { treeSize: 4, rootHash: hex('root4') }, { treeSize: 9, rootHash: hex('root9') }),
+    ).toBe(false);
     expect(await advancePin(path, from, { treeSize: 9, rootHash: hex('root9') })).toBe(true);
     expect((await readConfigFile(path)).trust).toMatchObject({ treeSize: 9, rootHash: hex('root9') });
     // another process moved it meanwhile: leave it
@@ -143,7 +188,10 @@ describe('streaming SHA-256', () => {
       expect(r.digest).toBe(expected);
       expect(r.bytes).toBe(readFileSync(f).length);
     }
-    await expect(sha256File(join(dir, 'nope'))).rejects.toMatchObject({ kind: 'io', message: expect.stringMatching(/no such file/) });
+    await expect(sha256File(join(dir, 'nope'))).rejects.toMatchObject({
+      kind: 'io',
+      message: expect.stringMatching(/no such file/),
+    });
     await expect(sha256File(dir)).rejects.toMatchObject({ kind: 'usage' });
   });
 });
@@ -171,15 +219,25 @@ describe('checkpoint, witness, consistency and inclusion checks', () => {
     expect(two.signature.ok).toBe(true);
     expect(two.witnesses).toMatchObject({ ok: true, status: 'PASS', valid: 2, quorum: 'all of (w1.test, w2.test)' });
     const { note: oneOnly } = await cosigned(20, [w1]);
-    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses).toMatchObject({ ok: false, valid: 1 });
-    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey)).witnesses).toMatchObject({ ok: true, status: 'SKIP', valid: 0, quorum: 'none' });
+    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses).toMatchObject({
+      ok: false,
+      valid: 1,
+    });
+    expect(checkCheckpoint({ note: oneOnly }, trustFor(logKey)).witnesses).toMatchObject({
+      ok: true,
+      status: 'SKIP',
+      valid: 0,
+      quorum: 'none',
+    });
     // a forged cosignature does not count
     const lines = note.split('\n');
     const i = lines.findIndex((l) => l.startsWith('— w2.test '));
     const b = Buffer.from(lines[i]!.split(' ')[2]!, 'base64');
     b[20] = b[20]! ^ 1;
     lines[i] = `— w2.test ${b.toString('base64')}`;
-    expect(checkCheckpoint({ note: lines.join('\n') }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses).toMatchObject({ ok: false, valid: 1 });
+    expect(
+      checkCheckpoint({ note: lines.join('\n') }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses,
+    ).toMatchObject({ ok: false, valid: 1 });
   });
 
   it('verifies JSON-only checkpoints and their witness entries', async () => {
@@ -193,13 +251,26 @@ describe('checkpoint, witness, consistency and inclusion checks', () => {
       timestamp: new Date().toISOString(),
       keyId: keyIdOf(logKey.publicKey),
       signature: `ed25519:${Buffer.from(cp.signature).toString('base64')}`,
-      witnesses: [{ name: 'w1.test', signature: `ed25519:${raw.subarray(12).toString('base64')}`, timestamp: new Date(1_700_000_000_000).toISOString() }],
+      witnesses: [
+        {
+          name: 'w1.test',
+          signature: `ed25519:${raw.subarray(12).toString('base64')}`,
+          timestamp: new Date(1_700_000_000_000).toISOString(),
+        },
+      ],
     };
-    expect(checkCheckpoint({ json }, trustFor(logKey, undefined, [w1], 1))).toMatchObject({ signature: { ok: true }, witnesses: { ok: true, valid: 1 } });
+    expect(checkCheckpoint({ json }, trustFor(logKey, undefined, [w1], 1))).toMatchObject({
+      signature: { ok: true },
+      witnesses: { ok: true, valid: 1 },
+    });
     expect(checkCheckpoint({ json: { ...json, treeSize: 19 } }, trustFor(logKey)).signature.ok).toBe(false);
-    expect(checkCheckpoint({ json: { ...json, keyId: hex('x') } }, trustFor(logKey)).signature.detail).toMatch(/not the pinned/);
+    expect(checkCheckpoint({ json: { ...json, keyId: hex('x') } }, trustFor(logKey)).signature.detail).toMatch(
+      /not the pinned/,
+    );
     expect(checkCheckpoint({ json: { ...json, note } }, trustFor(logKey)).signature.ok).toBe(true);
-    expect(checkCheckpoint({ json: { ...json, rootHash: hex('other'), note } }, trustFor(logKey)).signature.detail).toMatch(/differ from the signed note/);
+    expect(
+      checkCheckpoint({ json: { ...json, rootHash: hex('other'), note } }, trustFor(logKey)).signature.detail,
+    ).toMatch(/differ from the signed note/);
     const other = new SeedSigner(logKey.name, new Uint8Array(32).fill(99));
     expect(checkCheckpoint({ note }, trustFor(other)).signature.ok).toBe(false);
   });
@@ -207,16 +278,34 @@ describe('checkpoint, witness, consistency and inclusion checks', () => {
   it('consistency: rollback, same-size fork, malformed and valid proofs', async () => {
     const r = (n: number) => treeHash(n, mem);
     const prove = async (a: number, b: number) => ({ proof: await proveConsistency(a, b, mem) });
-    expect(await checkConsistency({ size: 7, root: await r(7) }, { size: 20, root: await r(20) }, prove)).toMatchObject({ ok: true });
-    expect((await checkConsistency({ size: 8, root: await r(8) }, { size: 20, root: await r(20) }, prove)).ok).toBe(true);
-    expect((await checkConsistency({ size: 7, root: await r(7) }, { size: 5, root: await r(5) }, prove)).detail).toMatch(/rolled back/);
-    expect((await checkConsistency({ size: 7, root: await r(7) }, { size: 7, root: await r(6) }, prove)).detail).toMatch(/forked/);
-    expect((await checkConsistency({ size: 7, root: await r(6) }, { size: 20, root: await r(20) }, prove)).ok).toBe(false);
+    expect(await checkConsistency({ size: 7, root: await r(7) }, { size: 20, root: await r(20) }, prove)).toMatchObject(
+      { ok: true },
+    );
+    expect((await checkConsistency({ size: 8, root: await r(8) }, { size: 20, root: await r(20) }, prove)).ok).toBe(
+      true,
+    );
+    expect(
+      (await checkConsistency({ size: 7, root: await r(7) }, { size: 5, root: await r(5) }, prove)).detail,
+    ).toMatch(/rolled back/);
+    expect(
+      (await checkConsistency({ size: 7, root: await r(7) }, { size: 7, root: await r(6) }, prove)).detail,
+    ).toMatch(/forked/);
+    expect((await checkConsistency({ size: 7, root: await r(6) }, { size: 20, root: await r(20) }, prove)).ok).toBe(
+      false,
+    );
     const truncated = async (a: number, b: number) => ({ proof: (await proveConsistency(a, b, mem)).slice(1) });
-    expect((await checkConsistency({ size: 7, root: await r(7) }, { size: 20, root: await r(20) }, truncated)).ok).toBe(false);
-    expect(await checkConsistency({ size: 0, root: EMPTY_ROOT }, { size: 20, root: await r(20) }, null)).toMatchObject({ ok: true });
-    expect(checkInclusion(3, 20, leaves[3]!, [], { size: 20, root: await r(20) }).detail).toMatch(/malformed audit path/);
-    expect(checkInclusion(3, 19, leaves[3]!, [], { size: 20, root: await r(20) }).detail).toMatch(/the proof is for tree size 19/);
+    expect((await checkConsistency({ size: 7, root: await r(7) }, { size: 20, root: await r(20) }, truncated)).ok).toBe(
+      false,
+    );
+    expect(await checkConsistency({ size: 0, root: EMPTY_ROOT }, { size: 20, root: await r(20) }, null)).toMatchObject({
+      ok: true,
+    });
+    expect(checkInclusion(3, 20, leaves[3]!, [], { size: 20, root: await r(20) }).detail).toMatch(
+      /malformed audit path/,
+    );
+    expect(checkInclusion(3, 19, leaves[3]!, [], { size: 20, root: await r(20) }).detail).toMatch(
+      /the proof is for tree size 19/,
+    );
   });
 });
 
@@ -245,12 +334,18 @@ describe('mirror and audit of a three-level log', () => {
       for (; done < to; ) {
         const n = Math.min(to - done, 10_000);
         const ps = [];
-        for (let j = done; j < done + n; j++) ps.push(log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', hex(`entry ${j}`), { artifact: `a-${j}`, scope: 'test' })));
+        for (let j = done; j < done + n; j++)
+          ps.push(
+            log.sequencer.submit(
+              anchorRequest('ledger_anchor', 'Anchored', hex(`entry ${j}`), { artifact: `a-${j}`, scope: 'test' }),
+            ),
+          );
         await Promise.all(ps);
         done += n;
       }
     };
-    sizeRoot = (n) => new LogReader(new DirObjectReader(publicDir), { unverified: true }).treeHash(n, log.sequencer.checkpoint.size);
+    sizeRoot = (n) =>
+      new LogReader(new DirObjectReader(publicDir), { unverified: true }).treeHash(n, log.sequencer.checkpoint.size);
     await grow(N1);
     mirror = tmp('stele-cli-mirror-dst-');
   }, 120_000);
@@ -267,7 +362,12 @@ describe('mirror and audit of a three-level log', () => {
     expect((await auditLog({ source: new DirObjectReader(mirror), trust })).ok).toBe(true);
 
     await grow(N2);
-    const second = await mirrorLog({ source: src, sourceName: 'src', dest: mirror, trust: { ...trust, pin: { size: N1, root: await sizeRoot(N1) } } });
+    const second = await mirrorLog({
+      source: src,
+      sourceName: 'src',
+      dest: mirror,
+      trust: { ...trust, pin: { size: N1, root: await sizeRoot(N1) } },
+    });
     expect(second).toMatchObject({ status: 'updated', treeSize: N2, previousSize: N1 });
     expect(second.consistency.detail).toMatch(/previous mirror size 300 → 66000/);
     // Only the first full bundle (below the old size) is skipped; everything after is new.
@@ -283,10 +383,16 @@ describe('mirror and audit of a three-level log', () => {
     expect(third.fetched).toBeLessThanOrEqual(3);
 
     const pinMid = 65_537 + 100;
-    const audit = await auditLog({ source: new DirObjectReader(mirror), trust: { ...trust, pin: { size: pinMid, root: await sizeRoot(pinMid) } } });
+    const audit = await auditLog({
+      source: new DirObjectReader(mirror),
+      trust: { ...trust, pin: { size: pinMid, root: await sizeRoot(pinMid) } },
+    });
     expect(audit).toMatchObject({ ok: true, treeSize: N2, entriesChecked: N2 });
     expect(audit.pin.detail).toMatch(/equals the pinned root/);
-    const wrongPin = await auditLog({ source: new DirObjectReader(mirror), trust: { ...trust, pin: { size: pinMid, root: await sizeRoot(pinMid - 1) } } });
+    const wrongPin = await auditLog({
+      source: new DirObjectReader(mirror),
+      trust: { ...trust, pin: { size: pinMid, root: await sizeRoot(pinMid - 1) } },
+    });
     expect(wrongPin.ok).toBe(false);
     expect(wrongPin.pin.detail).toMatch(/forked/);
   });
@@ -315,7 +421,9 @@ describe('mirror and audit of a three-level log', () => {
     expect(a.failure).toMatchObject({ object: 'tile/1/000', seq: 100 * 256 });
     expect(a.failure!.message).toMatch(/hash 100 \(leaves 25600–25855\)/);
     const dest = tmp('stele-cli-mirror-from-tampered-');
-    await expect(mirrorLog({ source: new DirObjectReader(copy), sourceName: 'tampered', dest, trust })).rejects.toThrow(/tile\/0\/100 from tampered does not match|tile\/1\/000/);
+    await expect(mirrorLog({ source: new DirObjectReader(copy), sourceName: 'tampered', dest, trust })).rejects.toThrow(
+      /tile\/0\/100 from tampered does not match|tile\/1\/000/,
+    );
     expect(existsSync(join(dest, 'checkpoint'))).toBe(false);
     rmSync(copy, { recursive: true, force: true });
   });
@@ -331,8 +439,12 @@ describe('mirror and audit of a three-level log', () => {
     const ok = await verifyFile(session, new TilesView(new DirObjectReader(mirror), mirror), file, { leafIndex: seq });
     expect(ok.report.result).toBe('PASS');
     expect(ok.entry?.artifact).toBe(`a-${seq}`);
-    const wrongLeaf = await verifyFile(session, new TilesView(new DirObjectReader(mirror), mirror), file, { leafIndex: seq + 1 });
+    const wrongLeaf = await verifyFile(session, new TilesView(new DirObjectReader(mirror), mirror), file, {
+      leafIndex: seq + 1,
+    });
     expect(wrongLeaf.report.get('leaf')?.status).toBe('FAIL');
-    await expect(verifyFile(session, new TilesView(new DirObjectReader(mirror), mirror), file)).rejects.toThrow(/pass --leaf-index/);
+    await expect(verifyFile(session, new TilesView(new DirObjectReader(mirror), mirror), file)).rejects.toThrow(
+      /pass --leaf-index/,
+    );
   });
 });

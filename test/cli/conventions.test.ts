@@ -29,11 +29,17 @@ describe('stele CLI conventions', () => {
 
     const usage = await sandbox.run(['ledger', 'no-such-command', '--json']);
     expect(usage.code).toBe(2);
-    expect(JSON.parse(usage.stdout)).toEqual({ error: { code: 'usage', message: "unknown command 'no-such-command'", exitCode: 2 } });
+    expect(JSON.parse(usage.stdout)).toEqual({
+      error: { code: 'usage', message: "unknown command 'no-such-command'", exitCode: 2 },
+    });
   });
 
   it('ends quietly when its reader closes the pipe (`stele … | head`)', async () => {
-    const child = spawn(process.execPath, [CLI, 'completion', 'fish'], { cwd: sandbox.work, env: sandbox.env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'completion', 'fish'], {
+      cwd: sandbox.work,
+      env: sandbox.env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout.destroy(); // the reader is gone before the first write
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
@@ -43,7 +49,9 @@ describe('stele CLI conventions', () => {
   });
 
   it('prints hints as the user can run them: the built file when `stele` is not on PATH', async () => {
-    const r = await sandbox.run(['ledger', 'checkpoint', '--config', join(sandbox.work, 'missing.toml')], { PATH: '/usr/bin:/bin' });
+    const r = await sandbox.run(['ledger', 'checkpoint', '--config', join(sandbox.work, 'missing.toml')], {
+      PATH: '/usr/bin:/bin',
+    });
     // The sandbox's work directory is not above the repository: the path is absolute.
     expect(relative(sandbox.work, CLI).startsWith('..')).toBe(true);
     expect(r.stderr).toContain(`run \`node ${CLI} ledger init\` first`);
@@ -59,15 +67,36 @@ describe('stele CLI conventions', () => {
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toContain('no configuration');
 
-    const server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"no"}}'));
+    const server = createServer((_req, res) =>
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"no"}}'),
+    );
     await once(server.listen(0, '127.0.0.1'), 'listening');
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const v = await sandbox.run(['-v', 'ledger', 'init', '--endpoint', url, '--trust-key', 'ab'.repeat(32), '--config', join(sandbox.work, 'v.toml')]);
+      const v = await sandbox.run([
+        '-v',
+        'ledger',
+        'init',
+        '--endpoint',
+        url,
+        '--trust-key',
+        'ab'.repeat(32),
+        '--config',
+        join(sandbox.work, 'v.toml'),
+      ]);
       expect(v.code).not.toBe(0);
       expect(v.stderr).toContain(`→ GET ${url}/api/ledger/key`);
       expect(v.stderr).toMatch(new RegExp(`← 404 GET ${url.replace(/\./g, '\\.')}/api/ledger/key \\(\\d+ ms\\)`));
-      const plain = await sandbox.run(['ledger', 'init', '--endpoint', url, '--trust-key', 'ab'.repeat(32), '--config', join(sandbox.work, 'v.toml')]);
+      const plain = await sandbox.run([
+        'ledger',
+        'init',
+        '--endpoint',
+        url,
+        '--trust-key',
+        'ab'.repeat(32),
+        '--config',
+        join(sandbox.work, 'v.toml'),
+      ]);
       expect(plain.stderr).not.toContain('→ GET');
     } finally {
       server.close();
@@ -77,10 +106,19 @@ describe('stele CLI conventions', () => {
   it('completes commands and options from the real command tree (bash)', async () => {
     const script = (await sandbox.run(['completion', 'bash'])).stdout;
     const complete = (words: string[]) =>
-      spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _stele; printf '%s\\n' "\${COMPREPLY[@]}"`], {
-        cwd: sandbox.work,
-        encoding: 'utf8',
-      }).stdout.split('\n').filter(Boolean);
+      spawnSync(
+        'bash',
+        [
+          '-c',
+          `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _stele; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        ],
+        {
+          cwd: sandbox.work,
+          encoding: 'utf8',
+        },
+      )
+        .stdout.split('\n')
+        .filter(Boolean);
     expect(complete(['stele', 'led'])).toEqual(['ledger']);
     expect(complete(['stele', 'ledger', 'ver'])).toEqual(['verify']);
     expect(complete(['stele', 'ledger', 'verify', '--til'])).toEqual(['--tiles']);

@@ -37,7 +37,18 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('init pins the key and the checkpoint, and writes the spec §4.3 tables', async () => {
-    const r = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'acme', '--scope', 'releases', '--trust-key', serve.keyId]);
+    const r = await sb.run([
+      'ledger',
+      'init',
+      '--endpoint',
+      serve.url,
+      '--tenant',
+      'acme',
+      '--scope',
+      'releases',
+      '--trust-key',
+      serve.keyId,
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Pinned ${ORIGIN}`);
@@ -62,7 +73,13 @@ describe('stele ledger, end to end against stele serve', () => {
     const key = (await (await fetch(`${serve.url}/api/ledger/key`)).json()) as Json;
     witnesses = key.witnesses;
     expect(witnesses).toHaveLength(2);
-    const pin = await sb.json(['ledger', 'trust-config', ...witnesses.flatMap((w) => ['--add-witness', w.vkey]), '--witness-threshold', '2']);
+    const pin = await sb.json([
+      'ledger',
+      'trust-config',
+      ...witnesses.flatMap((w) => ['--add-witness', w.vkey]),
+      '--witness-threshold',
+      '2',
+    ]);
     expect(pin.code).toBe(0);
     expect(pin.out.trust.witnesses.map((w: Json) => w.name).sort()).toEqual(witnesses.map((w) => w.name).sort());
     expect(pin.out.trust.witnessThreshold).toBe(2);
@@ -101,7 +118,10 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('verify reports PASS for each rule of spec §4.3', async () => {
-    const [r, j] = await Promise.all([sb.run(['ledger', 'verify', 'release-1.2.3.tgz']), sb.json(['ledger', 'verify', 'release-1.2.3.tgz'])]);
+    const [r, j] = await Promise.all([
+      sb.run(['ledger', 'verify', 'release-1.2.3.tgz']),
+      sb.json(['ledger', 'verify', 'release-1.2.3.tgz']),
+    ]);
     expect(r.code).toBe(0);
     for (const n of [1, 2, 3, 4, 5, 6]) expect(r.stdout).toMatch(new RegExp(`PASS  ${n}\\. `));
     expect(r.stdout).toMatch(/4\. Inclusion: leaf index 0, tree size \d+/);
@@ -141,7 +161,10 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('proof fetches, verifies and stores a proof it did not have', async () => {
-    const anchored = (await postAnchor(serve.url, createHash('sha256').update('anchored by someone else').digest('hex'))) as Json;
+    const anchored = (await postAnchor(
+      serve.url,
+      createHash('sha256').update('anchored by someone else').digest('hex'),
+    )) as Json;
     const id = anchored.entry.id as string;
     expect(existsSync(join(sb.proofsDir, `${id}.json`))).toBe(false);
     const r = await sb.run(['ledger', 'proof', id]);
@@ -200,7 +223,7 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(rule(j.out.verification, 3).status).toBe('FAIL');
   });
 
-  it('ledger checkpoint does not show the JSON checkpoint\'s unsigned timestamp and lifetimeEntries as verified', async () => {
+  it("ledger checkpoint does not show the JSON checkpoint's unsigned timestamp and lifetimeEntries as verified", async () => {
     const FORGED_TIME = '2001-09-09T01:46:40.000Z';
     const proxy: TamperProxy = await startTamperProxy(serve.url, {
       json: (_route, b) => {
@@ -263,7 +286,12 @@ describe('stele ledger, end to end against stele serve', () => {
       sb.json(['ledger', 'trust-config'], { STELE_LEDGER_TENANT: 'other-tenant' }),
       sb.run(['ledger', 'checkpoint'], { STELE_LEDGER_ENDPOINT: 'http://127.0.0.1:9' }),
     ]);
-    expect(j.out).toMatchObject({ tenant: 'other-tenant', tenantFromEnv: true, endpoint: serve.url, endpointFromEnv: false });
+    expect(j.out).toMatchObject({
+      tenant: 'other-tenant',
+      tenantFromEnv: true,
+      endpoint: serve.url,
+      endpointFromEnv: false,
+    });
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^stele: cannot reach http:\/\/127\.0\.0\.1:9.*\n$/);
   });
@@ -309,7 +337,12 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(proof.stdout).not.toMatch(/^Result: PASS — verified$/m);
     expect(proof.stdout).toMatch(/^Result: PASS \(rule 2 not checked: offline\)/m);
     const pj = await sb.json(['ledger', 'proof', ids[0]!, '--offline']);
-    expect(pj.out).toMatchObject({ result: 'PASS', verdict: 'PASS (rule 2 not checked: offline)', complete: false, notChecked: [{ rule: 2, reason: 'offline' }] });
+    expect(pj.out).toMatchObject({
+      result: 'PASS',
+      verdict: 'PASS (rule 2 not checked: offline)',
+      complete: false,
+      notChecked: [{ rule: 2, reason: 'offline' }],
+    });
 
     expect(down.code).toBe(3);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
@@ -317,7 +350,14 @@ describe('stele ledger, end to end against stele serve', () => {
   });
 
   it('trust-config removes witnesses and keeps the threshold within them', async () => {
-    const j = await sb.json(['ledger', 'trust-config', '--remove-witness', witnesses[0]!.name, '--witness-threshold', '1']);
+    const j = await sb.json([
+      'ledger',
+      'trust-config',
+      '--remove-witness',
+      witnesses[0]!.name,
+      '--witness-threshold',
+      '1',
+    ]);
     expect(j.code).toBe(0);
     expect(j.out.trust.witnesses.map((w: Json) => w.name)).toEqual([witnesses[1]!.name]);
     const r = await sb.run(['ledger', 'trust-config', '--witness-threshold', '2']);

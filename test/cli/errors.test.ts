@@ -48,13 +48,23 @@ beforeAll(async () => {
       endpoint: down,
       tenant: 'acme',
       scope: 'releases',
-      trust: { keyId, origin: key.name, vkey, treeSize: 0, rootHash: toHex(EMPTY_ROOT), policy: { logs: [], witnesses: [], groups: [], quorum: 'none' } },
+      trust: {
+        keyId,
+        origin: key.name,
+        vkey,
+        treeSize: 0,
+        rootHash: toHex(EMPTY_ROOT),
+        policy: { logs: [], witnesses: [], groups: [], quorum: 'none' },
+      },
     }),
   );
   sb.file('present.txt', 'present\n');
   mkdirSync(at('a-directory'));
   writeFileSync(at('bad.toml'), '[ledger\nendpoint = 3\n');
-  writeFileSync(at('wrong-key.toml'), `[ledger]\nendpoint = "${down}"\n[ledger.trust]\nkey_id = "${'ab'.repeat(32)}"\nvkey = "${vkey}"\n`);
+  writeFileSync(
+    at('wrong-key.toml'),
+    `[ledger]\nendpoint = "${down}"\n[ledger.trust]\nkey_id = "${'ab'.repeat(32)}"\nvkey = "${vkey}"\n`,
+  );
   writeFileSync(at('no-trust.toml'), `[ledger]\nendpoint = "${down}"\n`);
 }, 120_000);
 
@@ -64,22 +74,82 @@ type Case = [title: string, args: () => string[], code: number, pattern: RegExp]
 
 const cases: Case[] = [
   // a missing file: I/O error
-  ['anchor of a missing file', () => ['ledger', 'anchor', 'missing.bin'], 3, /^stele: cannot read missing\.bin: no such file$/],
-  ['verify --anchor of a missing file', () => ['verify', 'missing.bin', '--anchor'], 3, /^stele: cannot read missing\.bin: no such file$/],
+  [
+    'anchor of a missing file',
+    () => ['ledger', 'anchor', 'missing.bin'],
+    3,
+    /^stele: cannot read missing\.bin: no such file$/,
+  ],
+  [
+    'verify --anchor of a missing file',
+    () => ['verify', 'missing.bin', '--anchor'],
+    3,
+    /^stele: cannot read missing\.bin: no such file$/,
+  ],
   // an unreadable or invalid configuration: configuration error
-  ['a configuration that is a directory', () => ['ledger', 'checkpoint', '--config', at('a-directory')], 2, /^stele: cannot read configuration .*a-directory: it is a directory$/],
-  ['a configuration that is not TOML', () => ['ledger', 'checkpoint', '--config', at('bad.toml')], 2, /^stele: .*bad\.toml is not valid TOML \(line 1/],
-  ['a vkey that is not the pinned key id', () => ['ledger', 'verify', 'present.txt', '--config', at('wrong-key.toml')], 2, /vkey does not hash to the pinned key_id/],
-  ['a configuration without trust', () => ['ledger', 'checkpoint', '--config', at('no-trust.toml')], 2, /no \[ledger\.trust\] table/],
-  ['a missing --config file', () => ['ledger', 'checkpoint', '--config', at('nope.toml')], 2, /^stele: no configuration at .*nope\.toml; run `node \S+main\.js ledger init` first/],
+  [
+    'a configuration that is a directory',
+    () => ['ledger', 'checkpoint', '--config', at('a-directory')],
+    2,
+    /^stele: cannot read configuration .*a-directory: it is a directory$/,
+  ],
+  [
+    'a configuration that is not TOML',
+    () => ['ledger', 'checkpoint', '--config', at('bad.toml')],
+    2,
+    /^stele: .*bad\.toml is not valid TOML \(line 1/,
+  ],
+  [
+    'a vkey that is not the pinned key id',
+    () => ['ledger', 'verify', 'present.txt', '--config', at('wrong-key.toml')],
+    2,
+    /vkey does not hash to the pinned key_id/,
+  ],
+  [
+    'a configuration without trust',
+    () => ['ledger', 'checkpoint', '--config', at('no-trust.toml')],
+    2,
+    /no \[ledger\.trust\] table/,
+  ],
+  [
+    'a missing --config file',
+    () => ['ledger', 'checkpoint', '--config', at('nope.toml')],
+    2,
+    /^stele: no configuration at .*nope\.toml; run `node \S+main\.js ledger init` first/,
+  ],
   // malformed key ids, entry ids, witness keys, thresholds, URLs: usage error
-  ['a malformed key id', () => ['ledger', 'init', '--endpoint', down, '--trust-key', 'not-a-key', '--config', at('n.toml')], 2, /^stele: malformed key id "not-a-key": expected 64 hex characters/],
+  [
+    'a malformed key id',
+    () => ['ledger', 'init', '--endpoint', down, '--trust-key', 'not-a-key', '--config', at('n.toml')],
+    2,
+    /^stele: malformed key id "not-a-key": expected 64 hex characters/,
+  ],
   ['a malformed entry id', () => ['ledger', 'proof', 'led_12'], 2, /^stele: malformed entry id "led_12"/],
-  ['a malformed witness vkey', () => ['ledger', 'trust-config', '--add-witness', 'nonsense'], 2, /^stele: --add-witness: a vkey has the form/],
-  ['a threshold above the pinned witnesses', () => ['ledger', 'trust-config', '--witness-threshold', '1'], 2, /witness threshold 1 exceeds the 0 pinned witness/],
-  ['an endpoint that is not http(s)', () => ['ledger', 'init', '--endpoint', 'ftp://x', '--trust-key', keyId, '--config', at('n.toml')], 2, /must be an http:\/\/ or https:\/\/ URL/],
+  [
+    'a malformed witness vkey',
+    () => ['ledger', 'trust-config', '--add-witness', 'nonsense'],
+    2,
+    /^stele: --add-witness: a vkey has the form/,
+  ],
+  [
+    'a threshold above the pinned witnesses',
+    () => ['ledger', 'trust-config', '--witness-threshold', '1'],
+    2,
+    /witness threshold 1 exceeds the 0 pinned witness/,
+  ],
+  [
+    'an endpoint that is not http(s)',
+    () => ['ledger', 'init', '--endpoint', 'ftp://x', '--trust-key', keyId, '--config', at('n.toml')],
+    2,
+    /must be an http:\/\/ or https:\/\/ URL/,
+  ],
   // an unreachable endpoint: network error
-  ['init against an unreachable endpoint', () => ['ledger', 'init', '--endpoint', down, '--trust-key', keyId, '--config', at('n.toml')], 3, /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused$/],
+  [
+    'init against an unreachable endpoint',
+    () => ['ledger', 'init', '--endpoint', down, '--trust-key', keyId, '--config', at('n.toml')],
+    3,
+    /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused$/,
+  ],
   ['verify against an unreachable endpoint', () => ['ledger', 'verify', 'present.txt'], 3, /connection refused/],
   ['anchor against an unreachable endpoint', () => ['ledger', 'anchor', 'present.txt'], 3, /connection refused/],
   ['mirror from an unreachable endpoint', () => ['ledger', 'mirror', at('m')], 3, /connection refused/],
@@ -88,7 +158,12 @@ const cases: Case[] = [
   ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'package_file'/],
   ['an unknown option', () => ['ledger', 'verify', 'present.txt', '--bogus'], 2, /unknown option '--bogus'/],
   ['a size below 1', () => ['ledger', 'consistency', '--from', '0'], 2, /--from must be an integer ≥ 1/],
-  ['a missing required option', () => ['ledger', 'init', '--endpoint', down], 2, /required option '--trust-key <key_id>' not specified/],
+  [
+    'a missing required option',
+    () => ['ledger', 'init', '--endpoint', down],
+    2,
+    /required option '--trust-key <key_id>' not specified/,
+  ],
 ];
 
 describe.concurrent('bad input and exit codes', () => {
@@ -99,7 +174,11 @@ describe.concurrent('bad input and exit codes', () => {
   it('a user with no configuration at all', async () => {
     const fresh = new Sandbox('stele-errors-fresh-');
     try {
-      oneLineError(await fresh.run(['ledger', 'verify', 'x']), 2, /^stele: no configuration at .*xdg-config\/stele\/ledger\.toml/);
+      oneLineError(
+        await fresh.run(['ledger', 'verify', 'x']),
+        2,
+        /^stele: no configuration at .*xdg-config\/stele\/ledger\.toml/,
+      );
     } finally {
       fresh.cleanup();
     }
@@ -116,16 +195,30 @@ describe.concurrent('bad input and exit codes', () => {
   });
 
   // Every command's help, rendered in-process from the same command definitions.
-  const commands = [['ledger'], ['verify'], ...['init', 'trust-config', 'anchor', 'proof', 'verify', 'consistency', 'checkpoint', 'mirror', 'audit'].map((c) => ['ledger', c])];
-  it.each(commands.map((c) => [c.join(' '), c] as const))('--help for %s documents the exit codes', async (_name, c) => {
-    let text = '';
-    const program = new Command('stele').exitOverride().configureOutput({ writeOut: (t) => (text += t), writeErr: (t) => (text += t) });
-    registerLedgerCommands(program);
-    await expect(program.parseAsync([...c, '--help'], { from: 'user' })).rejects.toMatchObject({ code: 'commander.helpDisplayed', exitCode: 0 });
-    expect(text).toMatch(/^Usage: stele /);
-    expect(text).toMatch(/2 +usage or configuration error/);
-    if (c[0] === 'verify') expect(text).toMatch(/--anchor/);
-    if (c[1] === 'init') expect(text).toMatch(/--trust-key <key_id>/);
-    if (c.length === 2) expect(text).toMatch(/--json/);
-  });
+  const commands = [
+    ['ledger'],
+    ['verify'],
+    ...['init', 'trust-config', 'anchor', 'proof', 'verify', 'consistency', 'checkpoint', 'mirror', 'audit'].map(
+      (c) => ['ledger', c],
+    ),
+  ];
+  it.each(commands.map((c) => [c.join(' '), c] as const))(
+    '--help for %s documents the exit codes',
+    async (_name, c) => {
+      let text = '';
+      const program = new Command('stele')
+        .exitOverride()
+        .configureOutput({ writeOut: (t) => (text += t), writeErr: (t) => (text += t) });
+      registerLedgerCommands(program);
+      await expect(program.parseAsync([...c, '--help'], { from: 'user' })).rejects.toMatchObject({
+        code: 'commander.helpDisplayed',
+        exitCode: 0,
+      });
+      expect(text).toMatch(/^Usage: stele /);
+      expect(text).toMatch(/2 +usage or configuration error/);
+      if (c[0] === 'verify') expect(text).toMatch(/--anchor/);
+      if (c[1] === 'init') expect(text).toMatch(/--trust-key <key_id>/);
+      if (c.length === 2) expect(text).toMatch(/--json/);
+    },
+  );
 });

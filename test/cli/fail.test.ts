@@ -8,7 +8,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServe, Sandbox, copyLogKey, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
-import { type TamperProxy, flipByte, flipHex, forgeNote, forgeSig, startTamperProxy } from '../helpers/fake-log-server.js';
+import {
+  type TamperProxy,
+  flipByte,
+  flipHex,
+  forgeNote,
+  forgeSig,
+  startTamperProxy,
+} from '../helpers/fake-log-server.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const ORIGIN = 'fail.test/log';
@@ -34,7 +41,18 @@ describe('FAIL cases', () => {
     proxy = await startTamperProxy(serve.url);
     sb.file('release.tar.gz', 'release bytes\n');
     sb.file('late.bin', 'late bytes\n');
-    const init = await sb.run(['ledger', 'init', '--endpoint', proxy.url, '--tenant', 't', '--scope', 's', '--trust-key', serve.keyId]);
+    const init = await sb.run([
+      'ledger',
+      'init',
+      '--endpoint',
+      proxy.url,
+      '--tenant',
+      't',
+      '--scope',
+      's',
+      '--trust-key',
+      serve.keyId,
+    ]);
     expect(init.code).toBe(0);
     expect((await sb.run(['ledger', 'anchor', 'release.tar.gz'])).code).toBe(0); // leaf 298
     expect((await sb.run(['ledger', 'anchor', 'late.bin'])).code).toBe(0); // leaf 299
@@ -74,7 +92,11 @@ describe('FAIL cases', () => {
       },
     };
     try {
-      const [v, c, note] = await Promise.all([failing(['ledger', 'verify', 'release.tar.gz']), failing(['ledger', 'checkpoint']), sb.run(['ledger', 'checkpoint', '--note'])]);
+      const [v, c, note] = await Promise.all([
+        failing(['ledger', 'verify', 'release.tar.gz']),
+        failing(['ledger', 'checkpoint']),
+        sb.run(['ledger', 'checkpoint', '--note']),
+      ]);
       expect(rule(v, 1)).toMatchObject({ status: 'FAIL' });
       expect(rule(v, 1).detail).toMatch(/does not verify under the pinned key/);
       expect(rule(v, 6).status).toBe('FAIL');
@@ -129,7 +151,10 @@ describe('FAIL cases', () => {
       },
     };
     try {
-      const [c, v] = await Promise.all([failing(['ledger', 'checkpoint']), failing(['ledger', 'verify', 'release.tar.gz'])]);
+      const [c, v] = await Promise.all([
+        failing(['ledger', 'checkpoint']),
+        failing(['ledger', 'verify', 'release.tar.gz']),
+      ]);
       expect(rule(c, 1).status).toBe('PASS');
       expect(rule(c, 2)).toMatchObject({ status: 'FAIL' });
       expect(rule(c, 2).detail).toMatch(/smaller than the pinned size .* rolled back/);
@@ -178,13 +203,19 @@ describe('FAIL cases', () => {
     const scratch = new Sandbox('stele-fail-rekey-');
     try {
       expect((await scratch.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId])).code).toBe(0);
-      const wrongId = await scratch.run(['ledger', 'trust-config', '--replace-key', serve.keyId], { STELE_LEDGER_ENDPOINT: other.url });
+      const wrongId = await scratch.run(['ledger', 'trust-config', '--replace-key', serve.keyId], {
+        STELE_LEDGER_ENDPOINT: other.url,
+      });
       expect(wrongId.code).toBe(1);
       expect(wrongId.stderr).toMatch(/not the trusted/);
-      const inconsistent = await scratch.run(['ledger', 'trust-config', '--replace-key', other.keyId], { STELE_LEDGER_ENDPOINT: other.url });
+      const inconsistent = await scratch.run(['ledger', 'trust-config', '--replace-key', other.keyId], {
+        STELE_LEDGER_ENDPOINT: other.url,
+      });
       expect(inconsistent.code).toBe(1);
       expect(inconsistent.stderr).toMatch(/pass --reset-checkpoint/);
-      const reset = await scratch.json(['ledger', 'trust-config', '--replace-key', other.keyId, '--reset-checkpoint'], { STELE_LEDGER_ENDPOINT: other.url });
+      const reset = await scratch.json(['ledger', 'trust-config', '--replace-key', other.keyId, '--reset-checkpoint'], {
+        STELE_LEDGER_ENDPOINT: other.url,
+      });
       expect(reset.code).toBe(0);
       expect(reset.out.trust.keyId).toBe(other.keyId);
       expect(reset.out.changes[0]).toMatch(/RESET/);
@@ -204,7 +235,9 @@ describe('FAIL cases', () => {
       const v = await failing(['ledger', 'verify', 'release.tar.gz']);
       expect([1, 2, 3, 5].map((n) => rule(v, n).status)).toEqual(['PASS', 'PASS', 'PASS', 'SKIP']); // rule 5: no witnesses pinned, "not witnessed"
       expect(rule(v, 4)).toMatchObject({ status: 'FAIL' });
-      expect(rule(v, 4).detail).toMatch(/leaf index 298, tree size \d+: the \d+-hash audit path rebuilds root .* not the checkpoint root/);
+      expect(rule(v, 4).detail).toMatch(
+        /leaf index 298, tree size \d+: the \d+-hash audit path rebuilds root .* not the checkpoint root/,
+      );
       proxy.tamper = { json: (route, b) => (route === 'entry' ? { ...b, auditPath: b.auditPath.slice(1) } : b) };
       const short = await failing(['ledger', 'verify', 'release.tar.gz']);
       expect(rule(short, 4).detail).toMatch(/malformed audit path/);
@@ -244,7 +277,8 @@ describe('FAIL cases', () => {
     const target = sha('never anchored\n');
     proxy.tamper = {
       rewrite: (url) => {
-        if (url.pathname === '/api/ledger/entry' && url.searchParams.get('hash') === target) url.searchParams.set('hash', sha('release bytes\n'));
+        if (url.pathname === '/api/ledger/entry' && url.searchParams.get('hash') === target)
+          url.searchParams.set('hash', sha('release bytes\n'));
         return url;
       },
       json: (route, b) => {
@@ -319,7 +353,10 @@ describe('FAIL cases', () => {
   it('a tampered partial tile at the right edge', async () => {
     proxy.tamper = { object: (key, data) => (key.startsWith('tile/0/001.p/') ? flipByte(data, 32 * 2) : data) };
     try {
-      const [v, a] = await Promise.all([sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]), sb.json(['ledger', 'audit', proxy.url])]);
+      const [v, a] = await Promise.all([
+        sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]),
+        sb.json(['ledger', 'audit', proxy.url]),
+      ]);
       expect(v.code).toBe(1);
       expect(v.out.result).toBe('FAIL');
       expect(a.out.failure.object).toMatch(/^tile\/0\/001\.p\/\d+$/);
@@ -333,10 +370,15 @@ describe('FAIL cases', () => {
     // entry 299 (late.bin) is item 43 of the second record bundle: change one character
     proxy.tamper = { object: (key, data) => (key.startsWith('tile/records/001') ? tamperItem(data, 43, 20) : data) };
     try {
-      const [a, v] = await Promise.all([sb.json(['ledger', 'audit', proxy.url]), sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url])]);
+      const [a, v] = await Promise.all([
+        sb.json(['ledger', 'audit', proxy.url]),
+        sb.json(['ledger', 'verify', 'late.bin', '--tiles', proxy.url]),
+      ]);
       expect(a.code).toBe(1);
       expect(a.out.failure.seq).toBe(299);
-      expect(a.out.failure.message).toMatch(/^record 299 \(tile\/records\/001\.p\/\d+ item 43\) does not hash to its entry hash/);
+      expect(a.out.failure.message).toMatch(
+        /^record 299 \(tile\/records\/001\.p\/\d+ item 43\) does not hash to its entry hash/,
+      );
       expect(v.code).toBe(1);
       expect(rule(v.out, 3).status).toBe('FAIL');
     } finally {
@@ -344,7 +386,10 @@ describe('FAIL cases', () => {
     }
     proxy.tamper = { object: (key, data) => (key === 'tile/entries/000' ? flipByte(data, 2 + 40 * 34) : data) };
     try {
-      const [a, m] = await Promise.all([sb.json(['ledger', 'audit', proxy.url]), sb.run(['ledger', 'mirror', join(sb.root, 'm-entries'), '--from', proxy.url])]);
+      const [a, m] = await Promise.all([
+        sb.json(['ledger', 'audit', proxy.url]),
+        sb.run(['ledger', 'mirror', join(sb.root, 'm-entries'), '--from', proxy.url]),
+      ]);
       expect(a.out.failure).toMatchObject({ object: 'tile/entries/000', seq: 40 });
       expect(a.out.failure.message).toMatch(/item 40 \(entry 40\) is wrong/);
       expect(m.code).toBe(1);

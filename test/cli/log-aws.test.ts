@@ -43,7 +43,15 @@ async function makeAwsLog(waves: number[]) {
     origin: ORIGIN,
     region: 'us-east-1',
     credentials: s3.credentials,
-    s3: { bucket: s3.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: s3.endpoint, forcePathStyle: true, requireConditionalWrites: false, sweepPartials: false },
+    s3: {
+      bucket: s3.bucket,
+      publicPrefix: `${p}log/`,
+      stagingPrefix: `${p}private/`,
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      requireConditionalWrites: false,
+      sweepPartials: false,
+    },
     dynamo: { table, endpoint: ddb.endpoint },
     signer: { kind: 'key-file', path: keyFile },
     index: false,
@@ -52,7 +60,12 @@ async function makeAwsLog(waves: number[]) {
   };
   const log = await openAwsLog(config);
   let n = 0;
-  for (const count of waves) await Promise.all(Array.from({ length: count }, () => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(p, n++)))));
+  for (const count of waves)
+    await Promise.all(
+      Array.from({ length: count }, () =>
+        log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(p, n++))),
+      ),
+    );
   await log.close();
   const env = {
     STELE_ORIGIN: ORIGIN,
@@ -80,7 +93,11 @@ describe('stele log fsck/recover --aws', () => {
     const clean = await sb.json(['log', 'fsck', '--aws'], env);
     expect(clean.stderr).toBe('');
     expect(clean.code).toBe(0);
-    expect(clean.out).toMatchObject({ result: 'PASS', checkpoint: { size: 343 }, lock: { relation: 'equal', size: 343 } });
+    expect(clean.out).toMatchObject({
+      result: 'PASS',
+      checkpoint: { size: 343 },
+      lock: { relation: 'equal', size: 343 },
+    });
     expect(clean.out.audit.entriesChecked).toBe(343);
 
     const client = dynamo();
@@ -92,7 +109,12 @@ describe('stele log fsck/recover --aws', () => {
 
       const r = await sb.json(['log', 'recover', '--aws'], env);
       expect(r.code).toBe(0);
-      expect(r.out).toMatchObject({ result: 'recovered', size: 343, root: clean.out.checkpoint.root, previous: { relation: 'missing' } });
+      expect(r.out).toMatchObject({
+        result: 'recovered',
+        size: 343,
+        root: clean.out.checkpoint.root,
+        previous: { relation: 'missing' },
+      });
       const item = await client.send(new GetItemCommand({ TableName: table, Key: lockKey, ConsistentRead: true }));
       expect(JSON.parse(item.Item!.state!.S!)).toMatchObject({ size: 343, root: clean.out.checkpoint.root });
       const after = await sb.json(['log', 'fsck', '--aws'], env);

@@ -11,7 +11,8 @@ import { scratchDir } from '../helpers/tmp.js';
 
 beforeAll(ensureBuilt, 180_000);
 
-const witnessCount = async (url: string) => ((await (await fetch(`${url}/api/ledger/key`)).json()) as { witnesses: unknown[] }).witnesses.length;
+const witnessCount = async (url: string) =>
+  ((await (await fetch(`${url}/api/ledger/key`)).json()) as { witnesses: unknown[] }).witnesses.length;
 
 describe('stele serve keeps its witness settings', () => {
   it('uses the stored witnesses when a restart omits them, refuses different ones, and changes them with --reconfigure', async () => {
@@ -25,7 +26,9 @@ describe('stele serve keeps its witness settings', () => {
     expect(await witnessCount(forgetful.url)).toBe(2);
     await forgetful.stop();
 
-    await expect(startServe({ dataDir, origin, args: ['--demo-witnesses', '1'] })).rejects.toThrow(/exited with 2: .*started with demo witnesses \(--demo-witnesses\) 2.*--reconfigure/s);
+    await expect(startServe({ dataDir, origin, args: ['--demo-witnesses', '1'] })).rejects.toThrow(
+      /exited with 2: .*started with demo witnesses \(--demo-witnesses\) 2.*--reconfigure/s,
+    );
 
     const changed = await startServe({ dataDir, origin, args: ['--demo-witnesses', '1', '--reconfigure'] });
     expect(await witnessCount(changed.url)).toBe(1);
@@ -43,7 +46,11 @@ describe('reconcileLogSettings', () => {
     await r.record();
     return r;
   };
-  const cfg = (dataDir: string, extra: Partial<ServeConfig> = {}): ServeConfig => ({ ...SERVE_DEFAULTS, dataDir, ...extra });
+  const cfg = (dataDir: string, extra: Partial<ServeConfig> = {}): ServeConfig => ({
+    ...SERVE_DEFAULTS,
+    dataDir,
+    ...extra,
+  });
   const a = 'w1.test+01234567+AAAA=https://w1.test';
   const b = 'w2.test+89abcdef+BBBB=https://w2.test';
 
@@ -56,7 +63,9 @@ describe('reconcileLogSettings', () => {
     expect(omitted.applied).toEqual(['witnesses', 'witnessThreshold']);
     expect(omitted.cfg.witnesses).toBe(`${a},${b}`);
     expect(omitted.cfg.witnessThreshold).toBe(2);
-    await expect(reconcileLogSettings(cfg(dir, { witnesses: a }))).rejects.toThrow(/started with witnesses \(--witness\) w1\.test, w2\.test/);
+    await expect(reconcileLogSettings(cfg(dir, { witnesses: a }))).rejects.toThrow(
+      /started with witnesses \(--witness\) w1\.test, w2\.test/,
+    );
   });
 
   it('lets a log that had no witnesses gain them without --reconfigure, and records nothing for a refused start', async () => {

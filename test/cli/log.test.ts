@@ -40,8 +40,10 @@ function flipByte(file: string, offset: number): void {
 
 const fsck = (dataDir: string) => sb.json(['log', 'fsck', '--data-dir', dataDir]);
 const recover = (dataDir: string) => sb.json(['log', 'recover', '--data-dir', dataDir]);
-const lockOf = (dataDir: string): Json => JSON.parse(readFileSync(join(dataDir, 'private', 'lock.json'), 'utf8')) as Json;
-const problems = (out: Json, kind: string): Json[] => (out.findings as Json[]).filter((f) => f.severity === 'problem' && f.kind === kind);
+const lockOf = (dataDir: string): Json =>
+  JSON.parse(readFileSync(join(dataDir, 'private', 'lock.json'), 'utf8')) as Json;
+const problems = (out: Json, kind: string): Json[] =>
+  (out.findings as Json[]).filter((f) => f.severity === 'problem' && f.kind === kind);
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -152,7 +154,11 @@ describe('stele log fsck', () => {
     writeFileSync(join(d, 'log/tile/records/x001/000'), ''); // further
     const r = await fsck(d);
     expect(r.code).toBe(1);
-    expect(problems(r.out, 'beyond').map((f) => f.object).sort()).toEqual(['tile/entries/002.p/200', 'tile/records/x001/000']);
+    expect(
+      problems(r.out, 'beyond')
+        .map((f) => f.object)
+        .sort(),
+    ).toEqual(['tile/entries/002.p/200', 'tile/records/x001/000']);
   });
 
   it('reports a lock record older than the published checkpoint (a restored backup)', async () => {
@@ -173,7 +179,9 @@ describe('stele log fsck', () => {
     expect(r.code).toBe(0);
     expect(r.out.checkpoint.size).toBe(401);
     expect(r.out.lock).toMatchObject({ relation: 'newer', size: 700 });
-    expect((r.out.findings as Json[]).some((f) => f.kind === 'unpublished' && f.object === 'tile/0/002.p/188')).toBe(true);
+    expect((r.out.findings as Json[]).some((f) => f.kind === 'unpublished' && f.object === 'tile/0/002.p/188')).toBe(
+      true,
+    );
   });
 
   it('checks the tree against the newer of checkpoint and checkpoint.json, noting the one a crash left behind', async () => {
@@ -183,7 +191,9 @@ describe('stele log fsck', () => {
     expect(r.code).toBe(0);
     expect(r.out.checkpoint).toMatchObject({ size: 700, from: 'checkpoint.json' });
     expect(r.out.audit.entriesChecked).toBe(700);
-    expect((r.out.findings as Json[]).filter((f) => f.kind === 'checkpoint').map((f) => [f.severity, f.object])).toEqual([['notice', 'checkpoint']]);
+    expect(
+      (r.out.findings as Json[]).filter((f) => f.kind === 'checkpoint').map((f) => [f.severity, f.object]),
+    ).toEqual([['notice', 'checkpoint']]);
   });
 
   it('reports a checkpoint whose signature does not verify', async () => {
@@ -230,7 +240,13 @@ describe('stele log recover', () => {
     const r = await recover(d);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.out).toMatchObject({ result: 'recovered', size: 700, root: before.root, previous: { relation: 'missing' }, entriesChecked: 700 });
+    expect(r.out).toMatchObject({
+      result: 'recovered',
+      size: 700,
+      root: before.root,
+      previous: { relation: 'missing' },
+      entriesChecked: 700,
+    });
     const lock = lockOf(d);
     expect(lock).toMatchObject({ size: 700, root: before.root });
     expect(lock.staged).toBeUndefined();

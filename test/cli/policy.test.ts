@@ -41,7 +41,8 @@ async function logKey(dataDir: string, origin: string): Promise<NoteVerifier> {
 }
 
 /** Removes one witness's cosignature line from a note. */
-const stripLine = (note: string, name: string) => note.replace(new RegExp(`^— ${name.replace(/\./g, '\\.')} .*\\n`, 'm'), '');
+const stripLine = (note: string, name: string) =>
+  note.replace(new RegExp(`^— ${name.replace(/\./g, '\\.')} .*\\n`, 'm'), '');
 
 describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --policy, rule 5', () => {
   const root = mkdtempSync(join(tmpdir(), 'stele-policy-'));
@@ -61,7 +62,15 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const unmet = await logKey(join(root, 'unmet'), UNMET);
     logVkey = formatVkey(met);
     const silent = pino({ level: 'silent' });
-    const start = (name: string) => startWitness({ dataDir: join(root, name), name: `${name}.policy.test`, logs: [met, unmet], host: '127.0.0.1', port: 0, logger: silent });
+    const start = (name: string) =>
+      startWitness({
+        dataDir: join(root, name),
+        name: `${name}.policy.test`,
+        logs: [met, unmet],
+        host: '127.0.0.1',
+        port: 0,
+        logger: silent,
+      });
     [w1, w2] = await Promise.all([start('w1'), start('w2')]);
     // w3 is a witness whose server is down: its key exists, nothing answers at its URL.
     const w3 = await start('w3');
@@ -93,13 +102,21 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     await first.stop();
     writeFileSync(unmetFile, servePolicy('all'));
     // Changing a log's witness policy is deliberate: without --reconfigure the start is refused.
-    await expect(startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args })).rejects.toThrow(/exited with 2: .*witness policy.*--reconfigure/s);
+    await expect(startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args })).rejects.toThrow(
+      /exited with 2: .*witness policy.*--reconfigure/s,
+    );
     const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args: [...args, '--reconfigure'] });
     try {
       const key = (await (await fetch(`${unmet.url}/api/ledger/key`)).json()) as Json;
-      expect(parsePolicy(key.witnessPolicy.policy).groups).toEqual([{ name: 'q', k: 'all', members: ['w1', 'w2', 'w3'] }]);
+      expect(parsePolicy(key.witnessPolicy.policy).groups).toEqual([
+        { name: 'q', k: 'all', members: ['w1', 'w2', 'w3'] },
+      ]);
       expect(key.witnessPolicy.threshold).toBe(3);
-      const res = await fetch(`${unmet.url}/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ digest: 'ab'.repeat(32) }) });
+      const res = await fetch(`${unmet.url}/api/ledger/anchor`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ digest: 'ab'.repeat(32) }),
+      });
       expect(res.status).toBe(503);
       expect(((await res.json()) as Json).error.code).toBe('anchor_timeout');
       const note = await (await fetch(`${unmet.url}/checkpoint`)).text();
@@ -111,7 +128,11 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     // Two of three: w1 and w2 cosign, w3 is down, and the checkpoint is published.
     const metFile = join(root, 'met.policy');
     writeFileSync(metFile, servePolicy('2'));
-    serve = await startServe({ dataDir: join(root, 'met'), origin: MET, args: ['--witness-policy', metFile, '--witness', `${w2.vkey}=${w2.url}`] });
+    serve = await startServe({
+      dataDir: join(root, 'met'),
+      origin: MET,
+      args: ['--witness-policy', metFile, '--witness', `${w2.vkey}=${w2.url}`],
+    });
     const r = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId]);
     expect(r.code).toBe(0);
     const anchored = await sb.json(['ledger', 'anchor', 'release.tgz']);
@@ -127,19 +148,36 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const toml = join(root, 'serve.toml');
     writeFileSync(toml, '[server]\nwitness_policy = "from-file.policy"\n');
     expect(resolveServeConfig({ config: toml }, {}).witnessPolicy).toBe(join(process.cwd(), 'from-file.policy'));
-    expect(resolveServeConfig({ config: toml }, { STELE_WITNESS_POLICY: '/etc/env.policy' }).witnessPolicy).toBe('/etc/env.policy');
-    expect(resolveServeConfig({ config: toml, witnessPolicy: '/flag.policy' }, { STELE_WITNESS_POLICY: '/etc/env.policy' }).witnessPolicy).toBe('/flag.policy');
+    expect(resolveServeConfig({ config: toml }, { STELE_WITNESS_POLICY: '/etc/env.policy' }).witnessPolicy).toBe(
+      '/etc/env.policy',
+    );
+    expect(
+      resolveServeConfig({ config: toml, witnessPolicy: '/flag.policy' }, { STELE_WITNESS_POLICY: '/etc/env.policy' })
+        .witnessPolicy,
+    ).toBe('/flag.policy');
     expect(() => resolveServeConfig({ witnessPolicy: '/p', witnessThreshold: '1' }, {})).toThrow(ConfigError);
   });
 
   it('serve refuses a policy that does not parse, naming the line, and a witness with no URL', async () => {
     const bad = join(root, 'bad.policy');
     writeFileSync(bad, `witness w1 ${w1.vkey} ${w1.url}\ngroup q 2 w1\nquorum q\n`);
-    const r = await sb.run(['serve', '--data-dir', join(root, 'bad'), '--origin', 'bad.test/log', '--port', '0', '--witness-policy', bad]);
+    const r = await sb.run([
+      'serve',
+      '--data-dir',
+      join(root, 'bad'),
+      '--origin',
+      'bad.test/log',
+      '--port',
+      '0',
+      '--witness-policy',
+      bad,
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/bad\.policy: line 2: group q: threshold 2 is not between 1 and its 1 members/);
     writeFileSync(bad, `witness w2 ${w2.vkey}\nquorum w2\n`);
-    const noUrl = await sb.run(['serve', '--data-dir', join(root, 'bad'), '--origin', 'bad.test/log', '--port', '0'], { STELE_WITNESS_POLICY: bad });
+    const noUrl = await sb.run(['serve', '--data-dir', join(root, 'bad'), '--origin', 'bad.test/log', '--port', '0'], {
+      STELE_WITNESS_POLICY: bad,
+    });
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toMatch(/witness w2 has no URL/);
   }, 60_000);
@@ -159,7 +197,9 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const v = await sb.json(['ledger', 'verify', 'release.tgz']);
     expect(v.code).toBe(0);
     expect(rule(v.out, 5)).toMatchObject({ status: 'PASS' });
-    expect(rule(v.out, 5).detail).toMatch(/2 valid cosignatures by policy witnesses \(w1, w2\); quorum met: 2 of \(w1, w2, w3\)/);
+    expect(rule(v.out, 5).detail).toMatch(
+      /2 valid cosignatures by policy witnesses \(w1, w2\); quorum met: 2 of \(w1, w2, w3\)/,
+    );
     expect(v.out).toMatchObject({ result: 'PASS', verdict: 'PASS', witnessed: true });
   });
 
@@ -172,16 +212,32 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
         if (Array.isArray(cp.witnesses)) cp.witnesses = cp.witnesses.filter((w: Json) => w.name !== 'w2.policy.test');
         return b;
       },
-      object: (key, data) => (key === 'checkpoint' ? Buffer.from(stripLine(data.toString('utf8'), 'w2.policy.test')) : data),
+      object: (key, data) =>
+        key === 'checkpoint' ? Buffer.from(stripLine(data.toString('utf8'), 'w2.policy.test')) : data,
     });
     const witnesses = `witness A ${w1.vkey}\nwitness B ${w2.vkey}\nwitness C ${w3vkey}\n`;
     const cases: { name: string; policy: string; direct: string; stripped: string }[] = [
-      { name: 'all of two', policy: `log ${logVkey}\n${witnesses}group g all A B\nquorum g\n`, direct: 'PASS', stripped: 'FAIL' },
+      {
+        name: 'all of two',
+        policy: `log ${logVkey}\n${witnesses}group g all A B\nquorum g\n`,
+        direct: 'PASS',
+        stripped: 'FAIL',
+      },
       { name: 'any of two', policy: `${witnesses}group g any A B\nquorum g\n`, direct: 'PASS', stripped: 'PASS' },
       { name: '2 of 3', policy: `${witnesses}group g 2 A B C\nquorum g\n`, direct: 'PASS', stripped: 'FAIL' },
-      { name: 'all of 3 (one never cosigns)', policy: `${witnesses}group g all A B C\nquorum g\n`, direct: 'FAIL', stripped: 'FAIL' },
+      {
+        name: 'all of 3 (one never cosigns)',
+        policy: `${witnesses}group g all A B C\nquorum g\n`,
+        direct: 'FAIL',
+        stripped: 'FAIL',
+      },
       { name: 'a single witness', policy: `${witnesses}quorum B\n`, direct: 'PASS', stripped: 'FAIL' },
-      { name: 'nested', policy: `${witnesses}group AC any A C\ngroup g all AC B\nquorum g\n`, direct: 'PASS', stripped: 'FAIL' },
+      {
+        name: 'nested',
+        policy: `${witnesses}group AC any A C\ngroup g all AC B\nquorum g\n`,
+        direct: 'PASS',
+        stripped: 'FAIL',
+      },
     ];
     for (const c of cases) {
       const file = sb.file('trust.policy', c.policy);
@@ -210,7 +266,9 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     expect((await sb.run(['ledger', 'trust-config', '--policy', 'two.policy'])).code).toBe(0);
     const r = await sb.run(['ledger', 'verify', 'release.tgz'], { STELE_LEDGER_ENDPOINT: proxy.url });
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/FAIL {2}5\. Witness cosignatures: 1 valid cosignature by policy witnesses \(A\); quorum not met: the policy requires 2 of \(A, B\) \(no valid cosignature from B\)/);
+    expect(r.stdout).toMatch(
+      /FAIL {2}5\. Witness cosignatures: 1 valid cosignature by policy witnesses \(A\); quorum not met: the policy requires 2 of \(A, B\) \(no valid cosignature from B\)/,
+    );
     expect(r.stdout).toMatch(/^Result: FAIL/m);
   }, 180_000);
 
@@ -221,7 +279,9 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const j = await sb.json(['ledger', 'verify', 'release.tgz']);
     expect(j.code).toBe(0);
     expect(rule(j.out, 5).status).toBe('SKIP');
-    expect(rule(j.out, 5).detail).toMatch(/^not witnessed: the trust policy requires no cosignatures \(quorum none; 2 cosignature lines not checked/);
+    expect(rule(j.out, 5).detail).toMatch(
+      /^not witnessed: the trust policy requires no cosignatures \(quorum none; 2 cosignature lines not checked/,
+    );
     expect(j.out).toMatchObject({ result: 'PASS', verdict: 'PASS (not witnessed)', witnessed: false });
     expect(rule(j.out, 6).detail).toMatch(/NOT WITNESSED/);
     const t = await sb.run(['ledger', 'verify', 'release.tgz']);
@@ -235,8 +295,13 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     const r = await sb.run(['ledger', 'trust-config', '--policy', 'broken.policy']);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/broken\.policy: line 2: group g: Z is not a witness or group defined on a preceding line/);
-    sb.file('other-log.policy', `log ${formatVkey(makeVerifier('other.test/log', SIG_ED25519, new Uint8Array(32).fill(7)))}\nquorum none\n`);
+    expect(r.stderr).toMatch(
+      /broken\.policy: line 2: group g: Z is not a witness or group defined on a preceding line/,
+    );
+    sb.file(
+      'other-log.policy',
+      `log ${formatVkey(makeVerifier('other.test/log', SIG_ED25519, new Uint8Array(32).fill(7)))}\nquorum none\n`,
+    );
     const o = await sb.run(['ledger', 'trust-config', '--policy', 'other-log.policy']);
     expect(o.code).toBe(2);
     expect(o.stderr).toMatch(/none of its 1 log line\(s\) is the pinned log key/);

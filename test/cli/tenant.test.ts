@@ -16,7 +16,18 @@ describe('tenants from the CLI to the entry', () => {
     serve = await startServe({ dataDir: join(sb.root, 'data'), origin: 'tenant.test/log' });
     sb.file('a.tgz', 'package a\n');
     sb.file('b.tgz', 'package b\n');
-    const init = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'acme', '--scope', 'releases', '--trust-key', serve.keyId]);
+    const init = await sb.run([
+      'ledger',
+      'init',
+      '--endpoint',
+      serve.url,
+      '--tenant',
+      'acme',
+      '--scope',
+      'releases',
+      '--trust-key',
+      serve.keyId,
+    ]);
     expect(init.code, init.stderr).toBe(0);
   }, 180_000);
 
@@ -40,14 +51,18 @@ describe('tenants from the CLI to the entry', () => {
     const b = await sb.json(['ledger', 'anchor', 'b.tgz'], { STELE_LEDGER_TENANT: 'globex' });
     expect(b.code, b.stderr).toBe(0);
     expect(b.out.entry.tenant).toBe('globex');
-    const text = await sb.run(['ledger', 'anchor', 'b.tgz', '--artifact', 'b-again'], { STELE_LEDGER_TENANT: 'globex' });
+    const text = await sb.run(['ledger', 'anchor', 'b.tgz', '--artifact', 'b-again'], {
+      STELE_LEDGER_TENANT: 'globex',
+    });
     expect(text.stdout).toContain('tenant "globex"');
   }, 60_000);
 
   it('refuses a label the log would refuse, before sending anything (exit 2, one line)', async () => {
     const r = await sb.run(['ledger', 'anchor', 'a.tgz', '--artifact', 'evil\u202egpj.exe']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^stele: artifact must not contain control, separator, bidi or invisible format characters \(found U\+202E\)\n$/);
+    expect(r.stderr).toMatch(
+      /^stele: artifact must not contain control, separator, bidi or invisible format characters \(found U\+202E\)\n$/,
+    );
     const t = await sb.run(['ledger', 'anchor', 'a.tgz'], { STELE_LEDGER_TENANT: 'acme\u200b' });
     expect(t.code).toBe(2);
     expect(t.stderr).toMatch(/tenant must not contain .*U\+200B/);
@@ -65,11 +80,16 @@ describe('tenants in production: the token decides', () => {
     });
     try {
       sb.file('pkg.tgz', 'production package\n');
-      expect((await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'globex', '--trust-key', serve.keyId])).code).toBe(0);
+      expect(
+        (await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'globex', '--trust-key', serve.keyId]))
+          .code,
+      ).toBe(0);
       const token = { STELE_LEDGER_TOKEN: '0123456789abcdef0123' };
       const refused = await sb.run(['ledger', 'anchor', 'pkg.tgz'], token);
       expect(refused.code).toBe(2);
-      expect(refused.stderr).toMatch(/^stele: http:\/\/\S+\/api\/ledger\/anchor: token ci is bound to tenant "acme" and cannot write tenant "globex" \(HTTP 403, tenant_mismatch\)\n$/);
+      expect(refused.stderr).toMatch(
+        /^stele: http:\/\/\S+\/api\/ledger\/anchor: token ci is bound to tenant "acme" and cannot write tenant "globex" \(HTTP 403, tenant_mismatch\)\n$/,
+      );
       const ok = await sb.json(['ledger', 'anchor', 'pkg.tgz'], { ...token, STELE_LEDGER_TENANT: 'acme' });
       expect(ok.code, ok.stderr).toBe(0);
       expect(ok.out.entry.tenant).toBe('acme');

@@ -62,7 +62,7 @@ describe('tlog-proof files from the CLI', () => {
     expect(independentVerify(readFileSync(kept, 'utf8'), serve.vkey, digest)).toBe('ok');
   });
 
-  it('proof --export writes a tlog-proof that verifies independently, with the witnesses\' cosignatures', async () => {
+  it("proof --export writes a tlog-proof that verifies independently, with the witnesses' cosignatures", async () => {
     const r = await sb.run(['ledger', 'proof', id, '--export', 'pkg.tgz.tlog-proof']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -71,7 +71,9 @@ describe('tlog-proof files from the CLI', () => {
     expect(text).toMatch(/^c2sp\.org\/tlog-proof@v1\nextra [A-Za-z0-9+/]+=*\nindex 1\n[A-Za-z0-9+/]{43}=\n\n/);
     expect(text.match(/^— witness\d\.demo\.stele /gm)).toHaveLength(2);
     expect(independentVerify(text, serve.vkey, digest)).toBe('ok');
-    expect(independentVerify(text, serve.vkey, createHash('sha256').update('other bytes\n').digest('hex'))).toBe('digest');
+    expect(independentVerify(text, serve.vkey, createHash('sha256').update('other bytes\n').digest('hex'))).toBe(
+      'digest',
+    );
   });
 
   it('verify --proof passes rules 1, 3, 4 and 5 with the endpoint unreachable', async () => {
@@ -85,7 +87,7 @@ describe('tlog-proof files from the CLI', () => {
     expect(rule(r.out, 5).detail).toMatch(/2/);
   });
 
-  it('verify --proof reports rule 2 as not checked when the proof\'s checkpoint is not the pin', async () => {
+  it("verify --proof reports rule 2 as not checked when the proof's checkpoint is not the pin", async () => {
     // A newer entry moves the pin past the exported proof's checkpoint.
     expect((await sb.run(['ledger', 'anchor', 'other.tgz'])).code).toBe(0);
     const r = await sb.json(['ledger', 'verify', 'pkg.tgz', '--proof', 'pkg.tgz.tlog-proof'], offline);
@@ -98,15 +100,40 @@ describe('tlog-proof files from the CLI', () => {
   });
 
   const tamper = (n: (lines: string[]) => number, edit: (l: string) => string) => (text: string) =>
-    text.split('\n').map((l, i, all) => (i === n(all) ? edit(l) : l)).join('\n');
-  const flip = (b64: string, at = 0): string => Buffer.from(Buffer.from(b64, 'base64').map((b, i) => (i === at ? b ^ 1 : b))).toString('base64');
+    text
+      .split('\n')
+      .map((l, i, all) => (i === n(all) ? edit(l) : l))
+      .join('\n');
+  const flip = (b64: string, at = 0): string =>
+    Buffer.from(Buffer.from(b64, 'base64').map((b, i) => (i === at ? b ^ 1 : b))).toString('base64');
 
   it.each([
-    ['the index', tamper(() => 2, (l) => `index ${Number(l.slice(6)) + 1}`), 4],
+    [
+      'the index',
+      tamper(
+        () => 2,
+        (l) => `index ${Number(l.slice(6)) + 1}`,
+      ),
+      4,
+    ],
     ['an inclusion hash', tamper(() => 3, flip), 4],
     ['the checkpoint root', tamper((all) => all.indexOf('') + 3, flip), 1],
-    ['a witness cosignature', tamper((all) => all.findIndex((l) => l.startsWith('— witness1')), (l) => l.replace(/\S+$/, (b) => flip(b, 20))), 5],
-    ['the prior hash in extra', tamper(() => 1, (l) => `extra ${flip(l.slice(6))}`), 4],
+    [
+      'a witness cosignature',
+      tamper(
+        (all) => all.findIndex((l) => l.startsWith('— witness1')),
+        (l) => l.replace(/\S+$/, (b) => flip(b, 20)),
+      ),
+      5,
+    ],
+    [
+      'the prior hash in extra',
+      tamper(
+        () => 1,
+        (l) => `extra ${flip(l.slice(6))}`,
+      ),
+      4,
+    ],
   ])('verify --proof tampering with %s FAILs rule $2', async (_what, edit, failing) => {
     const good = readFileSync(join(sb.work, 'pkg.tgz.tlog-proof'), 'utf8');
     const bad = edit(good);
@@ -130,7 +157,9 @@ describe('tlog-proof files from the CLI', () => {
     const junk = await sb.run(['ledger', 'verify', 'pkg.tgz', '--proof', 'junk.tlog-proof'], offline);
     expect(junk.code).toBe(1);
     expect(junk.stderr.trim().split('\n')).toHaveLength(1);
-    expect(junk.stderr).toMatch(/junk\.tlog-proof: not a c2sp\.org\/tlog-proof@v1 proof: the first line is not the header/);
+    expect(junk.stderr).toMatch(
+      /junk\.tlog-proof: not a c2sp\.org\/tlog-proof@v1 proof: the first line is not the header/,
+    );
     const missing = await sb.run(['ledger', 'verify', 'pkg.tgz', '--proof', 'nowhere.tlog-proof'], offline);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toMatch(/cannot read nowhere\.tlog-proof: ENOENT/);

@@ -19,13 +19,24 @@ const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('AuthFailureAggregator', () => {
-  const failure = (address: string, reason = 'malformed_token') => ({ address, reason, method: 'POST', path: '/v1/policy/evaluate' });
+  const failure = (address: string, reason = 'malformed_token') => ({
+    address,
+    reason,
+    method: 'POST',
+    path: '/v1/policy/evaluate',
+  });
 
   it('records the first failure of a window at once and the rest as one summary when it ends', () => {
     let now = 1_000_000;
     const records: FailureRecord[] = [];
-    const agg = new AuthFailureAggregator((r) => records.push(r), { windowMs: 60_000, maxSources: 10, now: () => now, tickMs: 3_600_000 });
-    for (let i = 0; i < 1000; i++) agg.add(failure('10.0.0.1', i % 3 === 0 ? 'algorithm_not_allowed' : 'malformed_token'));
+    const agg = new AuthFailureAggregator((r) => records.push(r), {
+      windowMs: 60_000,
+      maxSources: 10,
+      now: () => now,
+      tickMs: 3_600_000,
+    });
+    for (let i = 0; i < 1000; i++)
+      agg.add(failure('10.0.0.1', i % 3 === 0 ? 'algorithm_not_allowed' : 'malformed_token'));
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ count: 1, remote_address: '10.0.0.1', reason: 'algorithm_not_allowed' });
     now += 59_999;
@@ -34,7 +45,12 @@ describe('AuthFailureAggregator', () => {
     now += 1;
     agg.flush(false);
     expect(records).toHaveLength(2);
-    expect(records[1]).toMatchObject({ count: 999, remote_address: '10.0.0.1', reasons: { malformed_token: 666, algorithm_not_allowed: 333 }, reason: 'malformed_token' });
+    expect(records[1]).toMatchObject({
+      count: 999,
+      remote_address: '10.0.0.1',
+      reasons: { malformed_token: 666, algorithm_not_allowed: 333 },
+      reason: 'malformed_token',
+    });
     // The next window starts afresh.
     agg.add(failure('10.0.0.1'));
     expect(records).toHaveLength(3);
@@ -44,7 +60,12 @@ describe('AuthFailureAggregator', () => {
   it('bounds the entries per window whatever the number of sources', () => {
     const now = 5_000_000;
     const records: FailureRecord[] = [];
-    const agg = new AuthFailureAggregator((r) => records.push(r), { windowMs: 60_000, maxSources: 5, now: () => now, tickMs: 3_600_000 });
+    const agg = new AuthFailureAggregator((r) => records.push(r), {
+      windowMs: 60_000,
+      maxSources: 5,
+      now: () => now,
+      tickMs: 3_600_000,
+    });
     for (let s = 0; s < 500; s++) for (let i = 0; i < 3; i++) agg.add(failure(`2001:db8::${s.toString(16)}`));
     agg.close();
     // 5 sources: an entry at once and a summary each; the other 495 sources share one summary.
@@ -66,7 +87,8 @@ describe('authentication failures on /v1', () => {
   const failureEvents = async () => {
     const analyst = new ControlClient(f.srv.url, await f.token('analyst'));
     const events: FailureEvent[] = [];
-    for await (const m of analyst.events({ follow: false, type: 'authentication_failure' })) events.push(JSON.parse(m.data) as FailureEvent);
+    for await (const m of analyst.events({ follow: false, type: 'authentication_failure' }))
+      events.push(JSON.parse(m.data) as FailureEvent);
     return events.filter((e) => e.type === 'authentication_failure');
   };
 
@@ -76,7 +98,9 @@ describe('authentication failures on /v1', () => {
     // The fixture's window is 1 s: the burst spans a few windows on a busy machine.
     const started = Date.now();
     const statuses = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => f.call('POST', '/v1/policy/evaluate', { token: `junk.${i}.token`, body: {} }).then((r) => r.status)),
+      Array.from({ length: 300 }, (_, i) =>
+        f.call('POST', '/v1/policy/evaluate', { token: `junk.${i}.token`, body: {} }).then((r) => r.status),
+      ),
     );
     expect(statuses.every((s) => s === 401)).toBe(true);
     const windows = Math.ceil((Date.now() - started) / 1000) + 1;
@@ -90,7 +114,9 @@ describe('authentication failures on /v1', () => {
     // At most 2 entries per window (the first failure, then one summary), not one per failure.
     expect(events.length).toBeGreaterThanOrEqual(2);
     expect(events.length).toBeLessThanOrEqual(2 * windows);
-    expect(new Set(events.map((e) => e.record.window_start)).size).toBe(events.filter((e) => e.record.count === 1 && !e.record.reasons).length);
+    expect(new Set(events.map((e) => e.record.window_start)).size).toBe(
+      events.filter((e) => e.record.count === 1 && !e.record.reasons).length,
+    );
     for (const e of events) expect(e.ledger_entry_id).toMatch(/^led_/);
     const after = (await getJson(`${f.srv.url}/api/ledger/checkpoint`)).body.lifetimeEntries;
     // The analyst's reads add nothing; only the failure entries were appended.
@@ -101,8 +127,22 @@ describe('authentication failures on /v1', () => {
     const cases: [Buffer, number, string][] = [
       [rawRequest('TRACE', '/v1/policy/evaluate'), 405, 'method_not_allowed'],
       [rawRequest('PROPFIND', '/v1/audit/events'), 405, 'method_not_allowed'],
-      [rawRequest('POST', '/v1/policy/evaluate', { headers: ['Content-Type: application/json', 'Content-Encoding: gzip'], body: '{}' }), 415, 'unsupported_encoding'],
-      [rawRequest('POST', '/v1/policy/evaluate', { headers: ['Content-Type: application/json; charset=utf-16'], body: '{}' }), 415, 'unsupported_charset'],
+      [
+        rawRequest('POST', '/v1/policy/evaluate', {
+          headers: ['Content-Type: application/json', 'Content-Encoding: gzip'],
+          body: '{}',
+        }),
+        415,
+        'unsupported_encoding',
+      ],
+      [
+        rawRequest('POST', '/v1/policy/evaluate', {
+          headers: ['Content-Type: application/json; charset=utf-16'],
+          body: '{}',
+        }),
+        415,
+        'unsupported_charset',
+      ],
       [rawRequest('GET', '/v1/keys/epochs', { headers: [`X-Big: ${'a'.repeat(20_000)}`] }), 431, 'headers_too_large'],
     ];
     for (const [req, status, code] of cases) {
@@ -129,7 +169,10 @@ describe('authentication failures on /v1', () => {
       expect(r.body.error.reason).toBe(reason);
     }
     // The scheme is case-insensitive here too.
-    const lower = await f.call('POST', '/v1/policy/evaluate', { body: {}, headers: { authorization: `bearer ${b64({ ...header, alg: 'none' })}.${payload}.` } });
+    const lower = await f.call('POST', '/v1/policy/evaluate', {
+      body: {},
+      headers: { authorization: `bearer ${b64({ ...header, alg: 'none' })}.${payload}.` },
+    });
     expect(lower.body.error.reason).toBe('algorithm_not_allowed');
   }, 60_000);
 });

@@ -102,9 +102,13 @@ describe('control-plane authentication', () => {
     const claims = JSON.parse(Buffer.from(p!, 'base64url').toString());
     const idLike = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: pub.kid! }).sign(key);
     await expect401(idLike, 'invalid_token_type');
-    const noSub = await new SignJWT({ ...claims, sub: undefined }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: pub.kid! }).sign(key);
+    const noSub = await new SignJWT({ ...claims, sub: undefined })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: pub.kid! })
+      .sign(key);
     await expect401(noSub, 'invalid_claims');
-    const notYet = await new SignJWT({ ...claims, nbf: Math.floor(Date.now() / 1000) + 600 }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: pub.kid! }).sign(key);
+    const notYet = await new SignJWT({ ...claims, nbf: Math.floor(Date.now() / 1000) + 600 })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: pub.kid! })
+      .sign(key);
     await expect401(notYet, 'token_not_yet_valid');
     expect(h).toBeTruthy();
   });
@@ -138,12 +142,25 @@ describe('control-plane authentication', () => {
     r = await evaluate(await f.token('nobody'));
     expect(r.status).toBe(403);
     expect(r.body.error.reason).toBe('role_not_permitted');
-    r = await f.call('POST', '/v1/access/lease', { token: await f.token('analyst'), body: { doc_id: 'd', compartment: 'demo' } });
+    r = await f.call('POST', '/v1/access/lease', {
+      token: await f.token('analyst'),
+      body: { doc_id: 'd', compartment: 'demo' },
+    });
     expect(r.status).toBe(403);
   });
 
   it('records every refusal in the audit stream with its ledger entry', async () => {
-    const expected = ['missing_token', 'malformed_header', 'malformed_token', 'token_expired', 'invalid_audience', 'invalid_issuer', 'algorithm_not_allowed', 'invalid_signature', 'invalid_token_type'];
+    const expected = [
+      'missing_token',
+      'malformed_header',
+      'malformed_token',
+      'token_expired',
+      'invalid_audience',
+      'invalid_issuer',
+      'algorithm_not_allowed',
+      'invalid_signature',
+      'invalid_token_type',
+    ];
     const analyst = new ControlClient(f.srv.url, await f.token('analyst'));
     // Authentication failures are recorded in the background (the 401 does not wait for the ledger).
     let events: Json[] = [];
@@ -153,7 +170,11 @@ describe('control-plane authentication', () => {
       events = [];
       for await (const m of analyst.events({ follow: false })) events.push(JSON.parse(m.data));
       // Failures after the first of a source's window are recorded in its summary, counted by reason.
-      reasons = new Set(events.filter((e) => e.type === 'authentication_failure').flatMap((e) => [e.record.reason, ...Object.keys(e.record.reasons ?? {})]));
+      reasons = new Set(
+        events
+          .filter((e) => e.type === 'authentication_failure')
+          .flatMap((e) => [e.record.reason, ...Object.keys(e.record.reasons ?? {})]),
+      );
     }
     const failures = events.filter((e) => e.type === 'authentication_failure');
     for (const r of expected) expect(reasons, r).toContain(r);

@@ -9,7 +9,10 @@ import { type ControlFixture, startControl } from './fixture.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function stele(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function stele(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'main.ts'), ...args], {
       cwd: ROOT,
@@ -38,10 +41,59 @@ describe('stele control (CLI)', () => {
   it('evaluates: exit 0 on allow, 1 on deny, 2 without a token or with a bad one', async () => {
     const svc = await env('svc');
     const [allow, deny, none, bad] = await Promise.all([
-      stele(['control', 'evaluate', '--principal', 'User::"alice"', '--action', 'Action::"read"', '--resource', 'Document::"q3-report"'], svc),
-      stele(['control', 'evaluate', '--principal', '{"type":"User","id":"bob"}', '--action', 'Action::"read"', '--resource', 'Document::"q3-report"', '--json'], svc),
-      stele(['control', 'evaluate', '--principal', 'User::"alice"', '--action', 'Action::"read"', '--resource', 'Document::"q3-report"'], { STELE_CONTROL_ENDPOINT: f.srv.url }),
-      stele(['control', 'evaluate', '--principal', 'User::"alice"', '--action', 'Action::"read"', '--resource', 'Document::"q3-report"'], { ...svc, STELE_CONTROL_TOKEN: 'x.y.z' }),
+      stele(
+        [
+          'control',
+          'evaluate',
+          '--principal',
+          'User::"alice"',
+          '--action',
+          'Action::"read"',
+          '--resource',
+          'Document::"q3-report"',
+        ],
+        svc,
+      ),
+      stele(
+        [
+          'control',
+          'evaluate',
+          '--principal',
+          '{"type":"User","id":"bob"}',
+          '--action',
+          'Action::"read"',
+          '--resource',
+          'Document::"q3-report"',
+          '--json',
+        ],
+        svc,
+      ),
+      stele(
+        [
+          'control',
+          'evaluate',
+          '--principal',
+          'User::"alice"',
+          '--action',
+          'Action::"read"',
+          '--resource',
+          'Document::"q3-report"',
+        ],
+        { STELE_CONTROL_ENDPOINT: f.srv.url },
+      ),
+      stele(
+        [
+          'control',
+          'evaluate',
+          '--principal',
+          'User::"alice"',
+          '--action',
+          'Action::"read"',
+          '--resource',
+          'Document::"q3-report"',
+        ],
+        { ...svc, STELE_CONTROL_TOKEN: 'x.y.z' },
+      ),
     ]);
     expect(allow.code, allow.stderr).toBe(0);
     expect(allow.stdout).toMatch(/^ALLOW {2}dec_/);
@@ -55,10 +107,14 @@ describe('stele control (CLI)', () => {
   });
 
   it('leases, unwraps with the demo KEK, rotates, and unwraps the same DEK again', async () => {
-    const l = await stele(['control', 'lease', '--doc-id', 'q3-report', '--compartment', 'demo', '--ttl', '120s', '--json'], await env('svc'));
+    const l = await stele(
+      ['control', 'lease', '--doc-id', 'q3-report', '--compartment', 'demo', '--ttl', '120s', '--json'],
+      await env('svc'),
+    );
     expect(l.code, l.stderr).toBe(0);
     const lease = JSON.parse(l.stdout);
-    const unwrap = () => stele(['control', 'unwrap', lease.wrapped_dek, '--lease-id', lease.lease_id, '--data-dir', f.dataDir, '--json']);
+    const unwrap = () =>
+      stele(['control', 'unwrap', lease.wrapped_dek, '--lease-id', lease.lease_id, '--data-dir', f.dataDir, '--json']);
     const u1 = await unwrap();
     expect(u1.code, u1.stderr).toBe(0);
     const dek = JSON.parse(u1.stdout).dek;
@@ -68,7 +124,15 @@ describe('stele control (CLI)', () => {
     expect(rot.stdout).toMatch(/^epoch 2 started: local:kek_/);
     const [u2, wrong, denied] = await Promise.all([
       unwrap(),
-      stele(['control', 'unwrap', lease.wrapped_dek, '--lease-id', 'lse_01ARZ3NDEKTSV4RRFFQ69G5FAV', '--data-dir', f.dataDir]),
+      stele([
+        'control',
+        'unwrap',
+        lease.wrapped_dek,
+        '--lease-id',
+        'lse_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+        '--data-dir',
+        f.dataDir,
+      ]),
       stele(['control', 'lease', '--doc-id', 'q3-report', '--compartment', 'finance'], await env('svc')),
     ]);
     expect(JSON.parse(u2.stdout)).toMatchObject({ dek, epoch: 1 });
@@ -87,7 +151,10 @@ describe('stele control (CLI)', () => {
     expect(epochs.code, epochs.stderr + epochs.stdout).toBe(0);
     expect(epochs.stdout).toMatch(/PASS {2}chain of 2 signed records, each anchored in the ledger/);
     expect(audit.code, audit.stderr).toBe(0);
-    const events = audit.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = audit.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.length).toBeGreaterThan(5);
     expect(events.every((e) => e.verified === true)).toBe(true);
     expect(mfa.code).toBe(2);

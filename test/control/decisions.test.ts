@@ -39,9 +39,19 @@ describe('control-plane decisions', () => {
     const r = await f.call('GET', `/api/ledger/entry?id=${id}`);
     expect(r.status).toBe(200);
     expect(r.body.entry).toMatchObject({ id, type, result, digest, scope: 'control' });
-    const ok = verifyInclusion(r.body.leafIndex, r.body.treeSize, leafHash(hashFromHex(r.body.entry.proof.entryHash)), r.body.auditPath.map(hashFromHex), hashFromHex(r.body.rootHash));
+    const ok = verifyInclusion(
+      r.body.leafIndex,
+      r.body.treeSize,
+      leafHash(hashFromHex(r.body.entry.proof.entryHash)),
+      r.body.auditPath.map(hashFromHex),
+      hashFromHex(r.body.rootHash),
+    );
     expect(ok).toBe(true);
-    const body = formatCheckpointBody({ origin: r.body.checkpoint.logId, size: r.body.treeSize, root: hashFromHex(r.body.rootHash) });
+    const body = formatCheckpointBody({
+      origin: r.body.checkpoint.logId,
+      size: r.body.treeSize,
+      root: hashFromHex(r.body.rootHash),
+    });
     expect(openNote(r.body.checkpoint.note, parseVkey(f.srv.vkey)).body).toBe(body);
   }
 
@@ -69,28 +79,51 @@ describe('control-plane decisions', () => {
     });
 
     it('accepts entity references as {type, id} objects and uses the context', async () => {
-      const r = await evaluate({ principal: { type: 'User', id: 'alice' }, action: { type: 'Action', id: 'read' }, resource: { type: 'Document', id: 'q3-report' }, context: { ip: '10.0.0.1', n: 3 } });
+      const r = await evaluate({
+        principal: { type: 'User', id: 'alice' },
+        action: { type: 'Action', id: 'read' },
+        resource: { type: 'Document', id: 'q3-report' },
+        context: { ip: '10.0.0.1', n: 3 },
+      });
       expect(r.body.decision).toBe('allow');
     });
 
     it('hot-reloads the policy set atomically, with a new version id', async () => {
-      const before = await evaluate({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"payroll"' });
+      const before = await evaluate({
+        principal: 'User::"alice"',
+        action: 'Action::"read"',
+        resource: 'Document::"payroll"',
+      });
       expect(before.body.decision).toBe('deny');
-      f.writePolicy('finance.cedar', '@id("alice-payroll") permit (principal == User::"alice", action == Action::"read", resource == Document::"payroll");\n');
+      f.writePolicy(
+        'finance.cedar',
+        '@id("alice-payroll") permit (principal == User::"alice", action == Action::"read", resource == Document::"payroll");\n',
+      );
       let after = before;
       for (let i = 0; i < 50 && after.body.policy_version === before.body.policy_version; i++) {
         await sleep(50);
-        after = await evaluate({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"payroll"' });
+        after = await evaluate({
+          principal: 'User::"alice"',
+          action: 'Action::"read"',
+          resource: 'Document::"payroll"',
+        });
       }
       expect(after.body.policy_version).not.toBe(before.body.policy_version);
       expect(after.body).toMatchObject({ decision: 'allow', reasons: ['alice-payroll'] });
       // The other policies are unchanged by the reload.
-      expect((await evaluate({ principal: 'User::"bob"', action: 'Action::"read"', resource: 'Document::"q3-report"' })).body.decision).toBe('deny');
+      expect(
+        (await evaluate({ principal: 'User::"bob"', action: 'Action::"read"', resource: 'Document::"q3-report"' })).body
+          .decision,
+      ).toBe('deny');
 
       // A broken file is refused: the previous set stays active, same version.
       f.writePolicy('broken.cedar', 'permit (principal, action, resource) when { ;\n');
       await sleep(400);
-      const still = await evaluate({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"payroll"' });
+      const still = await evaluate({
+        principal: 'User::"alice"',
+        action: 'Action::"read"',
+        resource: 'Document::"payroll"',
+      });
       expect(still.body).toMatchObject({ decision: 'allow', policy_version: after.body.policy_version });
 
       // Fixing it (removing the permit) loads again and the decision follows the new text.
@@ -98,7 +131,11 @@ describe('control-plane decisions', () => {
       let last = still;
       for (let i = 0; i < 50 && last.body.policy_version === still.body.policy_version; i++) {
         await sleep(50);
-        last = await evaluate({ principal: 'User::"alice"', action: 'Action::"read"', resource: 'Document::"payroll"' });
+        last = await evaluate({
+          principal: 'User::"alice"',
+          action: 'Action::"read"',
+          resource: 'Document::"payroll"',
+        });
       }
       expect(last.body).toMatchObject({ decision: 'deny', reasons: ['no-payroll'] });
       f.writePolicy('broken.cedar', '');
@@ -112,7 +149,12 @@ describe('control-plane decisions', () => {
       expect(evs.length).toBeGreaterThanOrEqual(cases.length + 3);
       for (const e of evs) {
         expect(recordDigest(e.record)).toBe(e.digest);
-        await expectAnchored(e.ledger_entry_id, e.digest, 'policy_evaluation', e.record.decision === 'allow' ? 'Allow' : 'Deny');
+        await expectAnchored(
+          e.ledger_entry_id,
+          e.digest,
+          'policy_evaluation',
+          e.record.decision === 'allow' ? 'Allow' : 'Deny',
+        );
       }
     });
   });
@@ -162,7 +204,8 @@ describe('control-plane decisions', () => {
         expect(r.body.error.code).toBe('invalid_ttl');
         expect(r.body.error.message).toMatch(/30s to 3600s \(default 300s\)/);
       }
-      for (const ttl of ['30s', '3600s']) expect((await lease({ doc_id: 'q3-report', compartment: 'demo', ttl })).status).toBe(201);
+      for (const ttl of ['30s', '3600s'])
+        expect((await lease({ doc_id: 'q3-report', compartment: 'demo', ttl })).status).toBe(201);
       const d = await lease({ doc_id: 'q3-report', compartment: 'demo' });
       expect(Math.abs(Date.parse(d.body.expires) - Date.now() - 300_000)).toBeLessThan(3_000);
     });
@@ -192,7 +235,10 @@ describe('control-plane decisions', () => {
       const dekc = await unwrap(c.lease_id, c.wrapped_dek);
 
       // Retiring the older epochs: their leases stop unwrapping, the current one's do not.
-      const retire = await f.call('POST', '/v1/keys/rotate', { token: admin, body: { retire_before: epochBefore + 1 } });
+      const retire = await f.call('POST', '/v1/keys/rotate', {
+        token: admin,
+        body: { retire_before: epochBefore + 1 },
+      });
       expect(retire.status).toBe(201);
       expect(retire.body.epoch.retires).toEqual(Array.from({ length: epochBefore }, (_, i) => i + 1));
       await expect(unwrap(a.lease_id, a.wrapped_dek)).rejects.toThrow(/retired/);
@@ -210,7 +256,8 @@ describe('control-plane decisions', () => {
       expect(verifyEpochChain(epochs, key)).toEqual([]);
       expect(epochs.map((e) => e.status)).toEqual(['retired', 'active', 'current']);
       expect(epochs[2]!.retires).toEqual([1]);
-      for (const e of epochs) await expectAnchored(e.ledger_entry_id, e.record_hash, 'key_epoch', e.epoch === 1 ? 'Created' : 'Rotated');
+      for (const e of epochs)
+        await expectAnchored(e.ledger_entry_id, e.record_hash, 'key_epoch', e.epoch === 1 ? 'Created' : 'Rotated');
       // A tampered record is detected.
       const bad = epochs.map((e) => ({ ...e }));
       (bad[1] as { kek_id: string }).kek_id = 'local:kek_01AAAAAAAAAAAAAAAAAAAAAAAA';
@@ -225,24 +272,102 @@ describe('control-plane decisions', () => {
       const P = 'User::"alice"';
       const A = 'Action::"read"';
       const R = 'Document::"q3-report"';
-      const cases: [string, string, { body?: unknown; headers?: Record<string, string>; token?: string }, number, string][] = [
+      const cases: [
+        string,
+        string,
+        { body?: unknown; headers?: Record<string, string>; token?: string },
+        number,
+        string,
+      ][] = [
         ['POST', '/v1/policy/evaluate', {}, 400, 'missing_body'],
-        ['POST', '/v1/policy/evaluate', { body: '{"principal":', headers: { 'content-type': 'application/json' } }, 400, 'invalid_json'],
-        ['POST', '/v1/policy/evaluate', { body: 'principal=alice', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported_media_type'],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: '{"principal":', headers: { 'content-type': 'application/json' } },
+          400,
+          'invalid_json',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: 'principal=alice', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+          415,
+          'unsupported_media_type',
+        ],
         ['POST', '/v1/policy/evaluate', { body: [P, A, R] }, 400, 'invalid_body'],
         ['POST', '/v1/policy/evaluate', { body: { action: A, resource: R } }, 400, 'missing_principal'],
         ['POST', '/v1/policy/evaluate', { body: { principal: P, resource: R } }, 400, 'missing_action'],
         ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A } }, 400, 'missing_resource'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, extra: 1 } }, 400, 'unknown_field'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: 'alice', action: A, resource: R } }, 400, 'invalid_principal'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: { type: 'User' }, action: A, resource: R } }, 400, 'invalid_principal'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: { type: '1User', id: 'a' }, action: A, resource: R } }, 400, 'invalid_principal'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: 'Document::"read"', resource: R } }, 400, 'invalid_action'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, context: [] } }, 400, 'invalid_context'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, context: { x: null } } }, 400, 'invalid_context'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, context: { x: 1.5 } } }, 400, 'invalid_context'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, context: { x: { __extn: { fn: 'nope', arg: 'x' } } } } }, 400, 'invalid_request'],
-        ['POST', '/v1/policy/evaluate', { body: { principal: P, action: A, resource: R, context: { pad: 'x'.repeat(20_000) } } }, 413, 'body_too_large'],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, extra: 1 } },
+          400,
+          'unknown_field',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: 'alice', action: A, resource: R } },
+          400,
+          'invalid_principal',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: { type: 'User' }, action: A, resource: R } },
+          400,
+          'invalid_principal',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: { type: '1User', id: 'a' }, action: A, resource: R } },
+          400,
+          'invalid_principal',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: 'Document::"read"', resource: R } },
+          400,
+          'invalid_action',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, context: [] } },
+          400,
+          'invalid_context',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, context: { x: null } } },
+          400,
+          'invalid_context',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, context: { x: 1.5 } } },
+          400,
+          'invalid_context',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, context: { x: { __extn: { fn: 'nope', arg: 'x' } } } } },
+          400,
+          'invalid_request',
+        ],
+        [
+          'POST',
+          '/v1/policy/evaluate',
+          { body: { principal: P, action: A, resource: R, context: { pad: 'x'.repeat(20_000) } } },
+          413,
+          'body_too_large',
+        ],
         ['GET', '/v1/policy/evaluate', {}, 405, 'method_not_allowed'],
         ['POST', '/v1/access/lease', { body: {} }, 400, 'missing_doc_id'],
         ['POST', '/v1/access/lease', { body: { doc_id: 'q3-report' } }, 400, 'missing_compartment'],
@@ -250,25 +375,73 @@ describe('control-plane decisions', () => {
         ['POST', '/v1/access/lease', { body: { doc_id: 5, compartment: 'demo' } }, 400, 'invalid_doc_id'],
         ['POST', '/v1/access/lease', { body: { doc_id: 'a\nb', compartment: 'demo' } }, 400, 'invalid_doc_id'],
         ['POST', '/v1/access/lease', { body: { doc_id: 'x'.repeat(257), compartment: 'demo' } }, 400, 'invalid_doc_id'],
-        ['POST', '/v1/access/lease', { body: { doc_id: 'q3-report', compartment: ['demo'] } }, 400, 'invalid_compartment'],
-        ['POST', '/v1/access/lease', { body: { doc_id: 'q3-report', compartment: 'demo', ttl: '1s' } }, 400, 'invalid_ttl'],
-        ['POST', '/v1/access/lease', { body: { doc_id: 'q3-report', compartment: 'demo', dek: 'mine' } }, 400, 'unknown_field'],
-        ['POST', '/v1/access/lease', { body: 'null', headers: { 'content-type': 'application/json' } }, 400, 'invalid_body'],
+        [
+          'POST',
+          '/v1/access/lease',
+          { body: { doc_id: 'q3-report', compartment: ['demo'] } },
+          400,
+          'invalid_compartment',
+        ],
+        [
+          'POST',
+          '/v1/access/lease',
+          { body: { doc_id: 'q3-report', compartment: 'demo', ttl: '1s' } },
+          400,
+          'invalid_ttl',
+        ],
+        [
+          'POST',
+          '/v1/access/lease',
+          { body: { doc_id: 'q3-report', compartment: 'demo', dek: 'mine' } },
+          400,
+          'unknown_field',
+        ],
+        [
+          'POST',
+          '/v1/access/lease',
+          { body: 'null', headers: { 'content-type': 'application/json' } },
+          400,
+          'invalid_body',
+        ],
         ['GET', '/v1/access/lease', {}, 405, 'method_not_allowed'],
         ['POST', '/v1/keys/rotate', { token: 'admin', body: { retire_before: 'all' } }, 400, 'invalid_retire_before'],
         ['POST', '/v1/keys/rotate', { token: 'admin', body: { retire_before: 999 } }, 400, 'invalid_retire_before'],
         ['POST', '/v1/keys/rotate', { token: 'admin', body: { epoch: 7 } }, 400, 'unknown_field'],
-        ['POST', '/v1/keys/rotate', { token: 'admin', body: '{', headers: { 'content-type': 'application/json' } }, 400, 'invalid_json'],
+        [
+          'POST',
+          '/v1/keys/rotate',
+          { token: 'admin', body: '{', headers: { 'content-type': 'application/json' } },
+          400,
+          'invalid_json',
+        ],
         ['GET', '/v1/keys/rotate', { token: 'admin' }, 405, 'method_not_allowed'],
         ['GET', '/v1/keys/epochs?page=2', {}, 400, 'unknown_parameter'],
         ['POST', '/v1/keys/epochs', {}, 405, 'method_not_allowed'],
         ['GET', '/v1/audit/events?type=everything', { token: 'analyst' }, 400, 'invalid_type'],
         ['GET', '/v1/audit/events?since=yesterday', { token: 'analyst' }, 400, 'invalid_since'],
-        ['GET', '/v1/audit/events?since=2030-01-01T00:00:00Z&until=2029-01-01T00:00:00Z', { token: 'analyst' }, 400, 'invalid_until'],
+        [
+          'GET',
+          '/v1/audit/events?since=2030-01-01T00:00:00Z&until=2029-01-01T00:00:00Z',
+          { token: 'analyst' },
+          400,
+          'invalid_until',
+        ],
         ['GET', '/v1/audit/events?follow=maybe', { token: 'analyst' }, 400, 'invalid_follow'],
         ['GET', '/v1/audit/events?limit=5', { token: 'analyst' }, 400, 'unknown_parameter'],
-        ['GET', '/v1/audit/events', { token: 'analyst', headers: { 'last-event-id': 'abc' } }, 400, 'invalid_last_event_id'],
-        ['GET', '/v1/audit/events', { token: 'analyst', headers: { 'last-event-id': '99999999' } }, 400, 'invalid_last_event_id'],
+        [
+          'GET',
+          '/v1/audit/events',
+          { token: 'analyst', headers: { 'last-event-id': 'abc' } },
+          400,
+          'invalid_last_event_id',
+        ],
+        [
+          'GET',
+          '/v1/audit/events',
+          { token: 'analyst', headers: { 'last-event-id': '99999999' } },
+          400,
+          'invalid_last_event_id',
+        ],
         ['POST', '/v1/audit/events', { token: 'analyst' }, 405, 'method_not_allowed'],
         ['GET', '/v1/nothing-here', {}, 404, 'not_found'],
         ['GET', '/v1', {}, 404, 'not_found'],
@@ -276,7 +449,9 @@ describe('control-plane decisions', () => {
       const tokens: Record<string, string> = { svc, admin, analyst };
       for (const [method, path, o, status, code] of cases) {
         const r = await f.call(method, path, { ...o, token: tokens[o.token ?? 'svc'] });
-        expect(r.status, `${method} ${path} ${JSON.stringify(o.body)?.slice(0, 80)}: ${JSON.stringify(r.body)}`).toBe(status);
+        expect(r.status, `${method} ${path} ${JSON.stringify(o.body)?.slice(0, 80)}: ${JSON.stringify(r.body)}`).toBe(
+          status,
+        );
         expect(r.headers.get('content-type')).toMatch(/^application\/json/);
         expect(r.body.error.code, `${method} ${path}`).toBe(code);
         expect(typeof r.body.error.message).toBe('string');
@@ -290,7 +465,8 @@ describe('control-plane decisions', () => {
       // And across the whole run, every "allowed" record is a well-formed decision.
       for (const e of after) {
         if (e.record.decision === 'allow') expect(['policy_evaluation', 'access_decision']).toContain(e.type);
-        if (e.type === 'access_decision' && e.record.decision === 'allow') expect(e.record.lease.lease_id).toMatch(/^lse_/);
+        if (e.type === 'access_decision' && e.record.decision === 'allow')
+          expect(e.record.lease.lease_id).toMatch(/^lse_/);
       }
     });
 
@@ -300,12 +476,21 @@ describe('control-plane decisions', () => {
       const doc = await f.call('GET', '/v1/openapi.json');
       expect(doc.status).toBe(200);
       expect(doc.body.openapi).toBe('3.1.0');
-      expect(Object.keys(doc.body.paths).sort()).toEqual(['/v1/access/lease', '/v1/audit/events', '/v1/keys/epochs', '/v1/keys/rotate', '/v1/openapi.json', '/v1/policy/evaluate']);
+      expect(Object.keys(doc.body.paths).sort()).toEqual([
+        '/v1/access/lease',
+        '/v1/audit/events',
+        '/v1/keys/epochs',
+        '/v1/keys/rotate',
+        '/v1/openapi.json',
+        '/v1/policy/evaluate',
+      ]);
     });
   });
 
   it('signs every audit event with the key listed at /v1/keys/epochs', async () => {
-    const key = new Uint8Array(Buffer.from((await f.call('GET', '/v1/keys/epochs', { token: analyst })).body.signer.public_key, 'base64'));
+    const key = new Uint8Array(
+      Buffer.from((await f.call('GET', '/v1/keys/epochs', { token: analyst })).body.signer.public_key, 'base64'),
+    );
     const evs = await events();
     expect(evs.length).toBeGreaterThan(20);
     evs.forEach((e, i) => {

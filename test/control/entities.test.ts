@@ -24,11 +24,28 @@ const ENTITIES: cedar.EntityJson[] = [
   { uid: { type: 'Group', id: 'staff' }, attrs: {}, parents: [{ type: 'Group', id: 'all' }] },
   { uid: { type: 'Group', id: 'eng' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }] },
   { uid: { type: 'Team', id: 'data' }, attrs: {}, parents: [] },
-  { uid: { type: 'User', id: 'alice' }, attrs: { teams: [{ __entity: { type: 'Team', id: 'data' } }], level: 3 }, parents: [{ type: 'Group', id: 'eng' }] },
-  { uid: { type: 'User', id: 'bob' }, attrs: { manager: { __entity: { type: 'User', id: 'alice' } }, teams: [], level: 1 }, parents: [{ type: 'Group', id: 'all' }] },
+  {
+    uid: { type: 'User', id: 'alice' },
+    attrs: { teams: [{ __entity: { type: 'Team', id: 'data' } }], level: 3 },
+    parents: [{ type: 'Group', id: 'eng' }],
+  },
+  {
+    uid: { type: 'User', id: 'bob' },
+    attrs: { manager: { __entity: { type: 'User', id: 'alice' } }, teams: [], level: 1 },
+    parents: [{ type: 'Group', id: 'all' }],
+  },
   { uid: { type: 'User', id: 'carol' }, attrs: { teams: [], level: 5 }, parents: [{ type: 'Group', id: 'eng' }] },
-  { uid: { type: 'Document', id: 'q3' }, attrs: { dept: 'eng', owner: { __entity: { type: 'User', id: 'bob' } } }, parents: [], tags: { steward: { __entity: { type: 'Team', id: 'data' } } } },
-  { uid: { type: 'Document', id: 'memo' }, attrs: { dept: 'ops', owner: { __entity: { type: 'User', id: 'carol' } } }, parents: [] },
+  {
+    uid: { type: 'Document', id: 'q3' },
+    attrs: { dept: 'eng', owner: { __entity: { type: 'User', id: 'bob' } } },
+    parents: [],
+    tags: { steward: { __entity: { type: 'Team', id: 'data' } } },
+  },
+  {
+    uid: { type: 'Document', id: 'memo' },
+    attrs: { dept: 'ops', owner: { __entity: { type: 'User', id: 'carol' } } },
+    parents: [],
+  },
   { uid: { type: 'Flag', id: 'kill' }, attrs: { on: false }, parents: [] },
   { uid: { type: 'Unrelated', id: 'x' }, attrs: { big: 'y'.repeat(100) }, parents: [] },
 ];
@@ -52,13 +69,24 @@ describe('entity slicing', () => {
     const users = ['alice', 'bob', 'carol', 'nobody'].map((id) => ({ type: 'User', id }));
     const actions = ['read', 'approve', 'tag', 'delegate'].map((id) => ({ type: 'Action', id }));
     const docs = ['q3', 'memo', 'absent'].map((id) => ({ type: 'Document', id }));
-    const contexts: Record<string, unknown>[] = [{}, { for: { __entity: { type: 'User', id: 'alice' } } }, { for: { __entity: { type: 'User', id: 'bob' } } }];
+    const contexts: Record<string, unknown>[] = [
+      {},
+      { for: { __entity: { type: 'User', id: 'alice' } } },
+      { for: { __entity: { type: 'User', id: 'bob' } } },
+    ];
     let allowed = 0;
     for (const principal of users) {
       for (const action of actions) {
         for (const resource of docs) {
           for (const context of contexts) {
-            const whole = cedar.isAuthorized({ principal, action, resource, context: context as cedar.Context, policies: { staticPolicies }, entities: ENTITIES });
+            const whole = cedar.isAuthorized({
+              principal,
+              action,
+              resource,
+              context: context as cedar.Context,
+              policies: { staticPolicies },
+              entities: ENTITIES,
+            });
             if (whole.type !== 'success') throw new Error('isAuthorized failed');
             const d = engine.evaluate({ principal, action, resource, context });
             const label = `${principal.id} ${action.id} ${resource.id} ${JSON.stringify(context)}`;
@@ -80,7 +108,12 @@ describe('entity slicing', () => {
     writeFileSync(join(dir, 'policies.cedar'), POLICIES);
     writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
     const engine = await PolicyEngine.open(dir, silent, { decisionCacheSize: 100, pollMs: 60_000 });
-    const req = { principal: { type: 'User', id: 'alice' }, action: { type: 'Action', id: 'read' }, resource: { type: 'Document', id: 'q3' }, context: { ip: '10.0.0.1' } };
+    const req = {
+      principal: { type: 'User', id: 'alice' },
+      action: { type: 'Action', id: 'read' },
+      resource: { type: 'Document', id: 'q3' },
+      context: { ip: '10.0.0.1' },
+    };
     const first = engine.evaluate(req);
     expect(first.decision).toBe('allow');
     expect(engine.evaluate({ ...req, context: { ip: '10.0.0.1' } })).toBe(first);
@@ -113,8 +146,29 @@ describe('entity slicing', () => {
         .sort();
     const read = { type: 'Action', id: 'read' };
     // alice's ancestors, her team, the document's owner chain and steward tag, the policy literals' flag and group.
-    expect(ids({ type: 'User', id: 'alice' }, read, { type: 'Document', id: 'q3' })).toEqual(['alice', 'all', 'bob', 'data', 'eng', 'kill', 'q3', 'staff']);
-    expect(ids({ type: 'User', id: 'nobody' }, read, { type: 'Document', id: 'absent' })).toEqual(['all', 'eng', 'kill', 'staff']);
-    expect(ids({ type: 'User', id: 'nobody' }, read, { type: 'Document', id: 'absent' }, { x: { nested: [{ type: 'User', id: 'carol' }] } })).toContain('carol');
+    expect(ids({ type: 'User', id: 'alice' }, read, { type: 'Document', id: 'q3' })).toEqual([
+      'alice',
+      'all',
+      'bob',
+      'data',
+      'eng',
+      'kill',
+      'q3',
+      'staff',
+    ]);
+    expect(ids({ type: 'User', id: 'nobody' }, read, { type: 'Document', id: 'absent' })).toEqual([
+      'all',
+      'eng',
+      'kill',
+      'staff',
+    ]);
+    expect(
+      ids(
+        { type: 'User', id: 'nobody' },
+        read,
+        { type: 'Document', id: 'absent' },
+        { x: { nested: [{ type: 'User', id: 'carol' }] } },
+      ),
+    ).toContain('carol');
   });
 });

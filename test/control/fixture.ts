@@ -40,11 +40,22 @@ export const ENTITIES = [
   { uid: { type: 'Group', id: 'staff' }, attrs: {}, parents: [] },
   { uid: { type: 'Group', id: 'contractors' }, attrs: {}, parents: [] },
   { uid: { type: 'User', id: 'alice' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }] },
-  { uid: { type: 'User', id: 'bob' }, attrs: {}, parents: [{ type: 'Group', id: 'staff' }, { type: 'Group', id: 'contractors' }] },
+  {
+    uid: { type: 'User', id: 'bob' },
+    attrs: {},
+    parents: [
+      { type: 'Group', id: 'staff' },
+      { type: 'Group', id: 'contractors' },
+    ],
+  },
   { uid: { type: 'Compartment', id: 'secret' }, attrs: {}, parents: [] },
   { uid: { type: 'Document', id: 'q3-report' }, attrs: { dept: 'eng' }, parents: [] },
   { uid: { type: 'Document', id: 'payroll' }, attrs: { dept: 'finance' }, parents: [] },
-  { uid: { type: 'Document', id: 'launch-codes' }, attrs: { dept: 'eng' }, parents: [{ type: 'Compartment', id: 'secret' }] },
+  {
+    uid: { type: 'Document', id: 'launch-codes' },
+    attrs: { dept: 'eng' },
+    parents: [{ type: 'Compartment', id: 'secret' }],
+  },
 ];
 
 export interface ControlFixture {
@@ -55,13 +66,19 @@ export interface ControlFixture {
   readonly controlDir: string;
   readonly policyDir: string;
   token(client: string, resource?: string): Promise<string>;
-  call(method: string, path: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: Json; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    o?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: Json; headers: Headers }>;
   /** Replaces a policy file atomically (write aside, rename). */
   writePolicy(name: string, text: string): void;
   close(): Promise<void>;
 }
 
-export async function startControl(o: { toml?: string; alg?: 'ES256' | 'RS256' | 'EdDSA'; batchIntervalMs?: number } = {}): Promise<ControlFixture> {
+export async function startControl(
+  o: { toml?: string; alg?: 'ES256' | 'RS256' | 'EdDSA'; batchIntervalMs?: number } = {},
+): Promise<ControlFixture> {
   const idp = await startOidcProvider({ clients: CLIENTS, defaultResource: AUDIENCE, alg: o.alg ?? 'ES256' });
   const dataDir = scratchDir('stele-control-');
   const controlDir = join(dataDir, 'control');
@@ -108,7 +125,10 @@ auth_failure_window_s = 1
       return t;
     },
     call(method, path, c = {}) {
-      const headers: Record<string, string> = { ...(c.token ? { authorization: `Bearer ${c.token}` } : {}), ...c.headers };
+      const headers: Record<string, string> = {
+        ...(c.token ? { authorization: `Bearer ${c.token}` } : {}),
+        ...c.headers,
+      };
       let body: string | undefined;
       if (c.body !== undefined) {
         body = typeof c.body === 'string' ? c.body : JSON.stringify(c.body);

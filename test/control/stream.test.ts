@@ -37,7 +37,12 @@ describe('audit stream (SSE)', () => {
   };
 
   /** Reads a following stream until an event with id ≥ `until`, then disconnects. */
-  async function readUntil(client: ControlClient, until: number, lastEventId?: string, during?: () => Promise<unknown>): Promise<AuditEvent[]> {
+  async function readUntil(
+    client: ControlClient,
+    until: number,
+    lastEventId?: string,
+    during?: () => Promise<unknown>,
+  ): Promise<AuditEvent[]> {
     const ac = new AbortController();
     const got: AuditEvent[] = [];
     const work = during?.();
@@ -87,7 +92,9 @@ describe('audit stream (SSE)', () => {
   });
 
   it('honours the Last-Event-ID header exactly as a browser EventSource sends it on reconnect', async () => {
-    const res = await fetch(`${f.srv.url}/v1/audit/events?follow=false`, { headers: { authorization: `Bearer ${analyst}`, 'last-event-id': '3', accept: 'text/event-stream' } });
+    const res = await fetch(`${f.srv.url}/v1/audit/events?follow=false`, {
+      headers: { authorization: `Bearer ${analyst}`, 'last-event-id': '3', accept: 'text/event-stream' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -96,7 +103,9 @@ describe('audit stream (SSE)', () => {
     const ids = msgs.map((m) => Number(m.id));
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 4));
     // ?after= is the same for the first connection.
-    const q = await fetch(`${f.srv.url}/v1/audit/events?follow=false&after=${ids.at(-1)! - 2}`, { headers: { authorization: `Bearer ${analyst}` } });
+    const q = await fetch(`${f.srv.url}/v1/audit/events?follow=false&after=${ids.at(-1)! - 2}`, {
+      headers: { authorization: `Bearer ${analyst}` },
+    });
     expect(new SseParser().push(await q.text()).map((m) => Number(m.id))).toEqual([ids.at(-1)! - 1, ids.at(-1)!]);
   });
 
@@ -114,14 +123,18 @@ describe('audit stream (SSE)', () => {
 
     const mid = all[Math.floor(all.length / 2)]!;
     const later: AuditEvent[] = [];
-    for await (const m of client.events({ follow: false, since: mid.time, type: 'policy_evaluation,access_decision' })) later.push(JSON.parse(m.data));
+    for await (const m of client.events({ follow: false, since: mid.time, type: 'policy_evaluation,access_decision' }))
+      later.push(JSON.parse(m.data));
     expect(later.length).toBeGreaterThan(0);
     expect(later.every((e) => e.time >= mid.time && e.type !== 'key_epoch')).toBe(true);
-    expect(later.map((e) => e.id)).toEqual(all.filter((e) => e.time >= mid.time && e.type !== 'key_epoch').map((e) => e.id));
+    expect(later.map((e) => e.id)).toEqual(
+      all.filter((e) => e.time >= mid.time && e.type !== 'key_epoch').map((e) => e.id),
+    );
 
     // A window in the past ends by itself even when following.
     const window: AuditEvent[] = [];
-    for await (const m of client.events({ since: all[0]!.time, until: mid.time, reconnect: false })) window.push(JSON.parse(m.data));
+    for await (const m of client.events({ since: all[0]!.time, until: mid.time, reconnect: false }))
+      window.push(JSON.parse(m.data));
     expect(window.map((e) => e.id)).toEqual(all.filter((e) => e.time < mid.time).map((e) => e.id));
   });
 
@@ -142,7 +155,9 @@ describe('audit stream (SSE)', () => {
     await sleep(100);
     // Decisions still being made when the shutdown starts are either refused (503) or
     // anchored and audited: never anchored without their audit event.
-    const inflight = Array.from({ length: 20 }, () => f.call('POST', '/v1/policy/evaluate', { token: svc, body: EVAL }).catch(() => null));
+    const inflight = Array.from({ length: 20 }, () =>
+      f.call('POST', '/v1/policy/evaluate', { token: svc, body: EVAL }).catch(() => null),
+    );
     await sleep(5);
     const t0 = Date.now();
     await f.srv.close();
@@ -150,11 +165,21 @@ describe('audit stream (SSE)', () => {
     expect(await open).toBeGreaterThanOrEqual(before.at(-1)!);
 
     const srv: RunningServer = await startServer(
-      { ...SERVE_DEFAULTS, dataDir: f.dataDir, origin: 'api.test/log', port: 0, batchIntervalMs: 5, fsync: false, enterprise: true },
+      {
+        ...SERVE_DEFAULTS,
+        dataDir: f.dataDir,
+        origin: 'api.test/log',
+        port: 0,
+        batchIntervalMs: 5,
+        fsync: false,
+        enterprise: true,
+      },
       pino({ level: 'silent' }),
     );
     f.srv = srv;
-    const answered = (await Promise.all(inflight)).filter((r) => r?.status === 200).map((r) => r!.body.audit_event_id as number);
+    const answered = (await Promise.all(inflight))
+      .filter((r) => r?.status === 200)
+      .map((r) => r!.body.audit_event_id as number);
     const last = Math.max(before.at(-1)!, ...answered);
     const after = await decide(2);
     expect(after).toEqual([last + 1, last + 2]);
@@ -162,8 +187,11 @@ describe('audit stream (SSE)', () => {
     const cp = await f.call('GET', '/api/ledger/checkpoint');
     expect(cp.body.treeSize).toBe(after.at(-1));
     const resumed: AuditEvent[] = [];
-    for await (const m of new ControlClient(srv.url, analyst).events({ follow: false, lastEventId: String(before[0]) })) resumed.push(JSON.parse(m.data));
-    expect(resumed.map((e) => e.id)).toEqual(Array.from({ length: after.at(-1)! - before[0]! }, (_, i) => before[0]! + 1 + i));
+    for await (const m of new ControlClient(srv.url, analyst).events({ follow: false, lastEventId: String(before[0]) }))
+      resumed.push(JSON.parse(m.data));
+    expect(resumed.map((e) => e.id)).toEqual(
+      Array.from({ length: after.at(-1)! - before[0]! }, (_, i) => before[0]! + 1 + i),
+    );
     resumed.forEach(check);
   });
 });

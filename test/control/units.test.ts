@@ -44,7 +44,9 @@ describe('control configuration', () => {
     ];
     for (const [raw, msg] of bad) expect(() => parseControlConfig(raw, '/data'), JSON.stringify(raw)).toThrow(msg);
     expect(() => parseControlConfig({}, '/data')).toThrow(ControlConfigError);
-    expect(parseControlConfig({ oidc: { ...OIDC, issuer: 'http://127.0.0.1:9000' } }, '/d').oidc.issuer).toBe('http://127.0.0.1:9000');
+    expect(parseControlConfig({ oidc: { ...OIDC, issuer: 'http://127.0.0.1:9000' } }, '/d').oidc.issuer).toBe(
+      'http://127.0.0.1:9000',
+    );
   });
 });
 
@@ -92,8 +94,12 @@ describe('leases (local demo KEK)', () => {
     }
     await expect(unwrapLease(epochs, newLeaseId(), lease.wrappedDek)).rejects.toThrow(/does not authenticate/);
     // Expiry is enforced unless explicitly allowed (forensics).
-    await expect(unwrapLease(epochs, leaseId, lease.wrappedDek, { now: Date.now() + 601_000 })).rejects.toThrow(/expired/);
-    expect((await unwrapLease(epochs, leaseId, lease.wrappedDek, { now: Date.now() + 601_000, allowExpired: true })).dek).toEqual(dek);
+    await expect(unwrapLease(epochs, leaseId, lease.wrappedDek, { now: Date.now() + 601_000 })).rejects.toThrow(
+      /expired/,
+    );
+    expect(
+      (await unwrapLease(epochs, leaseId, lease.wrappedDek, { now: Date.now() + 601_000, allowExpired: true })).dek,
+    ).toEqual(dek);
 
     // Retiring epoch 1 destroys its KEK file; its leases no longer unwrap, epoch 3's still do.
     const files = readdirSync(join(dir, 'keks')).length;
@@ -114,7 +120,11 @@ describe('leases (local demo KEK)', () => {
     const list = a.epochs.list();
     expect(verifyEpochChain(list, a.signer.publicKey)).toEqual([]);
     expect(list[1]!.previous_record_hash).toBe(list[0]!.record_hash);
-    expect(list.map((e) => e.ledger_entry_id)).toEqual(['led_1_000000000000', 'led_2_000000000000', 'led_3_000000000000']);
+    expect(list.map((e) => e.ledger_entry_id)).toEqual([
+      'led_1_000000000000',
+      'led_2_000000000000',
+      'led_3_000000000000',
+    ]);
     expect(a.anchored.map((x) => x.hash)).toEqual(list.map((e) => e.record_hash));
 
     // Restart: same chain, nothing re-anchored, no new epoch.
@@ -127,7 +137,9 @@ describe('leases (local demo KEK)', () => {
     const stored = JSON.parse(readFileSync(path, 'utf8'));
     stored[1].record.created_by = 'mallory';
     writeFileSync(path, JSON.stringify(stored));
-    await expect(KeyEpochs.open(new FsObjectStore(join(dir, 'state')), a.signer, kek, a.anchor, silent)).rejects.toThrow(/epoch 2: signature does not verify/);
+    await expect(
+      KeyEpochs.open(new FsObjectStore(join(dir, 'state')), a.signer, kek, a.anchor, silent),
+    ).rejects.toThrow(/epoch 2: signature does not verify/);
   });
 
   it('anchors at start a rotation that was stored but not yet anchored (crash in between)', async () => {
@@ -149,10 +161,19 @@ describe('audit log', () => {
     const signer = await ControlSigner.open(join(dir, 'control.key'), 'stele-control');
     const o = { fsync: false, logger: silent, segmentEvents: 7, ringEvents: 3 };
     const log = await AuditLog.open(join(dir, 'audit'), signer, o);
-    const events = await Promise.all(Array.from({ length: 20 }, (_, i) => log.append('policy_evaluation', { i }, 'aa'.repeat(32), `led_${i}_000000000000`)));
+    const events = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        log.append('policy_evaluation', { i }, 'aa'.repeat(32), `led_${i}_000000000000`),
+      ),
+    );
     expect(events.map((e) => e.id)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    for (const e of events) expect(verifySigned(AUDIT_DOMAIN, e as unknown as Record<string, unknown>, signer.publicKey)).toBe(true);
-    expect(readdirSync(join(dir, 'audit')).sort()).toEqual(['seg-000000000001.jsonl', 'seg-000000000008.jsonl', 'seg-000000000015.jsonl']);
+    for (const e of events)
+      expect(verifySigned(AUDIT_DOMAIN, e as unknown as Record<string, unknown>, signer.publicKey)).toBe(true);
+    expect(readdirSync(join(dir, 'audit')).sort()).toEqual([
+      'seg-000000000001.jsonl',
+      'seg-000000000008.jsonl',
+      'seg-000000000015.jsonl',
+    ]);
     const ids = async (l: AuditLog, after: number) => {
       const out: number[] = [];
       for await (const e of l.since(after)) out.push(e.id);
@@ -169,12 +190,17 @@ describe('audit log', () => {
     const e21 = await again.append('key_epoch', { epoch: 2 }, 'bb'.repeat(32), 'led_21_000000000000');
     expect(e21.id).toBe(21);
     expect(await ids(again, 0)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
-    const lines = readFileSync(join(dir, 'audit', 'seg-000000000015.jsonl'), 'utf8').trim().split('\n');
+    const lines = readFileSync(join(dir, 'audit', 'seg-000000000015.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     expect(lines.map((l) => JSON.parse(l).id)).toEqual([15, 16, 17, 18, 19, 20, 21]);
     // Live subscribers see new events once written, in order.
     const seen: number[] = [];
     const unsub = again.subscribe((e) => seen.push(e.id));
-    await Promise.all([again.append('key_epoch', {}, 'cc'.repeat(32), 'x'), again.append('key_epoch', {}, 'cc'.repeat(32), 'y')]);
+    await Promise.all([
+      again.append('key_epoch', {}, 'cc'.repeat(32), 'x'),
+      again.append('key_epoch', {}, 'cc'.repeat(32), 'y'),
+    ]);
     unsub();
     expect(seen).toEqual([22, 23]);
     await again.close();
@@ -185,10 +211,21 @@ describe('audit log', () => {
     const signer = await ControlSigner.open(join(dir, 'control.key'), 'stele-control');
     const log = await AuditLog.open(join(dir, 'audit'), signer, { fsync: false, logger: silent });
     // Unsorted and non-ASCII keys, escapes, line separators, astral characters, nesting, numbers.
-    const record = { z: 1, a: { 'é': 'q"\\\u2028', b: [3, -1, 0], '\u{1F600}': true }, B: 'tab\there', '': null, n: 1e21 };
-    const [e] = await Promise.all([log.append('policy_evaluation', record, 'dd'.repeat(32), 'led_x'), log.append('policy_evaluation', {}, 'ee'.repeat(32), 'led_y')]);
+    const record = {
+      z: 1,
+      a: { é: 'q"\\\u2028', b: [3, -1, 0], '\u{1F600}': true },
+      B: 'tab\there',
+      '': null,
+      n: 1e21,
+    };
+    const [e] = await Promise.all([
+      log.append('policy_evaluation', record, 'dd'.repeat(32), 'led_x'),
+      log.append('policy_evaluation', {}, 'ee'.repeat(32), 'led_y'),
+    ]);
     expect(verifySigned(AUDIT_DOMAIN, e as unknown as Record<string, unknown>, signer.publicKey)).toBe(true);
-    const stored = JSON.parse(readFileSync(join(dir, 'audit', 'seg-000000000001.jsonl'), 'utf8').split('\n')[0]!) as Record<string, unknown>;
+    const stored = JSON.parse(
+      readFileSync(join(dir, 'audit', 'seg-000000000001.jsonl'), 'utf8').split('\n')[0]!,
+    ) as Record<string, unknown>;
     expect(stored).toEqual(e);
     expect(verifySigned(AUDIT_DOMAIN, stored, signer.publicKey)).toBe(true);
     await log.close();
@@ -199,9 +236,14 @@ describe('control signer', () => {
   it('signs groups on its thread in order; a stopped thread fails what it owed and the next group starts a new one', async () => {
     const signer = await ControlSigner.open(join(tmp('signer'), 'control.key'), 'stele-control');
     const objects = Array.from({ length: 5 }, (_, i) => ({ i, key_id: signer.keyId }));
-    const signatures = await signer.signCanonicals(AUDIT_DOMAIN, objects.map((o) => canonicalJson(o)));
+    const signatures = await signer.signCanonicals(
+      AUDIT_DOMAIN,
+      objects.map((o) => canonicalJson(o)),
+    );
     expect(signatures).toHaveLength(5);
-    objects.forEach((o, i) => expect(verifySigned(AUDIT_DOMAIN, { ...o, signature: signatures[i] }, signer.publicKey)).toBe(true));
+    objects.forEach((o, i) =>
+      expect(verifySigned(AUDIT_DOMAIN, { ...o, signature: signatures[i] }, signer.publicKey)).toBe(true),
+    );
     // Ed25519 is deterministic: the thread's signature is the one sign() makes on the event loop.
     expect(signatures[0]).toBe(signer.sign(AUDIT_DOMAIN, objects[0]!).signature);
 
@@ -226,7 +268,10 @@ async function kmsStandIn() {
       calls.push(op);
       const input = JSON.parse(body || '{}');
       const reply = (status: number, o: unknown, type?: string) => {
-        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', ...(type ? { 'x-amzn-errortype': type } : {}) });
+        res.writeHead(status, {
+          'content-type': 'application/x-amz-json-1.1',
+          ...(type ? { 'x-amzn-errortype': type } : {}),
+        });
         res.end(JSON.stringify(type ? { __type: type, message: String(o) } : o));
       };
       const ctx = (c: Record<string, string> | undefined) => Buffer.from(canonicalJson(c ?? {}));
@@ -234,11 +279,27 @@ async function kmsStandIn() {
       if (op === 'CreateKey') {
         const arn = `arn:aws:kms:eu-west-1:111122223333:key/${randomBytes(8).toString('hex')}`;
         keys.set(arn, { key: randomBytes(32), enabled: true });
-        return reply(200, { KeyMetadata: { Arn: arn, KeyId: arn.split('/')[1], KeySpec: input.KeySpec, KeyUsage: input.KeyUsage, KeyState: 'Enabled' } });
+        return reply(200, {
+          KeyMetadata: {
+            Arn: arn,
+            KeyId: arn.split('/')[1],
+            KeySpec: input.KeySpec,
+            KeyUsage: input.KeyUsage,
+            KeyState: 'Enabled',
+          },
+        });
       }
       const k = get(input.KeyId);
       if (!k) return reply(400, 'no such key', 'NotFoundException');
-      if (op === 'DescribeKey') return reply(200, { KeyMetadata: { Arn: input.KeyId, KeySpec: 'SYMMETRIC_DEFAULT', KeyUsage: 'ENCRYPT_DECRYPT', KeyState: k.enabled ? 'Enabled' : 'Disabled' } });
+      if (op === 'DescribeKey')
+        return reply(200, {
+          KeyMetadata: {
+            Arn: input.KeyId,
+            KeySpec: 'SYMMETRIC_DEFAULT',
+            KeyUsage: 'ENCRYPT_DECRYPT',
+            KeyState: k.enabled ? 'Enabled' : 'Disabled',
+          },
+        });
       if (op === 'DisableKey') {
         k.enabled = false;
         return reply(200, {});
@@ -265,14 +326,23 @@ async function kmsStandIn() {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('AWS KMS KEK adapter (against a wire-protocol stand-in; real KMS cannot run here)', () => {
   it('creates a key per epoch, wraps with the lease as encryption context, unwraps across rotations, disables on retire', async () => {
     const kms = await kmsStandIn();
     try {
-      const client = createKmsClient({ endpoint: kms.endpoint, region: 'eu-west-1', credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' }, maxAttempts: 1 });
+      const client = createKmsClient({
+        endpoint: kms.endpoint,
+        region: 'eu-west-1',
+        credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+        maxAttempts: 1,
+      });
       const kek = new AwsKmsKekProvider({ client });
       const { epochs } = await epochsOver(kek);
       expect(epochs.current().kek_id).toMatch(/^arn:aws:kms:/);
@@ -286,7 +356,9 @@ describe('AWS KMS KEK adapter (against a wire-protocol stand-in; real KMS cannot
       await expect(unwrapLease(epochs, newLeaseId(), lease.wrappedDek)).rejects.toThrow(/does not authenticate/);
       // A forged header (later expiry) changes the context too.
       const env = decodeEnvelope(lease.wrappedDek);
-      await expect(unwrapLease(epochs, id, encodeEnvelope({ ...env, expires: env.expires + 3600 }))).rejects.toThrow(/does not authenticate/);
+      await expect(unwrapLease(epochs, id, encodeEnvelope({ ...env, expires: env.expires + 3600 }))).rejects.toThrow(
+        /does not authenticate/,
+      );
       await epochs.rotate('admin', 2);
       await expect(unwrapLease(epochs, id, lease.wrappedDek)).rejects.toThrow(/retired/);
       expect(kms.calls).toEqual(expect.arrayContaining(['CreateKey', 'Encrypt', 'Decrypt', 'DisableKey']));

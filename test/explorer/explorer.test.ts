@@ -81,7 +81,11 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
 
   /** A static server over the log directory and the built explorer, like a mirror. */
   async function mirror(o: { mutate?: (path: string, body: Uint8Array) => Uint8Array } = {}): Promise<StaticServer> {
-    const s = await startStaticServer({ roots: [stele.logDir, EXPLORER_DIST], files: { 'explorer.json': explorerJson }, ...o });
+    const s = await startStaticServer({
+      roots: [stele.logDir, EXPLORER_DIST],
+      files: { 'explorer.json': explorerJson },
+      ...o,
+    });
     statics.push(s);
     return s;
   }
@@ -128,11 +132,16 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     expect(errors).toEqual([]);
 
     // The log grows; on the next visit this browser proves the new checkpoint extends the old one.
-    await anchorMany(stele.url, Array.from({ length: 5 }, (_, i) => ({ digest: sha256hex(`later ${i}`) })));
+    await anchorMany(
+      stele.url,
+      Array.from({ length: 5 }, (_, i) => ({ digest: sha256hex(`later ${i}`) })),
+    );
     await page.reload();
     expect(await statusOf(page, settled('cp-status'))).toBe('PASS');
     expect(await checkStatus(page, 'consistency')).toBe('PASS');
-    expect(await page.locator('[data-check=consistency]').innerText()).toMatch(new RegExp(`size ${ENTRIES} → ${ENTRIES + 5}`));
+    expect(await page.locator('[data-check=consistency]').innerText()).toMatch(
+      new RegExp(`size ${ENTRIES} → ${ENTRIES + 5}`),
+    );
     await page.close();
   });
 
@@ -140,7 +149,9 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     const { page } = await browser.page();
     await page.goto(`${stele.url}/#/entries`);
     expect(await statusOf(page, settled('page-status'))).toBe('PASS');
-    const seqs = await page.locator('[data-testid=entries] tbody tr').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))));
+    const seqs = await page
+      .locator('[data-testid=entries] tbody tr')
+      .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))));
     expect(seqs[0]).toBeGreaterThan(seqs[seqs.length - 1]!);
     expect(seqs[seqs.length - 1]).toBe(256);
     expect(await page.locator('[data-testid=entries] tbody tr[data-status=FAIL]').count()).toBe(0);
@@ -158,7 +169,9 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.locator('header [data-testid=search-input]').press('Enter');
     expect(await statusOf(page, '[data-testid=entry-verdict]')).toBe('PASS');
     expect(await page.locator('[data-testid=entry-verdict]').innerText()).toContain('Verified in your browser');
-    expect(await page.locator('[data-testid=entry-report] [data-check=rule-4]').getAttribute('data-status')).toBe('PASS');
+    expect(await page.locator('[data-testid=entry-report] [data-check=rule-4]').getAttribute('data-status')).toBe(
+      'PASS',
+    );
     expect(await page.locator('[data-testid=audit-path] svg rect').count()).toBeGreaterThan(3);
     await screenshot(page, 'entry');
     const id = await page.locator('[data-testid=entry]').first().getAttribute('data-seq');
@@ -181,7 +194,9 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.locator('[data-testid=file-input]').setInputFiles(file);
     expect(await statusOf(page, '[data-testid=verify-result]')).toBe('PASS');
     expect(await page.locator('[data-testid=file-digest]').innerText()).toBe(FILE_DIGEST);
-    const rules = await page.locator('[data-testid=verify-report] [data-check]').evaluateAll((els) => els.map((e) => `${e.getAttribute('data-check')}=${e.getAttribute('data-status')}`));
+    const rules = await page
+      .locator('[data-testid=verify-report] [data-check]')
+      .evaluateAll((els) => els.map((e) => `${e.getAttribute('data-check')}=${e.getAttribute('data-status')}`));
     // Rule 2 passes once this browser has seen an earlier checkpoint (an earlier test), else it is skipped.
     expect(rules.join(' ')).toMatch(/^rule-1=PASS rule-2=(PASS|SKIP) rule-3=PASS rule-4=PASS rule-5=PASS rule-6=PASS$/);
     await screenshot(page, 'verify-pass');
@@ -192,9 +207,13 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.evaluate((text) => {
       const dt = new DataTransfer();
       dt.items.add(new File([text], 'dropped-release.tgz'));
-      document.querySelector('[data-testid=dropzone]')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      document
+        .querySelector('[data-testid=dropzone]')!
+        .dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
     }, FILE_TEXT);
-    await page.waitForFunction(() => document.querySelector('[data-testid=verify-output]')?.textContent?.includes('dropped-release.tgz'));
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=verify-output]')?.textContent?.includes('dropped-release.tgz'),
+    );
     expect(await statusOf(page, '[data-testid=verify-result]')).toBe('PASS');
 
     await page.locator('[data-testid=file-input]').setInputFiles(unknownFile);
@@ -218,7 +237,9 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.goto(`${stele.url}/#/`);
     await page.reload();
     expect(await statusOf(page, settled('cp-status'))).toBe('PASS');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(1);
     await screenshot(page, 'narrow-checkpoint');
 
@@ -294,7 +315,10 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     // The log key itself signs a different tree of the same size (a split view).
     const { signer } = await loadOrCreateKey(join(stele.dataDir, 'private', 'log.key'), stele.origin);
     const real = parseCheckpointBody(parseNote(await (await fetch(`${m.url}/checkpoint`)).text()).body);
-    const fork = await signCheckpoint({ origin: real.origin, size: real.size, root: new Uint8Array(32).fill(9) }, signer);
+    const fork = await signCheckpoint(
+      { origin: real.origin, size: real.size, root: new Uint8Array(32).fill(9) },
+      signer,
+    );
     expect(formatCheckpointBody(fork)).not.toBe(formatCheckpointBody(real));
     m.override('checkpoint', fork.note);
     await page.reload();

@@ -13,7 +13,9 @@ import { Sandbox, ensureBuilt as ensureCliBuilt } from '../helpers/cli.js';
 import { type SteleChild, ensureBuilt, startStele } from '../helpers/explorer-servers.js';
 
 const rules = (page: Page) =>
-  page.locator('[data-testid=verify-report] [data-check]').evaluateAll((els) => els.map((e) => `${e.getAttribute('data-check')}=${e.getAttribute('data-status')}`).join(' '));
+  page
+    .locator('[data-testid=verify-report] [data-check]')
+    .evaluateAll((els) => els.map((e) => `${e.getAttribute('data-check')}=${e.getAttribute('data-status')}`).join(' '));
 
 async function result(page: Page): Promise<string | null> {
   await page.waitForSelector('[data-testid=verify-result]', { timeout: 30_000 });
@@ -31,7 +33,10 @@ describe.skipIf(!hasChromium())('explorer: a dropped .tlog-proof', () => {
   beforeAll(async () => {
     ensureBuilt();
     await ensureCliBuilt();
-    [stele, browser] = await Promise.all([startStele({ witnesses: 2, origin: 'explorer-proof.test/log' }), launchBrowser()]);
+    [stele, browser] = await Promise.all([
+      startStele({ witnesses: 2, origin: 'explorer-proof.test/log' }),
+      launchBrowser(),
+    ]);
     sb = new Sandbox('stele-explorer-proof-');
     sb.file('first.tgz', 'first\n');
     sb.file('pkg.tgz', pkg);
@@ -66,7 +71,9 @@ describe.skipIf(!hasChromium())('explorer: a dropped .tlog-proof', () => {
     expect(await result(page)).toBe('PASS');
     // The page's checkpoint is newer than the proof's: rule 2 is proved from the tiles.
     expect(await rules(page)).toBe('rule-1=PASS rule-2=PASS rule-3=PASS rule-4=PASS rule-5=PASS rule-6=PASS');
-    expect(await page.locator('[data-testid=verify-report] [data-check=rule-5]').innerText()).toMatch(/2 valid cosignatures/);
+    expect(await page.locator('[data-testid=verify-report] [data-check=rule-5]').innerText()).toMatch(
+      /2 valid cosignatures/,
+    );
     await screenshot(page, 'tlog-proof-pass');
     // Nothing was looked up for the proof: no entry request.
     expect(requests.some((u) => u.includes('/api/ledger/entry'))).toBe(false);
@@ -74,7 +81,9 @@ describe.skipIf(!hasChromium())('explorer: a dropped .tlog-proof', () => {
     await page.locator('[data-testid=file-input]').setInputFiles([proofPath, join(sb.work, 'pkg.tgz')]);
     await page.waitForSelector('[data-testid=file-digest]');
     expect(await result(page)).toBe('PASS');
-    expect(await page.locator('[data-testid=verify-report] [data-check=rule-3]').innerText()).toMatch(/records the file's SHA-256/);
+    expect(await page.locator('[data-testid=verify-report] [data-check=rule-3]').innerText()).toMatch(
+      /records the file's SHA-256/,
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -96,11 +105,15 @@ describe.skipIf(!hasChromium())('explorer: a dropped .tlog-proof', () => {
         const dt = new DataTransfer();
         dt.items.add(new File([proof!], 'pkg.tgz.tlog-proof'));
         dt.items.add(new File([other!], 'other.tgz'));
-        document.querySelector('[data-testid=dropzone]')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        document
+          .querySelector('[data-testid=dropzone]')!
+          .dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
       },
       [readFileSync(proofPath, 'utf8'), 'not the package\n'],
     );
-    await page.waitForFunction(() => document.querySelector('[data-testid=verify-output]')?.textContent?.includes('other.tgz'));
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=verify-output]')?.textContent?.includes('other.tgz'),
+    );
     expect(await result(page)).toBe('FAIL');
     expect(await rules(page)).toMatch(/rule-3=FAIL .*rule-4=PASS .*rule-6=FAIL/);
     await page.close();

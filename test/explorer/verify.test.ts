@@ -60,7 +60,9 @@ describe('explorer verification against the reference vectors', () => {
     const note = parseNote(`${v.note.signedNote}${line}`);
     const wv = parseVkey(formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey)));
     expect(checkSignature(note.body, note.signatures[1]!, wv)).toEqual({ status: 'valid', time: 1_700_000_000 });
-    const other = parseVkey(formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, new SeedSigner('x', new Uint8Array(32).fill(4)).publicKey)));
+    const other = parseVkey(
+      formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, new SeedSigner('x', new Uint8Array(32).fill(4)).publicKey)),
+    );
     expect(checkSignature(note.body, note.signatures[1]!, other).status).toBe('invalid');
   });
 
@@ -70,7 +72,10 @@ describe('explorer verification against the reference vectors', () => {
       const p = foldInclusion(inc.index, inc.size, hex(v.rfc6962.leafInputs[inc.index]!), inc.path.map(hex));
       expect(toHex(p.leaf.hash)).toBe(inc.leafHash);
       expect(p.root && toHex(p.root)).toBe(roots.get(inc.size));
-      expect(p.steps.at(-1)?.node ?? { lo: inc.index, hi: inc.index + 1 }).toMatchObject({ lo: 0, hi: inc.size === 1 ? 1 : inc.size });
+      expect(p.steps.at(-1)?.node ?? { lo: inc.index, hi: inc.index + 1 }).toMatchObject({
+        lo: 0,
+        hi: inc.size === 1 ? 1 : inc.size,
+      });
     }
     // The 70,000-leaf tree: leaf input i = SHA-256(u64be(i)).
     const large = new Map(v.large.roots.map((r) => [r.size, r.root]));
@@ -83,7 +88,9 @@ describe('explorer verification against the reference vectors', () => {
     }
     // A path of the wrong length rebuilds nothing.
     const inc = v.rfc6962.inclusion.find((i) => i.path.length > 1)!;
-    expect(foldInclusion(inc.index, inc.size, hex(v.rfc6962.leafInputs[inc.index]!), inc.path.slice(1).map(hex)).root).toBeNull();
+    expect(
+      foldInclusion(inc.index, inc.size, hex(v.rfc6962.leafInputs[inc.index]!), inc.path.slice(1).map(hex)).root,
+    ).toBeNull();
   });
 
   it('recomputes the entry chain, ids and artifact ids', () => {
@@ -101,7 +108,11 @@ describe('explorer verification against the reference vectors', () => {
     expect(classify(' 42 ')).toMatchObject({ kind: 'leaf', seq: 42 });
     expect(classify(`sha256:${'AB'.repeat(32)}`)).toMatchObject({ kind: 'digest', digest: 'ab'.repeat(32) });
     expect(classify(`art_${'c'.repeat(24)}`)).toMatchObject({ kind: 'artifact', artifactId: `art_${'c'.repeat(24)}` });
-    expect(classify('release.tgz', 'prod')).toMatchObject({ kind: 'artifact', artifactId: artifactIdOf('release.tgz', 'prod'), label: 'release.tgz' });
+    expect(classify('release.tgz', 'prod')).toMatchObject({
+      kind: 'artifact',
+      artifactId: artifactIdOf('release.tgz', 'prod'),
+      label: 'release.tgz',
+    });
     expect(classify('led_x')).toMatchObject({ kind: 'invalid' });
     expect(classify('')).toMatchObject({ kind: 'invalid' });
   });
@@ -113,7 +124,10 @@ describe('explorer verification against the reference vectors', () => {
     pin(store, site.config);
     expect(resolveTrust(site, store)).toMatchObject({ source: 'pin', mismatch: null });
     const other = new SeedSigner('example.com/stele-test', new Uint8Array(32).fill(9));
-    const changed = { config: { vkey: formatVkey(makeVerifier(other.name, 1, other.publicKey)), witnesses: [], threshold: 0 }, source: 'site-api' as const };
+    const changed = {
+      config: { vkey: formatVkey(makeVerifier(other.name, 1, other.publicKey)), witnesses: [], threshold: 0 },
+      source: 'site-api' as const,
+    };
     const r = resolveTrust(changed, store);
     expect(r.source).toBe('pin');
     expect(r.trust?.log.vkey).toBe(v.note.vkey);
@@ -134,7 +148,11 @@ describe('explorer verification against a live log', () => {
   // Node's fetch has no HTTP cache; drop the browser cache modes.
   const fetchFn: typeof fetch = (input, init) => fetch(input, { ...init, cache: undefined });
   const trustOf = async () => {
-    const key = (await (await fetch(`${server.url}/explorer.json`)).json()) as { vkey: string; witnesses: string[]; witnessThreshold: number };
+    const key = (await (await fetch(`${server.url}/explorer.json`)).json()) as {
+      vkey: string;
+      witnesses: string[];
+      witnessThreshold: number;
+    };
     return toTrust({ vkey: key.vkey, witnesses: key.witnesses, threshold: key.witnessThreshold });
   };
 
@@ -142,7 +160,9 @@ describe('explorer verification against a live log', () => {
     server = await startTestServer({ origin: 'explorer.unit/log', demoWitnesses: 2 });
     for (let at = 0; at < 300; at += 50) {
       const batch = await Promise.all(
-        Array.from({ length: 50 }, (_, j) => postAnchor(server.url, { digest: digestOf(at + j + 1), artifact: `a-${at + j}`, scope: 's' })),
+        Array.from({ length: 50 }, (_, j) =>
+          postAnchor(server.url, { digest: digestOf(at + j + 1), artifact: `a-${at + j}`, scope: 's' }),
+        ),
       );
       expect(batch.every((r) => r.status === 201)).toBe(true);
       batch.forEach((r) => leafOf.set(r.body.entry.digest as string, r.body.leafIndex as number));
@@ -157,7 +177,12 @@ describe('explorer verification against a live log', () => {
   it('verifies the checkpoint, an entry, a whole bundle, and builds the ledger-verify report', async () => {
     const trust = await trustOf();
     const cp = await verifyCheckpoint(await client.checkpoint(), trust, client, null);
-    expect([cp.signature.status, cp.witnesses.status, cp.tiles.status, cp.consistency.status]).toEqual(['PASS', 'PASS', 'PASS', 'SKIP']);
+    expect([cp.signature.status, cp.witnesses.status, cp.tiles.status, cp.consistency.status]).toEqual([
+      'PASS',
+      'PASS',
+      'PASS',
+      'SKIP',
+    ]);
     expect(cp.size).toBe(300);
     expect(cp.witnessRows.filter((w) => w.status === 'PASS')).toHaveLength(2);
     const e = await verifyEntry(client, leafOf.get(digestOf(6))!, { size: cp.size, root: cp.root! });
@@ -180,7 +205,9 @@ describe('explorer verification against a live log', () => {
     const note = await client.checkpoint();
     const cp = await verifyCheckpoint(note, trust, client, null);
     const root = toHex(cp.root!);
-    const older = await (await fetch(`${server.url}/api/ledger/consistency?first=100&second=300`)).json() as { firstRoot: string };
+    const older = (await (await fetch(`${server.url}/api/ledger/consistency?first=100&second=300`)).json()) as {
+      firstRoot: string;
+    };
     const grown = await verifyCheckpoint(note, trust, client, { size: 100, rootHex: older.firstRoot, at: 'earlier' });
     expect(grown.consistency.status).toBe('PASS');
     const forked = await verifyCheckpoint(note, trust, client, { size: 100, rootHex: 'ab'.repeat(32), at: 'earlier' });
@@ -193,7 +220,11 @@ describe('explorer verification against a live log', () => {
 
   it('refuses a checkpoint under another key', async () => {
     const other = new SeedSigner('explorer.unit/log', new Uint8Array(32).fill(1));
-    const trust = toTrust({ vkey: formatVkey(makeVerifier(other.name, 1, other.publicKey)), witnesses: [], threshold: 0 });
+    const trust = toTrust({
+      vkey: formatVkey(makeVerifier(other.name, 1, other.publicKey)),
+      witnesses: [],
+      threshold: 0,
+    });
     const cp = await verifyCheckpoint(await client.checkpoint(), trust, client, null);
     expect(cp.signature.status).toBe('FAIL');
     expect(cp.ok).toBe(false);
@@ -205,7 +236,9 @@ describe('explorer verification against a live log', () => {
     const leaf10 = leafOf.get(digestOf(10))!;
     expect(await apiLookup(base, 'hash', digestOf(10), fetchFn)).toEqual({ found: leaf10 });
     expect(await apiLookup(base, 'hash', digestOf(9999), fetchFn)).toHaveProperty('notFound');
-    expect(await apiLookup(new URL(`${server.url}/nothing/`), 'hash', digestOf(10), fetchFn)).toHaveProperty('unavailable');
+    expect(await apiLookup(new URL(`${server.url}/nothing/`), 'hash', digestOf(10), fetchFn)).toHaveProperty(
+      'unavailable',
+    );
     const progress: number[] = [];
     const q = classify(digestOf(10));
     const r = await scanRecords(client, 300, recordMatcher(q)!, { onProgress: (d) => progress.push(d) });

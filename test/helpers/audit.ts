@@ -80,15 +80,22 @@ export function verifyCheckpointNote(note: string, origin: string, publicKey: Ui
   if (root.length !== 32) throw new Error('bad root line');
 
   const keyHash = sha256(Buffer.from(`${origin}\n`), Uint8Array.of(0x01), publicKey).subarray(0, 4);
-  const pub = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') }, format: 'jwk' });
-  const sigLines = note.slice(sep + 2).split('\n').filter((l) => l !== '');
+  const pub = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') },
+    format: 'jwk',
+  });
+  const sigLines = note
+    .slice(sep + 2)
+    .split('\n')
+    .filter((l) => l !== '');
   let ok = false;
   for (const line of sigLines) {
     const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(line);
     if (!m) throw new Error(`malformed signature line ${JSON.stringify(line)}`);
     const raw = Buffer.from(m[2]!, 'base64');
     if (m[1] !== origin || raw.length !== 68 || !raw.subarray(0, 4).equals(Buffer.from(keyHash))) continue;
-    if (!cryptoVerify(null, Buffer.from(body, 'utf8'), pub, raw.subarray(4))) throw new Error('log signature does not verify');
+    if (!cryptoVerify(null, Buffer.from(body, 'utf8'), pub, raw.subarray(4)))
+      throw new Error('log signature does not verify');
     ok = true;
   }
   if (!ok) throw new Error('note carries no signature by the log key');
@@ -111,7 +118,12 @@ export interface AuditResult {
  * Audits `<dir>` (the public log directory) at its current checkpoint, or at `note` if given.
  * Throws on the first discrepancy.
  */
-export async function auditLogDir(dir: string, origin: string, publicKey: Uint8Array, note?: string): Promise<AuditResult> {
+export async function auditLogDir(
+  dir: string,
+  origin: string,
+  publicKey: Uint8Array,
+  note?: string,
+): Promise<AuditResult> {
   const text = note ?? (await fs.readFile(path.join(dir, 'checkpoint'), 'utf8'));
   const checkpoint = verifyCheckpointNote(text, origin, publicKey);
   const { size } = checkpoint;
@@ -124,13 +136,15 @@ export async function auditLogDir(dir: string, origin: string, publicKey: Uint8A
     const width = Math.min(TILE, size - n * TILE);
     const recs = decodeFramed(await readTile(dir, 'records', n, width), `records ${n}`).slice(0, width);
     const ents = decodeFramed(await readTile(dir, 'entries', n, width), `entries ${n}`).slice(0, width);
-    if (recs.length !== width || ents.length !== width) throw new Error(`bundle ${n} has ${recs.length}/${ents.length} items, expected ${width}`);
+    if (recs.length !== width || ents.length !== width)
+      throw new Error(`bundle ${n} has ${recs.length}/${ents.length} items, expected ${width}`);
     for (let i = 0; i < width; i++) {
       const seq = n * TILE + i;
       const seqBytes = Buffer.alloc(8);
       seqBytes.writeBigUInt64BE(BigInt(seq));
       const eh = sha256(DOMAIN, seqBytes, recs[i]!, prior);
-      if (!Buffer.from(eh).equals(Buffer.from(ents[i]!))) throw new Error(`entry ${seq}: record does not hash to the bundled entry hash`);
+      if (!Buffer.from(eh).equals(Buffer.from(ents[i]!)))
+        throw new Error(`entry ${seq}: record does not hash to the bundled entry hash`);
       entryHashes.push(eh);
       records.push(recs[i]!);
       leaves.push(naiveLeafHash(eh));
@@ -138,7 +152,8 @@ export async function auditLogDir(dir: string, origin: string, publicKey: Uint8A
     }
   }
   const tree = new NaiveTree(leaves);
-  if (!Buffer.from(tree.root(size)).equals(Buffer.from(checkpoint.root))) throw new Error(`recomputed root of ${size} entries does not match the checkpoint`);
+  if (!Buffer.from(tree.root(size)).equals(Buffer.from(checkpoint.root)))
+    throw new Error(`recomputed root of ${size} entries does not match the checkpoint`);
 
   // Every hash tile at this size: level L holds hashes of 256^L-leaf subtrees.
   let tilesChecked = 0;
@@ -191,5 +206,9 @@ export async function listTileFiles(dir: string): Promise<string[]> {
 export async function writeTestKey(dataDir: string, origin: string, fill = 7): Promise<void> {
   const { formatPrivateKey } = await import('../../src/signer.js');
   await fs.mkdir(path.join(dataDir, 'private'), { recursive: true, mode: 0o700 });
-  await fs.writeFile(path.join(dataDir, 'private', 'log.key'), `${formatPrivateKey(origin, new Uint8Array(32).fill(fill))}\n`, { mode: 0o600 });
+  await fs.writeFile(
+    path.join(dataDir, 'private', 'log.key'),
+    `${formatPrivateKey(origin, new Uint8Array(32).fill(fill))}\n`,
+    { mode: 0o600 },
+  );
 }

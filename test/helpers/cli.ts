@@ -53,7 +53,11 @@ export async function ensureBuilt(): Promise<void> {
     if (isFresh()) return;
     // tsc emits even when other work in progress has type errors; only a missing CLI is fatal.
     // A busy machine compiles slowly; killed mid-write, tsc would leave a truncated module in dist/.
-    await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')], { cwd: repoRoot, timeoutMs: 170_000 });
+    await run(
+      process.execPath,
+      [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')],
+      { cwd: repoRoot, timeoutMs: 170_000 },
+    );
     if (!builtMtime()) throw new Error('tsc did not produce dist/cli/main.js');
   } finally {
     rmSync(lock, { recursive: true, force: true });
@@ -66,7 +70,11 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliRun> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -110,7 +118,11 @@ export class Sandbox {
   env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('STELE_') || k.startsWith('XDG_')) delete env[k];
-    Object.assign(env, { HOME: this.home, XDG_CONFIG_HOME: this.configHome, XDG_DATA_HOME: this.dataHome, NO_COLOR: '1' }, extra);
+    Object.assign(
+      env,
+      { HOME: this.home, XDG_CONFIG_HOME: this.configHome, XDG_DATA_HOME: this.dataHome, NO_COLOR: '1' },
+      extra,
+    );
     for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
     return env;
   }
@@ -121,7 +133,10 @@ export class Sandbox {
   }
 
   /** Runs with --json and parses stdout. */
-  async json<T = JsonObject>(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<CliRun & { out: T }> {
+  async json<T = JsonObject>(
+    args: string[],
+    extraEnv: Record<string, string | undefined> = {},
+  ): Promise<CliRun & { out: T }> {
     const r = await this.run([...args, '--json'], extraEnv);
     let out: T;
     try {
@@ -158,7 +173,12 @@ export interface RunningServe extends ServeInfo {
 }
 
 /** Starts `stele serve --json` on a free loopback port and waits for its ready line. */
-export async function startServe(opts: { dataDir: string; origin: string; batchInterval?: number; args?: string[] }): Promise<RunningServe> {
+export async function startServe(opts: {
+  dataDir: string;
+  origin: string;
+  batchInterval?: number;
+  args?: string[];
+}): Promise<RunningServe> {
   const args = [
     CLI,
     'serve',
@@ -226,8 +246,16 @@ export async function copyLogKey(fromDataDir: string, toDataDir: string): Promis
 }
 
 /** Anchors a digest straight through the API (no client verification). */
-export async function postAnchor(url: string, digest: string, extra: Record<string, string> = {}): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ digest, ...extra }) });
+export async function postAnchor(
+  url: string,
+  digest: string,
+  extra: Record<string, string> = {},
+): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}/api/ledger/anchor`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ digest, ...extra }),
+  });
   if (!res.ok) throw new Error(`anchor failed: HTTP ${res.status} ${await res.text()}`);
   return (await res.json()) as Record<string, unknown>;
 }

@@ -26,7 +26,13 @@ async function main(): Promise<void> {
   const dataDir = process.argv[2];
   if (!dataDir) throw new Error('usage: crash-child.ts <dataDir> [--finish]');
   const finish = process.argv.includes('--finish');
-  const { sequencer } = await openLocalLog({ dataDir, origin: CRASH_ORIGIN, fsync: true, batchInterval: 20, maxBatch: 3000 });
+  const { sequencer } = await openLocalLog({
+    dataDir,
+    origin: CRASH_ORIGIN,
+    fsync: true,
+    batchInterval: 20,
+    maxBatch: 3000,
+  });
   out(`ready ${sequencer.checkpoint.size}`);
 
   const salt = randomBytes(6).toString('hex');
@@ -35,7 +41,8 @@ async function main(): Promise<void> {
     const i = n++;
     const digest = createHash('sha256').update(`${salt}/${i}`).digest('hex');
     // Entries of varied lengths: some bare, some with an artifact label of 1..300 bytes and a scope.
-    const labels = i % 4 === 0 ? {} : { artifact: `artifact-${salt}-${'x'.repeat(i % 300)}`, scope: i % 3 === 0 ? 'ci' : undefined };
+    const labels =
+      i % 4 === 0 ? {} : { artifact: `artifact-${salt}-${'x'.repeat(i % 300)}`, scope: i % 3 === 0 ? 'ci' : undefined };
     return { request: anchorRequest('ledger_anchor', 'Anchored', digest, labels), digest };
   };
 

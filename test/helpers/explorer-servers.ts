@@ -50,7 +50,9 @@ export interface SteleChild {
 }
 
 /** Runs `node dist/cli/main.js serve --json` on a loopback port over a fresh data directory. */
-export async function startStele(opts: { witnesses?: number; origin?: string; batchIntervalMs?: number } = {}): Promise<SteleChild> {
+export async function startStele(
+  opts: { witnesses?: number; origin?: string; batchIntervalMs?: number } = {},
+): Promise<SteleChild> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-explorer-'));
   const args = [
     CLI,
@@ -70,27 +72,32 @@ export async function startStele(opts: { witnesses?: number; origin?: string; ba
     'warn',
   ];
   if (opts.witnesses) args.push('--demo-witnesses', String(opts.witnesses));
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, STELE_MODE: 'demo' } });
+  const child: ChildProcess = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, STELE_MODE: 'demo' },
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
   });
-  const info = await new Promise<{ url: string; origin: string; vkey: string; keyId: string }>((resolveInfo, reject) => {
-    const timer = setTimeout(() => reject(new Error(`stele serve did not start in 30 s: ${stderr}`)), 30_000);
-    const lines = createInterface({ input: child.stdout! });
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      try {
-        resolveInfo(JSON.parse(line));
-      } catch {
-        reject(new Error(`unexpected output from stele serve: ${line}\n${stderr}`));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`stele serve exited with ${code}: ${stderr}`));
-    });
-  });
+  const info = await new Promise<{ url: string; origin: string; vkey: string; keyId: string }>(
+    (resolveInfo, reject) => {
+      const timer = setTimeout(() => reject(new Error(`stele serve did not start in 30 s: ${stderr}`)), 30_000);
+      const lines = createInterface({ input: child.stdout! });
+      lines.once('line', (line) => {
+        clearTimeout(timer);
+        try {
+          resolveInfo(JSON.parse(line));
+        } catch {
+          reject(new Error(`unexpected output from stele serve: ${line}\n${stderr}`));
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`stele serve exited with ${code}: ${stderr}`));
+      });
+    },
+  );
   return {
     ...info,
     dataDir,
@@ -111,15 +118,26 @@ export async function startStele(opts: { witnesses?: number; origin?: string; ba
 export const sha256hex = (data: string | Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 /** POSTs an anchor and returns the response body (throws on a non-201). */
-export async function anchor(base: string, body: { digest: string; artifact?: string; scope?: string; type?: string }): Promise<{ leafIndex: number; entry: { id: string } }> {
-  const res = await fetch(`${base}/api/ledger/anchor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function anchor(
+  base: string,
+  body: { digest: string; artifact?: string; scope?: string; type?: string },
+): Promise<{ leafIndex: number; entry: { id: string } }> {
+  const res = await fetch(`${base}/api/ledger/anchor`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as { leafIndex: number; entry: { id: string } };
   if (res.status !== 201) throw new Error(`anchor failed: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 /** Anchors many bodies with bounded concurrency. */
-export async function anchorMany(base: string, bodies: Array<Parameters<typeof anchor>[1]>, concurrency = 32): Promise<void> {
+export async function anchorMany(
+  base: string,
+  bodies: Array<Parameters<typeof anchor>[1]>,
+  concurrency = 32,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -183,7 +201,10 @@ export async function startStaticServer(o: StaticOptions): Promise<StaticServer>
       return;
     }
     if (o.mutate) body = o.mutate(path, body);
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'content-length': body.length });
+    res.writeHead(200, {
+      'content-type': TYPES[extname(path)] ?? 'application/octet-stream',
+      'content-length': body.length,
+    });
     res.end(req.method === 'HEAD' ? undefined : body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

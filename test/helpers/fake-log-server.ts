@@ -104,15 +104,25 @@ export function forgeSig(s: string): string {
 
 /** Corrupts the signature (not the key hash) of every signature line named `name` in a note. */
 export function forgeNote(note: string, name: string): string {
-  return note.replace(new RegExp(`^— ${name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} (\\S+)$`, 'mu'), (_, b64: string) => {
-    const b = Buffer.from(b64, 'base64');
-    b[10] = b[10]! ^ 0x01;
-    return `— ${name} ${b.toString('base64')}`;
-  });
+  return note.replace(
+    new RegExp(`^— ${name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} (\\S+)$`, 'mu'),
+    (_, b64: string) => {
+      const b = Buffer.from(b64, 'base64');
+      b[10] = b[10]! ^ 0x01;
+      return `— ${name} ${b.toString('base64')}`;
+    },
+  );
 }
 
 /** Drops every signature line but the log's from a note. */
 export function dropCosignatures(note: string, origin: string): string {
   const [body, sigs] = [note.slice(0, note.indexOf('\n\n') + 2), note.slice(note.indexOf('\n\n') + 2)];
-  return body + sigs.split('\n').filter((l) => l.startsWith(`— ${origin} `)).map((l) => `${l}\n`).join('');
+  return (
+    body +
+    sigs
+      .split('\n')
+      .filter((l) => l.startsWith(`— ${origin} `))
+      .map((l) => `${l}\n`)
+      .join('')
+  );
 }

@@ -59,7 +59,8 @@ export async function startKmsStandIn(seed: Uint8Array = new Uint8Array(randomBy
     } catch {
       return fail(res, 400, 'SerializationException', 'body is not JSON');
     }
-    if (input.KeyId !== keyId && input.KeyId !== keyArn) return fail(res, 400, 'NotFoundException', `key ${String(input.KeyId)} not found`);
+    if (input.KeyId !== keyId && input.KeyId !== keyArn)
+      return fail(res, 400, 'NotFoundException', `key ${String(input.KeyId)} not found`);
     const ok = (out: unknown) => {
       res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
       res.end(JSON.stringify(out));
@@ -76,11 +77,18 @@ export async function startKmsStandIn(seed: Uint8Array = new Uint8Array(randomBy
       });
     }
     if (op === 'Sign') {
-      if (input.SigningAlgorithm !== 'ED25519_SHA_512') return fail(res, 400, 'InvalidKeyUsageException', 'this stand-in signs ED25519_SHA_512 only');
-      if (input.MessageType !== 'RAW') return fail(res, 400, 'ValidationException', 'ED25519_SHA_512 requires MessageType RAW');
+      if (input.SigningAlgorithm !== 'ED25519_SHA_512')
+        return fail(res, 400, 'InvalidKeyUsageException', 'this stand-in signs ED25519_SHA_512 only');
+      if (input.MessageType !== 'RAW')
+        return fail(res, 400, 'ValidationException', 'ED25519_SHA_512 requires MessageType RAW');
       const message = Buffer.from(String(input.Message ?? ''), 'base64');
-      if (message.length === 0 || message.length > 4096) return fail(res, 400, 'ValidationException', 'message must be 1..4096 bytes');
-      return ok({ KeyId: keyArn, Signature: sign(null, message, privateKey).toString('base64'), SigningAlgorithm: 'ED25519_SHA_512' });
+      if (message.length === 0 || message.length > 4096)
+        return fail(res, 400, 'ValidationException', 'message must be 1..4096 bytes');
+      return ok({
+        KeyId: keyArn,
+        Signature: sign(null, message, privateKey).toString('base64'),
+        SigningAlgorithm: 'ED25519_SHA_512',
+      });
     }
     return fail(res, 400, 'UnknownOperationException', `the KMS stand-in does not implement ${op}`);
   };

@@ -6,21 +6,32 @@ import { cpSync } from 'node:fs';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { openLocalLog } from '../../src/log/local.js';
 
-export const digestOf = (label: string, i: number): string => createHash('sha256').update(`${label}/${i}`).digest('hex');
+export const digestOf = (label: string, i: number): string =>
+  createHash('sha256').update(`${label}/${i}`).digest('hex');
 
 /**
  * Anchors `waves[k]` entries in wave k (all submitted at once, so a wave is one batch up to
  * maxBatch), closes the log, and returns the published sizes. `afterWave` runs between waves
  * with the log open (e.g. to copy the lock record as a backup).
  */
-export async function makeLog(dataDir: string, origin: string, waves: readonly number[], afterWave?: (size: number) => void | Promise<void>): Promise<number[]> {
+export async function makeLog(
+  dataDir: string,
+  origin: string,
+  waves: readonly number[],
+  afterWave?: (size: number) => void | Promise<void>,
+): Promise<number[]> {
   const log = await openLocalLog({ dataDir, origin, fsync: false, batchInterval: 5, maxBatch: 100_000 });
   const sizes: number[] = [];
   let n = 0;
   try {
     for (const count of waves) {
       const wave = [];
-      for (let i = 0; i < count; i++) wave.push(log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(origin, n++), { artifact: `a${n % 7}`, scope: 'test' })));
+      for (let i = 0; i < count; i++)
+        wave.push(
+          log.sequencer.submit(
+            anchorRequest('ledger_anchor', 'Anchored', digestOf(origin, n++), { artifact: `a${n % 7}`, scope: 'test' }),
+          ),
+        );
       await Promise.all(wave);
       sizes.push(log.sequencer.checkpoint.size);
       await afterWave?.(log.sequencer.checkpoint.size);

@@ -22,7 +22,10 @@ interface ProviderInstance {
 // oidc-provider 9 ships no type declarations; a computed specifier keeps this file
 // type-checking whether or not @types/oidc-provider is ever installed.
 const OIDC_PROVIDER: string = 'oidc-provider';
-const Provider = ((await import(OIDC_PROVIDER)) as { default: unknown }).default as new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance;
+const Provider = ((await import(OIDC_PROVIDER)) as { default: unknown }).default as new (
+  issuer: string,
+  configuration: Record<string, unknown>,
+) => ProviderInstance;
 
 export interface OidcClientSpec {
   /** Claims merged into every access token this client obtains. */
@@ -87,7 +90,10 @@ class MemoryAdapter {
 }
 
 async function newKeys(alg: string): Promise<JWK[]> {
-  const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
+  const { privateKey } = await generateKeyPair(alg, {
+    extractable: true,
+    ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}),
+  });
   const jwk = await exportJWK(privateKey);
   return [{ ...jwk, kid: `k-${randomBytes(6).toString('hex')}`, alg, use: 'sig' }];
 }
@@ -135,8 +141,13 @@ export async function startOidcProvider(o: OidcProviderOptions): Promise<TestOid
         },
       },
       adapter: MemoryAdapter,
-      ttl: { ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300 },
-      extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({ ...(o.clients[token.clientId ?? '']?.claims ?? {}) }),
+      ttl: {
+        ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
+          token.resourceServer?.accessTokenTTL ?? 300,
+      },
+      extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({
+        ...(o.clients[token.clientId ?? '']?.claims ?? {}),
+      }),
       clientDefaults: { id_token_signed_response_alg: alg } as never,
       enabledJWA: { clientAuthSigningAlgValues: [], idTokenSigningAlgValues: [alg] } as never,
     });
@@ -157,11 +168,21 @@ export async function startOidcProvider(o: OidcProviderOptions): Promise<TestOid
       return jwksFetches;
     },
     async token(clientId, resource) {
-      const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret, scope: 'stele' });
+      const body = new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: clientId,
+        client_secret: secret,
+        scope: 'stele',
+      });
       if (resource !== undefined) body.set('resource', resource);
-      const res = await fetch(`${issuer}/token`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const res = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       const json = (await res.json()) as { access_token?: string; error?: string; error_description?: string };
-      if (!res.ok || !json.access_token) throw new Error(`token request for ${clientId} failed: ${res.status} ${json.error}: ${json.error_description}`);
+      if (!res.ok || !json.access_token)
+        throw new Error(`token request for ${clientId} failed: ${res.status} ${json.error}: ${json.error_description}`);
       return json.access_token;
     },
     async rotateKeys() {

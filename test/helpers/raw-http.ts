@@ -75,7 +75,11 @@ function unchunk(b: Buffer): Buffer {
 }
 
 /** A request's bytes: the request line, Host and Connection: close, `headers`, and a body with its length. */
-export function rawRequest(method: string, target: string, o: { headers?: readonly string[]; body?: string | Buffer; length?: boolean } = {}): Buffer {
+export function rawRequest(
+  method: string,
+  target: string,
+  o: { headers?: readonly string[]; body?: string | Buffer; length?: boolean } = {},
+): Buffer {
   const body = o.body === undefined ? Buffer.alloc(0) : Buffer.isBuffer(o.body) ? o.body : Buffer.from(o.body, 'utf8');
   const head = [`${method} ${target} HTTP/1.1`, 'Host: stele.test', 'Connection: close', ...(o.headers ?? [])];
   if (o.body !== undefined && o.length !== false) head.push(`Content-Length: ${body.length}`);

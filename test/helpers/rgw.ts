@@ -113,7 +113,10 @@ async function acquireMachineLock(deadline: number): Promise<void> {
         rmSync(MACHINE_LOCK, { recursive: true, force: true });
         continue;
       }
-      if (Date.now() >= deadline) throw new RgwStartError(`another Ceph test cluster is running on this machine (process ${pid || '?'}; ${MACHINE_LOCK})`);
+      if (Date.now() >= deadline)
+        throw new RgwStartError(
+          `another Ceph test cluster is running on this machine (process ${pid || '?'}; ${MACHINE_LOCK})`,
+        );
       await sleep(500);
     }
   }
@@ -129,9 +132,13 @@ function releaseMachineLock(): void {
  * Starts the cluster and creates `bucket`. `deadlineMs` bounds the whole start (default
  * 120 s: the machine may be busy); `memoryBytes` bounds the OSD's RAM store.
  */
-export async function startRgw(options: { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number } = {}): Promise<RgwServer> {
+export async function startRgw(
+  options: { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number } = {},
+): Promise<RgwServer> {
   if (!rgwAvailable()) {
-    throw new RgwStartError(`Ceph is not installed (need ${BINARIES.join(', ')}): apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common uuid-runtime`);
+    throw new RgwStartError(
+      `Ceph is not installed (need ${BINARIES.join(', ')}): apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common uuid-runtime`,
+    );
   }
   const bucket = options.bucket ?? 'stele';
   await acquireMachineLock(Date.now() + (options.lockWaitMs ?? 600_000));
@@ -140,7 +147,10 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
   const dir = mkdtempSync(join(tmpdir(), 'stele-rgw-'));
   const conf = join(dir, 'ceph.conf');
   const [monPort, rgwPort] = [await freePort(), await freePort()];
-  const credentials = { accessKeyId: `STELE${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(24).toString('base64url') };
+  const credentials = {
+    accessKeyId: `STELE${randomBytes(6).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(24).toString('base64url'),
+  };
   for (const d of ['run', 'log', 'mon-a', 'osd-0']) mkdirSync(join(dir, d));
   writeFileSync(
     conf,
@@ -177,10 +187,20 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
   let step = 'configuring';
   const run = (cmd: string, args: string[]): Promise<string> =>
     new Promise((resolve, reject) => {
-      execFile(cmd, ['-c', conf, ...args], { timeout: Math.min(left(), 60_000), encoding: 'utf8' }, (err, stdout, stderr) => {
-        if (err) reject(new RgwStartError(`${cmd} ${args.join(' ')}: ${(stderr || err.message).trim().split('\n').slice(-3).join(' | ')}`));
-        else resolve(stdout);
-      });
+      execFile(
+        cmd,
+        ['-c', conf, ...args],
+        { timeout: Math.min(left(), 60_000), encoding: 'utf8' },
+        (err, stdout, stderr) => {
+          if (err)
+            reject(
+              new RgwStartError(
+                `${cmd} ${args.join(' ')}: ${(stderr || err.message).trim().split('\n').slice(-3).join(' | ')}`,
+              ),
+            );
+          else resolve(stdout);
+        },
+      );
     });
   const daemon = (cmd: string, args: string[]) => {
     const c = spawn(cmd, ['-f', '-c', conf, ...args], { stdio: 'ignore' });
@@ -192,7 +212,8 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
     step = `waiting for ${what}`;
     while (!(await check().catch(() => false))) {
       if (Date.now() >= deadline) throw new RgwStartError(`timed out ${step}`);
-      if (daemons.some((d) => d.exitCode !== null || d.signalCode !== null)) throw new RgwStartError(`a daemon exited while ${step}`);
+      if (daemons.some((d) => d.exitCode !== null || d.signalCode !== null))
+        throw new RgwStartError(`a daemon exited while ${step}`);
       await sleep(250);
     }
   };
@@ -219,12 +240,21 @@ export async function startRgw(options: { bucket?: string; deadlineMs?: number; 
     await run('ceph', ['--connect-timeout', '30', 'osd', 'create']);
     await run('ceph-osd', ['-i', '0', '--mkfs']);
     daemon('ceph-osd', ['-i', '0']);
-    await until('the OSD to come up', async () => /\b1 up\b/.test(await run('ceph', ['--connect-timeout', '10', 'osd', 'stat'])));
+    await until('the OSD to come up', async () =>
+      /\b1 up\b/.test(await run('ceph', ['--connect-timeout', '10', 'osd', 'stat'])),
+    );
     step = 'starting the gateway';
     daemon('radosgw', ['-n', 'client.rgw.a']);
     await until('the gateway port', () => portOpen(rgwPort));
     step = 'creating the S3 user';
-    await run('radosgw-admin', ['user', 'create', '--uid=stele', '--display-name=stele', `--access-key=${credentials.accessKeyId}`, `--secret-key=${credentials.secretAccessKey}`]);
+    await run('radosgw-admin', [
+      'user',
+      'create',
+      '--uid=stele',
+      '--display-name=stele',
+      `--access-key=${credentials.accessKeyId}`,
+      `--secret-key=${credentials.secretAccessKey}`,
+    ]);
     const endpoint = `http://127.0.0.1:${rgwPort}`;
     const region = 'us-east-1';
     const c = (client = new S3Client({ endpoint, region, forcePathStyle: true, credentials }));

@@ -179,5 +179,10 @@ export class ConditionalS3Shim {
 
 /** A plain client for s3rver (no shim): what the shim probes through, and what tests inspect the bucket with. */
 export function plainClient(server: S3Server): S3Client {
-  return new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
+  return new S3Client({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: server.credentials,
+  });
 }

@@ -4,7 +4,8 @@
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
 
 const sha = (...parts: Buffer[]): Buffer => createHash('sha256').update(Buffer.concat(parts)).digest();
-const b64 = (s: string): Buffer | null => (/^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0 ? Buffer.from(s, 'base64') : null);
+const b64 = (s: string): Buffer | null =>
+  /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0 ? Buffer.from(s, 'base64') : null;
 
 export type IndependentResult = 'ok' | 'format' | 'signature' | 'inclusion' | 'digest';
 
@@ -26,7 +27,11 @@ function rootFrom(index: number, size: number, leaf: Buffer, path: Buffer[]): Bu
     if (sn === 0) return null;
     if (fn % 2 === 1 || fn === sn) {
       r = sha(Buffer.from([1]), p, r);
-      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) { fn >>= 1; sn >>= 1; }
+      if (fn % 2 === 0)
+        while (fn % 2 === 0 && fn !== 0) {
+          fn >>= 1;
+          sn >>= 1;
+        }
     } else r = sha(Buffer.from([1]), r, p);
     fn >>= 1;
     sn >>= 1;
@@ -63,7 +68,11 @@ export function independentVerify(text: string, vkey: string, fileDigestHex?: st
       const [dash, who, sigB64] = l.split(' ');
       const raw = b64(sigB64 ?? '');
       if (dash !== '—' || who !== name || !raw || raw.length !== 68 || !raw.subarray(0, 4).equals(keyId)) return false;
-      const spki = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), key]), format: 'der', type: 'spki' });
+      const spki = createPublicKey({
+        key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), key]),
+        format: 'der',
+        type: 'spki',
+      });
       return edVerify(null, Buffer.from(body), spki, raw.subarray(4));
     });
   // tlog-checkpoint: origin, size, base64 root.
@@ -79,7 +88,10 @@ export function independentVerify(text: string, vkey: string, fileDigestHex?: st
   const eh = sha(Buffer.from('stele/entry/v1\n'), seq, canonical, prior);
   const r = rootFrom(index, size, sha(Buffer.from([0]), eh), path);
   if (!r || !r.equals(root)) return 'inclusion';
-  if (fileDigestHex !== undefined && (JSON.parse(canonical.toString('utf8')) as { digest: string }).digest !== fileDigestHex) return 'digest';
+  if (
+    fileDigestHex !== undefined &&
+    (JSON.parse(canonical.toString('utf8')) as { digest: string }).digest !== fileDigestHex
+  )
+    return 'digest';
   return 'ok';
 }
-

@@ -21,7 +21,12 @@ export interface RunResult {
   readonly stderr: string;
 }
 
-export function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env, cwd = repoRoot): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = repoRoot,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -81,7 +86,8 @@ async function locate(): Promise<string> {
   if (await isExecutable(bin)) {
     if (!haveScript || (await fs.stat(bin)).mtimeMs >= (await newestSource(src))) return bin;
   }
-  if (!haveScript) throw new Error(`tlogcheck is not built and ${script} is missing (is ../shared beside the repository?)`);
+  if (!haveScript)
+    throw new Error(`tlogcheck is not built and ${script} is missing (is ../shared beside the repository?)`);
   const built = await run('bash', [script], { ...process.env, TLOGCHECK_OUT: outDir }, src);
   if (built.code !== 0 || !(await isExecutable(bin))) {
     throw new Error(`building tlogcheck failed (exit ${built.code}):\n${built.stdout}\n${built.stderr}`);

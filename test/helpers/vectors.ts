@@ -165,7 +165,10 @@ export function parseVectors(raw: unknown): TlogVectors {
       roots: roots(rfc.roots, 'rfc6962.roots'),
       inclusion: arr(rfc.inclusion, 'rfc6962.inclusion').map((r, i) => {
         const [base] = inclusions([r], `rfc6962.inclusion[${i}]`);
-        return { ...base!, leafHash: hash(obj(r, `rfc6962.inclusion[${i}]`).leafHash, `rfc6962.inclusion[${i}].leafHash`) };
+        return {
+          ...base!,
+          leafHash: hash(obj(r, `rfc6962.inclusion[${i}]`).leafHash, `rfc6962.inclusion[${i}].leafHash`),
+        };
       }),
       consistency: consistencies(rfc.consistency, 'rfc6962.consistency'),
     },

@@ -22,7 +22,11 @@ interface Stage {
 /** The Dockerfile's stages, with the instructions this test acts on. */
 function parseDockerfile(text: string): Stage[] {
   const stages: Stage[] = [];
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   for (const line of lines) {
     const [op, ...rest] = line.split(/\s+/);
     const args = rest.join(' ');
@@ -39,7 +43,10 @@ function parseDockerfile(text: string): Stage[] {
   return stages;
 }
 
-const ignored = readFileSync(join(repoRoot, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+const ignored = readFileSync(join(repoRoot, '.dockerignore'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
 const [build, runtime] = parseDockerfile(readFileSync(join(repoRoot, 'infra', 'Dockerfile'), 'utf8'));
 
 describe('the container image (infra/Dockerfile)', () => {
@@ -48,7 +55,10 @@ describe('the container image (infra/Dockerfile)', () => {
     for (const { from } of build!.copies) {
       for (const f of from) {
         expect(existsSync(join(repoRoot, f)), `${f} is missing from the build context`).toBe(true);
-        expect(ignored.some((i) => f === i || f.startsWith(`${i}/`)), `${f} is excluded by .dockerignore`).toBe(false);
+        expect(
+          ignored.some((i) => f === i || f.startsWith(`${i}/`)),
+          `${f} is excluded by .dockerignore`,
+        ).toBe(false);
       }
     }
     expect(build!.runs.some((r) => r.includes('npm ci'))).toBe(true);
@@ -60,19 +70,32 @@ describe('the container image (infra/Dockerfile)', () => {
     for (const { from, to } of build!.copies) {
       // Docker's rule: several sources, or a destination ending in '/', copy into that directory.
       const intoDir = from.length > 1 || to.endsWith('/');
-      for (const f of from) cpSync(join(repoRoot, f), intoDir ? join(app, to, basename(f)) : join(app, to), { recursive: true });
+      for (const f of from)
+        cpSync(join(repoRoot, f), intoDir ? join(app, to, basename(f)) : join(app, to), { recursive: true });
     }
     // The packages npm ci would install: the repository's own (the lockfile is the same).
     symlinkSync(join(repoRoot, 'node_modules'), join(app, 'node_modules'));
     const pkg = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { scripts: { prepare: string } };
-    const prepared = spawnSync('sh', ['-c', pkg.scripts.prepare], { cwd: app, encoding: 'utf8', env: { ...process.env, PATH: `${join(app, 'node_modules', '.bin')}:${process.env.PATH}` } });
+    const prepared = spawnSync('sh', ['-c', pkg.scripts.prepare], {
+      cwd: app,
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${join(app, 'node_modules', '.bin')}:${process.env.PATH}` },
+    });
     expect(prepared.status, `the build stage's prepare failed:\n${prepared.stdout}\n${prepared.stderr}`).toBe(0);
     expect(existsSync(join(app, 'dist', 'cli', 'main.js'))).toBe(true);
     expect(existsSync(join(app, 'dist', 'explorer', 'index.html'))).toBe(true);
 
     const [node, ...cmd] = runtime!.cmd;
     expect(node).toBe('node');
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: app, ...runtime!.env, STELE_HOST: '127.0.0.1', STELE_PORT: '0', STELE_DATA_DIR: join(app, 'data'), STELE_BATCH_INTERVAL_MS: '20' };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: app,
+      ...runtime!.env,
+      STELE_HOST: '127.0.0.1',
+      STELE_PORT: '0',
+      STELE_DATA_DIR: join(app, 'data'),
+      STELE_BATCH_INTERVAL_MS: '20',
+    };
     const server = spawn(process.execPath, [...cmd, '--json'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const ready = await new Promise<{ url: string }>((resolve, reject) => {

@@ -19,9 +19,17 @@ export interface ProcResult {
   readonly stderr: string;
 }
 
-export function runProc(cmd: string, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<ProcResult> {
+export function runProc(
+  cmd: string,
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<ProcResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd ?? repoRoot, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd ?? repoRoot,
+      env: opts.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -31,19 +39,26 @@ export function runProc(cmd: string, args: readonly string[], opts: { env?: Node
   });
 }
 
-const exists = (p: string, mode = constants.F_OK) => fs.access(p, mode).then(() => true, () => false);
+const exists = (p: string, mode = constants.F_OK) =>
+  fs.access(p, mode).then(
+    () => true,
+    () => false,
+  );
 
 async function newestSourceMtime(): Promise<number> {
   let newest = 0;
   for (const name of await fs.readdir(interopSrc)) {
-    if (name.endsWith('.go') || name === 'go.mod') newest = Math.max(newest, (await fs.stat(path.join(interopSrc, name))).mtimeMs);
+    if (name.endsWith('.go') || name === 'go.mod')
+      newest = Math.max(newest, (await fs.stat(path.join(interopSrc, name))).mtimeMs);
   }
   return newest;
 }
 
 async function build(): Promise<string> {
-  if ((await exists(interopBin, constants.X_OK)) && (await fs.stat(interopBin)).mtimeMs >= (await newestSourceMtime())) return interopBin;
-  if (!(await exists(X_MOD))) throw new Error(`golang.org/x/mod is not installed (${X_MOD} is missing): ${INSTALL_HINT}`);
+  if ((await exists(interopBin, constants.X_OK)) && (await fs.stat(interopBin)).mtimeMs >= (await newestSourceMtime()))
+    return interopBin;
+  if (!(await exists(X_MOD)))
+    throw new Error(`golang.org/x/mod is not installed (${X_MOD} is missing): ${INSTALL_HINT}`);
   await fs.mkdir(outDir, { recursive: true });
   // Offline and self-contained: no proxy, no checksum database, no toolchain download, and
   // the build cache under .scratch rather than the user's home.
@@ -60,10 +75,12 @@ async function build(): Promise<string> {
   try {
     built = await runProc('go', ['build', '-o', interopBin, '.'], { env, cwd: interopSrc });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`the go command is not installed: ${INSTALL_HINT}`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new Error(`the go command is not installed: ${INSTALL_HINT}`);
     throw e;
   }
-  if (built.code !== 0) throw new Error(`go build of test/interop failed (exit ${built.code}):\n${built.stdout}${built.stderr}`);
+  if (built.code !== 0)
+    throw new Error(`go build of test/interop failed (exit ${built.code}):\n${built.stdout}${built.stderr}`);
   return interopBin;
 }
 
@@ -86,5 +103,10 @@ export async function runSteleinterop(args: readonly string[]): Promise<InteropR
   const r = await runProc(await steleinteropBinary(), args);
   const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
   const m = /^steleinterop: (\d+) passed, (\d+) failed$/.exec(lines[lines.length - 1] ?? '');
-  return { ...r, passed: m ? Number(m[1]) : -1, failed: m ? Number(m[2]) : -1, failures: lines.filter((l) => l.startsWith('FAIL')) };
+  return {
+    ...r,
+    passed: m ? Number(m[1]) : -1,
+    failed: m ? Number(m[2]) : -1,
+    failures: lines.filter((l) => l.startsWith('FAIL')),
+  };
 }

@@ -86,9 +86,12 @@ describe('steleinterop (Go reference tlog/note) against a running stele serve', 
     // Level 0: tiles 0, 1 and partial 2 (width 8); level 1: partial tile 0 (width 2).
     expect(r.stdout).toContain('PASS hash tiles: all 4 equal tlog.ReadTileData of the recomputed tree');
     expect(r.stdout).toContain('PASS root through tlog.TileHashReader equals the signed root');
-    expect(r.stdout).toContain("PASS inclusion: 120 leaves proved with tlog.ProveRecord/CheckRecord through the tiles, and the API's auditPath equals Go's proof");
+    expect(r.stdout).toContain(
+      "PASS inclusion: 120 leaves proved with tlog.ProveRecord/CheckRecord through the tiles, and the API's auditPath equals Go's proof",
+    );
     for (const size of OLD_AT) expect(r.stdout).toContain(`PASS consistency ${size}->520 (old checkpoint `);
-    for (const size of [1, 2, 255, 256, 257, 511, 519]) expect(r.stdout).toContain(`PASS consistency ${size}->520 (size ${size})`);
+    for (const size of [1, 2, 255, 256, 257, 511, 519])
+      expect(r.stdout).toContain(`PASS consistency ${size}->520 (size ${size})`);
     expect(r.passed).toBe(5 + OLD_AT.length + 7);
   });
 
@@ -126,6 +129,8 @@ describe('steleinterop (Go reference tlog/note) against a running stele serve', 
     await writeFile(file, bytes);
     const r = await runSteleinterop(args(copy));
     expect(r.code).toBe(1);
-    expect(r.failures.join('\n')).toMatch(/^FAIL root of the entry bundles: [0-9a-f]{64} from 520 entries, checkpoint says /m);
+    expect(r.failures.join('\n')).toMatch(
+      /^FAIL root of the entry bundles: [0-9a-f]{64} from 520 entries, checkpoint says /m,
+    );
   });
 });

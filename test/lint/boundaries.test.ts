@@ -26,9 +26,9 @@ async function lint(files: Record<string, string>): Promise<Map<string, Diagnost
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     writeFileSync(path.join(dir, name), source);
   }
-  const out = await promisify(execFile)(BIOME, ['lint', '--vcs-enabled=false', '--reporter=json', '.'], { cwd: dir }).catch(
-    (e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }),
-  );
+  const out = await promisify(execFile)(BIOME, ['lint', '--vcs-enabled=false', '--reporter=json', '.'], {
+    cwd: dir,
+  }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
   const report = JSON.parse(out.stdout) as { diagnostics: Diagnostic[] };
   const byFile = new Map<string, Diagnostic[]>(Object.keys(files).map((f) => [f, []]));
   for (const d of report.diagnostics) if (d.severity === 'error') byFile.get(d.location.path)?.push(d);
@@ -44,11 +44,18 @@ describe('lint: import boundaries of biome.jsonc', () => {
       'src/core/bare.ts': "import { readFileSync } from 'fs';\nexport const a = readFileSync;\n",
       'src/core/upward.ts': "import { LogReader } from '../reader.js';\nexport const a = LogReader;\n",
       'src/core/buffer.ts': "export const a = Buffer.from('x');\nexport const b = process.env;\n",
-      'src/core/fine.ts': "import { sha256 } from '@noble/hashes/sha2.js';\nimport { leafHash } from './hash.js';\nexport const a = [sha256, leafHash];\n",
+      'src/core/fine.ts':
+        "import { sha256 } from '@noble/hashes/sha2.js';\nimport { leafHash } from './hash.js';\nexport const a = [sha256, leafHash];\n",
     });
-    expect(messages(r.get('src/core/builtin.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/)]);
-    expect(messages(r.get('src/core/bare.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/)]);
-    expect(messages(r.get('src/core/upward.ts'))).toEqual([expect.stringMatching(/noRestrictedImports: src\/core is the bottom layer/)]);
+    expect(messages(r.get('src/core/builtin.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/),
+    ]);
+    expect(messages(r.get('src/core/bare.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: src\/core is browser-safe: no Node built-ins/),
+    ]);
+    expect(messages(r.get('src/core/upward.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: src\/core is the bottom layer/),
+    ]);
     expect(messages(r.get('src/core/buffer.ts'))).toEqual([
       expect.stringMatching(/^lint\/style\/noRestrictedGlobals: /),
       expect.stringMatching(/^lint\/style\/noRestrictedGlobals: /),
@@ -58,11 +65,15 @@ describe('lint: import boundaries of biome.jsonc', () => {
 
   it('outside src/sequencer, sequencer.ts is imported only for the Sequencer class; its vocabulary comes from contract.ts', async () => {
     const r = await lint({
-      'src/api/vocabulary.ts': "import { PoolFullError } from '../sequencer/sequencer.js';\nexport const a = PoolFullError;\n",
-      'src/api/type-only.ts': "import type { AnchorReceipt } from '../sequencer/sequencer.js';\nexport type A = AnchorReceipt;\n",
-      'test/deep.test.ts': "import { Sequencer, SequencerStoppedError } from '../src/sequencer/sequencer.js';\nexport const a = [Sequencer, SequencerStoppedError];\n",
+      'src/api/vocabulary.ts':
+        "import { PoolFullError } from '../sequencer/sequencer.js';\nexport const a = PoolFullError;\n",
+      'src/api/type-only.ts':
+        "import type { AnchorReceipt } from '../sequencer/sequencer.js';\nexport type A = AnchorReceipt;\n",
+      'test/deep.test.ts':
+        "import { Sequencer, SequencerStoppedError } from '../src/sequencer/sequencer.js';\nexport const a = [Sequencer, SequencerStoppedError];\n",
       'src/log/root.ts': "import { Sequencer } from '../sequencer/sequencer.js';\nexport const a = Sequencer;\n",
-      'src/api/contract.ts': "import { PoolFullError, type AnchorReceipt } from '../sequencer/contract.js';\nexport const a = PoolFullError;\nexport type A = AnchorReceipt;\n",
+      'src/api/contract.ts':
+        "import { PoolFullError, type AnchorReceipt } from '../sequencer/contract.js';\nexport const a = PoolFullError;\nexport type A = AnchorReceipt;\n",
       'src/sequencer/inside.ts': "import { PoolFullError } from './sequencer.js';\nexport const a = PoolFullError;\n",
     });
     const contract = /noRestrictedImports: Import the sequencer's types and errors from src\/sequencer\/contract\.ts/;

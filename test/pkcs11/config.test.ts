@@ -7,7 +7,8 @@ import { ConfigError, resolveServeConfig } from '../../src/config.js';
 import { parseControlConfig } from '../../src/control/config.js';
 import { scratchDir } from '../helpers/tmp.js';
 
-const URI = 'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin';
+const URI =
+  'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin';
 
 describe('--signer / STELE_SIGNER / [server].signer', () => {
   it('takes the flag over the environment over the file, and defaults to the key file', () => {

@@ -63,11 +63,15 @@ describe('control-plane keys and KEKs in SoftHSM2', () => {
 
       const audit = await AuditLog.open(join(dir, 'audit'), signer, { fsync: false, logger: silent });
       try {
-        const events = await Promise.all([1, 2, 3].map((i) => audit.append('lease', { i }, 'ab'.repeat(32), `led_${i}_000000000000`)));
+        const events = await Promise.all(
+          [1, 2, 3].map((i) => audit.append('lease', { i }, 'ab'.repeat(32), `led_${i}_000000000000`)),
+        );
         for (const e of events) {
           expect(e.key_id).toBe(signer.keyId);
           expect(verifySigned(AUDIT_DOMAIN, e as unknown as Record<string, unknown>, publicKey)).toBe(true);
-          expect(verifySigned(AUDIT_DOMAIN, { ...e, type: 'forged' } as unknown as Record<string, unknown>, publicKey)).toBe(false);
+          expect(
+            verifySigned(AUDIT_DOMAIN, { ...e, type: 'forged' } as unknown as Record<string, unknown>, publicKey),
+          ).toBe(false);
         }
       } finally {
         await audit.close();
@@ -90,7 +94,9 @@ describe('control-plane keys and KEKs in SoftHSM2', () => {
     await expect(unwrapLease(epochs, newLeaseId(), lease.wrappedDek)).rejects.toThrow(/does not authenticate/);
     const raw = Buffer.from(lease.wrappedDek, 'base64url');
     raw[raw.length - 3]! ^= 1;
-    await expect(unwrapLease(epochs, leaseId, raw.toString('base64url'))).rejects.toMatchObject({ code: 'unwrap_failed' });
+    await expect(unwrapLease(epochs, leaseId, raw.toString('base64url'))).rejects.toMatchObject({
+      code: 'unwrap_failed',
+    });
 
     // Restart: a new process-worth of providers over the same state and token.
     await signer.close();
@@ -112,7 +118,9 @@ describe('control-plane keys and KEKs in SoftHSM2', () => {
       const kek1 = epochs.get(1)!.kek_id;
       await epochs.rotate('admin', 2);
       await expect(unwrapLease(epochs, leaseId, lease.wrappedDek)).rejects.toThrow(/retired/);
-      await expect(kek.unwrap(kek1, Buffer.from(lease.wrappedDek, 'base64url').subarray(14), { leaseId, epoch: 1, expires: 0 })).rejects.toMatchObject({ code: 'kek_retired' });
+      await expect(
+        kek.unwrap(kek1, Buffer.from(lease.wrappedDek, 'base64url').subarray(14), { leaseId, epoch: 1, expires: 0 }),
+      ).rejects.toMatchObject({ code: 'kek_retired' });
       expect((await unwrapLease(epochs, id2, lease2.wrappedDek)).dek).toEqual(dek2);
       expect(verifyEpochChain(epochs.list(), publicKey)).toEqual([]);
       expect(anchored).toEqual([1, 2, 3]);
@@ -132,26 +140,39 @@ describe('control-plane keys and KEKs in SoftHSM2', () => {
       await token.withSession((s) => {
         const [h] = token.findAll(s, [{ type: p.CKA_LABEL, value: label }]);
         expect(h).toBeDefined();
-        const attrs = token.lib.C_GetAttributeValue(s.handle, h!, [{ type: p.CKA_EXTRACTABLE }, { type: p.CKA_SENSITIVE }, { type: p.CKA_NEVER_EXTRACTABLE }]);
+        const attrs = token.lib.C_GetAttributeValue(s.handle, h!, [
+          { type: p.CKA_EXTRACTABLE },
+          { type: p.CKA_SENSITIVE },
+          { type: p.CKA_NEVER_EXTRACTABLE },
+        ]);
         expect(attrs.map((a) => a.value[0])).toEqual([0, 1, 1]);
-        expect(() => token.lib.C_GetAttributeValue(s.handle, h!, [{ type: p.CKA_VALUE }])).toThrow(/CKR_ATTRIBUTE_SENSITIVE/);
+        expect(() => token.lib.C_GetAttributeValue(s.handle, h!, [{ type: p.CKA_VALUE }])).toThrow(
+          /CKR_ATTRIBUTE_SENSITIVE/,
+        );
         // A wrapping key of our own, allowed to wrap: the token still refuses to export the KEK.
         const wrapper = token.lib.C_GenerateKey(s.handle, { mechanism: p.CKM_AES_KEY_GEN }, [
           { type: p.CKA_VALUE_LEN, value: 32 },
           { type: p.CKA_WRAP, value: true },
           { type: p.CKA_TOKEN, value: false },
         ]);
-        expect(() => token.lib.C_WrapKey(s.handle, { mechanism: p.CKM_AES_KEY_WRAP_PAD }, wrapper, h!, Buffer.alloc(128))).toThrow(/CKR_KEY_UNEXTRACTABLE/);
+        expect(() =>
+          token.lib.C_WrapKey(s.handle, { mechanism: p.CKM_AES_KEY_WRAP_PAD }, wrapper, h!, Buffer.alloc(128)),
+        ).toThrow(/CKR_KEY_UNEXTRACTABLE/);
         // …while a key that is extractable does wrap (the refusal is the KEK's attributes, not the mechanism).
         const loose = token.lib.C_GenerateKey(s.handle, { mechanism: p.CKM_AES_KEY_GEN }, [
           { type: p.CKA_VALUE_LEN, value: 32 },
           { type: p.CKA_EXTRACTABLE, value: true },
           { type: p.CKA_TOKEN, value: false },
         ]);
-        expect(token.lib.C_WrapKey(s.handle, { mechanism: p.CKM_AES_KEY_WRAP_PAD }, wrapper, loose, Buffer.alloc(128)).length).toBe(40);
+        expect(
+          token.lib.C_WrapKey(s.handle, { mechanism: p.CKM_AES_KEY_WRAP_PAD }, wrapper, loose, Buffer.alloc(128))
+            .length,
+        ).toBe(40);
       });
       await kek.retire(kekId);
-      await expect(kek.wrap(kekId, new Uint8Array(32), { leaseId: newLeaseId(), epoch: 99, expires: 1 })).rejects.toBeInstanceOf(KekError);
+      await expect(
+        kek.wrap(kekId, new Uint8Array(32), { leaseId: newLeaseId(), epoch: 99, expires: 1 }),
+      ).rejects.toBeInstanceOf(KekError);
     } finally {
       kek.close();
     }

@@ -42,7 +42,11 @@ describe('a log signed in SoftHSM2, end to end', () => {
     expect(wgen.code, wgen.stderr).toBe(0);
     witnessKey = wgen.out as typeof witnessKey;
     witness = await startWitnessCli(token.uri('witness'), logKey.vkey, join(sb.root, 'witness'));
-    serve = await startServe({ dataDir: dataDir(), origin: ORIGIN, args: ['--signer', token.uri('log'), '--witness', `${witnessKey.vkey}=${witness.url}`] });
+    serve = await startServe({
+      dataDir: dataDir(),
+      origin: ORIGIN,
+      args: ['--signer', token.uri('log'), '--witness', `${witnessKey.vkey}=${witness.url}`],
+    });
     sb.file('release.tgz', 'release bytes\n');
   }, 240_000);
 
@@ -64,7 +68,18 @@ describe('a log signed in SoftHSM2, end to end', () => {
   });
 
   it('anchors, and the CLI verifies every rule with the token-signed, token-cosigned checkpoint', async () => {
-    const init = await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'acme', '--scope', 'releases', '--trust-key', logKey.keyId]);
+    const init = await sb.run([
+      'ledger',
+      'init',
+      '--endpoint',
+      serve.url,
+      '--tenant',
+      'acme',
+      '--scope',
+      'releases',
+      '--trust-key',
+      logKey.keyId,
+    ]);
     expect(init.code, init.stderr).toBe(0);
     const pin = await sb.json(['ledger', 'trust-config', '--add-witness', witnessKey.vkey, '--witness-threshold', '1']);
     expect(pin.code, pin.stderr).toBe(0);
@@ -91,14 +106,33 @@ describe('a log signed in SoftHSM2, end to end', () => {
       expect((await sb.run(['ledger', 'anchor', `more-${i}.bin`])).code).toBe(0);
     }
     await serve.stop();
-    const r = await runTlogcheck(['-src', join(dataDir(), 'log'), '-vkey', logKey.vkey, '-origin', ORIGIN, '-samples', '20', '-full=true']);
+    const r = await runTlogcheck([
+      '-src',
+      join(dataDir(), 'log'),
+      '-vkey',
+      logKey.vkey,
+      '-origin',
+      ORIGIN,
+      '-samples',
+      '20',
+      '-full=true',
+    ]);
     const detail = `${r.stdout}\n${r.stderr}`;
     expect(r.failures, detail).toEqual([]);
     expect(r.code, detail).toBe(0);
     expect(r.stdout).toContain('PASS checkpoint signature');
     // A vkey that is not the token's fails the same check.
     const wrong = formatVkey(makeVerifier(ORIGIN, SIG_ED25519, new Uint8Array(32).fill(3)));
-    const bad = await runTlogcheck(['-src', join(dataDir(), 'log'), '-vkey', wrong, '-origin', ORIGIN, '-samples', '1']);
+    const bad = await runTlogcheck([
+      '-src',
+      join(dataDir(), 'log'),
+      '-vkey',
+      wrong,
+      '-origin',
+      ORIGIN,
+      '-samples',
+      '1',
+    ]);
     expect(bad.code).not.toBe(0);
   });
 
@@ -122,16 +156,44 @@ describe('a log signed in SoftHSM2, end to end', () => {
   describe('a key that cannot be used: one line, exit 2, the PIN never shown', () => {
     const wrongPin = '77731-wrong';
     const cases: [string, () => string, RegExp][] = [
-      ['wrong PIN', () => token.uri('log', { 'pin-source': `file:${sb.file('wrong.pin', `${wrongPin}\n`)}` }), /wrong PIN for token "stele"/],
-      ['missing token', () => token.uri('log').replace('token=stele', 'token=absent'), /no token matches pkcs11:token=absent; tokens present: "stele"/],
+      [
+        'wrong PIN',
+        () => token.uri('log', { 'pin-source': `file:${sb.file('wrong.pin', `${wrongPin}\n`)}` }),
+        /wrong PIN for token "stele"/,
+      ],
+      [
+        'missing token',
+        () => token.uri('log').replace('token=stele', 'token=absent'),
+        /no token matches pkcs11:token=absent; tokens present: "stele"/,
+      ],
       ['missing object', () => token.uri('no-such-key'), /token "stele" has no Ed25519 public key "no-such-key"/],
-      ['missing module', () => token.uri('log', { 'module-path': '/nonexistent/libpkcs11.so' }), /PKCS#11 module \/nonexistent\/libpkcs11\.so does not exist/],
+      [
+        'missing module',
+        () => token.uri('log', { 'module-path': '/nonexistent/libpkcs11.so' }),
+        /PKCS#11 module \/nonexistent\/libpkcs11\.so does not exist/,
+      ],
       ['PIN in the URI', () => `${token.uri('log')}&pin-value=${token.pin}`, /pin-value is refused/],
-      ['no PIN at all', () => token.uri('log').replace(/&pin-source=[^&]*/, ''), /needs a PIN: give pin-source=file:<path> in the URI or set STELE_PKCS11_PIN/],
+      [
+        'no PIN at all',
+        () => token.uri('log').replace(/&pin-source=[^&]*/, ''),
+        /needs a PIN: give pin-source=file:<path> in the URI or set STELE_PKCS11_PIN/,
+      ],
     ];
     for (const [what, uri, message] of cases) {
       it(`${what}: stele serve refuses to start`, async () => {
-        const r = await sb.run(['serve', '--data-dir', join(sb.root, `refused-${what.replace(/\W/g, '')}`), '--port', '0', '--origin', ORIGIN, '--log-level', 'debug', '--signer', uri()]);
+        const r = await sb.run([
+          'serve',
+          '--data-dir',
+          join(sb.root, `refused-${what.replace(/\W/g, '')}`),
+          '--port',
+          '0',
+          '--origin',
+          ORIGIN,
+          '--log-level',
+          'debug',
+          '--signer',
+          uri(),
+        ]);
         expect(r.code, r.stderr).toBe(2);
         const lines = r.stderr.trim().split('\n');
         expect(lines.at(-1)).toMatch(new RegExp(`^stele: HSM: .*${message.source}`));
@@ -145,9 +207,13 @@ describe('a log signed in SoftHSM2, end to end', () => {
 
     it('the PIN from STELE_PKCS11_PIN works, and a wrong one there is refused the same way', async () => {
       const noSource = token.uri('log').replace(/&pin-source=[^&]*/, '');
-      const ok = await sb.run(['key', 'check', '--signer', noSource, '--name', ORIGIN], { STELE_PKCS11_PIN: token.pin });
+      const ok = await sb.run(['key', 'check', '--signer', noSource, '--name', ORIGIN], {
+        STELE_PKCS11_PIN: token.pin,
+      });
       expect(ok.code, ok.stderr).toBe(0);
-      const bad = await sb.run(['key', 'check', '--signer', noSource, '--name', ORIGIN], { STELE_PKCS11_PIN: wrongPin });
+      const bad = await sb.run(['key', 'check', '--signer', noSource, '--name', ORIGIN], {
+        STELE_PKCS11_PIN: wrongPin,
+      });
       expect(bad.code).toBe(2);
       expect(bad.stderr).toBe('stele: HSM: wrong PIN for token "stele"\n');
     });
@@ -155,7 +221,20 @@ describe('a log signed in SoftHSM2, end to end', () => {
     it('stele witness serve refuses a wrong PIN the same way', async () => {
       const pinFile = join(sb.root, 'w-wrong.pin');
       writeFileSync(pinFile, wrongPin);
-      const r = await sb.run(['witness', 'serve', '--data-dir', join(sb.root, 'w2'), '--name', WITNESS, '--log', logKey.vkey, '--port', '0', '--signer', token.uri('witness', { 'pin-source': `file:${pinFile}` })]);
+      const r = await sb.run([
+        'witness',
+        'serve',
+        '--data-dir',
+        join(sb.root, 'w2'),
+        '--name',
+        WITNESS,
+        '--log',
+        logKey.vkey,
+        '--port',
+        '0',
+        '--signer',
+        token.uri('witness', { 'pin-source': `file:${pinFile}` }),
+      ]);
       expect(r.code).toBe(2);
       expect(r.stderr).toBe('stele: HSM: wrong PIN for token "stele"\n');
     });
@@ -166,7 +245,28 @@ describe('a log signed in SoftHSM2, end to end', () => {
 async function startWitnessCli(uri: string, logVkey: string, dir: string) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
-  const proc = spawn(process.execPath, [CLI, 'witness', 'serve', '--data-dir', dir, '--name', WITNESS, '--log', logVkey, '--port', '0', '--log-level', 'warn', '--signer', uri, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [
+      CLI,
+      'witness',
+      'serve',
+      '--data-dir',
+      dir,
+      '--name',
+      WITNESS,
+      '--log',
+      logVkey,
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      '--signer',
+      uri,
+      '--json',
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
   const info = await new Promise<{ url: string; vkey: string }>((resolve, reject) => {

@@ -14,7 +14,8 @@ import { scratchDir } from '../helpers/tmp.js';
 import { softHsm } from './softhsm.js';
 
 const ORIGIN = 'hsm-seq.test/log';
-const req = (i: number) => anchorRequest('ledger_anchor', 'Anchored', createHash('sha256').update(`hsm/${i}`).digest('hex'));
+const req = (i: number) =>
+  anchorRequest('ledger_anchor', 'Anchored', createHash('sha256').update(`hsm/${i}`).digest('hex'));
 
 describe('the sequencer with a token key that fails', () => {
   let signer: Pkcs11Signer;

@@ -27,18 +27,26 @@ export interface SoftHsm {
 
 /** A fresh SoftHSM2 configuration for this test file; sets SOFTHSM2_CONF for it and its children. */
 export function softHsm(): SoftHsm {
-  if (!existsSync(SOFTHSM_MODULE)) throw new Error(`${SOFTHSM_MODULE} is missing: apt-get install softhsm2 (.ci/run does)`);
+  if (!existsSync(SOFTHSM_MODULE))
+    throw new Error(`${SOFTHSM_MODULE} is missing: apt-get install softhsm2 (.ci/run does)`);
   const dir = scratchDir('stele-softhsm-');
   const tokens = join(dir, 'tokens');
   mkdirSync(tokens, { mode: 0o700 });
   const conf = join(dir, 'softhsm2.conf');
-  writeFileSync(conf, `directories.tokendir = ${tokens}\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n`);
+  writeFileSync(
+    conf,
+    `directories.tokendir = ${tokens}\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n`,
+  );
   process.env.SOFTHSM2_CONF = conf;
   return {
     dir,
     conf,
     token(label, pin = `pin-${label}-4821`) {
-      execFileSync('softhsm2-util', ['--init-token', '--free', '--label', label, '--so-pin', 'so-pin-93175', '--pin', pin], { env: { ...process.env, SOFTHSM2_CONF: conf }, stdio: 'pipe' });
+      execFileSync(
+        'softhsm2-util',
+        ['--init-token', '--free', '--label', label, '--so-pin', 'so-pin-93175', '--pin', pin],
+        { env: { ...process.env, SOFTHSM2_CONF: conf }, stdio: 'pipe' },
+      );
       const pinFile = join(dir, `${label}.pin`);
       writeFileSync(pinFile, `${pin}\n`, { mode: 0o600 });
       return {

@@ -4,7 +4,9 @@ import { Pkcs11UriError, describeUri, parsePkcs11Uri } from '../../src/pkcs11/ur
 
 describe('PKCS#11 URIs (RFC 7512)', () => {
   it('reads the path and query attributes, percent-decoded', () => {
-    const u = parsePkcs11Uri('pkcs11:token=My%20Token;object=log%2Fkey;id=%01%a0;type=private;serial=1a40;slot-id=7?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin');
+    const u = parsePkcs11Uri(
+      'pkcs11:token=My%20Token;object=log%2Fkey;id=%01%a0;type=private;serial=1a40;slot-id=7?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin',
+    );
     expect(u).toEqual({
       token: 'My Token',
       object: 'log/key',
@@ -22,7 +24,9 @@ describe('PKCS#11 URIs (RFC 7512)', () => {
   });
 
   it('refuses a PIN in the URI, naming the ways to give it instead', () => {
-    expect(() => parsePkcs11Uri('pkcs11:token=t?pin-value=1234')).toThrow(/pin-value is refused.*pin-source=file:<path> or STELE_PKCS11_PIN/);
+    expect(() => parsePkcs11Uri('pkcs11:token=t?pin-value=1234')).toThrow(
+      /pin-value is refused.*pin-source=file:<path> or STELE_PKCS11_PIN/,
+    );
     try {
       parsePkcs11Uri('pkcs11:token=t?pin-value=98765');
     } catch (e) {

@@ -41,7 +41,9 @@ beforeAll(async () => {
   // The public prefixes are readable without credentials, as a CDN origin would be.
   const policy = {
     Version: '2012-10-17',
-    Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` }],
+    Statement: [
+      { Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` },
+    ],
   };
   await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
 }, 720_000); // may wait for another file's cluster (one per machine)
@@ -58,7 +60,14 @@ afterAll(async () => {
 
 const uniq = () => randomBytes(4).toString('hex');
 const store = (prefix: string) =>
-  new S3ObjectStore({ bucket: rgw.bucket, prefix, endpoint: rgw.endpoint, region: rgw.region, forcePathStyle: true, credentials: rgw.credentials });
+  new S3ObjectStore({
+    bucket: rgw.bucket,
+    prefix,
+    endpoint: rgw.endpoint,
+    region: rgw.region,
+    forcePathStyle: true,
+    credentials: rgw.credentials,
+  });
 
 describe('the bucket lock on Ceph RGW', () => {
   it('two sequencers racing on one bucket: exactly one publishes each size, the other stops, the log never forks', async () => {
@@ -69,10 +78,18 @@ describe('the bucket lock on Ceph RGW', () => {
     const open = async () => {
       const staging = store(`${prefix}private/`);
       await staging.probeConditionalWrites(); // as openAwsLog does: finds RGW's If-Match form
-      return Sequencer.open({ origin, signer, store: store(`${prefix}log/`), staging, lock: new StoreLock(staging, 'lock.json'), batchInterval: 20 });
+      return Sequencer.open({
+        origin,
+        signer,
+        store: store(`${prefix}log/`),
+        staging,
+        lock: new StoreLock(staging, 'lock.json'),
+        batchInterval: 20,
+      });
     };
     const published = new Map<number, string[]>();
-    const watch = (s: Sequencer, name: string) => s.onPublished((c) => published.set(c.size, [...(published.get(c.size) ?? []), `${name}:${toHex(c.root)}`]));
+    const watch = (s: Sequencer, name: string) =>
+      s.onPublished((c) => published.set(c.size, [...(published.get(c.size) ?? []), `${name}:${toHex(c.root)}`]));
 
     const acked: AnchorReceipt[] = [];
     let n = 0;
@@ -81,7 +98,8 @@ describe('the bucket lock on Ceph RGW', () => {
     for (let round = 1; round <= 3; round++) {
       const challenger = await open(); // resumes from the lock at the current size
       watch(challenger, `c${round}`);
-      const submitTo = (s: Sequencer, k: number) => Array.from({ length: k }, () => s.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(n++))));
+      const submitTo = (s: Sequencer, k: number) =>
+        Array.from({ length: k }, () => s.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(n++))));
       const results = await Promise.allSettled([...submitTo(winner, 5 + round), ...submitTo(challenger, 3 + round)]);
       const stopped = [winner, challenger].filter((s) => s.failure);
       expect(stopped).toHaveLength(1);
@@ -104,9 +122,12 @@ describe('the bucket lock on Ceph RGW', () => {
     for (const a of acked) {
       const e = await reader.entry(a.seq, cp.size);
       expect(bytesEqual(e.entryHash, a.entryHash)).toBe(true);
-      expect(verifyInclusion(a.seq, cp.size, leafHash(a.entryHash), await reader.inclusionProof(a.seq, cp.size), cp.root)).toBe(true);
+      expect(
+        verifyInclusion(a.seq, cp.size, leafHash(a.entryHash), await reader.inclusionProof(a.seq, cp.size), cp.root),
+      ).toBe(true);
     }
-    for (const [size, [root]] of published) if (size > 0) expect(toHex(await reader.treeHash(size))).toBe(root!.split(':')[1]);
+    for (const [size, [root]] of published)
+      if (size > 0) expect(toHex(await reader.treeHash(size))).toBe(root!.split(':')[1]);
     const lock = await new StoreLock(store(`${prefix}private/`), 'lock.json').read();
     expect(lock?.state.size).toBe(cp.size);
   });
@@ -118,7 +139,14 @@ describe('the bucket lock on Ceph RGW', () => {
         origin: 'refuse.rgw.example/log',
         region: rgw.region,
         credentials: rgw.credentials,
-        s3: { bucket: rgw.bucket, publicPrefix: `${p}log/`, stagingPrefix: `${p}private/`, endpoint: rgw.endpoint, forcePathStyle: true, requireConditionalWrites: false },
+        s3: {
+          bucket: rgw.bucket,
+          publicPrefix: `${p}log/`,
+          stagingPrefix: `${p}private/`,
+          endpoint: rgw.endpoint,
+          forcePathStyle: true,
+          requireConditionalWrites: false,
+        },
         lock: 'bucket',
         index: false,
         signer: { kind: 'signer', signer: new SeedSigner('refuse.rgw.example/log', new Uint8Array(32).fill(1)) },
@@ -132,7 +160,10 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
   const TOKEN = 'tok_0123456789abcdef0123';
   const auth = { authorization: `Bearer ${TOKEN}` };
 
-  function serve(dataDir: string, keyFile: string): Promise<{ child: ChildProcess; url: string; keyId: string; vkey: string }> {
+  function serve(
+    dataDir: string,
+    keyFile: string,
+  ): Promise<{ child: ChildProcess; url: string; keyId: string; vkey: string }> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
     Object.assign(env, {
@@ -154,16 +185,35 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
       STELE_BATCH_INTERVAL_MS: '50',
       STELE_HEARTBEAT_MS: '0',
     });
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--lock', 'bucket', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'error'], {
-      cwd: repoRoot,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        'dist/cli/main.js',
+        'serve',
+        '--lock',
+        'bucket',
+        '--data-dir',
+        dataDir,
+        '--port',
+        '0',
+        '--json',
+        '--log-level',
+        'error',
+      ],
+      {
+        cwd: repoRoot,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
     return Promise.race([
-      once(child.stdout!, 'data').then(([line]) => ({ child, ...(JSON.parse(String(line)) as { url: string; keyId: string; vkey: string }) })),
+      once(child.stdout!, 'data').then(([line]) => ({
+        child,
+        ...(JSON.parse(String(line)) as { url: string; keyId: string; vkey: string }),
+      })),
       once(child, 'exit').then(() => {
         throw new Error(`serve exited: ${err}`);
       }),
@@ -177,8 +227,16 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     const tiles = `${rgw.endpoint}/${rgw.bucket}/serve/log`;
 
     // Sizes that cross a tile boundary, in batches.
-    for (const [from, n] of [[0, 1], [1, 260], [261, 40]] as const) {
-      const rs = await Promise.all(Array.from({ length: n }, (_, i) => postAnchor(first.url, { digest: digestOf(from + i), artifact: `f${from + i}` }, auth)));
+    for (const [from, n] of [
+      [0, 1],
+      [1, 260],
+      [261, 40],
+    ] as const) {
+      const rs = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          postAnchor(first.url, { digest: digestOf(from + i), artifact: `f${from + i}` }, auth),
+        ),
+      );
       expect(rs.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);
     }
     // The lock record is a private object beside the staged batches; the public prefix has no lock.
@@ -190,7 +248,22 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     const sb = new Sandbox('stele-rgw-cli-');
     try {
       sb.file('release.tar.gz', 'the release bytes\n');
-      expect((await sb.run(['ledger', 'init', '--endpoint', first.url, '--tenant', 'acme', '--scope', 'rel', '--trust-key', first.keyId])).code).toBe(0);
+      expect(
+        (
+          await sb.run([
+            'ledger',
+            'init',
+            '--endpoint',
+            first.url,
+            '--tenant',
+            'acme',
+            '--scope',
+            'rel',
+            '--trust-key',
+            first.keyId,
+          ])
+        ).code,
+      ).toBe(0);
       const a = await sb.json(['ledger', 'anchor', 'release.tar.gz'], { STELE_LEDGER_TOKEN: TOKEN });
       expect(a.code, a.stderr).toBe(0);
       const v = await sb.json(['ledger', 'verify', 'release.tar.gz', '--tiles', tiles]);
@@ -206,9 +279,12 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     const stream = (async () => {
       for (let i = 0; !stop; i++) {
         const batch = await Promise.all(
-          Array.from({ length: 25 }, (_, j) => postAnchor(first.url, { digest: digestOf(100_000 + i * 25 + j) }, auth).catch(() => null)),
+          Array.from({ length: 25 }, (_, j) =>
+            postAnchor(first.url, { digest: digestOf(100_000 + i * 25 + j) }, auth).catch(() => null),
+          ),
         );
-        for (const [j, r] of batch.entries()) if (r?.status === 201) acked.set(digestOf(100_000 + i * 25 + j), r.body.leafIndex as number);
+        for (const [j, r] of batch.entries())
+          if (r?.status === 201) acked.set(digestOf(100_000 + i * 25 + j), r.body.leafIndex as number);
         if (batch.some((r) => r === null || r.status !== 201)) return;
       }
     })();
@@ -227,14 +303,37 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
       const e = await getJson(`${second.url}/api/ledger/entry?hash=${digest}`);
       expect(e.status, digest).toBe(200);
       expect(e.body.leafIndex).toBe(leafIndex);
-      expect(verifyInclusion(e.body.leafIndex, e.body.treeSize, leafHash(hashFromHex(e.body.entry.proof.entryHash)), e.body.auditPath.map(hashFromHex), hashFromHex(e.body.rootHash))).toBe(true);
+      expect(
+        verifyInclusion(
+          e.body.leafIndex,
+          e.body.treeSize,
+          leafHash(hashFromHex(e.body.entry.proof.entryHash)),
+          e.body.auditPath.map(hashFromHex),
+          hashFromHex(e.body.rootHash),
+        ),
+      ).toBe(true);
     }
     expect((await postAnchor(second.url, { digest: digestOf(999_999) }, auth)).status).toBe(201);
 
     // tlogcheck over the tiles the gateway serves (the API only for the entry lookups).
     const old = join(dataDir, 'old.checkpoint');
     writeFileSync(old, (await getJson(`${second.url}/api/ledger/entry?leaf=260`)).body.checkpoint.note);
-    const result = await runTlogcheck(['-src', tiles, '-vkey', second.vkey, '-api', second.url, '-entry-url-template', '/api/ledger/entry?leaf=%d', '-samples', '60', '-old-size', '1,256,261', '-old-checkpoint', old]);
+    const result = await runTlogcheck([
+      '-src',
+      tiles,
+      '-vkey',
+      second.vkey,
+      '-api',
+      second.url,
+      '-entry-url-template',
+      '/api/ledger/entry?leaf=%d',
+      '-samples',
+      '60',
+      '-old-size',
+      '1,256,261',
+      '-old-checkpoint',
+      old,
+    ]);
     expect(result.failures).toEqual([]);
     expect(result.failed).toBe(0);
     expect(result.passed).toBeGreaterThan(50);
@@ -279,7 +378,11 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
 describe('API replicas that follow the log on RGW (their own LMDB index, no DynamoDB)', () => {
   const ORIGIN = 'rgw.follow.test/log';
 
-  function replica(dataDir: string, keyFile: string, prefix: string): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  function replica(
+    dataDir: string,
+    keyFile: string,
+    prefix: string,
+  ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
     Object.assign(env, {
@@ -297,12 +400,20 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       STELE_S3_STAGING_PREFIX: `${prefix}private/`,
       STELE_KEY_FILE: keyFile,
     });
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'info'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'info'],
+      { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
     return Promise.race([
-      once(child.stdout!, 'data').then(([line]) => ({ child, url: (JSON.parse(String(line)) as { url: string }).url, stderr: () => err })),
+      once(child.stdout!, 'data').then(([line]) => ({
+        child,
+        url: (JSON.parse(String(line)) as { url: string }).url,
+        stderr: () => err,
+      })),
       once(child, 'exit').then(() => {
         throw new Error(`replica exited: ${err}`);
       }),
@@ -317,7 +428,7 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     }
   };
 
-  it('a replica catches up from empty, answers lookups as the sequencer\'s index does, follows new checkpoints, and never serves one it could not verify', async () => {
+  it("a replica catches up from empty, answers lookups as the sequencer's index does, follows new checkpoints, and never serves one it could not verify", async () => {
     const prefix = `follow-${uniq()}/`;
     const dir = scratchDir('stele-rgw-follow-');
     const keyFile = join(dir, 'log.key');
@@ -325,7 +436,13 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       origin: ORIGIN,
       region: rgw.region,
       credentials: rgw.credentials,
-      s3: { bucket: rgw.bucket, publicPrefix: `${prefix}log/`, stagingPrefix: `${prefix}private/`, endpoint: rgw.endpoint, forcePathStyle: true },
+      s3: {
+        bucket: rgw.bucket,
+        publicPrefix: `${prefix}log/`,
+        stagingPrefix: `${prefix}private/`,
+        endpoint: rgw.endpoint,
+        forcePathStyle: true,
+      },
       lock: 'bucket',
       indexDir: join(dir, 'sequencer-index'),
       signer: { kind: 'key-file', path: keyFile },
@@ -333,7 +450,13 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       heartbeatMs: 0,
     });
     const anchor = (from: number, n: number) =>
-      Promise.all(Array.from({ length: n }, (_, i) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i), { artifact: `build-${(from + i) % 50}` }))));
+      Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          log.sequencer.submit(
+            anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i), { artifact: `build-${(from + i) % 50}` }),
+          ),
+        ),
+      );
     await anchor(0, 300);
     await anchor(300, 300);
 
@@ -359,7 +482,10 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
 
     // It follows: new batches become visible once indexed.
     await anchor(600, 90);
-    await until('the replica to serve size 690', async () => (await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize === 690);
+    await until(
+      'the replica to serve size 690',
+      async () => (await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize === 690,
+    );
     const late = await getJson(`${first.url}/api/ledger/entry?hash=${digestOf(689)}`);
     expect(late.body.leafIndex).toBe(689);
 
@@ -373,12 +499,23 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
 
     // A checkpoint the replica cannot verify (its size raised, the signature no longer
     // matching) is never served: the replica keeps the last verified one and is not ready.
-    const store = new S3ObjectStore({ bucket: rgw.bucket, prefix: `${prefix}log/`, endpoint: rgw.endpoint, region: rgw.region, forcePathStyle: true, credentials: rgw.credentials });
+    const store = new S3ObjectStore({
+      bucket: rgw.bucket,
+      prefix: `${prefix}log/`,
+      endpoint: rgw.endpoint,
+      region: rgw.region,
+      forcePathStyle: true,
+      credentials: rgw.credentials,
+    });
     const real = await store.getVersioned('checkpoint.json');
     const doc = JSON.parse(Buffer.from(real!.data).toString()) as { note: string };
     doc.note = doc.note.replace(/\n690\n/, '\n700\n');
     await store.swap('checkpoint.json', Buffer.from(JSON.stringify(doc)), real!.version);
-    await until('the replica to refuse the forged checkpoint', async () => (await fetch(`${second.url}/readyz`)).status === 503, 30_000);
+    await until(
+      'the replica to refuse the forged checkpoint',
+      async () => (await fetch(`${second.url}/readyz`)).status === 503,
+      30_000,
+    );
     expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
     expect((await getJson(`${second.url}/api/ledger/entry?leaf=695`)).status).toBe(404);
     second.child.kill('SIGTERM');

@@ -39,14 +39,18 @@ describe('S3ObjectStore on Ceph RGW: create-if-absent', () => {
     await store.createAll([{ key: 'tile/0/000.p/2', data: a }]); // RGW answers 412; read back, identical
     expect(store.stats.puts).toBe(2);
     expect(store.stats.gets).toBe(1);
-    await expect(store.createAll([{ key: 'tile/0/000.p/2', data: bytes(64, 2) }])).rejects.toBeInstanceOf(ImmutableConflictError);
+    await expect(store.createAll([{ key: 'tile/0/000.p/2', data: bytes(64, 2) }])).rejects.toBeInstanceOf(
+      ImmutableConflictError,
+    );
     expect(await store.get('tile/0/000.p/2')).toEqual(a);
   });
 
   it('20 writers creating one key with different bytes: exactly one wins, the rest are refused, the object holds the winner', async () => {
     const prefix = `race-${randomBytes(4).toString('hex')}/`;
     const stores = Array.from({ length: 20 }, () => makeStore(prefix));
-    const results = await Promise.allSettled(stores.map((s, i) => s.createAll([{ key: 'tile/entries/000', data: bytes(100, i + 1) }])));
+    const results = await Promise.allSettled(
+      stores.map((s, i) => s.createAll([{ key: 'tile/entries/000', data: bytes(100, i + 1) }])),
+    );
     const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
     expect(won).toHaveLength(1);
     for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ImmutableConflictError);
@@ -58,7 +62,15 @@ describe('S3ObjectStore on Ceph RGW: create-if-absent', () => {
 describe('S3ObjectStore on Ceph RGW: compare-and-swap on the ETag', () => {
   it('RGW 16 refuses the quoted ETag in If-Match (AWS accepts it) and takes the bare one: the probe finds that form', async () => {
     const key = `quirk-${randomBytes(4).toString('hex')}`;
-    const put = (IfMatch?: string) => rgw.client.send(new PutObjectCommand({ Bucket: rgw.bucket, Key: key, Body: 'x', ...(IfMatch ? { IfMatch } : { IfNoneMatch: '*' }) }));
+    const put = (IfMatch?: string) =>
+      rgw.client.send(
+        new PutObjectCommand({
+          Bucket: rgw.bucket,
+          Key: key,
+          Body: 'x',
+          ...(IfMatch ? { IfMatch } : { IfNoneMatch: '*' }),
+        }),
+      );
     const { ETag } = await put();
     expect(ETag).toMatch(/^"[0-9a-f]{32}"$/);
     await expect(put(ETag)).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
@@ -92,7 +104,9 @@ describe('S3ObjectStore on Ceph RGW: compare-and-swap on the ETag', () => {
       const stores = Array.from({ length: 20 }, () => makeStore(prefix));
       for (const s of stores) s.ifMatchForm = form;
       const v0 = await stores[0]!.swap('lock.json', Buffer.from('start'), null);
-      const results = await Promise.allSettled(stores.map((s, i) => s.swap('lock.json', Buffer.from(`writer ${i}`), v0)));
+      const results = await Promise.allSettled(
+        stores.map((s, i) => s.swap('lock.json', Buffer.from(`writer ${i}`), v0)),
+      );
       const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
       expect(won).toHaveLength(1);
       for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(VersionConflictError);

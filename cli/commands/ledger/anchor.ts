@@ -4,7 +4,18 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { type AnchorResult, anchorFile } from '../../../src/client/ledger.js';
-import { type CommonOptions, common, emitJson, exitFor, hashProgress, openSession, out, renderReport, reportJson, short } from './common.js';
+import {
+  type CommonOptions,
+  common,
+  emitJson,
+  exitFor,
+  hashProgress,
+  openSession,
+  out,
+  renderReport,
+  reportJson,
+  short,
+} from './common.js';
 
 interface AnchorOptions extends CommonOptions {
   artifact?: string;

@@ -18,9 +18,14 @@ export function registerAudit(ledger: Command): void {
   common(
     ledger
       .command('audit')
-      .description('recompute everything from the records: every entry hash along the chain, every leaf, every hash tile and the root; check the checkpoint signature, cosignatures and the pin')
+      .description(
+        'recompute everything from the records: every entry hash along the chain, every leaf, every hash tile and the root; check the checkpoint signature, cosignatures and the pin',
+      )
       .argument('<dir|url>', 'a mirror directory or the URL the tiles are served from')
-      .option('--vkey <vkey>', 'audit against this log key instead of the configured pin (no pinned checkpoint or witnesses)')
+      .option(
+        '--vkey <vkey>',
+        'audit against this log key instead of the configured pin (no pinned checkpoint or witnesses)',
+      )
       .option('--window <n>', 'bundles read ahead (default 8 for a directory, 32 for a URL)', intArg('--window', 1)),
   ).action(async (where: string, opts: AuditOptions) => {
     let trust: Trust;
@@ -32,7 +37,14 @@ export function registerAudit(ledger: Command): void {
         throw new UsageError(`--vkey: ${(e as Error).message}`);
       }
       if (v.type !== SIG_ED25519) throw new UsageError('--vkey must be an Ed25519 (type 0x01) log key');
-      trust = { origin: v.name, keyId: keyIdOf(v.publicKey), log: v, witnesses: [], quorum: NOT_WITNESSED, pin: { size: 0, root: EMPTY_ROOT } };
+      trust = {
+        origin: v.name,
+        keyId: keyIdOf(v.publicKey),
+        log: v,
+        witnesses: [],
+        quorum: NOT_WITNESSED,
+        pin: { size: 0, root: EMPTY_ROOT },
+      };
     } else {
       const o = await openSession(opts, { online: false, requireOnline: false }).catch((e) => {
         if (e instanceof ConfigError) throw new ConfigError(`${e.message} (or pass --vkey <vkey>)`);
@@ -49,7 +61,13 @@ export function registerAudit(ledger: Command): void {
       onProgress: (d, t) => bar.update(d, t),
     }).finally(() => bar.stop());
     if (opts.json) {
-      emitJson({ result: r.ok ? 'PASS' : 'FAIL', source: where, ...r, requests: source.stats.requests, bytes: source.stats.bytes });
+      emitJson({
+        result: r.ok ? 'PASS' : 'FAIL',
+        source: where,
+        ...r,
+        requests: source.stats.requests,
+        bytes: source.stats.bytes,
+      });
     } else {
       const mark = (ok: boolean) => (ok ? green('PASS') : red('FAIL'));
       out(`Audit of ${r.origin} at ${where}: tree size ${r.treeSize}`);
@@ -57,8 +75,11 @@ export function registerAudit(ledger: Command): void {
       out(`  ${mark(r.witnesses.ok)}  witnesses: ${r.witnesses.detail}`);
       out(`  ${mark(r.tree.ok)}  tree: ${r.tree.detail}`);
       out(`  ${mark(r.pin.ok)}  pinned checkpoint: ${r.pin.detail}`);
-      if (r.failure) out(`  first bad object: ${r.failure.object}${r.failure.seq !== undefined ? ` (entry ${r.failure.seq})` : ''}`);
-      out(`  ${r.entriesChecked} entries, ${r.bundlesChecked} bundles, ${r.hashTilesChecked} hash tiles in ${(r.elapsedMs / 1000).toFixed(1)} s`);
+      if (r.failure)
+        out(`  first bad object: ${r.failure.object}${r.failure.seq !== undefined ? ` (entry ${r.failure.seq})` : ''}`);
+      out(
+        `  ${r.entriesChecked} entries, ${r.bundlesChecked} bundles, ${r.hashTilesChecked} hash tiles in ${(r.elapsedMs / 1000).toFixed(1)} s`,
+      );
       out(r.ok ? `Result: ${green('PASS')} — the log recomputes to its signed checkpoint` : `Result: ${red('FAIL')}`);
     }
     if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;

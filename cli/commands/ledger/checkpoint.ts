@@ -2,7 +2,18 @@
 // consistency with the pin, witnesses); --note prints the signed note itself.
 import type { Command } from 'commander';
 import { type UnsignedFields, verifyCheckpoint } from '../../../src/client/ledger.js';
-import { type CommonOptions, common, emitJson, exitFor, openSession, out, renderReport, reportJson, tilesOption, logView } from './common.js';
+import {
+  type CommonOptions,
+  common,
+  emitJson,
+  exitFor,
+  openSession,
+  out,
+  renderReport,
+  reportJson,
+  tilesOption,
+  logView,
+} from './common.js';
 
 interface CheckpointOptions extends CommonOptions {
   note?: boolean;
@@ -21,7 +32,9 @@ export function registerCheckpoint(ledger: Command): void {
   common(
     ledger
       .command('checkpoint')
-      .description('print the current signed checkpoint after verifying it (unsigned JSON fields are shown apart, as unsigned)')
+      .description(
+        'print the current signed checkpoint after verifying it (unsigned JSON fields are shown apart, as unsigned)',
+      )
       .option('--note', 'print the raw signed note (C2SP tlog-checkpoint) once verified')
       .addOption(tilesOption()),
   ).action(async (opts: CheckpointOptions) => {
@@ -29,7 +42,14 @@ export function registerCheckpoint(ledger: Command): void {
     const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await verifyCheckpoint(o.session, view);
     if (opts.json) {
-      emitJson({ ...reportJson(r.report), checkpoint: r.checkpoint, witnesses: r.witnesses, note: r.note, pinnedBefore: r.pinnedBefore, pinMoved: r.pinMoved });
+      emitJson({
+        ...reportJson(r.report),
+        checkpoint: r.checkpoint,
+        witnesses: r.witnesses,
+        note: r.note,
+        pinnedBefore: r.pinnedBefore,
+        pinMoved: r.pinMoved,
+      });
     } else if (opts.note && !r.report.failed) {
       process.stdout.write(r.note);
     } else {

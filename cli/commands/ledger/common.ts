@@ -7,7 +7,13 @@ import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { ApiView, type LogView, type Session, TilesView, trustOf } from '../../../src/client/ledger.js';
-import { DirObjectReader, HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
+import {
+  DirObjectReader,
+  HttpObjectReader,
+  type LogObjectSource,
+  isUrl,
+  openObjectSource,
+} from '../../../src/client/objects.js';
 import { ProofStore } from '../../../src/client/proofs.js';
 import type { Report } from '../../../src/client/verify.js';
 import { EXIT } from '../../errors.js';
@@ -39,18 +45,24 @@ file's endpoint and tenant. Proof bundles: $XDG_DATA_HOME/stele/proofs (default
 /** Adds --config and --json and the help epilogue. */
 export function common(cmd: Command, { config = true } = {}): Command {
   if (config) cmd.option('--config <path>', 'configuration file (default ~/.config/stele/ledger.toml)');
-  return cmd.option('--json', 'print one JSON document on stdout instead of text').addHelpText('after', `${config ? ENV_HELP : ''}${EXIT_CODES_HELP}`);
+  return cmd
+    .option('--json', 'print one JSON document on stdout instead of text')
+    .addHelpText('after', `${config ? ENV_HELP : ''}${EXIT_CODES_HELP}`);
 }
 
 export function intArg(name: string, min = 0) {
   return (v: string): number => {
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min)
+      throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
     return Number(v);
   };
 }
 
 export const tilesOption = () =>
-  new Option('--tiles [url|dir]', 'verify from the tiles (a URL or a local mirror) instead of the JSON API; without a value, the configured tiles location or the endpoint');
+  new Option(
+    '--tiles [url|dir]',
+    'verify from the tiles (a URL or a local mirror) instead of the JSON API; without a value, the configured tiles location or the endpoint',
+  );
 
 // ---- session ----------------------------------------------------------------------------
 
@@ -61,7 +73,10 @@ export interface Opened {
 }
 
 /** Loads the configuration and pinned trust; `online` requires an endpoint. */
-export async function openSession(opts: CommonOptions, mode: { online?: boolean; requireOnline?: boolean } = {}): Promise<Opened> {
+export async function openSession(
+  opts: CommonOptions,
+  mode: { online?: boolean; requireOnline?: boolean } = {},
+): Promise<Opened> {
   const online = mode.online ?? true;
   const requireOnline = mode.requireOnline ?? online;
   const loaded = await loadConfig(opts.config);
@@ -71,7 +86,9 @@ export async function openSession(opts: CommonOptions, mode: { online?: boolean;
     try {
       api = new LedgerApi(endpoint, process.env.STELE_LEDGER_TOKEN ? { token: process.env.STELE_LEDGER_TOKEN } : {});
     } catch (e) {
-      throw new ConfigError(`${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`);
+      throw new ConfigError(
+        `${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`,
+      );
     }
   } else if (requireOnline) {
     throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
@@ -79,8 +96,16 @@ export async function openSession(opts: CommonOptions, mode: { online?: boolean;
   const trust = await trustOf(loaded.effective, api ?? undefined);
   // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
   const tilesAt = loaded.effective.tiles ?? api?.endpoint;
-  const tiles = tilesAt ? (isUrl(tilesAt) ? new HttpObjectReader(tilesAt) : new DirObjectReader(resolve(tilesAt))) : undefined;
-  return { loaded, api, session: { config: loaded, trust, proofs: new ProofStore(proofsDir()), ...(tiles ? { tiles } : {}) } };
+  const tiles = tilesAt
+    ? isUrl(tilesAt)
+      ? new HttpObjectReader(tilesAt)
+      : new DirObjectReader(resolve(tilesAt))
+    : undefined;
+  return {
+    loaded,
+    api,
+    session: { config: loaded, trust, proofs: new ProofStore(proofsDir()), ...(tiles ? { tiles } : {}) },
+  };
 }
 
 /** The source for --tiles: the given value, else [ledger] tiles, else the endpoint. */
@@ -91,12 +116,19 @@ export async function tilesSource(value: string | true, loaded: LoadedConfig): P
 }
 
 /** Where a command reads the log: the tiles (--tiles, proofs computed here) or the JSON API. */
-export async function logView(tiles: string | true | undefined, loaded: LoadedConfig, api: LedgerApi | null): Promise<LogView> {
+export async function logView(
+  tiles: string | true | undefined,
+  loaded: LoadedConfig,
+  api: LedgerApi | null,
+): Promise<LogView> {
   if (tiles) {
     const src = await tilesSource(tiles, loaded);
     return new TilesView(src, src.describe());
   }
-  if (!api) throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT, or use --tiles`);
+  if (!api)
+    throw new ConfigError(
+      `no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT, or use --tiles`,
+    );
   return new ApiView(api);
 }
 
@@ -134,7 +166,14 @@ export function emittedJson(): boolean {
  */
 export function reportJson(r: Report) {
   const notChecked = r.notChecked;
-  return { result: r.result, verdict: r.verdict, witnessed: !r.unwitnessed, complete: notChecked.length === 0, notChecked, checks: r.checks };
+  return {
+    result: r.result,
+    verdict: r.verdict,
+    witnessed: !r.unwitnessed,
+    complete: notChecked.length === 0,
+    notChecked,
+    checks: r.checks,
+  };
 }
 
 export function renderReport(r: Report): string {
@@ -144,8 +183,13 @@ export function renderReport(r: Report): string {
   const skipped = r.notChecked.map((c) => `rule ${c.rule} not checked: ${c.reason}`);
   if (r.failed) lines.push(`Result: ${red('FAIL')} — not verified; do not trust it`);
   else if (skipped.length) {
-    lines.push(`Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — the checks that ran passed; not done: ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')}`);
-  } else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`);
+    lines.push(
+      `Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — the checks that ran passed; not done: ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')}`,
+    );
+  } else if (r.unwitnessed)
+    lines.push(
+      `Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`,
+    );
   else lines.push(`Result: ${green('PASS')} — verified`);
   return lines.join('\n');
 }

@@ -36,7 +36,16 @@ export function registerConsistency(ledger: Command): void {
     const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await proveConsistency(o.session, view, opts.from, opts.to);
     if (opts.json) {
-      emitJson({ ...reportJson(r.report), from: r.from, to: r.to, firstRoot: r.firstRoot ?? null, secondRoot: r.secondRoot ?? null, proof: r.proof ?? null, checkpoint: r.checkpoint, pinMoved: r.pinMoved });
+      emitJson({
+        ...reportJson(r.report),
+        from: r.from,
+        to: r.to,
+        firstRoot: r.firstRoot ?? null,
+        secondRoot: r.secondRoot ?? null,
+        proof: r.proof ?? null,
+        checkpoint: r.checkpoint,
+        pinMoved: r.pinMoved,
+      });
     } else {
       out(`Consistency of ${r.checkpoint.origin} from size ${r.from} to ${r.to}`);
       if (r.firstRoot) out(`  root ${String(r.from).padEnd(8)} ${r.firstRoot}`);

@@ -6,12 +6,26 @@ import { promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
-import { type LedgerConfig, checkPolicy, configPath, defaultPolicyFile, parseKeyId, policyFromText, saveConfig } from '../../../src/client/config.js';
+import {
+  type LedgerConfig,
+  checkPolicy,
+  configPath,
+  defaultPolicyFile,
+  parseKeyId,
+  policyFromText,
+  saveConfig,
+} from '../../../src/client/config.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { labelOption, verifyKeyView } from '../../../src/client/ledger.js';
 import { NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
 import { EMPTY_ROOT, toHex } from '../../../src/core/hash.js';
-import { type Policy, QUORUM_NONE, describeQuorum, formatPolicy, thresholdPolicy } from '../../../src/core/tlog-policy.js';
+import {
+  type Policy,
+  QUORUM_NONE,
+  describeQuorum,
+  formatPolicy,
+  thresholdPolicy,
+} from '../../../src/core/tlog-policy.js';
 import type { KeyView } from '../../../src/client/api.js';
 import { type CommonOptions, common, emitJson, out, short } from './common.js';
 
@@ -35,7 +49,11 @@ function advertisedPolicy(key: KeyView, keyId: string, where: string): Policy {
   const text = key.witnessPolicy?.policy;
   if (text === undefined) {
     const k = Math.min(key.witnessPolicy?.threshold ?? 0, key.witnesses.length);
-    return thresholdPolicy(logs, key.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })), k);
+    return thresholdPolicy(
+      logs,
+      key.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
+      k,
+    );
   }
   const p = policyFromText(text, `${where} (the log's witness policy)`);
   checkPolicy(p, keyId, `${where} (the log's witness policy)`);
@@ -50,13 +68,19 @@ export function registerInit(ledger: Command): void {
       .option('--endpoint <url>', 'ledger base URL (default: STELE_LEDGER_ENDPOINT)')
       .option('--tenant <tenant>', 'tenant name (default: STELE_LEDGER_TENANT)')
       .option('--scope <scope>', 'default scope label for anchors')
-      .requiredOption('--trust-key <key_id>', 'the log key id you trust: hex SHA-256 of its Ed25519 public key (64 characters)')
+      .requiredOption(
+        '--trust-key <key_id>',
+        'the log key id you trust: hex SHA-256 of its Ed25519 public key (64 characters)',
+      )
       .option('--tiles <url|dir>', 'where to read tiles from for --tiles verification (default: the endpoint)')
       .option('--no-witnesses', 'pin no witnesses (quorum none): checkpoints will be reported as not witnessed')
       .option('--force', 'replace an existing configuration (re-pins key and checkpoint)'),
   ).action(async (opts: InitOptions) => {
     const keyId = parseKeyId(opts.trustKey);
-    if (!keyId) throw new UsageError(`malformed key id ${JSON.stringify(opts.trustKey)}: expected 64 hex characters (the SHA-256 of the log's public key)`);
+    if (!keyId)
+      throw new UsageError(
+        `malformed key id ${JSON.stringify(opts.trustKey)}: expected 64 hex characters (the SHA-256 of the log's public key)`,
+      );
     const endpointArg = opts.endpoint ?? process.env.STELE_LEDGER_ENDPOINT;
     if (!endpointArg) throw new UsageError('no endpoint: pass --endpoint <url> or set STELE_LEDGER_ENDPOINT');
     const api = new LedgerApi(endpointArg);
@@ -69,7 +93,10 @@ export function registerInit(ledger: Command): void {
           throw new ConfigError(`cannot check ${path}: ${e.code}`);
         },
       );
-      if (exists) throw new ConfigError(`${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`);
+      if (exists)
+        throw new ConfigError(
+          `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
+        );
     }
 
     const key = await api.key();
@@ -79,14 +106,25 @@ export function registerInit(ledger: Command): void {
       { json: cpJson },
       { origin: log.name, keyId, log, witnesses: [], quorum: NOT_WITNESSED, pin: { size: 0, root: EMPTY_ROOT } },
     );
-    if (!cc.signature.ok) throw new VerificationError(`the log's checkpoint does not verify under the key: ${cc.signature.detail}`);
+    if (!cc.signature.ok)
+      throw new VerificationError(`the log's checkpoint does not verify under the key: ${cc.signature.detail}`);
 
     const advertised = advertisedPolicy(key, keyId, `${api.endpoint}/api/ledger/key`);
-    const policy: Policy = opts.witnesses ? advertised : { logs: advertised.logs, witnesses: [], groups: [], quorum: QUORUM_NONE };
+    const policy: Policy = opts.witnesses
+      ? advertised
+      : { logs: advertised.logs, witnesses: [], groups: [], quorum: QUORUM_NONE };
     const policyFile = defaultPolicyFile(path);
     const cfg: LedgerConfig = {
       endpoint: api.endpoint,
-      trust: { keyId, origin: log.name, vkey: key.vkey, treeSize: cc.size, rootHash: toHex(cc.root), policy, policyFile },
+      trust: {
+        keyId,
+        origin: log.name,
+        vkey: key.vkey,
+        treeSize: cc.size,
+        rootHash: toHex(cc.root),
+        policy,
+        policyFile,
+      },
     };
     const tenant = labelOption('tenant', opts.tenant ?? process.env.STELE_LEDGER_TENANT);
     if (tenant !== undefined) cfg.tenant = tenant;
@@ -98,8 +136,11 @@ export function registerInit(ledger: Command): void {
       out(`Trust policy (C2SP tlog-policy) for ${log.name}:`);
       out(`  log      ${key.vkey}`);
       for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
-      out(`  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`);
-      if (!opts.witnesses && advertised.witnesses.length > 0) out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
+      out(
+        `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
+      );
+      if (!opts.witnesses && advertised.witnesses.length > 0)
+        out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
     }
     const policyText =
       `# C2SP tlog-policy written by \`stele ledger init\` from ${api.endpoint}/api/ledger/key.\n` +
@@ -118,12 +159,17 @@ export function registerInit(ledger: Command): void {
         pinned: { treeSize: cc.size, rootHash: toHex(cc.root) },
         availableWitnesses: key.witnesses,
         witnessPolicy: key.witnessPolicy ?? null,
-        policy: { file: join(dirname(path), policyFile), witnesses: policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })), quorum: describeQuorum(policy) },
+        policy: {
+          file: join(dirname(path), policyFile),
+          witnesses: policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
+          quorum: describeQuorum(policy),
+        },
       });
       return;
     }
     out(`Pinned ${log.name} (key id ${short(keyId)}) at checkpoint size ${cc.size}, root ${short(toHex(cc.root))}`);
     out(`Wrote ${path} and its trust policy ${join(dirname(path), policyFile)}`);
-    if (policy.quorum === QUORUM_NONE) out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');
+    if (policy.quorum === QUORUM_NONE)
+      out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');
   });
 }

@@ -15,7 +15,9 @@ export function registerMirror(ledger: Command): void {
   common(
     ledger
       .command('mirror')
-      .description('copy the log (checkpoint, hash tiles, bundles) into <dir>, verifying every object before keeping it; incremental and resumable')
+      .description(
+        'copy the log (checkpoint, hash tiles, bundles) into <dir>, verifying every object before keeping it; incremental and resumable',
+      )
       .argument('<dir>', 'mirror directory (created if needed)')
       .option('--from <url|dir>', 'where to copy from (default: [ledger] tiles, else the endpoint)')
       .option('--concurrency <n>', 'parallel requests (default 16)', intArg('--concurrency', 1))
@@ -40,13 +42,20 @@ export function registerMirror(ledger: Command): void {
       emitJson({ result: 'PASS', ...r, source: source.describe(), dir, ...stats });
       return;
     }
-    const verb = r.status === 'up-to-date' ? 'Mirror is up to date' : r.status === 'source-behind' ? 'Source is behind the mirror' : 'Mirrored';
+    const verb =
+      r.status === 'up-to-date'
+        ? 'Mirror is up to date'
+        : r.status === 'source-behind'
+          ? 'Source is behind the mirror'
+          : 'Mirrored';
     out(`${verb}: ${r.origin} at size ${r.treeSize} in ${dir}`);
     out(`  root        ${r.rootHash}`);
     out(`  verified    signature: ${r.signature.detail}`);
     out(`              witnesses: ${r.witnesses.detail}`);
     out(`              ${r.consistency.detail}`);
     out(`              ${r.pin.detail}`);
-    out(`  objects     ${r.fetched} fetched and verified, ${r.reused} already present; ${stats.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`);
+    out(
+      `  objects     ${r.fetched} fetched and verified, ${r.reused} already present; ${stats.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`,
+    );
   });
 }

@@ -15,7 +15,13 @@ import {
   readConfigFile,
   saveConfig,
 } from '../../../src/client/config.js';
-import { type PolicyWitness, describeQuorum, formatPolicy, simpleThreshold, thresholdPolicy } from '../../../src/core/tlog-policy.js';
+import {
+  type PolicyWitness,
+  describeQuorum,
+  formatPolicy,
+  simpleThreshold,
+  thresholdPolicy,
+} from '../../../src/core/tlog-policy.js';
 import { parseVkey } from '../../../src/core/note.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
@@ -57,13 +63,23 @@ export function registerTrustConfig(ledger: Command): void {
       .description('show or change the pinned trust material (log key, checkpoint, witnesses)')
       .option('--advance', 'fetch the current checkpoint and move the pin to it, only after proving consistency')
       .addOption(tilesOption())
-      .option('--replace-key <key_id>', 'explicitly replace the pinned log key with the one the log serves, if it hashes to <key_id>')
+      .option(
+        '--replace-key <key_id>',
+        'explicitly replace the pinned log key with the one the log serves, if it hashes to <key_id>',
+      )
       .option('--reset-checkpoint', 'with --replace-key: accept a checkpoint not provably consistent with the old pin')
       .option('--refresh-key', 'fetch and store the vkey of the pinned key id (for a file that pins only key_id)')
       .option('--add-witness <vkey>', 'pin a witness cosignature key (repeatable)', collect)
       .option('--remove-witness <name>', 'unpin a witness by name (repeatable)', collect)
-      .option('--witness-threshold <n>', 'valid witness cosignatures required (≤ pinned witnesses)', intArg('--witness-threshold'))
-      .option('--policy <file>', 'trust the witnesses and quorum of this C2SP tlog-policy file (copied beside the configuration; its log lines must include the pinned key)'),
+      .option(
+        '--witness-threshold <n>',
+        'valid witness cosignatures required (≤ pinned witnesses)',
+        intArg('--witness-threshold'),
+      )
+      .option(
+        '--policy <file>',
+        'trust the witnesses and quorum of this C2SP tlog-policy file (copied beside the configuration; its log lines must include the pinned key)',
+      ),
   ).action(async (opts: TrustOptions) => {
     const { loaded, api, session } = await openSession(opts, {
       online: Boolean(opts.advance || opts.replaceKey || opts.refreshKey),
@@ -75,17 +91,29 @@ export function registerTrustConfig(ledger: Command): void {
 
     if (opts.replaceKey !== undefined) {
       const keyId = parseKeyId(opts.replaceKey);
-      if (!keyId) throw new UsageError(`malformed key id ${JSON.stringify(opts.replaceKey)}: expected 64 hex characters`);
+      if (!keyId)
+        throw new UsageError(`malformed key id ${JSON.stringify(opts.replaceKey)}: expected 64 hex characters`);
       const key = await api!.key();
       const log = verifyKeyView(key, keyId);
       const cp = await api!.checkpoint();
       const trust = { ...session.trust, origin: log.name, keyId, log, pin: session.trust.pin };
       const cc = checkCheckpoint({ json: cp }, trust);
-      if (!cc.signature.ok) throw new VerificationError(`the checkpoint does not verify under the new key: ${cc.signature.detail}`);
+      if (!cc.signature.ok)
+        throw new VerificationError(`the checkpoint does not verify under the new key: ${cc.signature.detail}`);
       const cons = await checkConsistency(session.trust.pin, { size: cc.size, root: cc.root }, new ApiView(api!).prove);
-      if (!cons.ok && !opts.resetCheckpoint) throw new VerificationError(`${cons.detail} (pass --reset-checkpoint to pin it anyway)`);
-      file.trust = { ...file.trust, keyId, origin: log.name, vkey: key.vkey, treeSize: cc.size, rootHash: toHex(cc.root) };
-      changes.push(`log key replaced: now ${short(keyId)} (${log.name}); checkpoint pinned at size ${cc.size}${cons.ok ? ' (consistent with the old pin)' : ' (RESET: not proven consistent)'}`);
+      if (!cons.ok && !opts.resetCheckpoint)
+        throw new VerificationError(`${cons.detail} (pass --reset-checkpoint to pin it anyway)`);
+      file.trust = {
+        ...file.trust,
+        keyId,
+        origin: log.name,
+        vkey: key.vkey,
+        treeSize: cc.size,
+        rootHash: toHex(cc.root),
+      };
+      changes.push(
+        `log key replaced: now ${short(keyId)} (${log.name}); checkpoint pinned at size ${cc.size}${cons.ok ? ' (consistent with the old pin)' : ' (RESET: not proven consistent)'}`,
+      );
     } else if (opts.refreshKey) {
       const key = await (api as LedgerApi).key();
       verifyKeyView(key, file.trust.keyId);
@@ -95,9 +123,14 @@ export function registerTrustConfig(ledger: Command): void {
     }
 
     let policyText: string | undefined;
-    const editing = Boolean(opts.addWitness?.length || opts.removeWitness?.length || opts.witnessThreshold !== undefined);
+    const editing = Boolean(
+      opts.addWitness?.length || opts.removeWitness?.length || opts.witnessThreshold !== undefined,
+    );
     if (opts.policy !== undefined) {
-      if (editing) throw new UsageError('--policy sets the witnesses and their quorum: do not combine it with --add-witness, --remove-witness or --witness-threshold');
+      if (editing)
+        throw new UsageError(
+          '--policy sets the witnesses and their quorum: do not combine it with --add-witness, --remove-witness or --witness-threshold',
+        );
       const text = await fs.readFile(opts.policy, 'utf8').catch((e: NodeJS.ErrnoException) => {
         throw new ConfigError(`cannot read the policy ${opts.policy}: ${e.code ?? e.message}`);
       });
@@ -113,12 +146,16 @@ export function registerTrustConfig(ledger: Command): void {
       file.trust.policy = policy;
       file.trust.policyFile ??= defaultPolicyFile(loaded.path);
       policyText = text;
-      changes.push(`trust policy set from ${opts.policy}: ${policy.witnesses.length} witness(es), quorum ${describeQuorum(policy)}`);
+      changes.push(
+        `trust policy set from ${opts.policy}: ${policy.witnesses.length} witness(es), quorum ${describeQuorum(policy)}`,
+      );
     }
     if (editing) {
       const k = simpleThreshold(file.trust.policy);
       if (k === null) {
-        throw new UsageError(`the trust policy's quorum is not M of N (${describeQuorum(file.trust.policy)}): edit the policy file and set it again with --policy`);
+        throw new UsageError(
+          `the trust policy's quorum is not M of N (${describeQuorum(file.trust.policy)}): edit the policy file and set it again with --policy`,
+        );
       }
       const witnesses: PolicyWitness[] = [...file.trust.policy.witnesses];
       for (const name of opts.removeWitness ?? []) {
@@ -134,9 +171,11 @@ export function registerTrustConfig(ledger: Command): void {
         } catch (e) {
           throw new UsageError(`--add-witness: ${(e as Error).message}`);
         }
-        if (v.name === (file.trust.origin ?? session.trust.origin)) throw new UsageError('a witness cannot have the log origin as its name');
+        if (v.name === (file.trust.origin ?? session.trust.origin))
+          throw new UsageError('a witness cannot have the log origin as its name');
         const existing = witnesses.find((w) => w.name === v.name);
-        if (existing && existing.vkey !== vkey) throw new UsageError(`witness ${v.name} is already pinned with another key; remove it first`);
+        if (existing && existing.vkey !== vkey)
+          throw new UsageError(`witness ${v.name} is already pinned with another key; remove it first`);
         if (!existing) {
           witnesses.push({ name: v.name, vkey });
           changes.push(`added witness ${v.name}`);
@@ -144,7 +183,8 @@ export function registerTrustConfig(ledger: Command): void {
       }
       const threshold = opts.witnessThreshold ?? k;
       if (opts.witnessThreshold !== undefined) changes.push(`witness threshold set to ${opts.witnessThreshold}`);
-      if (threshold > witnesses.length) throw new ConfigError(`witness threshold ${threshold} exceeds the ${witnesses.length} pinned witness(es)`);
+      if (threshold > witnesses.length)
+        throw new ConfigError(`witness threshold ${threshold} exceeds the ${witnesses.length} pinned witness(es)`);
       file.trust.policy = thresholdPolicy(file.trust.policy.logs, witnesses, threshold);
       if (file.trust.policyFile !== undefined) policyText = formatPolicy(file.trust.policy);
     }
@@ -169,7 +209,9 @@ export function registerTrustConfig(ledger: Command): void {
       if (r.pinMoved) {
         file.trust.treeSize = r.checkpoint.treeSize;
         file.trust.rootHash = r.checkpoint.rootHash;
-        changes.push(`pinned checkpoint advanced from size ${r.pinMoved.from} to ${r.pinMoved.to} (consistency proven)`);
+        changes.push(
+          `pinned checkpoint advanced from size ${r.pinMoved.from} to ${r.pinMoved.to} (consistency proven)`,
+        );
       } else changes.push(`pinned checkpoint already current (size ${file.trust.treeSize})`);
     }
 
@@ -195,13 +237,20 @@ export function registerTrustConfig(ledger: Command): void {
       },
     };
     if (opts.json) {
-      emitJson({ ...shown, changes, ...(advanced ? { advanced } : {}), ...(exitReport ? { advance: exitReport } : {}) });
+      emitJson({
+        ...shown,
+        changes,
+        ...(advanced ? { advanced } : {}),
+        ...(exitReport ? { advance: exitReport } : {}),
+      });
       return;
     }
     for (const c of changes) out(`• ${c}`);
     if (changes.length) out();
     out(`Configuration  ${loaded.path}`);
-    out(`Endpoint       ${shown.endpoint ?? '(none)'}${loaded.overridden.endpoint ? '  (from STELE_LEDGER_ENDPOINT)' : ''}`);
+    out(
+      `Endpoint       ${shown.endpoint ?? '(none)'}${loaded.overridden.endpoint ? '  (from STELE_LEDGER_ENDPOINT)' : ''}`,
+    );
     out(`Tenant         ${shown.tenant ?? '(none)'}${loaded.overridden.tenant ? '  (from STELE_LEDGER_TENANT)' : ''}`);
     out(`Scope          ${shown.scope ?? '(none)'}`);
     if (shown.tiles) out(`Tiles          ${shown.tiles}`);
@@ -210,7 +259,9 @@ export function registerTrustConfig(ledger: Command): void {
     if (file.trust.vkey) out(`Vkey           ${file.trust.vkey}`);
     out(`Pinned         size ${file.trust.treeSize}, root ${file.trust.rootHash}`);
     if (shown.trust.policy) out(`Policy         ${shown.trust.policy}`);
-    out(`Witnesses      ${shown.trust.witnesses.length} pinned; quorum: ${shown.trust.quorum === 'none' ? 'none (checkpoints are not witnessed)' : shown.trust.quorum}`);
+    out(
+      `Witnesses      ${shown.trust.witnesses.length} pinned; quorum: ${shown.trust.quorum === 'none' ? 'none (checkpoints are not witnessed)' : shown.trust.quorum}`,
+    );
     for (const w of shown.trust.witnesses) out(`  ${w.name}  ${w.vkey}`);
   });
 }

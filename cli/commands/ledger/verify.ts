@@ -65,13 +65,19 @@ export function verifyJson(r: VerifyResult) {
 export function printVerify(r: VerifyResult): void {
   out(`Verifying ${r.file}`);
   out(`  digest      ${r.digest}`);
-  const how = r.mode === 'api' ? 'JSON API' : r.mode === 'tiles' ? 'tiles, proofs computed locally' : 'C2SP tlog-proof file, offline';
+  const how =
+    r.mode === 'api'
+      ? 'JSON API'
+      : r.mode === 'tiles'
+        ? 'tiles, proofs computed locally'
+        : 'C2SP tlog-proof file, offline';
   out(`  log         ${r.checkpoint?.origin ?? '?'} via ${r.source} (${how})`);
   if (r.entry) {
     out(`  entry       ${r.entry.id} (${r.entry.type}, ${r.entry.timestamp})`);
     out(labelsLine(r.entry));
   }
-  if (r.leafIndex !== undefined && r.treeSize !== undefined) out(`  leaf        ${r.leafIndex} of tree size ${r.treeSize}, root ${short(r.checkpoint?.rootHash)}`);
+  if (r.leafIndex !== undefined && r.treeSize !== undefined)
+    out(`  leaf        ${r.leafIndex} of tree size ${r.treeSize}, root ${short(r.checkpoint?.rootHash)}`);
   if (r.pinMoved) out(`  pin         advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
   out(renderReport(r.report));
 }
@@ -89,7 +95,8 @@ export async function runVerify(file: string, opts: VerifyCliOptions, opened?: O
 
 /** `--proof <file>`: rules 1, 3, 4 and 5 from a tlog-proof file, with no network at all. */
 async function runProofVerify(file: string, proofPath: string, opts: VerifyCliOptions): Promise<VerifyResult> {
-  if (opts.tiles !== undefined || opts.leafIndex !== undefined) throw new UsageError('--proof excludes --tiles and --leaf-index');
+  if (opts.tiles !== undefined || opts.leafIndex !== undefined)
+    throw new UsageError('--proof excludes --tiles and --leaf-index');
   const { session } = await openSession(opts, { online: false, requireOnline: false });
   const hp = hashProgress(file, opts.json);
   const { digest, bytes } = await sha256File(file, hp.onHashProgress).finally(() => hp.stop());
@@ -99,7 +106,11 @@ async function runProofVerify(file: string, proofPath: string, opts: VerifyCliOp
 export function verifyOptions(cmd: Command): Command {
   return cmd
     .addOption(tilesOption())
-    .option('--leaf-index <n>', 'with --tiles: the leaf to check (default: from the stored proof bundle)', intArg('--leaf-index'));
+    .option(
+      '--leaf-index <n>',
+      'with --tiles: the leaf to check (default: from the stored proof bundle)',
+      intArg('--leaf-index'),
+    );
 }
 
 export function registerLedgerVerify(ledger: Command): void {
@@ -109,7 +120,10 @@ export function registerLedgerVerify(ledger: Command): void {
         .command('verify')
         .description('verify a file against the current checkpoint: PASS/FAIL for each rule of the report')
         .argument('<package_file>', 'the file to verify')
-        .option('--proof <file>', 'verify offline against a C2SP tlog-proof file (rule 2 only if its checkpoint is the pinned one)')
+        .option(
+          '--proof <file>',
+          'verify offline against a C2SP tlog-proof file (rule 2 only if its checkpoint is the pinned one)',
+        )
         .addHelpText('after', RULES_HELP),
     ),
   ).action(async (file: string, opts: VerifyCliOptions) => {
