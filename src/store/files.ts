@@ -54,36 +54,31 @@ export function processAlive(pid: number): boolean {
  * its file), and a crash at any moment leaves no file or a whole one, never an empty one as
  * open(O_EXCL)-then-write did. Abandoned temporaries of earlier crashes are removed first.
  */
-export async function createSecretFile(path: string, text: string): Promise<boolean> {
-  await removeAbandonedTemps(path);
-  const temp = tempName(path);
-  try {
-    const fh = await fs.open(
-      temp,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o600,
-    );
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+export function createSecretFile(path: string, text: string): Promise<boolean> {
+  return viaSyncedTemp(path, text, async (temp) => {
     try {
       await fs.link(temp, path);
+      return true;
     } catch (e) {
       if (isErr(e, 'EEXIST')) return false;
       throw e;
     }
-    await syncDir(dirname(path));
-    return true;
-  } finally {
-    await fs.unlink(temp).catch(() => undefined);
-  }
+  });
 }
 
 /** Replaces `path` with `text` (mode 0600) atomically and durably: temporary file, fsync, rename, directory fsync. */
 export async function replaceFile(path: string, text: string): Promise<void> {
+  await viaSyncedTemp(path, text, async (temp) => {
+    await fs.rename(temp, path);
+    return true;
+  });
+}
+
+/**
+ * Writes `text` to a fresh temporary name beside `path` and fsyncs it, lets `place` put it at
+ * `path` (true if it did), then fsyncs the directory so the new name survives a power loss.
+ */
+async function viaSyncedTemp(path: string, text: string, place: (temp: string) => Promise<boolean>): Promise<boolean> {
   await removeAbandonedTemps(path);
   const temp = tempName(path);
   try {
@@ -98,8 +93,9 @@ export async function replaceFile(path: string, text: string): Promise<void> {
     } finally {
       await fh.close();
     }
-    await fs.rename(temp, path);
+    if (!(await place(temp))) return false;
     await syncDir(dirname(path));
+    return true;
   } finally {
     await fs.unlink(temp).catch(() => undefined);
   }
