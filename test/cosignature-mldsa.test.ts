@@ -2,8 +2,8 @@
 // 1312-byte keys, and cosignatures that verify, or fail when anything they cover changes.
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
 import { describe, expect, it } from 'vitest';
-import { parseWitnessVkey } from '../src/client/config.js';
 import { formatCheckpointBody } from '../src/core/checkpoint.js';
+import { toTrust } from '../src/explorer/trust.js';
 import { concatBytes, sha256 } from '../src/core/hash.js';
 import {
   NoteError,
@@ -13,6 +13,7 @@ import {
   formatVkey,
   makeVerifier,
   openNote,
+  parseCosignerVkey,
   parseVkey,
   signBody,
   subtreeCosignatureMessage,
@@ -62,12 +63,15 @@ describe('ML-DSA-44 cosignatures (tlog-cosignature, type 0x06)', () => {
     ).toThrow(NoteError);
   });
 
-  it('round-trips a 1312-byte key as a vkey, which a client accepts as a witness key', () => {
+  it('round-trips a 1312-byte key as a vkey, which a client (CLI or explorer) accepts as a witness key', () => {
     const vkey = formatVkey(witness);
     const parsed = parseVkey(vkey);
     expect(parsed.type).toBe(SIG_SUBTREE_MLDSA44);
     expect(parsed.publicKey).toEqual(witnessKeys.publicKey);
-    expect(parseWitnessVkey(vkey).keyHash).toEqual(witness.keyHash);
+    expect(parseCosignerVkey(vkey).keyHash).toEqual(witness.keyHash);
+    const explorerTrust = toTrust({ vkey: formatVkey(logKey), witnesses: [vkey], threshold: 1 });
+    expect(explorerTrust.witnesses.map((w) => w.type)).toEqual([SIG_SUBTREE_MLDSA44]);
+    expect(() => parseCosignerVkey(formatVkey(logKey))).toThrow(/type 0x04 Ed25519 or 0x06 ML-DSA-44/);
     expect(() => makeVerifier('w', SIG_SUBTREE_MLDSA44, new Uint8Array(32))).toThrow(/1312 bytes/);
   });
 

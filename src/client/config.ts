@@ -10,14 +10,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { EMPTY_ROOT, toHex } from '../core/hash.js';
-import {
-  type NoteVerifier,
-  SIG_COSIGNATURE_V1,
-  SIG_ED25519,
-  SIG_SUBTREE_MLDSA44,
-  keyIdOf,
-  parseVkey,
-} from '../core/note.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseCosignerVkey, parseVkey } from '../core/note.js';
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
 import { type Quorum, policyQuorum } from './verify.js';
@@ -124,14 +117,6 @@ export function pinnedLogVerifier(trust: TrustPin, where = 'configuration'): Not
   return v;
 }
 
-/** Parses a witness vkey: a cosignature/v1 Ed25519 (type 0x04) or subtree/v1 ML-DSA-44 (type 0x06) key. */
-export function parseWitnessVkey(vkey: string): NoteVerifier {
-  const v = parseVkey(vkey);
-  if (v.type !== SIG_COSIGNATURE_V1 && v.type !== SIG_SUBTREE_MLDSA44)
-    throw new Error('a witness key must be a cosignature vkey (type 0x04 Ed25519 or 0x06 ML-DSA-44)');
-  return v;
-}
-
 /** The policy's witness keys and its quorum over the ones whose cosignatures verify. */
 export function trustWitnesses(
   trust: TrustPin,
@@ -139,7 +124,7 @@ export function trustWitnesses(
 ): { witnesses: NoteVerifier[]; quorum: Quorum } {
   const witnesses = trust.policy.witnesses.map((w) => {
     try {
-      return parseWitnessVkey(w.vkey);
+      return parseCosignerVkey(w.vkey);
     } catch (e) {
       throw new ConfigError(`${where}: witness ${w.name}: ${(e as Error).message}`);
     }
@@ -215,7 +200,7 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
     if (!vkey) throw new ConfigError(`${where}: ledger.trust.witnesses[${i}] has no vkey`);
     let v: NoteVerifier;
     try {
-      v = parseWitnessVkey(vkey);
+      v = parseCosignerVkey(vkey);
     } catch (e) {
       throw new ConfigError(`${where}: ledger.trust.witnesses[${i}].vkey: ${(e as Error).message}`);
     }

@@ -138,6 +138,15 @@ export function parseVkey(vkey: string): NoteVerifier {
   return v;
 }
 
+/** A cosigner's (witness's or mirror's) vkey: Ed25519 cosignature/v1 (type 0x04) or ML-DSA-44 subtree/v1 (type 0x06). */
+export function parseCosignerVkey(vkey: string): NoteVerifier {
+  const v = parseVkey(vkey);
+  if (v.type !== SIG_COSIGNATURE_V1 && v.type !== SIG_SUBTREE_MLDSA44) {
+    throw new NoteError('a witness key must be a cosignature vkey (type 0x04 Ed25519 or 0x06 ML-DSA-44)');
+  }
+  return v;
+}
+
 export function cosignatureMessage(body: string, timestamp: number): Uint8Array {
   return utf8.encode(`cosignature/v1\ntime ${timestamp}\n${body}`);
 }

@@ -11,6 +11,7 @@ import {
   SIG_ED25519,
   cosignatureMessage,
   keyIdOf,
+  parseCosignerVkey as parseCoreCosignerVkey,
   parseVkey as parseNoteVkey,
 } from '../core/note.js';
 import { readU64be, utf8 } from './bytes.js';
@@ -35,6 +36,12 @@ export interface Verifier extends NoteVerifier {
 /** `<name>+<8 hex key hash>+<base64(type ‖ 32-byte key)>` (src/core/note.ts parses it); throws NoteError. */
 export function parseVkey(text: string): Verifier {
   const v = parseNoteVkey(text);
+  return { ...v, vkey: text.trim(), keyId: keyIdOf(v.publicKey) };
+}
+
+/** A witness's vkey (cosignature/v1 Ed25519 or subtree/v1 ML-DSA-44, src/core/note.ts decides); throws NoteError. */
+export function parseCosignerVkey(text: string): Verifier {
+  const v = parseCoreCosignerVkey(text);
   return { ...v, vkey: text.trim(), keyId: keyIdOf(v.publicKey) };
 }
 

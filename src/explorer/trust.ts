@@ -7,7 +7,7 @@
 // Also keeps the last checkpoint this browser verified, per log origin.
 import { policyQuorum } from '../core/rules.js';
 import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
-import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, type Verifier, parseVkey } from './note.js';
+import { NoteError, SIG_ED25519, type Verifier, parseCosignerVkey, parseVkey } from './note.js';
 import type { SeenCheckpoint, Trust } from './verify.js';
 
 export interface TrustConfig {
@@ -93,12 +93,7 @@ export function toTrust(c: TrustConfig): Trust {
       throw new NoteError((e as Error).message);
     }
   }
-  const witnesses: Verifier[] = policy.witnesses.map((w) => {
-    const v = parseVkey(w.vkey);
-    if (v.type !== SIG_COSIGNATURE_V1)
-      throw new NoteError(`witness key ${v.name} must be a cosignature/v1 (type 0x04) vkey`);
-    return v;
-  });
+  const witnesses: Verifier[] = policy.witnesses.map((w) => parseCosignerVkey(w.vkey));
   return {
     origin: log.name,
     keyId: log.keyId,

@@ -10,7 +10,6 @@ import {
   checkPolicy,
   defaultPolicyFile,
   parseKeyId,
-  parseWitnessVkey,
   policyFromText,
   readConfigFile,
   saveConfig,
@@ -22,7 +21,7 @@ import {
   simpleThreshold,
   thresholdPolicy,
 } from '../../../src/core/tlog-policy.js';
-import { parseVkey } from '../../../src/core/note.js';
+import { parseCosignerVkey, parseVkey } from '../../../src/core/note.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
@@ -159,7 +158,7 @@ export function registerTrustConfig(ledger: Command): void {
       }
       const witnesses: PolicyWitness[] = [...file.trust.policy.witnesses];
       for (const name of opts.removeWitness ?? []) {
-        const at = witnesses.findIndex((w) => w.name === name || parseWitnessVkey(w.vkey).name === name);
+        const at = witnesses.findIndex((w) => w.name === name || parseCosignerVkey(w.vkey).name === name);
         if (at < 0) throw new UsageError(`no pinned witness named ${name}`);
         witnesses.splice(at, 1);
         changes.push(`removed witness ${name}`);
@@ -167,7 +166,7 @@ export function registerTrustConfig(ledger: Command): void {
       for (const vkey of opts.addWitness ?? []) {
         let v;
         try {
-          v = parseWitnessVkey(vkey);
+          v = parseCosignerVkey(vkey);
         } catch (e) {
           throw new UsageError(`--add-witness: ${(e as Error).message}`);
         }
