@@ -170,7 +170,7 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
       STELE_BACKEND: 'aws',
       STELE_ROLE: 'sequencer',
       STELE_MODE: 'production',
-      STELE_ANCHOR_TOKENS: `ci=${TOKEN}`,
+      STELE_ANCHOR_TOKENS: `ci=${TOKEN}@acme`, // the CLI below sends tenant acme: in production the token must grant it
       STELE_ANCHOR_RATE: '1000000',
       STELE_ORIGIN: ORIGIN,
       AWS_REGION: rgw.region,
