@@ -128,13 +128,26 @@ function releaseMachineLock(): void {
   rmSync(MACHINE_LOCK, { recursive: true, force: true });
 }
 
+type RgwOptions = { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number };
+
 /**
- * Starts the cluster and creates `bucket`. `deadlineMs` bounds the whole start (default
- * 120 s: the machine may be busy); `memoryBytes` bounds the OSD's RAM store.
+ * Starts the cluster and creates `bucket`; a failed start is retried once from nothing, since
+ * the OSD now and then comes up with a zeroed cluster fsid ('wrong fsid') and exits.
  */
-export async function startRgw(
-  options: { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number } = {},
-): Promise<RgwServer> {
+export async function startRgw(options: RgwOptions = {}): Promise<RgwServer> {
+  try {
+    return await startRgwOnce(options);
+  } catch (e) {
+    if (!(e instanceof RgwStartError) || !rgwAvailable()) throw e;
+    return startRgwOnce(options);
+  }
+}
+
+/**
+ * One start: `deadlineMs` bounds it (default 120 s: the machine may be busy); `memoryBytes`
+ * bounds the OSD's RAM store.
+ */
+async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
   if (!rgwAvailable()) {
     throw new RgwStartError(
       `Ceph is not installed (need ${BINARIES.join(', ')}): apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common uuid-runtime`,
