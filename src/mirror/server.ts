@@ -6,6 +6,7 @@
 // lines); other refusals are `<reason>\n` as text/plain, as the witness answers them.
 import { createGunzip } from 'node:zlib';
 import Koa from 'koa';
+import { TEXT, allow, answer } from '../witness/plain-answers.js';
 import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
 import { parseTilePath } from '../core/tiles.js';
@@ -19,7 +20,6 @@ import {
   formatMirrorInfo,
 } from './protocol.js';
 
-const TEXT = 'text/plain; charset=utf-8';
 const COPY_PATH = /^\/([0-9a-f]{64})\/(checkpoint|tile\/.+)$/;
 
 export function mirrorApp(mirror: Mirror, logger: Logger): Koa {
@@ -39,19 +39,6 @@ export function mirrorApp(mirror: Mirror, logger: Logger): Koa {
     }
   });
   return app;
-}
-
-function allow(ctx: Koa.Context, methods: readonly string[]): boolean {
-  if (methods.includes(ctx.method)) return true;
-  ctx.set('Allow', methods.join(', '));
-  answer(ctx, 405, 'method not allowed');
-  return false;
-}
-
-function answer(ctx: Koa.Context, status: number, text: string): void {
-  ctx.status = status;
-  ctx.type = TEXT;
-  ctx.body = `${text}\n`;
 }
 
 async function addCheckpoint(ctx: Koa.Context, mirror: Mirror, logger: Logger): Promise<void> {

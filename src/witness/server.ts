@@ -4,6 +4,7 @@
 // Refusals are `<reason>\n` as text/plain (a 409 carries the held size as text/x.tlog.size);
 // an unexpected error is logged and answered 500 without its details.
 import Koa from 'koa';
+import { TEXT, allow, answer } from './plain-answers.js';
 import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
 import {
@@ -15,8 +16,6 @@ import {
   refuse,
 } from './protocol.js';
 import type { Witness } from './witness.js';
-
-const TEXT = 'text/plain; charset=utf-8';
 
 export function witnessApp(witness: Witness, logger: Logger): Koa {
   const app = new Koa();
@@ -33,20 +32,6 @@ export function witnessApp(witness: Witness, logger: Logger): Koa {
     }
   });
   return app;
-}
-
-/** False (after answering 405) unless the request uses one of `methods`. */
-function allow(ctx: Koa.Context, methods: readonly string[]): boolean {
-  if (methods.includes(ctx.method)) return true;
-  ctx.set('Allow', methods.join(', '));
-  answer(ctx, 405, 'method not allowed');
-  return false;
-}
-
-function answer(ctx: Koa.Context, status: number, text: string): void {
-  ctx.status = status;
-  ctx.type = TEXT;
-  ctx.body = `${text}\n`;
 }
 
 async function addCheckpoint(ctx: Koa.Context, witness: Witness, logger: Logger): Promise<void> {
