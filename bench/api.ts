@@ -2,9 +2,12 @@
 // 1,000,000-entry log against a bare Koa JSON route, POST /api/ledger/anchor at 256
 // connections, and tiles read per proof. Servers run as child processes (one core each
 // side on this 2-core machine); autocannon drives them from this process.
+// BENCH_STELE_BASE=<checkout> also measures that checkout's server (its dist/) on the same
+// log, route by route beside this one, its figures prefixed `base_`: a before/after in one run.
+// BENCH_CONNECTIONS sets the read connections (default 100); BENCH_API_READS_ONLY=1 skips the anchors.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
@@ -13,7 +16,7 @@ import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
 import { entryId } from '../src/core/entry.js';
-import { QUICK, figure, processCpuMs } from './util.js';
+import { QUICK, figure, note, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
@@ -21,6 +24,9 @@ const WARMUP = QUICK ? 3 : 10;
 const ORIGIN = 'bench.stele/api';
 const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
+const BASE = process.env.BENCH_STELE_BASE;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
+const READS_ONLY = process.env.BENCH_API_READS_ONLY === '1';
 
 async function buildLog(dataDir: string): Promise<void> {
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
@@ -45,9 +51,14 @@ async function buildLog(dataDir: string): Promise<void> {
   await index.close();
 }
 
-async function startChild(args: string[]): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+async function startChild(args: string[], cwd = ROOT): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+  // A child that exits first (a locked data directory) would otherwise leave this waiting on nothing.
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`${args.join(' ')} exited with ${code} before listening`);
+  });
+  const [line] = (await Promise.race([once(child.stdout!, 'data'), exited])) as [Buffer];
+  exited.catch(() => {});
   return { url: JSON.parse(line.toString().split('\n')[0]!).url as string, child };
 }
 
@@ -95,10 +106,73 @@ async function load(
   };
 }
 
-async function metric(url: string, name: string): Promise<number> {
+async function metrics(url: string): Promise<(name: string) => number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\d+(?:\\.\\d+)?)`, 'm').exec(text);
-  return m ? Number(m[1]) : NaN;
+  return (name) => {
+    const m = new RegExp(`^${name} (\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?)`, 'm').exec(text);
+    return m ? Number(m[1]) : NaN;
+  };
+}
+
+function serveArgs(dataDir: string): string[] {
+  return [
+    'dist/cli/main.js',
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--origin',
+    ORIGIN,
+    '--port',
+    '0',
+    '--json',
+    '--log-level',
+    'warn',
+  ];
+}
+
+/** One read route on one server: a cold run, then the measured one; figures named `name_…`. */
+async function measureRoute(
+  name: string,
+  srv: { url: string; child: ChildProcess },
+  paths: () => string,
+  bareCpuPerRequest: number,
+  bareRps: number,
+): Promise<void> {
+  // A freshly started server reads its tiles from storage as it goes: the first run shows
+  // that cold start, the second the steady state of a warm replica (the target).
+  const cold = await load(srv.url, CONNECTIONS, paths, { duration: WARMUP });
+  figure(`${name}_cold_throughput`, Math.round(cold.rps), `req/s (first ${WARMUP} s after start)`);
+  const before = await metrics(srv.url);
+  const cpu0 = processCpuMs(srv.child.pid);
+  const run = await load(srv.url, CONNECTIONS, paths);
+  // The server's own CPU time per answer: unlike req/s, not set by what else the shared machine runs.
+  const cpuPerRequest = (processCpuMs(srv.child.pid) - cpu0) / run.requests;
+  const after = await metrics(srv.url);
+  const delta = (metric: string) => after(metric) - before(metric);
+  const fetched = delta('stele_tile_fetches');
+  const hits = delta('stele_tile_cache_hits');
+  const hashTiles = delta('stele_hash_tile_reads');
+  figure(`${name}_throughput`, Math.round(run.rps), 'req/s');
+  figure(`${name}_vs_bare_koa`, Math.round((run.rps / bareRps) * 100), '%');
+  figure(`${name}_server_cpu_per_request`, Math.round(cpuPerRequest * 1000), 'µs');
+  // Goal ≥ 0.50: this route costs at most twice a bare Koa JSON route's CPU per request.
+  figure(`${name}_cpu_efficiency_vs_bare_koa`, Number((bareCpuPerRequest / cpuPerRequest).toFixed(2)), '');
+  figure(`${name}_p50`, run.p50, 'ms');
+  figure(`${name}_p99`, run.p99, 'ms');
+  figure(`${name}_errors`, run.errors, 'responses');
+  // What stalls the event loop (p99 causes): its delay over the run (prom-client resets it per scrape), and GC time.
+  figure(`${name}_event_loop_delay_p99`, Number((after('nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(1)), 'ms');
+  figure(`${name}_event_loop_delay_max`, Number((after('nodejs_eventloop_lag_max_seconds') * 1000).toFixed(1)), 'ms');
+  const gcMs = (sums: (m: string) => number) =>
+    ['minor', 'major', 'incremental', 'weakcb'].reduce(
+      (t, k) => t + (sums(`nodejs_gc_duration_seconds_sum{kind="${k}"}`) || 0),
+      0,
+    ) * 1000;
+  figure(`${name}_gc_per_request`, Number((((gcMs(after) - gcMs(before)) / run.requests) * 1000).toFixed(1)), 'µs');
+  figure(`${name}_tiles_read_per_request`, Number(((fetched + hits) / run.requests).toFixed(2)), 'tiles');
+  figure(`${name}_tiles_fetched_per_request`, Number((fetched / run.requests).toFixed(3)), 'tiles');
+  // Hash tiles only (bundles aside): about one per tree level per proof path.
+  figure(`${name}_hash_tiles_read_per_request`, Number((hashTiles / run.requests).toFixed(2)), 'tiles');
 }
 
 export default async function main(): Promise<void> {
@@ -121,28 +195,30 @@ export default async function main(): Promise<void> {
     // Efficiency is compared in server CPU per request (both processes' CPU from /proc, the
     // same load generator): on a shared machine req/s says as much about the neighbours.
     const bare = await startChild(['--import', 'tsx', '--input-type=module', '-e', BARE_KOA]);
-    await load(bare.url, 100, () => '/', { duration: WARMUP });
+    await load(bare.url, CONNECTIONS, () => '/', { duration: WARMUP });
     const bareCpu0 = processCpuMs(bare.child.pid);
-    const bareRun = await load(bare.url, 100, () => '/');
+    const bareRun = await load(bare.url, CONNECTIONS, () => '/');
     const bareCpuPerRequest = (processCpuMs(bare.child.pid) - bareCpu0) / bareRun.requests;
     await stop(bare.child);
     figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
     figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
+    note(
+      `reads at ${CONNECTIONS} connections, ${DURATION} s each after ${WARMUP} s of warm-up; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
 
-    const srv = await startChild([
-      'dist/cli/main.js',
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--origin',
-      ORIGIN,
-      '--port',
-      '0',
-      '--json',
-      '--log-level',
-      'warn',
-    ]);
+    // The servers under test: this checkout's and, with BENCH_STELE_BASE, the base's, each
+    // route measured on one then the other so both see the same machine.
+    const servers: { prefix: string; url: string; child: ChildProcess }[] = [];
+    for (const [prefix, cwd] of BASE ? [['base_', BASE] as const, ['', ROOT] as const] : [['', ROOT] as const]) {
+      note(`${prefix || 'this '}server: ${cwd}`);
+      // One server per data directory (each holds its lock): the base reads a copy of the log.
+      const dir = prefix ? `${dataDir}-${prefix}copy` : dataDir;
+      if (prefix) cpSync(dataDir, dir, { recursive: true });
+      servers.push({ prefix, ...(await startChild(serveArgs(dir), cwd)) });
+    }
     try {
       for (const [name, paths] of [
         ['entry_by_id', () => `/api/ledger/entry?id=${pick(sampleIds)}`],
@@ -156,55 +232,18 @@ export default async function main(): Promise<void> {
           },
         ],
       ] as const) {
-        // A freshly started server reads its tiles from storage as it goes: the first run shows
-        // that cold start, the second the steady state of a warm replica (the target).
-        const cold = await load(srv.url, 100, paths, { duration: WARMUP });
-        figure(`${name}_cold_throughput`, Math.round(cold.rps), `req/s (first ${WARMUP} s after start)`);
-        const f0 = await metric(srv.url, 'stele_tile_fetches');
-        const h0 = await metric(srv.url, 'stele_tile_cache_hits');
-        const t0 = await metric(srv.url, 'stele_hash_tile_reads');
-        const cpu0 = processCpuMs(srv.child.pid);
-        const run = await load(srv.url, 100, paths);
-        // The server's own CPU time per answer: unlike req/s, not set by what else the shared machine runs.
-        const cpuPerRequest = (processCpuMs(srv.child.pid) - cpu0) / run.requests;
-        const fetched = (await metric(srv.url, 'stele_tile_fetches')) - f0;
-        const hits = (await metric(srv.url, 'stele_tile_cache_hits')) - h0;
-        const hashTiles = (await metric(srv.url, 'stele_hash_tile_reads')) - t0;
-        figure(`${name}_throughput`, Math.round(run.rps), 'req/s');
-        figure(`${name}_vs_bare_koa`, Math.round((run.rps / bareRun.rps) * 100), '%');
-        figure(`${name}_server_cpu_per_request`, Math.round(cpuPerRequest * 1000), 'µs');
-        // Goal ≥ 0.50: this route costs at most twice a bare Koa JSON route's CPU per request.
-        figure(`${name}_cpu_efficiency_vs_bare_koa`, Number((bareCpuPerRequest / cpuPerRequest).toFixed(2)), '');
-        figure(`${name}_p50`, run.p50, 'ms');
-        figure(`${name}_p99`, run.p99, 'ms');
-        figure(`${name}_errors`, run.errors, 'responses');
-        figure(`${name}_tiles_read_per_request`, Number(((fetched + hits) / run.requests).toFixed(2)), 'tiles');
-        figure(`${name}_tiles_fetched_per_request`, Number((fetched / run.requests).toFixed(3)), 'tiles');
-        // Hash tiles only (bundles aside): about one per tree level per proof path.
-        figure(`${name}_hash_tiles_read_per_request`, Number((hashTiles / run.requests).toFixed(2)), 'tiles');
+        for (const srv of servers)
+          await measureRoute(`${srv.prefix}${name}`, srv, paths, bareCpuPerRequest, bareRun.rps);
       }
     } finally {
-      await stop(srv.child);
+      for (const srv of servers) await stop(srv.child);
     }
 
+    if (READS_ONLY) return;
     // Anchors: 256 connections, each waiting for its answer, so throughput is bounded by
     // 256 / latency; a short batch interval (group commit) is what lets it scale.
     const anchorInterval = 10;
-    const anchorSrv = await startChild([
-      'dist/cli/main.js',
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--origin',
-      ORIGIN,
-      '--port',
-      '0',
-      '--json',
-      '--log-level',
-      'warn',
-      '--batch-interval',
-      String(anchorInterval),
-    ]);
+    const anchorSrv = await startChild([...serveArgs(dataDir), '--batch-interval', String(anchorInterval)]);
     try {
       let n = LOG_SIZE * 4;
       t = performance.now();
@@ -231,5 +270,6 @@ export default async function main(): Promise<void> {
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(`${dataDir}-base_copy`, { recursive: true, force: true });
   }
 }

@@ -8,6 +8,7 @@ import { checkRequestEdge } from './edge.js';
 import { respondWithError, throwIfUnanswered } from './errors.js';
 import { type GuardOptions, anchorAdmission, anchorGuard } from './guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
+import { hotReads } from './ledger-reads.js';
 import type { Metrics } from './metrics.js';
 import { objectMiddleware } from './objects.js';
 import { explorerMiddleware } from './explorer.js';
@@ -44,6 +45,8 @@ export function createApp(o: AppOptions): Koa {
     [anchorGuard(guard), parseJson],
     anchorAdmission(guard, (allowed) => o.metrics.anchorDecision(allowed)),
   );
+  // The reads every verifier makes answer their exact paths before the router's layers.
+  app.use(hotReads(o.ledger));
   app.use(router.routes());
   // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
   app.use(router.allowedMethods());

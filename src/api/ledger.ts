@@ -1,12 +1,8 @@
 // The /api/ledger routes of spec §4.1, computed from the tiles (through LogReader's
 // cache) and the lookup index. No route reads more than a few tiles per tree level.
-import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody } from '../core/anchor.js';
-import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
-import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
-import { isHash64, toHex } from '../core/hash.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
@@ -18,8 +14,9 @@ import {
   SequencerStoppedError,
   StorageUnavailableError,
 } from '../sequencer/contract.js';
-import { ApiError, badRequest, notFound } from './errors.js';
-import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
+import { ApiError, badRequest } from './errors.js';
+import { JSON_TYPE, ledgerReads, noStore } from './ledger-reads.js';
+import { type CheckpointView, anchorJson } from './views.js';
 import type { KeyView } from './wire.js';
 
 export interface WitnessInfo {
@@ -45,60 +42,6 @@ export interface LedgerService {
   submit?(request: AnchorRequest): Promise<AnchorReceipt>;
 }
 
-/** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
-const LOOKUP_KEYS = ['id', 'artifact', 'hash', 'leaf'] as const;
-const MAX_QUERY_VALUE = 128;
-/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-type Query = ParsedUrlQuery;
-
-/**
- * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
- * header naming text/x.tlog-proof (`format=json` keeps the JSON view whatever Accept says).
- */
-function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
-  if (format !== undefined) {
-    if (format === 'tlog-proof') return true;
-    if (format === 'json') return false;
-    throw badRequest('invalid_format', 'format must be json or tlog-proof');
-  }
-  return (ctx.get('Accept') ?? '')
-    .split(',')
-    .some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
-}
-
-/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
-const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
-
-/** A query parameter given exactly once, or undefined. */
-function single(query: Query, name: string): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
-  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
-  return v;
-}
-
-function treeSizeParam(query: Query, name: string): number {
-  const v = single(query, name);
-  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
-    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
-  }
-  return Number(v);
-}
-
-/**
- * Whether the entry found through the index is the one looked up. Only these two keys go
- * through the index (id and leaf name the leaf itself), so only they parse the record.
- */
-function carries(found: { readonly entry: CanonicalEntry }, key: (typeof LOOKUP_KEYS)[number], value: string): boolean {
-  if (key === 'hash') return found.entry.digest === value.toLowerCase();
-  if (key === 'artifact') return found.entry.artifactId === value;
-  return true;
-}
-
 /**
  * Decides whether a parsed anchor may enter the pool, as which request (the tenant recorded):
  * throws the refusal (403). See src/api/guard.ts.
@@ -115,10 +58,9 @@ export function ledgerRouter(
   admit: AnchorAdmission = (_ctx, r) => r,
 ): Router {
   const router = new Router({ prefix: '/api/ledger' });
-  const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
-  const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+  const reads = ledgerReads(svc);
+  const checkpoints = reads.checkpoints;
   const view = (cp: PublishedCheckpoint): CheckpointView => checkpoints.view(cp);
-  const noStore = (ctx: Context) => ctx.set('Cache-Control', 'no-store');
 
   router.get('/checkpoint', (ctx) => {
     noStore(ctx);
@@ -144,78 +86,8 @@ export function ledgerRouter(
     ctx.body = body;
   });
 
-  router.get('/entry', async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
-    const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
-    const extra = Object.keys(query).filter((k) => !(LOOKUP_KEYS as readonly string[]).includes(k) && k !== 'format');
-    const asProof = wantsTlogProof(ctx, single(query, 'format'));
-    if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
-    if (given.length !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact, hash or leaf');
-    const cp = svc.checkpoint();
-    const key = given[0]!;
-    const value = single(query, key)!;
-    let seq: number | undefined;
-    let idPrefix: string | undefined;
-    if (key === 'id') {
-      const id = parseEntryId(value);
-      if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
-      seq = id.seq;
-      idPrefix = id.hashPrefix;
-    } else if (key === 'leaf') {
-      seq = treeSizeParam(query, 'leaf');
-    } else if (key === 'artifact') {
-      if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
-      seq = await svc.index.findByArtifact(value);
-    } else {
-      if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
-      seq = await svc.index.findByDigest(value.toLowerCase());
-    }
-    if (seq === undefined || seq >= cp.size)
-      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    const found = await svc.reader.entryWithProof(seq, cp);
-    if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
-      throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
-    }
-    // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
-    // the entry it names must really carry the digest or artifact asked for.
-    if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    if (asProof) {
-      // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
-      const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
-      ctx.set('Content-Type', `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`);
-      ctx.body = steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note);
-      return;
-    }
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = entryProofJson(
-      seq,
-      found.canonical,
-      found.entryHash,
-      found.auditPath,
-      view(cp),
-      checkpoints.json(cp),
-      found.leafHash,
-    );
-  });
-
-  router.get('/consistency', async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
-    const extra = Object.keys(query).filter((k) => k !== 'first' && k !== 'second');
-    if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
-    const first = treeSizeParam(query, 'first');
-    const second = treeSizeParam(query, 'second');
-    const cp = svc.checkpoint();
-    if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
-    if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
-    if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
-    const found = await svc.reader.consistency(first, second, cp);
-    // The signed root stands for the checkpoint's own size (the tiles' agree with it).
-    const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
-  });
+  router.get('/entry', reads.entry);
+  router.get('/consistency', reads.consistency);
 
   router.post('/anchor', ...anchorGuards, async (ctx) => {
     noStore(ctx);

@@ -1,0 +1,201 @@
+// The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
+// proof) and GET /api/ledger/consistency: their handlers, which @koa/router mounts with the
+// other /api/ledger routes, and `hotReads`, which answers their exact paths before the router
+// is consulted (its layer matching costs these routes as much as their own work does).
+import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
+import type { Context, Middleware } from 'koa';
+import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
+import { isHash64, toHex } from '../core/hash.js';
+import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
+import { badRequest, notFound } from './errors.js';
+import type { LedgerService } from './ledger.js';
+import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
+
+/** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
+const LOOKUP_KEYS: readonly string[] = ['id', 'artifact', 'hash', 'leaf'];
+type LookupKey = 'id' | 'artifact' | 'hash' | 'leaf';
+const MAX_QUERY_VALUE = 128;
+/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+type Query = ParsedUrlQuery;
+
+/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
+const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
+
+export const noStore = (ctx: Context): void => {
+  ctx.set('Cache-Control', 'no-store');
+};
+
+/** A query parameter given exactly once, or undefined. */
+function single(query: Query, name: string): string | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
+  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
+  return v;
+}
+
+function treeSizeParam(query: Query, name: string): number {
+  const v = single(query, name);
+  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
+    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
+  }
+  return Number(v);
+}
+
+/**
+ * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
+ * header naming text/x.tlog-proof (`format=json` keeps the JSON view whatever Accept says).
+ */
+function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
+  if (format !== undefined) {
+    if (format === 'tlog-proof') return true;
+    if (format === 'json') return false;
+    throw badRequest('invalid_format', 'format must be json or tlog-proof');
+  }
+  const accept = ctx.get('Accept');
+  if (accept === '') return false;
+  return accept.split(',').some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
+}
+
+/**
+ * Whether the entry found through the index is the one looked up. Only these two keys go
+ * through the index (id and leaf name the leaf itself), so only they parse the record.
+ */
+function carries(found: { readonly entry: CanonicalEntry }, key: LookupKey, value: string): boolean {
+  if (key === 'hash') return found.entry.digest === value.toLowerCase();
+  if (key === 'artifact') return found.entry.artifactId === value;
+  return true;
+}
+
+/** The one lookup key of an /entry query; throws the refusal for unknown or missing keys. */
+function lookupKeyOf(query: Query): LookupKey {
+  let key: string | undefined;
+  let count = 0;
+  let extra: string | undefined;
+  for (const k of Object.keys(query)) {
+    if (LOOKUP_KEYS.includes(k)) {
+      key = k;
+      count++;
+    } else if (k !== 'format') extra ??= k;
+  }
+  if (extra !== undefined) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra)}`);
+  if (count !== 1) throw badRequest('lookup_key', 'give exactly one of id, artifact, hash or leaf');
+  return key as LookupKey;
+}
+
+export interface LedgerReads {
+  readonly entry: Middleware;
+  readonly consistency: Middleware;
+  /** The checkpoint views the routes answer with (each JSON serialised once per checkpoint). */
+  readonly checkpoints: CheckpointViews;
+}
+
+const readsOf = new WeakMap<LedgerService, LedgerReads>();
+
+/** The read handlers of `svc`: one set per service, so the router and hotReads share their checkpoint views. */
+export function ledgerReads(svc: LedgerService): LedgerReads {
+  let reads = readsOf.get(svc);
+  if (!reads) {
+    reads = makeReads(svc);
+    readsOf.set(svc, reads);
+  }
+  return reads;
+}
+
+function makeReads(svc: LedgerService): LedgerReads {
+  const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
+  const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+
+  const entry: Middleware = async (ctx) => {
+    noStore(ctx);
+    const query = queryOf(ctx);
+    const asProof = wantsTlogProof(ctx, single(query, 'format'));
+    const key = lookupKeyOf(query);
+    const cp = svc.checkpoint();
+    const value = single(query, key)!;
+    let seq: number | undefined;
+    let idPrefix: string | undefined;
+    if (key === 'id') {
+      const id = parseEntryId(value);
+      if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
+      seq = id.seq;
+      idPrefix = id.hashPrefix;
+    } else if (key === 'leaf') {
+      seq = treeSizeParam(query, 'leaf');
+    } else if (key === 'artifact') {
+      if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
+      seq = await svc.index.findByArtifact(value);
+    } else {
+      if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
+      seq = await svc.index.findByDigest(value.toLowerCase());
+    }
+    if (seq === undefined || seq >= cp.size)
+      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    const found = await svc.reader.entryWithProof(seq, cp);
+    if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
+      throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
+    }
+    // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
+    // the entry it names must really carry the digest or artifact asked for.
+    if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    if (asProof) {
+      // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
+      const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
+      ctx.set('Content-Type', `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`);
+      ctx.body = steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note);
+      return;
+    }
+    ctx.set('Content-Type', JSON_TYPE);
+    ctx.body = entryProofJson(
+      seq,
+      found.canonical,
+      found.entryHash,
+      found.auditPath,
+      checkpoints.view(cp),
+      checkpoints.json(cp),
+      found.leafHash,
+    );
+  };
+
+  const consistency: Middleware = async (ctx) => {
+    noStore(ctx);
+    const query = queryOf(ctx);
+    for (const k of Object.keys(query))
+      if (k !== 'first' && k !== 'second')
+        throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(k)}`);
+    const first = treeSizeParam(query, 'first');
+    const second = treeSizeParam(query, 'second');
+    const cp = svc.checkpoint();
+    if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
+    if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
+    if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
+    const found = await svc.reader.consistency(first, second, cp);
+    // The signed root stands for the checkpoint's own size (the tiles' agree with it).
+    const secondRoot = second === cp.size ? cp.root : found.secondRoot;
+    ctx.set('Content-Type', JSON_TYPE);
+    ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
+  };
+
+  return { entry, consistency, checkpoints };
+}
+
+/**
+ * Answers GET on the read routes' exact paths with their handlers, before the router: the
+ * same handlers the router mounts (variants such as a trailing slash or HEAD still reach them
+ * through it), inside the same edge middleware, so the answers, headers, errors and metrics
+ * are the router's.
+ */
+export function hotReads(svc: LedgerService): Middleware {
+  const reads = ledgerReads(svc);
+  const routes = new Map<string, Middleware>([
+    ['/api/ledger/entry', reads.entry],
+    ['/api/ledger/consistency', reads.consistency],
+  ]);
+  return (ctx, next) => {
+    const route = ctx.method === 'GET' ? routes.get(ctx.path) : undefined;
+    return route ? route(ctx, next) : next();
+  };
+}
