@@ -56,7 +56,7 @@ export default async function run(): Promise<void> {
       verifier: makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey),
       watch: { scopes: ['none'] },
       stateFile: join(dir, 'monitor.state'),
-      onAlert: () => undefined,
+      sinks: [],
     });
     const t1 = now();
     const cpu1 = process.cpuUsage();
