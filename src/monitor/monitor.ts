@@ -73,6 +73,8 @@ export interface MonitorOptions {
 
 /** Without alerts to raise, the state is saved at least this often while catching up. */
 const SAVE_EVERY = 16 * TILE_WIDTH;
+/** Bundles read ahead while scanning. */
+const READ_AHEAD = 8;
 
 const utf8 = new TextDecoder();
 
@@ -274,14 +276,25 @@ export class Monitor {
         : (await readBundle(src, 'entries', Math.floor((seq - 1) / TILE_WIDTH), ((seq - 1) % TILE_WIDTH) + 1))[
             (seq - 1) % TILE_WIDTH
           ]!;
-    while (seq < size) {
-      const index = Math.floor(seq / TILE_WIDTH);
+    // Bundles are read READ_AHEAD ahead of the one being checked (a URL source is latency-bound).
+    const fetches = new Map<number, Promise<[Uint8Array[], Uint8Array[], Uint8Array]>>();
+    const fetchBundle = (index: number) => {
       const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
-      const [records, entries, leaves] = await Promise.all([
+      if (width <= 0 || fetches.has(index)) return;
+      const p = Promise.all([
         readBundle(src, 'records', index, width),
         readBundle(src, 'entries', index, width),
         readTileBytes(src, 0, index, width),
       ]);
+      p.catch(() => undefined); // awaited (and its error thrown) when its turn comes
+      fetches.set(index, p);
+    };
+    while (seq < size) {
+      const index = Math.floor(seq / TILE_WIDTH);
+      const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
+      for (let k = index; k <= index + READ_AHEAD; k++) fetchBundle(k);
+      const [records, entries, leaves] = await fetches.get(index)!;
+      fetches.delete(index);
       const alerts: Alert[] = [];
       for (let i = seq - index * TILE_WIDTH; i < width; i++, seq++) {
         const eh = entryHash(seq, records[i]!, prior);
