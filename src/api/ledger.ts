@@ -20,7 +20,8 @@ import {
 } from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
-import type { KeyView } from './wire.js';
+import type { KeyView, MirrorInfo } from './wire.js';
+export type { MirrorInfo } from './wire.js';
 
 export interface WitnessInfo {
   readonly name: string;
@@ -42,6 +43,8 @@ export interface LedgerService {
   readonly witnessThreshold: number;
   /** The witness policy as C2SP tlog-policy text (this log, its witnesses, the quorum), if known. */
   readonly witnessPolicy?: string;
+  /** The tlog-mirrors the log pushes to. */
+  readonly mirrors?: readonly MirrorInfo[];
   submit?(request: AnchorRequest): Promise<AnchorReceipt>;
 }
 
@@ -140,6 +143,7 @@ export function ledgerRouter(
         threshold: svc.witnessThreshold,
         ...(svc.witnessPolicy !== undefined ? { policy: svc.witnessPolicy } : {}),
       },
+      ...(svc.mirrors ? { mirrors: [...svc.mirrors] } : {}),
     };
     ctx.body = body;
   });
