@@ -1,4 +1,4 @@
-// Issue 19 figures: monitor catch-up from a directory (entries/s), and tlog-mirror ingestion through add-entries (a Stele log of N entries
+// Issue 19 figures: tlog-mirror ingestion through add-entries (a Stele log of N entries
 // pushed from size 0 by the log-side client, 32 gzip-compressed packages per request, the
 // mirror verifying each package's subtree consistency proof and writing bundles and tiles),
 // in entries per wall-clock second and per CPU second. Mirror and client share this process
@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { MirrorClient, logDataFromObjects } from '../src/mirror/client.js';
 import { startMirror } from '../src/mirror/host.js';
-import { Monitor } from '../src/monitor/monitor.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { loadOrCreateKey } from '../src/signer.js';
@@ -48,21 +47,6 @@ export default async function run(): Promise<void> {
     );
     figure('mirror_ingest_entries_per_s', N / secs, 'entries/s');
     figure('mirror_ingest_entries_per_cpu_s', N / cpu, 'entries/cpu-s');
-
-    // Monitor catch-up from size 0 over the log's directory: checkpoint, then every record
-    // against its entry hash and leaf, bundle by bundle (state saved after each).
-    const monitor = new Monitor({
-      log: { name: 'dir', objects },
-      verifier: makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey),
-      watch: { scopes: ['none'] },
-      stateFile: join(dir, 'monitor.state'),
-      onAlert: () => undefined,
-    });
-    const t1 = now();
-    const cpu1 = process.cpuUsage();
-    await monitor.step();
-    figure('monitor_catchup_dir_entries_per_s', N / ((now() - t1) / 1000), 'entries/s');
-    figure('monitor_catchup_dir_entries_per_cpu_s', N / cpuSeconds(cpu1), 'entries/cpu-s');
   } finally {
     await m.close();
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // `stele monitor <url|dir>`: follows a Stele log, verifying each step, and prints alerts as
 // JSON lines on stdout (watched entries once each across restarts, forks with both notes).
 import type { Command } from 'commander';
+import type { AlertSink } from '../../src/monitor/alerts.js';
 import { CliError, EXIT } from '../errors.js';
 
 const many = (v: string, acc: string[] = []) => [...acc, v];
@@ -14,6 +15,7 @@ interface MonitorFlags {
   watchScope?: string[];
   watchType?: string[];
   once?: boolean;
+  webhook?: string;
   interval: string;
   maxInterval: string;
 }
@@ -35,13 +37,22 @@ export function registerMonitorCommands(program: Command): void {
     .option('--watch-artifact <name|id>', 'alert on entries with this artifact name or id, repeatable', many)
     .option('--watch-scope <scope>', 'alert on entries in this scope, repeatable', many)
     .option('--watch-type <type>', 'alert on entries of this type, repeatable', many)
-    .option('--once', 'one step, then exit: 0 no alert, 1 an alert was raised (for cron and CI)')
+    .option(
+      '--webhook <url>',
+      'also POST each alert as JSON (retried with backoff; kept in the state until a 2xx answer); or STELE_MONITOR_WEBHOOK, for a URL with a token',
+    )
+    .option(
+      '--once',
+      'one step, then exit: 0 no alert, 1 an alert was raised, 3 alerts left undelivered (for cron and CI)',
+    )
     .option('--interval <ms>', 'polling interval; doubles while nothing changes', '1000')
     .option('--max-interval <ms>', 'longest polling interval', '60000')
     .action(async (source: string, o: MonitorFlags) => {
       const { parseVkey } = await import('../../src/core/note.js');
       const { openObjectSource } = await import('../../src/client/objects.js');
       const { Monitor } = await import('../../src/monitor/monitor.js');
+      const { LineSink, WebhookSink } = await import('../../src/monitor/alerts.js');
+      const { follow } = await import('../../src/monitor/follow.js');
       let verifier;
       try {
         verifier = parseVkey(o.vkey);
@@ -56,8 +67,28 @@ export function registerMonitorCommands(program: Command): void {
       const others = await Promise.all(
         (o.also ?? []).map(async (a) => ({ name: a, objects: await openObjectSource(a) })),
       );
+      let webhook: string | undefined = o.webhook ?? process.env.STELE_MONITOR_WEBHOOK;
+      if (webhook !== undefined) {
+        let u: URL | undefined;
+        try {
+          u = new URL(webhook);
+        } catch {}
+        if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+          throw new CliError(EXIT.USAGE, '--webhook must be an http:// or https:// URL');
+        webhook = u.toString();
+      }
       let alerts = 0;
       let critical = false;
+      const stdout = new LineSink((line) => process.stdout.write(line));
+      const counted: AlertSink = {
+        name: stdout.name,
+        async deliver(a) {
+          await stdout.deliver(a);
+          alerts++;
+          if (a.kind !== 'watch') critical = true;
+        },
+      };
+      let lastProgress = 0;
       const monitor = new Monitor({
         log,
         others,
@@ -69,39 +100,34 @@ export function registerMonitorCommands(program: Command): void {
           scopes: o.watchScope ?? [],
           types: o.watchType ?? [],
         },
-        onAlert: (a) => {
-          alerts++;
-          if (a.kind !== 'watch') critical = true;
-          process.stdout.write(`${JSON.stringify({ alert: a.kind, ...a })}\n`);
-        },
+        sinks: webhook ? [counted, new WebhookSink(webhook)] : [counted],
+        onDeliveryError: (_sink, e) => process.stderr.write(`stele: monitor: ${e.message}; kept for the next try\n`),
         onProgress: (done, size) => {
-          if (size - done > 0 || size > 10_000)
-            process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
+          // While catching up, about one line a second (and the last one).
+          if (done < size && Date.now() - lastProgress < 1000) return;
+          if (done === size && lastProgress === 0) return;
+          lastProgress = Date.now();
+          process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
         },
       });
       await monitor.load();
       if (o.once) {
         await monitor.step();
-        process.exitCode = alerts > 0 ? EXIT.VERIFY_FAILED : EXIT.OK;
+        if (monitor.pending > 0)
+          process.stderr.write(`stele: monitor: ${monitor.pending} alerts not yet delivered, kept in ${o.state}\n`);
+        process.exitCode = alerts > 0 ? EXIT.VERIFY_FAILED : monitor.pending > 0 ? EXIT.IO : EXIT.OK;
         return;
       }
-      let wait = interval;
-      let stop = false;
-      process.once('SIGINT', () => (stop = true));
-      process.once('SIGTERM', () => (stop = true));
-      while (!stop) {
-        const before = alerts;
-        const held = (await monitor.load()).held?.size ?? -1;
-        await monitor
-          .step()
-          .catch((e: unknown) => process.stderr.write(`stele: monitor step failed: ${(e as Error).message}\n`));
-        const moved = ((await monitor.load()).held?.size ?? -1) !== held || alerts !== before;
-        wait = moved ? interval : Math.min(maxInterval, wait * 2);
-        if (critical) {
-          process.exitCode = EXIT.VERIFY_FAILED;
-          return;
-        }
-        await new Promise((r) => setTimeout(r, wait));
-      }
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      process.once('SIGTERM', () => stop.abort());
+      const ended = await follow({
+        step: () => monitor.step(),
+        interval,
+        maxInterval,
+        signal: stop.signal,
+        onError: (e) => process.stderr.write(`stele: monitor step failed: ${e.message}\n`),
+      });
+      if (ended === 'stop' || critical) process.exitCode = EXIT.VERIFY_FAILED;
     });
 }

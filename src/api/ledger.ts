@@ -17,7 +17,8 @@ import {
 import { ApiError, badRequest } from './errors.js';
 import { JSON_TYPE, ledgerReads, noStore } from './ledger-reads.js';
 import { type CheckpointView, anchorJson } from './views.js';
-import type { KeyView } from './wire.js';
+import type { KeyView, MirrorInfo } from './wire.js';
+export type { MirrorInfo } from './wire.js';
 
 export interface WitnessInfo {
   readonly name: string;
@@ -39,6 +40,8 @@ export interface LedgerService {
   readonly witnessThreshold: number;
   /** The witness policy as C2SP tlog-policy text (this log, its witnesses, the quorum), if known. */
   readonly witnessPolicy?: string;
+  /** The tlog-mirrors the log pushes to. */
+  readonly mirrors?: readonly MirrorInfo[];
   submit?(request: AnchorRequest): Promise<AnchorReceipt>;
 }
 
@@ -82,6 +85,7 @@ export function ledgerRouter(
         threshold: svc.witnessThreshold,
         ...(svc.witnessPolicy !== undefined ? { policy: svc.witnessPolicy } : {}),
       },
+      ...(svc.mirrors ? { mirrors: [...svc.mirrors] } : {}),
     };
     ctx.body = body;
   });

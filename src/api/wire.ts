@@ -67,6 +67,15 @@ export interface KeyView {
   witnesses: { name: string; vkey: string }[];
   /** `policy`: C2SP tlog-policy text, the authority when present (`threshold` is its least number of cosignatures). */
   witnessPolicy?: { threshold: number; policy?: string };
+  /** The log's tlog-mirrors (also witness lines of `policy`): key, and where the copy is served. */
+  mirrors?: MirrorInfo[];
+}
+
+export interface MirrorInfo {
+  name: string;
+  vkey: string;
+  /** The mirror's tlog-tiles prefix for this log: `<mirror URL>/<hex SHA-256(origin)>/`. */
+  tiles: string;
 }
 
 /** POST /api/ledger/anchor body. */

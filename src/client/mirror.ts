@@ -32,6 +32,7 @@ import {
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
+import { follow } from '../monitor/follow.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';
 import { orderedPipeline, parallelRange } from './pipeline.js';
@@ -463,4 +464,43 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
     reused: vt.reused + bundleReuse,
     elapsedMs: performance.now() - t0,
   };
+}
+
+export interface FollowMirrorOptions extends MirrorOptions {
+  /** Polling interval after a step that moved; doubles while nothing changes, up to maxInterval. */
+  readonly interval: number;
+  readonly maxInterval: number;
+  readonly signal?: AbortSignal;
+  /** Each completed step (an update, or nothing new). */
+  readonly onStep?: (r: MirrorResult) => void;
+  /** A step that failed for a reason that may pass (network, disk): retried after the backoff. */
+  readonly onError?: (e: Error) => void;
+}
+
+/**
+ * Keeps the mirror current (`ledger mirror --follow`): mirrorLog each step, on the monitor's
+ * follow loop, so the mirror is at most one step behind the source. Returns when `signal`
+ * aborts; throws the VerificationError that stopped it (a fork, a tampered object).
+ */
+export async function followMirror(opts: FollowMirrorOptions): Promise<void> {
+  let fatal: VerificationError | undefined;
+  await follow({
+    interval: opts.interval,
+    maxInterval: opts.maxInterval,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.onError ? { onError: opts.onError } : {}),
+    step: async () => {
+      let r: MirrorResult;
+      try {
+        r = await mirrorLog(opts);
+      } catch (e) {
+        if (!(e instanceof VerificationError)) throw e;
+        fatal = e;
+        return 'stop';
+      }
+      opts.onStep?.(r);
+      return r.status === 'updated' ? 'moved' : 'idle';
+    },
+  });
+  if (fatal) throw fatal;
 }

@@ -306,3 +306,39 @@ export function simpleThreshold(p: Policy): number | null {
   if (g.members.length !== all.size || !g.members.every((m) => all.has(m))) return null;
   return threshold(g);
 }
+
+/** A name not yet used in the policy: `base`, else `base-2`, `base-3`, …. */
+function freshName(p: Policy, base: string): string {
+  const taken = new Set([...p.witnesses.map((w) => w.name), ...p.groups.map((g) => g.name), QUORUM_NONE]);
+  let name = base;
+  for (let i = 2; taken.has(name); i++) name = `${base}-${i}`;
+  return name;
+}
+
+/**
+ * `p` with more cosigners (a log's tlog-mirrors: a mirror cosigns as a witness does) listed
+ * as witness lines and, when k > 0, required too: `group <name> k <cosigners>`, and a quorum
+ * that is p's quorum and that group. With k = 0 they are listed only, for clients to know them.
+ */
+export function withCosigners(p: Policy, cosigners: readonly PolicyWitness[], k: number, name: string): Policy {
+  if (cosigners.length === 0) return p;
+  if (k > cosigners.length) throw new PolicyError(`${k} of ${name} required, but only ${cosigners.length} listed`);
+  const known = new Set(p.witnesses.map((w) => w.name));
+  const clash = cosigners.find((c) => known.has(c.name));
+  if (clash) throw new PolicyError(`${name}: ${clash.name} is already a witness of the policy`);
+  const listed: Policy = { ...p, witnesses: [...p.witnesses, ...cosigners] };
+  if (k === 0) return listed;
+  const group: PolicyGroup = {
+    name: freshName(listed, name),
+    k: k === cosigners.length ? 'all' : k,
+    members: cosigners.map((c) => c.name),
+  };
+  if (p.quorum === QUORUM_NONE) return { ...listed, groups: [...p.groups, group], quorum: group.name };
+  const grouped: Policy = { ...listed, groups: [...p.groups, group] };
+  const both: PolicyGroup = {
+    name: freshName(grouped, `${p.quorum}-and-${name}`),
+    k: 'all',
+    members: [p.quorum, group.name],
+  };
+  return { ...grouped, groups: [...grouped.groups, both], quorum: both.name };
+}

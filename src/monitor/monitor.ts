@@ -5,7 +5,11 @@
 // watch list matches. Other sources of the same log (a mirror, a witness's copy, a second
 // log signing with the same key) are compared too: two checkpoints that cannot both be true
 // are a fork, reported with both signed notes. Its state (the size, root and note it holds,
-// up to where it has alerted) is a JSON file, so a restart alerts for nothing twice.
+// up to where it has checked, the alerts not yet delivered) is a JSON file replaced
+// atomically and durably: an alert enters it in the same write that records its entry as
+// checked, and leaves it only once every sink took it (alerts.ts), so a restart or a kill -9
+// raises no alert twice and loses none.
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { entryHash } from '../core/entry.js';
@@ -14,7 +18,10 @@ import { proveConsistency, verifyConsistency } from '../core/merkle.js';
 import type { NoteVerifier } from '../core/note.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader } from '../core/tiles.js';
+import { replaceFile } from '../store/files.js';
 import { readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
+import type { Alert, AlertSink, RaisedAlert } from './alerts.js';
+import type { StepOutcome } from './follow.js';
 
 export interface WatchList {
   readonly digests?: readonly string[];
@@ -23,20 +30,7 @@ export interface WatchList {
   readonly types?: readonly string[];
 }
 
-export type Alert =
-  | {
-      readonly kind: 'watch';
-      readonly seq: number;
-      readonly matched: string[];
-      readonly entry: Record<string, unknown>;
-    }
-  | {
-      readonly kind: 'fork';
-      readonly severity: 'critical';
-      readonly message: string;
-      readonly notes: readonly [string, string];
-    }
-  | { readonly kind: 'invalid'; readonly severity: 'critical'; readonly message: string; readonly source: string };
+export type { Alert, AlertSink, RaisedAlert } from './alerts.js';
 
 interface Held {
   size: number;
@@ -44,10 +38,18 @@ interface Held {
   note: string;
 }
 
+/** An alert raised but not yet taken by every sink: `sinks` names those still to take it. */
+interface Pending {
+  readonly alert: RaisedAlert;
+  readonly sinks: readonly string[];
+}
+
 export interface MonitorState {
   readonly held: Held | null;
-  /** Entries below this were checked and matched against the watch list. */
+  /** Entries below this were checked and matched against the watch list (their alerts raised). */
   readonly scanned: number;
+  /** The outbox: raised alerts some sink has not taken yet, oldest first. */
+  readonly pending?: readonly Pending[];
 }
 
 export interface MonitorSource {
@@ -62,9 +64,17 @@ export interface MonitorOptions {
   readonly verifier: NoteVerifier;
   readonly watch: WatchList;
   readonly stateFile: string;
-  readonly onAlert: (a: Alert) => void;
+  /** Where alerts go, in this order (each alert to every sink). */
+  readonly sinks: readonly AlertSink[];
+  /** A sink that failed to take an alert (it stays in the outbox and is tried again next step). */
+  readonly onDeliveryError?: (sink: string, e: Error) => void;
   readonly onProgress?: (scanned: number, size: number) => void;
 }
+
+/** Without alerts to raise, the state is saved at least this often while catching up. */
+const SAVE_EVERY = 16 * TILE_WIDTH;
+/** Bundles read ahead while scanning. */
+const READ_AHEAD = 8;
 
 const utf8 = new TextDecoder();
 
@@ -77,11 +87,10 @@ async function readState(file: string): Promise<MonitorState> {
   }
 }
 
-async function writeState(file: string, s: MonitorState): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  await fs.writeFile(tmp, JSON.stringify(s));
-  await fs.rename(tmp, file);
-}
+const writeState = (file: string, s: MonitorState): Promise<void> => replaceFile(file, JSON.stringify(s));
+
+const shortHash = (...parts: string[]): string =>
+  createHash('sha256').update(parts.join('\n\n')).digest('hex').slice(0, 16);
 
 /** What of an entry the watch list matches (empty: nothing). */
 export function matches(w: WatchList, e: Record<string, unknown>): string[] {
@@ -96,12 +105,69 @@ export function matches(w: WatchList, e: Record<string, unknown>): string[] {
 
 export class Monitor {
   private state: MonitorState = { held: null, scanned: 0 };
+  /** Sinks that failed during this step: not tried again until the next one. */
+  private down = new Set<string>();
+  private delivered = 0;
 
   constructor(private readonly o: MonitorOptions) {}
 
   async load(): Promise<MonitorState> {
     this.state = await readState(this.o.stateFile);
     return this.state;
+  }
+
+  /** Alerts in the outbox, not yet taken by every sink. */
+  get pending(): number {
+    return this.state.pending?.length ?? 0;
+  }
+
+  /** The id a receiver deduplicates on: the log, then what the alert is about. */
+  private idOf(a: Alert): string {
+    const origin = this.o.verifier.name;
+    if (a.kind === 'watch') return `${origin}/watch/${a.seq}`;
+    if (a.kind === 'fork') return `${origin}/fork/${shortHash(...a.notes)}`;
+    return `${origin}/invalid/${shortHash(a.source, a.message)}`;
+  }
+
+  /**
+   * Puts alerts in the outbox with `moved` (what they were raised for) in one durable write,
+   * then hands the outbox to the sinks. An alert already waiting (same id) is not added again.
+   */
+  private async raise(alerts: readonly Alert[], moved: Partial<MonitorState> = {}): Promise<void> {
+    const waiting = new Set((this.state.pending ?? []).map((p) => p.alert.id));
+    const sinks = this.o.sinks.map((k) => k.name);
+    const fresh = alerts
+      .map((a) => ({ alert: { ...a, id: this.idOf(a) } as RaisedAlert, sinks }))
+      .filter((p) => !waiting.has(p.alert.id));
+    this.state = { ...this.state, ...moved, pending: [...(this.state.pending ?? []), ...fresh] };
+    await writeState(this.o.stateFile, this.state);
+    await this.deliver();
+  }
+
+  /** Hands the outbox to each sink in turn (oldest first), saving after each sink's pass. */
+  private async deliver(): Promise<void> {
+    for (const sink of this.o.sinks) {
+      if (this.down.has(sink.name)) continue;
+      const taken = new Set<string>();
+      for (const p of this.state.pending ?? []) {
+        if (!p.sinks.includes(sink.name)) continue;
+        try {
+          await sink.deliver(p.alert);
+        } catch (e) {
+          this.down.add(sink.name);
+          this.o.onDeliveryError?.(sink.name, e as Error);
+          break;
+        }
+        taken.add(p.alert.id);
+        this.delivered++;
+      }
+      if (taken.size === 0) continue;
+      const pending = (this.state.pending ?? [])
+        .map((p) => (taken.has(p.alert.id) ? { ...p, sinks: p.sinks.filter((n) => n !== sink.name) } : p))
+        .filter((p) => p.sinks.length > 0);
+      this.state = { ...this.state, pending };
+      await writeState(this.o.stateFile, this.state);
+    }
   }
 
   /** The source's checkpoint, its log signature checked (null: none published yet). */
@@ -113,113 +179,151 @@ export class Monitor {
     return { size: cp.size, root: toHex(cp.root), note, rootBytes: cp.root };
   }
 
-  /** Whether the trees of `a` and `b` (b's tiles) can both be true; reports a fork if not. */
-  private async consistent(a: Held, b: Held, bTiles: ObjectReader): Promise<boolean> {
+  /** Why the trees of `a` and `b` (b's tiles) cannot both be true (an alert), or null if they can. */
+  private async inconsistency(a: Held, b: Held, bTiles: ObjectReader): Promise<Alert | null> {
     const [small, large] = a.size <= b.size ? [a, b] : [b, a];
     if (small.size === large.size) {
-      if (small.root === large.root) return true;
+      if (small.root === large.root) return null;
+    } else if (small.size === 0) {
+      return null;
     } else {
       const tiles = large === b ? bTiles : this.o.log.objects;
       try {
-        const proof =
-          small.size === 0
-            ? []
-            : await proveConsistency(small.size, large.size, new TileHashReader(large.size, storeTileFetcher(tiles)));
-        if (
-          small.size === 0 ||
-          verifyConsistency(
-            small.size,
-            large.size,
-            proof,
-            Buffer.from(small.root, 'hex'),
-            Buffer.from(large.root, 'hex'),
-          )
-        )
-          return true;
+        const proof = await proveConsistency(
+          small.size,
+          large.size,
+          new TileHashReader(large.size, storeTileFetcher(tiles)),
+        );
+        const ok = verifyConsistency(
+          small.size,
+          large.size,
+          proof,
+          Buffer.from(small.root, 'hex'),
+          Buffer.from(large.root, 'hex'),
+        );
+        if (ok) return null;
       } catch (e) {
-        this.o.onAlert({
+        return {
           kind: 'invalid',
           severity: 'critical',
           source: 'tiles',
           message: `cannot prove ${small.size} → ${large.size}: ${(e as Error).message}`,
-        });
-        return false;
+        };
       }
     }
-    this.o.onAlert({
+    return {
       kind: 'fork',
       severity: 'critical',
       message: `two checkpoints of ${this.o.verifier.name} that cannot both be true: size ${a.size} and size ${b.size}`,
       notes: [a.note, b.note],
-    });
-    return false;
+    };
   }
 
-  /** One step; false if a fork or an invalid object stopped it (the state is not moved). */
-  async step(): Promise<boolean> {
+  /**
+   * One step: deliver what an earlier step could not, then read, check and scan what is new.
+   * 'stop' if a fork or an invalid object was found (the state is not moved past it); 'moved'
+   * if the log grew or an alert was delivered; else 'idle'.
+   */
+  async step(): Promise<StepOutcome> {
+    this.down.clear();
+    const deliveredBefore = this.delivered;
+    if (this.pending > 0) await this.deliver();
     const held = this.state.held;
     let cp;
     try {
       cp = await this.checkpointOf(this.o.log);
     } catch (e) {
-      this.o.onAlert({
-        kind: 'invalid',
-        severity: 'critical',
-        source: this.o.log.name,
-        message: `checkpoint: ${(e as Error).message}`,
-      });
-      return false;
+      const message = `checkpoint: ${(e as Error).message}`;
+      await this.raise([{ kind: 'invalid', severity: 'critical', source: this.o.log.name, message }]);
+      return 'stop';
     }
-    if (!cp) return true;
-    if (held && !(await this.consistent(held, cp, this.o.log.objects))) return false;
+    if (!cp) return this.delivered > deliveredBefore ? 'moved' : 'idle';
+    const problem = held ? await this.inconsistency(held, cp, this.o.log.objects) : null;
+    if (problem) {
+      await this.raise([problem]);
+      return 'stop';
+    }
     for (const other of this.o.others ?? []) {
       const oc = await this.checkpointOf(other).catch(() => null);
-      if (oc && !(await this.consistent(cp, oc, other.objects))) return false;
+      const p = oc ? await this.inconsistency(cp, oc, other.objects) : null;
+      if (p) {
+        await this.raise([p]);
+        return 'stop';
+      }
     }
-    if (held && cp.size < held.size) return true; // a stale copy (a cache): nothing new
-    if (!held || cp.size > held.size)
-      this.state = { ...this.state, held: { size: cp.size, root: cp.root, note: cp.note } };
-    if (!(await this.scan(cp.size))) return false;
+    const grew = !held || cp.size > held.size;
+    // A copy behind the one held (a cache) has nothing new; a larger one is taken in.
+    if (grew) this.state = { ...this.state, held: { size: cp.size, root: cp.root, note: cp.note } };
+    if (!held || cp.size >= held.size) {
+      if (!(await this.scan(cp.size))) return 'stop';
+    }
     await writeState(this.o.stateFile, this.state);
-    return true;
+    return grew || this.delivered > deliveredBefore ? 'moved' : 'idle';
   }
 
-  /** Checks and matches entries [scanned, size), bundle by bundle, saving after each. */
+  /**
+   * Checks and matches entries [scanned, size), bundle by bundle. A bundle's alerts are
+   * raised with its entries marked scanned (one write); without alerts the state is saved
+   * every SAVE_EVERY entries.
+   */
   private async scan(size: number): Promise<boolean> {
     const src = this.o.log.objects;
     let seq = this.state.scanned;
+    let saved = seq;
     let prior =
       seq === 0
         ? new Uint8Array(32)
         : (await readBundle(src, 'entries', Math.floor((seq - 1) / TILE_WIDTH), ((seq - 1) % TILE_WIDTH) + 1))[
             (seq - 1) % TILE_WIDTH
           ]!;
-    while (seq < size) {
-      const index = Math.floor(seq / TILE_WIDTH);
+    // Bundles are read READ_AHEAD ahead of the one being checked (a URL source is latency-bound).
+    const fetches = new Map<number, Promise<[Uint8Array[], Uint8Array[], Uint8Array]>>();
+    const fetchBundle = (index: number) => {
       const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
-      const [records, entries, leaves] = await Promise.all([
+      if (width <= 0 || fetches.has(index)) return;
+      const p = Promise.all([
         readBundle(src, 'records', index, width),
         readBundle(src, 'entries', index, width),
         readTileBytes(src, 0, index, width),
       ]);
+      p.catch(() => undefined); // awaited (and its error thrown) when its turn comes
+      fetches.set(index, p);
+    };
+    while (seq < size) {
+      const index = Math.floor(seq / TILE_WIDTH);
+      const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
+      for (let k = index; k <= index + READ_AHEAD; k++) fetchBundle(k);
+      const [records, entries, leaves] = await fetches.get(index)!;
+      fetches.delete(index);
+      const alerts: Alert[] = [];
       for (let i = seq - index * TILE_WIDTH; i < width; i++, seq++) {
         const eh = entryHash(seq, records[i]!, prior);
         if (!bytesEqual(eh, entries[i]!) || !bytesEqual(leafHash(eh), leaves.subarray(32 * i, 32 * i + 32))) {
-          this.o.onAlert({
+          // What this bundle matched before the bad entry is raised with it; nothing past it.
+          alerts.push({
             kind: 'invalid',
             severity: 'critical',
             source: this.o.log.name,
             message: `entry ${seq}: the record does not hash to its entry hash and leaf`,
           });
+          await this.raise(alerts, { scanned: seq });
           return false;
         }
         prior = eh;
         const entry = JSON.parse(utf8.decode(records[i]!)) as Record<string, unknown>;
         const matched = matches(this.o.watch, entry);
-        if (matched.length > 0) this.o.onAlert({ kind: 'watch', seq, matched, entry });
+        if (matched.length > 0) alerts.push({ kind: 'watch', seq, matched, entry });
       }
-      this.state = { ...this.state, scanned: seq };
-      await writeState(this.o.stateFile, this.state);
+      if (alerts.length > 0) {
+        await this.raise(alerts, { scanned: seq });
+        saved = seq;
+      } else {
+        this.state = { ...this.state, scanned: seq };
+        if (seq - saved >= SAVE_EVERY) {
+          await writeState(this.o.stateFile, this.state);
+          saved = seq;
+        }
+      }
       this.o.onProgress?.(seq, size);
     }
     return true;

@@ -3,13 +3,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { LedgerService } from '../api/ledger.js';
+import type { LedgerService, MirrorInfo } from '../api/ledger.js';
 import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { localPaths, openLocalLog } from '../log/local.js';
-import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
+import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
 import {
   type AnchorReceipt,
@@ -25,10 +25,19 @@ import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
 import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
 import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witness/policy.js';
-import { type Policy, PolicyError, formatPolicy, minimumCosigners, parsePolicy } from '../core/tlog-policy.js';
+import {
+  type Policy,
+  PolicyError,
+  formatPolicy,
+  minimumCosigners,
+  parsePolicy,
+  withCosigners,
+} from '../core/tlog-policy.js';
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
 import { ConfigError, type ServeConfig } from '../config.js';
+import type { MirrorEndpoint } from '../mirror/client.js';
 import { MirrorPusher } from '../mirror/pusher.js';
+import { originHash } from '../witness/protocol.js';
 
 /** A log as the HTTP layer sees it. */
 export interface Backend {
@@ -97,6 +106,7 @@ function sequencerLedger(
   endpoints: readonly WitnessEndpoint[],
   policy: Policy | null,
   anchorTimeoutMs: number,
+  mirrors: readonly MirrorInfo[] = [],
 ): LedgerService {
   return {
     origin,
@@ -108,6 +118,7 @@ function sequencerLedger(
     witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
     witnessThreshold: policy ? minimumCosigners(policy) : 0,
     ...(policy ? { witnessPolicy: formatPolicy(policy) } : {}),
+    ...(mirrors.length > 0 ? { mirrors } : {}),
     submit: (req) => withDeadline(sequencer.submit(req), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
@@ -138,6 +149,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
         })
       : undefined;
   const mirrors = mirrorSetup(cfg, new FsObjectStore(localPaths(cfg.dataDir).publicDir), logger);
+  const advertised = mirrors ? withMirrors(published, mirrors.endpoints, cfg) : published;
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
@@ -174,8 +186,9 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
       signer.publicKey,
       cfg.origin,
       endpoints,
-      published,
+      advertised,
       cfg.anchorTimeoutMs,
+      mirrors ? mirrorInfo(mirrors.endpoints, cfg.origin) : [],
     ),
     objects: store,
     sequencer,
@@ -242,7 +255,11 @@ function witnessSetup(
 }
 
 /** The tlog-mirrors of --mirror (and --mirror-quorum, --mirror-timeout), or null when there are none. */
-function mirrorSetup(cfg: ServeConfig, objects: ObjectReader, logger: Logger): MirrorPusher | null {
+function mirrorSetup(
+  cfg: ServeConfig,
+  objects: ObjectReader,
+  logger: Logger,
+): (MirrorPusher & { readonly endpoints: readonly MirrorEndpoint[] }) | null {
   const specs = (cfg.mirrors ?? '')
     .split(',')
     .map((m) => m.trim())
@@ -250,16 +267,40 @@ function mirrorSetup(cfg: ServeConfig, objects: ObjectReader, logger: Logger): M
   if (specs.length === 0) return null;
   try {
     const mirrors = specs.map((m) => parseWitnessSpec(m));
-    return new MirrorPusher({
+    const pusher = new MirrorPusher({
       mirrors,
       required: cfg.mirrorQuorum ?? 0,
       objects,
       logger,
       ...(cfg.mirrorTimeoutMs !== undefined ? { timeoutMs: cfg.mirrorTimeoutMs } : {}),
     });
+    return Object.assign(pusher, { endpoints: mirrors });
   } catch (e) {
     throw new ConfigError(`--mirror: ${(e as Error).message}`);
   }
+}
+
+/**
+ * The policy the log publishes, with its mirrors: each a witness line (a mirror cosigns as a
+ * witness does), and the --mirror-quorum of them required beside the witnesses' quorum.
+ */
+function withMirrors(policy: Policy, mirrors: readonly MirrorEndpoint[], cfg: ServeConfig): Policy {
+  const cosigners = mirrors.map((m) => ({ name: m.verifier.name, vkey: formatVkey(m.verifier) }));
+  try {
+    return withCosigners(policy, cosigners, cfg.mirrorQuorum ?? 0, 'mirrors');
+  } catch (e) {
+    throw new ConfigError(`--mirror: ${(e as Error).message}`);
+  }
+}
+
+/** What /api/ledger/key says of each mirror: its key, and where its copy of this log is served. */
+function mirrorInfo(mirrors: readonly MirrorEndpoint[], origin: string): MirrorInfo[] {
+  return mirrors.map((m) => {
+    const u = new URL(m.url);
+    u.username = u.password = u.search = u.hash = '';
+    const base = u.toString().replace(/\/$/, '');
+    return { name: m.verifier.name, vkey: formatVkey(m.verifier), tiles: `${base}/${originHash(origin)}/` };
+  });
 }
 
 /** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */

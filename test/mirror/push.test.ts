@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
+import { parsePolicy, quorumMet } from '../../src/core/tlog-policy.js';
 import { originHash } from '../../src/witness/protocol.js';
 import { writeTestKey } from '../helpers/audit.js';
 import { CLI, type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
@@ -221,8 +222,29 @@ describe('a log that requires one mirror cosignature', () => {
     sb.cleanup();
   });
 
+  it('lists the mirror at /api/ledger/key and in its policy, which a client pins and checks', async () => {
+    await anchorMany(log.url, 'quorum', 10);
+    const key = (await (await fetch(`${log.url}/api/ledger/key`)).json()) as {
+      mirrors: unknown;
+      witnessPolicy: { threshold: number; policy: string };
+    };
+    expect(key.mirrors).toEqual([
+      { name: 'mirror.test/m1', vkey: mirror.vkey, tiles: `${mirror.url}/${originHash(ORIGIN)}/` },
+    ]);
+    const policy = parsePolicy(key.witnessPolicy.policy);
+    expect(policy.witnesses).toEqual([{ name: 'mirror.test/m1', vkey: mirror.vkey }]);
+    expect(quorumMet(policy, new Set())).toBe(false);
+    expect(quorumMet(policy, new Set(['mirror.test/m1']))).toBe(true);
+    expect(key.witnessPolicy.threshold).toBe(1);
+    const init = await sb.run(['ledger', 'init', '--endpoint', log.url, '--tenant', 't', '--trust-key', log.keyId]);
+    expect(init.code, init.stderr).toBe(0);
+    const cp = await sb.json(['ledger', 'checkpoint']);
+    expect(cp.code, cp.stderr).toBe(0);
+    expect(JSON.stringify(cp.out)).toContain('mirror.test/m1');
+  });
+
   it('publishes only with the mirror cosignature, waits while the mirror is down, and publishes once it is back', async () => {
-    await anchorMany(log.url, 'quorum', 300);
+    await anchorMany(log.url, 'quorum-more', 290);
     const note = await (await fetch(`${log.url}/checkpoint`)).text();
     expect(note.split('\n')[1]).toBe('300');
     expect(

@@ -1,7 +1,8 @@
 // `stele ledger mirror <dir>`: copy the checkpoint and every tile, verified, incrementally.
 import type { Command } from 'commander';
-import { mirrorLog } from '../../../src/client/mirror.js';
-import { HttpObjectReader, isUrl, openObjectSource } from '../../../src/client/objects.js';
+import { type MirrorResult, followMirror, mirrorLog } from '../../../src/client/mirror.js';
+import { HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
+import type { Trust } from '../../../src/client/verify.js';
 import { UsageError } from '../../../src/client/errors.js';
 import { type CommonOptions, common, emitJson, intArg, openSession, out, progress } from './common.js';
 
@@ -9,6 +10,9 @@ interface MirrorOptions extends CommonOptions {
   from?: string;
   concurrency?: number;
   reverify?: boolean;
+  follow?: boolean;
+  interval?: number;
+  maxInterval?: number;
 }
 
 export function registerMirror(ledger: Command): void {
@@ -21,12 +25,20 @@ export function registerMirror(ledger: Command): void {
       .argument('<dir>', 'mirror directory (created if needed)')
       .option('--from <url|dir>', 'where to copy from (default: [ledger] tiles, else the endpoint)')
       .option('--concurrency <n>', 'parallel requests (default 16)', intArg('--concurrency', 1))
-      .option('--reverify', 're-verify objects the mirror already holds'),
+      .option('--reverify', 're-verify objects the mirror already holds')
+      .option('--follow', 'keep the mirror current: poll the checkpoint and copy each new tree (until SIGINT/SIGTERM)')
+      .option(
+        '--interval <ms>',
+        'with --follow: polling interval, doubled while nothing changes',
+        intArg('--interval', 10),
+      )
+      .option('--max-interval <ms>', 'with --follow: longest polling interval', intArg('--max-interval', 10)),
   ).action(async (dir: string, opts: MirrorOptions) => {
     const { loaded, session } = await openSession(opts, { online: false, requireOnline: false });
     const from = opts.from ?? loaded.effective.tiles ?? loaded.effective.endpoint;
     if (!from) throw new UsageError('nothing to mirror from: pass --from <url> or configure an endpoint');
     const source = isUrl(from) ? new HttpObjectReader(from) : await openObjectSource(from);
+    if (opts.follow) return follow(source, dir, session.trust, opts);
     const bar = progress('mirroring', opts.json, 'objects');
     const r = await mirrorLog({
       source,
@@ -57,5 +69,35 @@ export function registerMirror(ledger: Command): void {
     out(
       `  objects     ${r.fetched} fetched and verified, ${r.reused} already present; ${stats.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`,
     );
+  });
+}
+
+/** `--follow`: one line (or JSON line) per step that changed the mirror, until SIGINT/SIGTERM. */
+async function follow(source: LogObjectSource, dir: string, trust: Trust, opts: MirrorOptions): Promise<void> {
+  const interval = opts.interval ?? 1000;
+  const maxInterval = opts.maxInterval ?? 60_000;
+  if (maxInterval < interval) throw new UsageError('--max-interval must be at least --interval');
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  process.once('SIGTERM', () => stop.abort());
+  let first = true;
+  const show = (r: MirrorResult) => {
+    if (r.status !== 'updated' && !first) return;
+    first = false;
+    if (opts.json)
+      process.stdout.write(`${JSON.stringify({ result: 'PASS', ...r, source: source.describe(), dir })}\n`);
+    else out(`Mirrored: ${r.origin} at size ${r.treeSize} (${r.fetched} objects fetched and verified) in ${dir}`);
+  };
+  await followMirror({
+    source,
+    sourceName: source.describe(),
+    dest: dir,
+    trust,
+    interval,
+    maxInterval,
+    signal: stop.signal,
+    ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
+    onStep: show,
+    onError: (e) => process.stderr.write(`stele: mirror step failed (retrying): ${e.message.split('\n')[0]}\n`),
   });
 }
