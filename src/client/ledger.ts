@@ -163,7 +163,7 @@ export async function priorEntryHash(source: ObjectReader, seq: number, size: nu
 }
 
 /** Rule 3 for an API answer: the leaf/id/digest checks plus the binding of the entry's fields to its hash. */
-async function leafRule(
+export async function leafRule(
   s: Session,
   entry: EntryView,
   seq: number,

@@ -9,6 +9,7 @@ import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { ApiView, type LogView, type Session, TilesView, trustOf } from '../../../src/client/ledger.js';
 import {
   DirObjectReader,
+  FallbackObjectReader,
   HttpObjectReader,
   type LogObjectSource,
   isUrl,
@@ -100,12 +101,17 @@ export async function openSession(
   }
   const trust = await trustOf(loaded.effective, api ?? undefined);
   // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
-  const tilesAt = loaded.effective.tiles ?? api?.endpoint;
-  const tiles = tilesAt
-    ? isUrl(tilesAt)
-      ? new HttpObjectReader(tilesAt)
-      : new DirObjectReader(resolve(tilesAt))
-    : undefined;
+  // A configured mirror may lag behind the log: what it lacks is read from the endpoint.
+  const reader = (at: string) => (isUrl(at) ? new HttpObjectReader(at) : new DirObjectReader(resolve(at)));
+  const configured = loaded.effective.tiles;
+  const tiles =
+    configured && api && configured !== api.endpoint
+      ? new FallbackObjectReader(reader(configured), reader(api.endpoint))
+      : configured
+        ? reader(configured)
+        : api
+          ? reader(api.endpoint)
+          : undefined;
   return {
     loaded,
     api,
