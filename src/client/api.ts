@@ -25,7 +25,7 @@ import type {
   WitnessSigView,
 } from '../api/wire.js';
 
-export type EntryLookup = { id: string } | { artifact: string } | { hash: string };
+export type EntryLookup = { id: string } | { artifact: string } | { hash: string } | { leaf: number };
 
 // ---- shape checks -------------------------------------------------------------------
 
@@ -240,7 +240,7 @@ export class LedgerApi {
   }
 
   async entry(lookup: EntryLookup): Promise<EntryProofView> {
-    const { url, body } = await this.get('entry', lookup as Record<string, string>);
+    const { url, body } = await this.get('entry', lookup as Record<string, string | number>);
     return parseEntryProof(body, url);
   }
 
@@ -272,6 +272,28 @@ export class LedgerApi {
       this.stats,
     );
     return parseAnchor(jsonBody(url, res), url);
+  }
+
+  /**
+   * The leaves of the entries recording artifact `name` in any scope (GET /api/ledger/search):
+   * a list of matches, each naming its leaf (`leafIndex`, or an entry `id`). Only where to
+   * look: the caller fetches and verifies each entry.
+   */
+  async searchArtifact(name: string): Promise<number[]> {
+    const { url, body } = await this.get('search', { artifact: name });
+    const root = new Shape(url, '', body);
+    const list = Array.isArray(body)
+      ? root
+      : (['matches', 'entries', 'results'].map((k) => root.at(k)).find((s) => Array.isArray(s.value)) ??
+        root.fail('has no list of matches'));
+    return list.list().map((m) => {
+      const o = m.obj();
+      if (Number.isSafeInteger(o.leafIndex) && (o.leafIndex as number) >= 0) return o.leafIndex as number;
+      const id = typeof o.id === 'string' ? o.id : m.has('entry') ? m.at('entry').at('id').str() : undefined;
+      const seq = id !== undefined ? /^led_(\d+)_[0-9a-f]{12}$/.exec(id)?.[1] : undefined;
+      if (seq === undefined) m.fail('names no leafIndex or entry id');
+      return Number(seq);
+    });
   }
 
   async summary(): Promise<Record<string, unknown>> {

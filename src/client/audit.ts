@@ -13,7 +13,14 @@ import { decodeBundle } from '../core/bundle.js';
 import { TileSet } from '../tile-set.js';
 import { MissingObjectError, readTileBytes } from '../tilestore.js';
 import { orderedPipeline } from './pipeline.js';
-import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
+import {
+  type CheckedCheckpoint,
+  type Outcome,
+  type ProveConsistency,
+  type Trust,
+  checkCheckpoint,
+  checkCopyConsistency,
+} from './verify.js';
 
 const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
 
@@ -29,7 +36,15 @@ export interface AuditOptions {
    * source's `checkpoint`.
    */
   readonly note?: string;
+  /** Consistency proofs up to the pin (the log's API): tells a copy older than the pin from a rollback. */
+  readonly proveToPin?: ProveConsistency | null;
 }
+
+/**
+ * The pinned checkpoint's check: `status` SKIP when it could not be made (a copy older than
+ * the pin, no proof to the pin at hand): not a failure, and not counted as passed.
+ */
+export type PinOutcome = Outcome & { status?: 'SKIP'; reason?: string };
 
 export interface AuditFailure {
   /** The first object found wrong (tile/…, or `checkpoint`). */
@@ -46,7 +61,7 @@ export interface AuditResult {
   readonly rootHash: string;
   readonly signature: Outcome;
   readonly witnesses: CheckedCheckpoint['witnesses'];
-  readonly pin: Outcome;
+  readonly pin: PinOutcome;
   /** Tree recomputation: entries, bundles and tiles checked before the first failure. */
   readonly tree: Outcome;
   readonly entriesChecked: number;
@@ -335,14 +350,19 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     treeOk = { ok: false, detail: e.failure.message };
   }
 
-  let pin: Outcome;
+  let pin: PinOutcome;
   if (trust.pin.size === 0) pin = { ok: true, detail: 'no pinned checkpoint to compare (empty pin)' };
-  else if (trust.pin.size > size)
-    pin = {
-      ok: false,
-      detail: `the audited tree (size ${size}) is smaller than the pinned size ${trust.pin.size}: rolled back or stale`,
-    };
-  else if (pinRoot === null)
+  else if (trust.pin.size > size) {
+    // A copy that lags behind the pin: stale unless a proof to the pin shows otherwise.
+    const older = await checkCopyConsistency(trust.pin, { size, root: cp.root }, null, opts.proveToPin ?? null);
+    pin =
+      'status' in older
+        ? older.status === 'SKIP'
+          ? { ok: true, status: 'SKIP', detail: older.detail, ...(older.reason ? { reason: older.reason } : {}) }
+          : { ok: older.status === 'PASS', detail: older.detail }
+        : older;
+    if (!pin.ok) failure ??= { object: 'checkpoint', seq: size, message: pin.detail };
+  } else if (pinRoot === null)
     pin = { ok: false, detail: `not checked: the audit stopped before size ${trust.pin.size}` };
   else if (!bytesEqual(pinRoot, trust.pin.root)) {
     pin = {

@@ -1,7 +1,6 @@
 // The client's operations (spec §4.3), independent of the command line: each returns a
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
-import { basename } from 'node:path';
 import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
 import { type LabelField, checkLabel } from '../core/labels.js';
 import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../core/entry.js';
@@ -15,6 +14,7 @@ import { readBundle } from '../tilestore.js';
 import type { AnchorBody, CheckpointView, EntryView, KeyView, LedgerApi } from './api.js';
 import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
 import { ApiError, ConfigError, UsageError, VerificationError } from './errors.js';
+import { type ScanProgress, cacheFileFor, entryIndex, scanForDigest } from './entry-index.js';
 import { type FileDigest, sha256File } from './hashfile.js';
 import { type ProofBundle, PROOF_FORMAT, type ProofStore } from './proofs.js';
 import {
@@ -25,8 +25,10 @@ import {
   Report,
   type Trust,
   checkCheckpoint,
+  type StatusOutcome,
   checkConsistency,
   checkConsistencyWithPin,
+  checkCopyConsistency,
   checkEntryBinding,
   checkInclusion,
   checkLeaf,
@@ -112,6 +114,11 @@ export class TilesView implements LogView {
   constructor(
     readonly source: ObjectReader,
     readonly name: string,
+    /**
+     * Consistency proofs from a tree that reaches the pin (the log's API, when configured):
+     * what tells a copy older than the pin from a rolled-back log (rule 2).
+     */
+    readonly proveToPin: ProveConsistency | null = null,
   ) {
     // The client verifies every proof against the checkpoint it checked and pinned.
     this.reader = new LogReader(source, { cacheBytes: 16 * 1024 * 1024, unverified: true });
@@ -156,7 +163,7 @@ export async function priorEntryHash(source: ObjectReader, seq: number, size: nu
 }
 
 /** Rule 3 for an API answer: the leaf/id/digest checks plus the binding of the entry's fields to its hash. */
-async function leafRule(
+export async function leafRule(
   s: Session,
   entry: EntryView,
   seq: number,
@@ -192,20 +199,30 @@ export interface PinMove {
   to: number;
 }
 
-/** Rules 1, 2 and 5 for a checkpoint; moves the pin forward when all three pass. */
-async function checkpointRules(
+/**
+ * Rules 1, 2 and 5 for a checkpoint; moves the pin forward when all three pass. A checkpoint
+ * read from a copy of the log (`copy`: tiles, a mirror) may be older than the pin (rule 2 by
+ * checkCopyConsistency); one the log's API answered may not.
+ */
+export async function checkpointRules(
   s: Session,
   report: Report,
   input: CheckpointInput,
   prove: ProveConsistency | null,
-): Promise<{ cc: CheckedCheckpoint; consistency: Outcome; pinMoved: PinMove | null }> {
+  copy?: LogView,
+): Promise<{ cc: CheckedCheckpoint; consistency: Outcome | StatusOutcome; pinMoved: PinMove | null }> {
   const cc = checkCheckpoint(input, s.trust);
   report.add('signature', cc.signature);
-  const consistency = await checkConsistency(s.trust.pin, { size: cc.size, root: cc.root }, prove);
+  const tree = { size: cc.size, root: cc.root };
+  const consistency =
+    copy instanceof TilesView
+      ? await checkCopyConsistency(s.trust.pin, tree, prove, copy.proveToPin)
+      : await checkConsistency(s.trust.pin, tree, prove);
   report.add('consistency', consistency);
   report.add('witnesses', cc.witnesses);
   let pinMoved: PinMove | null = null;
-  if (!s.keepPin && cc.signature.ok && consistency.ok && cc.witnesses.ok && cc.size > s.trust.pin.size) {
+  const consistent = 'ok' in consistency && consistency.ok;
+  if (!s.keepPin && cc.signature.ok && consistent && cc.witnesses.ok && cc.size > s.trust.pin.size) {
     const from = { treeSize: s.trust.pin.size, rootHash: toHex(s.trust.pin.root) };
     if (await advancePin(s.config.path, from, { treeSize: cc.size, rootHash: toHex(cc.root) }))
       pinMoved = { from: s.trust.pin.size, to: cc.size };
@@ -226,7 +243,7 @@ export interface CheckpointSummary {
   unsigned?: UnsignedFields;
 }
 
-function checkpointSummary(cc: CheckedCheckpoint): CheckpointSummary {
+export function checkpointSummary(cc: CheckedCheckpoint): CheckpointSummary {
   return {
     origin: cc.origin,
     treeSize: cc.size,
@@ -282,10 +299,12 @@ export interface VerifyResult {
 }
 
 export interface VerifyOptions {
-  /** For --tiles: the leaf to check (else taken from a stored proof bundle). */
+  /** For --tiles: the leaf to check (else a stored proof bundle's, else found by the digest). */
   readonly leafIndex?: number;
   readonly digest?: FileDigest;
   readonly onHashProgress?: (bytes: number, total: number) => void;
+  /** For --tiles without a stored proof: progress of the search through the record bundles. */
+  readonly onScanProgress?: ScanProgress;
 }
 
 export async function verifyFile(
@@ -297,7 +316,7 @@ export async function verifyFile(
   const { digest, bytes } = opts.digest ?? (await sha256File(file, opts.onHashProgress));
   return view instanceof ApiView
     ? verifyFileApi(s, view, file, digest, bytes)
-    : verifyFileTiles(s, view as TilesView, file, digest, bytes, opts.leafIndex);
+    : verifyFileTiles(s, view as TilesView, file, digest, bytes, opts);
 }
 
 async function verifyFileApi(
@@ -349,44 +368,44 @@ async function verifyFileApi(
   };
 }
 
-async function verifyFileTiles(
+/**
+ * Where `digest`'s entry is in a copy of the log: a stored proof bundle's leaf if there is
+ * one, else the earliest entry recording it in the record bundles (a local mirror's index
+ * is cached beside the configuration). Undefined when no entry of the tree records it.
+ */
+async function locateDigest(
   s: Session,
   view: TilesView,
-  file: string,
   digest: string,
-  bytes: number,
-  leafIndex?: number,
-): Promise<VerifyResult> {
-  const report = new Report();
-  let seq = leafIndex;
-  if (seq === undefined) {
-    const stored = await s.proofs.findByDigest(digest, s.trust.origin);
-    if (stored.length === 0) {
-      throw new UsageError(
-        `no stored proof for ${basename(file)} (sha256 ${digest.slice(0, 16)}…): pass --leaf-index <n>, or verify or anchor it online once`,
-      );
-    }
-    seq = stored[0]!.leafIndex;
-  }
-  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
+  tree: { size: number; root: Uint8Array },
+  onScanProgress?: ScanProgress,
+): Promise<number | undefined> {
+  const stored = await s.proofs.findByDigest(digest, s.trust.origin);
+  const inTree = stored.find((b) => b.leafIndex < tree.size);
+  if (inTree) return inTree.leafIndex;
+  const cacheFile = cacheFileFor(view.source, s.config.path);
+  if (!cacheFile) return scanForDigest(view.reader, tree.size, digest, onScanProgress);
+  const { index } = await entryIndex(view.reader, view.published, tree, cacheFile, view.name, onScanProgress);
+  return Object.prototype.hasOwnProperty.call(index.digests, digest) ? index.digests[digest] : undefined;
+}
+
+/**
+ * Rules 3 and 4 for leaf `seq` read from the tiles of the verified checkpoint `cc`: the
+ * record hashes (with the previous entry hash) to the entry hash in the entry bundle, it
+ * records `digest` when one is given, and the audit path from the hash tiles rebuilds the root.
+ */
+export async function checkTilesEntry(
+  view: TilesView,
+  report: Report,
+  seq: number,
+  cc: CheckedCheckpoint,
+  digest?: string,
+): Promise<EntryView | undefined> {
   const size = cc.size;
-  const base = {
-    file,
-    digest,
-    bytes,
-    mode: 'tiles' as const,
-    source: view.name,
-    report,
-    leafIndex: seq,
-    treeSize: size,
-    checkpoint: checkpointSummary(cc),
-    pinMoved,
-  };
   if (seq >= size) {
     report.add('leaf', { ok: false, detail: `leaf index ${seq} is not in the tree of size ${size}` });
     report.add('inclusion', { status: 'SKIP', detail: 'no leaf to prove' });
-    report.finish();
-    return base;
+    return undefined;
   }
   let entry: EntryView | undefined;
   let eh: Uint8Array | undefined;
@@ -402,7 +421,7 @@ async function verifyFileTiles(
           ]!;
     entry = presentEntry(at.entry, seq, eh) as EntryView;
     const problems: string[] = [];
-    if (at.entry.digest !== digest)
+    if (digest !== undefined && at.entry.digest !== digest)
       problems.push(
         `entry ${seq} records digest ${at.entry.digest.slice(0, 16)}…, not the file's ${digest.slice(0, 16)}…`,
       );
@@ -414,7 +433,7 @@ async function verifyFileTiles(
         ? { ok: false, detail: problems.join('; ') }
         : {
             ok: true,
-            detail: `entry ${entry.id} records the file's digest; its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)`,
+            detail: `entry ${entry.id}${digest !== undefined ? " records the file's digest;" : ':'} its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)`,
           },
     );
   } catch (e) {
@@ -435,8 +454,43 @@ async function verifyFileTiles(
   } else {
     report.add('inclusion', { status: 'SKIP', detail: 'no verified entry hash to prove' });
   }
+  return entry;
+}
+
+async function verifyFileTiles(
+  s: Session,
+  view: TilesView,
+  file: string,
+  digest: string,
+  bytes: number,
+  opts: VerifyOptions,
+): Promise<VerifyResult> {
+  const report = new Report();
+  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove, view);
+  const base = {
+    file,
+    digest,
+    bytes,
+    mode: 'tiles' as const,
+    source: view.name,
+    report,
+    treeSize: cc.size,
+    checkpoint: checkpointSummary(cc),
+    pinMoved,
+  };
+  const seq = opts.leafIndex ?? (await locateDigest(s, view, digest, cc, opts.onScanProgress));
+  if (seq === undefined) {
+    report.add('leaf', {
+      ok: false,
+      detail: `no entry of ${view.name} (tree size ${cc.size}) records the file's digest ${digest}: it is not anchored in this copy of the log`,
+    });
+    report.add('inclusion', { status: 'SKIP', detail: 'no entry to prove' });
+    report.finish();
+    return base;
+  }
+  const entry = await checkTilesEntry(view, report, seq, cc, digest);
   report.finish();
-  return { ...base, ...(entry ? { entry } : {}) };
+  return { ...base, leafIndex: seq, ...(entry ? { entry } : {}) };
 }
 
 // ---- anchor --------------------------------------------------------------------------
@@ -664,7 +718,7 @@ function unsignedFields(j: CheckpointView): UnsignedFields {
 export async function verifyCheckpoint(s: Session, view: LogView): Promise<CheckpointResult> {
   const report = new Report();
   const input = await view.checkpoint();
-  const { cc, pinMoved } = await checkpointRules(s, report, input, view.prove);
+  const { cc, pinMoved } = await checkpointRules(s, report, input, view.prove, view);
   report.finish();
   const note = input.note ?? input.json?.note ?? noteFromJson(input.json!, s.trust);
   return {
@@ -701,7 +755,7 @@ export async function proveConsistency(
   to: number | undefined,
 ): Promise<ConsistencyResult> {
   const report = new Report();
-  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
+  const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove, view);
   const a = from ?? s.trust.pin.size;
   const b = to ?? cc.size;
   if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b)

@@ -66,6 +66,22 @@ export class DirObjectReader implements ObjectReader {
   }
 }
 
+/**
+ * Reads from `primary` (a mirror, a CDN), and from `fallback` (the log's endpoint) what
+ * `primary` does not have: a mirror that lags lacks the newest bundles. Only for immutable
+ * objects (tiles and bundles), never the checkpoint.
+ */
+export class FallbackObjectReader implements ObjectReader {
+  constructor(
+    private readonly primary: ObjectReader,
+    private readonly fallback: ObjectReader,
+  ) {}
+
+  async get(key: string): Promise<Uint8Array | null> {
+    return (await this.primary.get(key)) ?? this.fallback.get(key);
+  }
+}
+
 export type LogObjectSource = (HttpObjectReader | DirObjectReader) & { describe(): string };
 
 export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);

@@ -8,6 +8,7 @@ import {
   type StatusOutcome,
   checkConsistency as coreCheckConsistency,
   checkConsistencyWithPin as coreCheckConsistencyWithPin,
+  checkCopyConsistency as coreCheckCopyConsistency,
 } from '../core/rules.js';
 import type { CheckpointView } from './api.js';
 import { ApiError, ClientError } from './errors.js';
@@ -58,6 +59,19 @@ export function checkConsistencyWithPin(
   offline: { reason: string; detail: string },
 ): Promise<Outcome | StatusOutcome> {
   return coreCheckConsistencyWithPin(pin, cp, prove, offline, isTransportError);
+}
+
+/**
+ * Rule 2 for a copy of the log that may lag behind the pin: a proof to the pin that cannot
+ * be had for want of the network leaves it "older than your pin", never a FAIL of the log.
+ */
+export function checkCopyConsistency(
+  pin: { size: number; root: Uint8Array },
+  cp: { size: number; root: Uint8Array },
+  prove: ProveConsistency | null,
+  proveToPin: ProveConsistency | null,
+): Promise<Outcome | StatusOutcome> {
+  return coreCheckCopyConsistency(pin, cp, prove, proveToPin, isTransportError, isTransportError);
 }
 
 /** A checkpoint as the client reads it: the API's JSON (with its unsigned fields) or a note. */

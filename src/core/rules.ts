@@ -613,6 +613,50 @@ export async function checkConsistencyWithPin(
     : older;
 }
 
+/**
+ * Rule 2 for a copy of the log (a mirror directory, a CDN) that may lag behind the pin. A
+ * copy at or past the pin is checked as any checkpoint (same size, other root: a fork). A
+ * smaller one is a stale copy, not a rollback, unless a proof from a tree that reaches the
+ * pin (`proveToPin`, e.g. the log's own API) shows it is no prefix of the pinned tree: then
+ * it FAILs. Without such a proof (none given, or `unavailable` says it could not be had) the
+ * rule is SKIPped: "older than your pin (N < M): update the mirror".
+ */
+export async function checkCopyConsistency(
+  pin: { size: number; root: Uint8Array },
+  cp: { size: number; root: Uint8Array },
+  prove: ProveConsistency | null,
+  proveToPin: ProveConsistency | null,
+  rethrow: (e: unknown) => boolean = () => false,
+  unavailable: (e: unknown) => boolean = () => false,
+): Promise<Outcome | StatusOutcome> {
+  if (cp.size >= pin.size) return checkConsistency(pin, cp, prove, 'pinned', rethrow);
+  const stale = `older than your pin (${cp.size} < ${pin.size}): update the mirror`;
+  let input: ConsistencyInput | undefined;
+  if (proveToPin && cp.size > 0) {
+    try {
+      input = await proveToPin(cp.size, pin.size);
+    } catch (e) {
+      if (!unavailable(e)) {
+        if (rethrow(e)) throw e;
+        return {
+          ok: false,
+          detail: `no valid consistency proof for ${cp.size} → ${pin.size} (the mirror's size to the pinned one): ${(e as Error).message}`,
+        };
+      }
+    }
+  }
+  if (cp.size === 0) input = { proof: [] };
+  if (input === undefined)
+    return {
+      status: 'SKIP',
+      reason: stale,
+      detail: `the mirror's checkpoint is ${stale}; whether it is a prefix of the pinned tree is not checked`,
+    };
+  const given = input;
+  const older = await checkConsistency(cp, pin, async () => given, "mirror's", rethrow);
+  return older.ok ? { ok: true, detail: `the mirror's checkpoint is ${stale}; ${older.detail}` } : older;
+}
+
 /** The report of a C2SP tlog-proof, and what it verified. */
 export interface TlogProofReport {
   readonly report: Report;

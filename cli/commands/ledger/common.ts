@@ -9,6 +9,7 @@ import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { ApiView, type LogView, type Session, TilesView, trustOf } from '../../../src/client/ledger.js';
 import {
   DirObjectReader,
+  FallbackObjectReader,
   HttpObjectReader,
   type LogObjectSource,
   isUrl,
@@ -75,7 +76,12 @@ export interface Opened {
 /** Loads the configuration and pinned trust; `online` requires an endpoint. */
 export async function openSession(
   opts: CommonOptions,
-  mode: { online?: boolean; requireOnline?: boolean } = {},
+  mode: {
+    online?: boolean;
+    requireOnline?: boolean;
+    /** Without an endpoint, the configured tiles will do (a configuration written offline). */
+    tilesFallback?: boolean;
+  } = {},
 ): Promise<Opened> {
   const online = mode.online ?? true;
   const requireOnline = mode.requireOnline ?? online;
@@ -90,17 +96,22 @@ export async function openSession(
         `${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`,
       );
     }
-  } else if (requireOnline) {
+  } else if (requireOnline && !(mode.tilesFallback && loaded.effective.tiles)) {
     throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
   }
   const trust = await trustOf(loaded.effective, api ?? undefined);
   // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
-  const tilesAt = loaded.effective.tiles ?? api?.endpoint;
-  const tiles = tilesAt
-    ? isUrl(tilesAt)
-      ? new HttpObjectReader(tilesAt)
-      : new DirObjectReader(resolve(tilesAt))
-    : undefined;
+  // A configured mirror may lag behind the log: what it lacks is read from the endpoint.
+  const reader = (at: string) => (isUrl(at) ? new HttpObjectReader(at) : new DirObjectReader(resolve(at)));
+  const configured = loaded.effective.tiles;
+  const tiles =
+    configured && api && configured !== api.endpoint
+      ? new FallbackObjectReader(reader(configured), reader(api.endpoint))
+      : configured
+        ? reader(configured)
+        : api
+          ? reader(api.endpoint)
+          : undefined;
   return {
     loaded,
     api,
@@ -121,9 +132,12 @@ export async function logView(
   loaded: LoadedConfig,
   api: LedgerApi | null,
 ): Promise<LogView> {
-  if (tiles) {
-    const src = await tilesSource(tiles, loaded);
-    return new TilesView(src, src.describe());
+  // No endpoint but a configured tiles location (an offline `ledger init`): read the tiles.
+  const where = tiles ?? (api ? undefined : loaded.effective.tiles);
+  if (where) {
+    const src = await tilesSource(where, loaded);
+    // The API, when there is one, proves a copy older than the pin consistent with it (rule 2).
+    return new TilesView(src, src.describe(), api ? new ApiView(api).prove : null);
   }
   if (!api)
     throw new ConfigError(
@@ -250,6 +264,17 @@ export function progress(label: string, json: boolean | undefined, unit = ''): P
     stop() {
       if (started) bar.stop();
     },
+  };
+}
+
+/** Progress of a search through the record bundles, in entries (shown on large logs only). */
+export function scanProgress(json: boolean | undefined) {
+  const p = progress('searching the records', json, 'entries');
+  return {
+    onScanProgress: (done: number, total: number) => {
+      if (total >= 65_536) p.update(done, total);
+    },
+    stop: () => p.stop(),
   };
 }
 

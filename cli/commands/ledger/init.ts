@@ -2,8 +2,10 @@
 // current checkpoint (only if it verifies under that key), and write the configuration
 // with its trust policy (C2SP tlog-policy, `ledger.policy` beside it): the pinned log key,
 // and the witnesses the log advertises with their quorum, shown before they are written.
+// Offline (`--vkey` and `--tiles`, no endpoint) the vkey is the key and the checkpoint comes
+// from the tiles; no witnesses are known then.
 import { promises as fs } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LedgerApi } from '../../../src/client/api.js';
 import {
@@ -15,9 +17,11 @@ import {
   policyFromText,
   saveConfig,
 } from '../../../src/client/config.js';
-import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
+import { ClientError, ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { labelOption, verifyKeyView } from '../../../src/client/ledger.js';
-import { NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
+import { isUrl, openObjectSource } from '../../../src/client/objects.js';
+import { type CheckedCheckpoint, NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
+import { type NoteVerifier, SIG_ED25519, formatVkey, keyIdOf, parseVkey } from '../../../src/core/note.js';
 import { EMPTY_ROOT, toHex } from '../../../src/core/hash.js';
 import {
   type Policy,
@@ -26,14 +30,15 @@ import {
   formatPolicy,
   thresholdPolicy,
 } from '../../../src/core/tlog-policy.js';
-import type { KeyView } from '../../../src/client/api.js';
+import type { CheckpointView, KeyView } from '../../../src/client/api.js';
 import { type CommonOptions, common, emitJson, out, short } from './common.js';
 
 interface InitOptions extends CommonOptions {
   endpoint?: string;
   tenant?: string;
   scope?: string;
-  trustKey: string;
+  trustKey?: string;
+  vkey?: string;
   tiles?: string;
   force?: boolean;
   /** --no-witnesses: pin no witnesses (`quorum none`). */
@@ -60,30 +65,134 @@ function advertisedPolicy(key: KeyView, keyId: string, where: string): Policy {
   return { ...p, logs };
 }
 
+/** The log key the user gives: --vkey (checked against --trust-key if both) and/or --trust-key. */
+function givenKey(opts: InitOptions): { keyId: string; vkey?: NoteVerifier } {
+  const keyId = opts.trustKey !== undefined ? parseKeyId(opts.trustKey) : null;
+  if (opts.trustKey !== undefined && !keyId)
+    throw new UsageError(
+      `malformed key id ${JSON.stringify(opts.trustKey)}: expected 64 hex characters (the SHA-256 of the log's public key)`,
+    );
+  if (opts.vkey === undefined) {
+    if (!keyId)
+      throw new UsageError(
+        'say which log key to trust: --trust-key <key_id> (fetched from the endpoint and checked), or --vkey <vkey>',
+      );
+    return { keyId };
+  }
+  let v: NoteVerifier;
+  try {
+    v = parseVkey(opts.vkey);
+  } catch (e) {
+    throw new UsageError(`--vkey: ${(e as Error).message}`);
+  }
+  if (v.type !== SIG_ED25519) throw new UsageError('--vkey must be an Ed25519 (type 0x01) log key');
+  const id = keyIdOf(v.publicKey);
+  if (keyId && keyId !== id)
+    throw new VerificationError(
+      `the --vkey key hashes to key id ${id}, not the --trust-key ${keyId}: refusing to pin it (check both with the log's operator)`,
+    );
+  return { keyId: id, vkey: v };
+}
+
+/** A tiles location as kept in the configuration: a URL as given, a directory made absolute. */
+const tilesSetting = (where: string): string => (isUrl(where) ? where : resolve(where));
+
+interface Pinned {
+  readonly log: NoteVerifier;
+  readonly vkey: string;
+  readonly cc: CheckedCheckpoint;
+  readonly advertised: Policy;
+  readonly key?: KeyView;
+  /** Where the key and checkpoint were read, for the policy file's comment and the messages. */
+  readonly from: string;
+}
+
+function firstLook(log: NoteVerifier, keyId: string, input: { json?: CheckpointView; note?: string }) {
+  const cc = checkCheckpoint(input, {
+    origin: log.name,
+    keyId,
+    log,
+    witnesses: [],
+    quorum: NOT_WITNESSED,
+    pin: { size: 0, root: EMPTY_ROOT },
+  });
+  if (!cc.signature.ok)
+    throw new VerificationError(`the log's checkpoint does not verify under the key: ${cc.signature.detail}`);
+  return cc;
+}
+
+/** Online: the key from /api/ledger/key, checked against the key id (and the --vkey), and its checkpoint. */
+async function pinFromApi(api: LedgerApi, keyId: string, given: NoteVerifier | undefined): Promise<Pinned> {
+  const key = await api.key();
+  const log = verifyKeyView(key, keyId);
+  if (given && given.name !== log.name)
+    throw new VerificationError(
+      `the log is named ${log.name}, not ${given.name} as the --vkey says: refusing to pin it`,
+    );
+  const cc = firstLook(log, keyId, { json: await api.checkpoint() });
+  const from = `${api.endpoint}/api/ledger/key`;
+  return { log, vkey: key.vkey, cc, advertised: advertisedPolicy(key, keyId, from), key, from };
+}
+
+/** Offline: the --vkey pins the key; the checkpoint is read from the tiles and must verify under it. */
+async function pinFromTiles(where: string, log: NoteVerifier): Promise<Pinned> {
+  const source = await openObjectSource(where);
+  const bytes = await source.get('checkpoint');
+  if (!bytes) throw new ClientError('io', `no checkpoint in ${source.describe()}: is it a copy of the log's tiles?`);
+  const cc = firstLook(log, keyIdOf(log.publicKey), { note: Buffer.from(bytes).toString('utf8') });
+  const vkey = formatVkey(log);
+  // No API: the log advertises no witnesses here; pin them with `trust-config --policy`.
+  return {
+    log,
+    vkey,
+    cc,
+    advertised: { logs: [{ vkey }], witnesses: [], groups: [], quorum: QUORUM_NONE },
+    from: source.describe(),
+  };
+}
+
 export function registerInit(ledger: Command): void {
   common(
     ledger
       .command('init')
-      .description('pin the log key and its current checkpoint, and write the configuration file')
+      .description(
+        'pin the log key and its current checkpoint, and write the configuration file (online from an endpoint, or offline from --vkey and --tiles)',
+      )
       .option('--endpoint <url>', 'ledger base URL (default: STELE_LEDGER_ENDPOINT)')
       .option('--tenant <tenant>', 'tenant name (default: STELE_LEDGER_TENANT)')
       .option('--scope <scope>', 'default scope label for anchors')
-      .requiredOption(
+      .option(
         '--trust-key <key_id>',
-        'the log key id you trust: hex SHA-256 of its Ed25519 public key (64 characters)',
+        'the log key id you trust: hex SHA-256 of its Ed25519 public key (64 characters); with --vkey, the vkey must hash to it',
       )
-      .option('--tiles <url|dir>', 'where to read tiles from for --tiles verification (default: the endpoint)')
+      .option(
+        '--vkey <vkey>',
+        'the log key you trust as a signed-note vkey (<origin>+<hash>+<base64 key>): pins it with no API at all',
+      )
+      .option(
+        '--tiles <url|dir>',
+        'where to read tiles from for --tiles verification (default: the endpoint); with --vkey and no endpoint, the checkpoint is read here',
+      )
       .option('--no-witnesses', 'pin no witnesses (quorum none): checkpoints will be reported as not witnessed')
-      .option('--force', 'replace an existing configuration (re-pins key and checkpoint)'),
+      .option('--force', 'replace an existing configuration (re-pins key and checkpoint)')
+      .addHelpText(
+        'after',
+        `
+Examples:
+  stele ledger init --endpoint http://127.0.0.1:8080 --trust-key <key_id>
+  stele ledger init --vkey '<origin>+<hash>+<key>' --tiles ./mirror      (offline: no API)`,
+      ),
   ).action(async (opts: InitOptions) => {
-    const keyId = parseKeyId(opts.trustKey);
-    if (!keyId)
-      throw new UsageError(
-        `malformed key id ${JSON.stringify(opts.trustKey)}: expected 64 hex characters (the SHA-256 of the log's public key)`,
-      );
+    const given = givenKey(opts);
+    const keyId = given.keyId;
     const endpointArg = opts.endpoint ?? process.env.STELE_LEDGER_ENDPOINT;
-    if (!endpointArg) throw new UsageError('no endpoint: pass --endpoint <url> or set STELE_LEDGER_ENDPOINT');
-    const api = new LedgerApi(endpointArg);
+    if (!endpointArg && opts.tiles === undefined)
+      throw new UsageError(
+        'no endpoint: pass --endpoint <url> (or set STELE_LEDGER_ENDPOINT), or start offline with --vkey <vkey> --tiles <dir|url>',
+      );
+    if (!endpointArg && !given.vkey)
+      throw new UsageError('offline (no endpoint) the key comes from --vkey <vkey>: a key id alone cannot be checked');
+    const api = endpointArg ? new LedgerApi(endpointArg) : null;
     const path = configPath(opts.config);
     if (!opts.force) {
       const exists = await fs.stat(path).then(
@@ -99,27 +208,18 @@ export function registerInit(ledger: Command): void {
         );
     }
 
-    const key = await api.key();
-    const log = verifyKeyView(key, keyId);
-    const cpJson = await api.checkpoint();
-    const cc = checkCheckpoint(
-      { json: cpJson },
-      { origin: log.name, keyId, log, witnesses: [], quorum: NOT_WITNESSED, pin: { size: 0, root: EMPTY_ROOT } },
-    );
-    if (!cc.signature.ok)
-      throw new VerificationError(`the log's checkpoint does not verify under the key: ${cc.signature.detail}`);
-
-    const advertised = advertisedPolicy(key, keyId, `${api.endpoint}/api/ledger/key`);
+    const pinned = api ? await pinFromApi(api, keyId, given.vkey) : await pinFromTiles(opts.tiles!, given.vkey!);
+    const { log, cc, advertised } = pinned;
     const policy: Policy = opts.witnesses
       ? advertised
       : { logs: advertised.logs, witnesses: [], groups: [], quorum: QUORUM_NONE };
     const policyFile = defaultPolicyFile(path);
     const cfg: LedgerConfig = {
-      endpoint: api.endpoint,
+      ...(api ? { endpoint: api.endpoint } : {}),
       trust: {
         keyId,
         origin: log.name,
-        vkey: key.vkey,
+        vkey: pinned.vkey,
         treeSize: cc.size,
         rootHash: toHex(cc.root),
         policy,
@@ -130,11 +230,11 @@ export function registerInit(ledger: Command): void {
     if (tenant !== undefined) cfg.tenant = tenant;
     const scope = labelOption('scope', opts.scope);
     if (scope !== undefined) cfg.scope = scope;
-    if (opts.tiles !== undefined) cfg.tiles = opts.tiles;
+    if (opts.tiles !== undefined) cfg.tiles = tilesSetting(opts.tiles);
     // Shown before it is written: the witnesses are the log's word until the user reviews them.
     if (!opts.json) {
       out(`Trust policy (C2SP tlog-policy) for ${log.name}:`);
-      out(`  log      ${key.vkey}`);
+      out(`  log      ${pinned.vkey}`);
       for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
       out(
         `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
@@ -143,8 +243,10 @@ export function registerInit(ledger: Command): void {
         out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
     }
     const policyText =
-      `# C2SP tlog-policy written by \`stele ledger init\` from ${api.endpoint}/api/ledger/key.\n` +
-      '# The witnesses and quorum are what the log advertised: review them, and set your own\n' +
+      `# C2SP tlog-policy written by \`stele ledger init\` from ${pinned.from}.\n` +
+      (api
+        ? '# The witnesses and quorum are what the log advertised: review them, and set your own\n'
+        : '# Offline: no witnesses are known here; set the ones you trust and their quorum\n') +
       '# with `stele ledger trust-config --policy <file>`.\n' +
       formatPolicy(policy);
     await saveConfig(path, cfg, policyText);
@@ -152,13 +254,15 @@ export function registerInit(ledger: Command): void {
     if (opts.json) {
       emitJson({
         config: path,
-        endpoint: api.endpoint,
+        endpoint: api?.endpoint ?? null,
+        tiles: cfg.tiles ?? null,
+        offline: api === null,
         origin: log.name,
         keyId,
-        vkey: key.vkey,
+        vkey: pinned.vkey,
         pinned: { treeSize: cc.size, rootHash: toHex(cc.root) },
-        availableWitnesses: key.witnesses,
-        witnessPolicy: key.witnessPolicy ?? null,
+        availableWitnesses: pinned.key?.witnesses ?? [],
+        witnessPolicy: pinned.key?.witnessPolicy ?? null,
         policy: {
           file: join(dirname(path), policyFile),
           witnesses: policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
@@ -167,7 +271,9 @@ export function registerInit(ledger: Command): void {
       });
       return;
     }
-    out(`Pinned ${log.name} (key id ${short(keyId)}) at checkpoint size ${cc.size}, root ${short(toHex(cc.root))}`);
+    out(
+      `Pinned ${log.name} (key id ${short(keyId)}) at checkpoint size ${cc.size}, root ${short(toHex(cc.root))}${api ? '' : `, read from ${pinned.from} (offline)`}`,
+    );
     out(`Wrote ${path} and its trust policy ${join(dirname(path), policyFile)}`);
     if (policy.quorum === QUORUM_NONE)
       out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');

@@ -17,6 +17,7 @@ import {
   out,
   renderReport,
   reportJson,
+  scanProgress,
   short,
   tilesOption,
   logView,
@@ -84,13 +85,19 @@ export function printVerify(r: VerifyResult): void {
 
 /** Runs the verification for `ledger verify` and top-level `verify`. */
 export async function runVerify(file: string, opts: VerifyCliOptions, opened?: Opened): Promise<VerifyResult> {
-  const o = opened ?? (await openSession(opts, { online: !opts.tiles }));
+  // With --tiles the endpoint, if any, is asked only to prove a mirror older than the pin.
+  const o = opened ?? (await openSession(opts, { requireOnline: !opts.tiles, tilesFallback: true }));
   const view = await logView(opts.tiles, o.loaded, o.api);
   const hp = hashProgress(file, opts.json);
+  const sp = scanProgress(opts.json);
   return verifyFile(o.session, view, file, {
     ...(opts.leafIndex !== undefined ? { leafIndex: opts.leafIndex } : {}),
     onHashProgress: hp.onHashProgress,
-  }).finally(() => hp.stop());
+    onScanProgress: sp.onScanProgress,
+  }).finally(() => {
+    hp.stop();
+    sp.stop();
+  });
 }
 
 /** `--proof <file>`: rules 1, 3, 4 and 5 from a tlog-proof file, with no network at all. */
@@ -108,7 +115,7 @@ export function verifyOptions(cmd: Command): Command {
     .addOption(tilesOption())
     .option(
       '--leaf-index <n>',
-      'with --tiles: the leaf to check (default: from the stored proof bundle)',
+      "with --tiles: the leaf to check (default: a stored proof bundle's, else found by the file's digest in the record bundles)",
       intArg('--leaf-index'),
     );
 }
