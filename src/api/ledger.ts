@@ -3,7 +3,7 @@
 import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { type AnchorRequest, ValidationError, parseAnchorBody } from '../core/anchor.js';
+import { type AnchorRequest, ValidationError, parseAnchorBody, parseAnchorOptions } from '../core/anchor.js';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import { isHash64, toHex } from '../core/hash.js';
@@ -17,6 +17,7 @@ import {
   type PublishedCheckpoint,
   SequencerStoppedError,
   StorageUnavailableError,
+  type SubmitOptions,
 } from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
@@ -42,7 +43,8 @@ export interface LedgerService {
   readonly witnessThreshold: number;
   /** The witness policy as C2SP tlog-policy text (this log, its witnesses, the quorum), if known. */
   readonly witnessPolicy?: string;
-  submit?(request: AnchorRequest): Promise<AnchorReceipt>;
+  /** Appends, or answers an identical anchor with the entry already in the log (`existing`). */
+  submit?(request: AnchorRequest, options?: SubmitOptions): Promise<AnchorReceipt>;
 }
 
 /** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
@@ -223,8 +225,11 @@ export function ledgerRouter(
     if (!ctx.is('application/json'))
       throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
     let request: AnchorRequest;
+    let options: SubmitOptions;
     try {
-      request = parseAnchorBody((ctx.request as { body?: unknown }).body);
+      const body = (ctx.request as { body?: unknown }).body;
+      request = parseAnchorBody(body);
+      options = parseAnchorOptions(body);
     } catch (e) {
       if (e instanceof ValidationError) throw badRequest(e.code, e.message);
       throw e;
@@ -232,7 +237,7 @@ export function ledgerRouter(
     request = admit(ctx, request);
     let receipt: AnchorReceipt;
     try {
-      receipt = await svc.submit(request);
+      receipt = await svc.submit(request, options);
     } catch (e) {
       if (e instanceof PoolFullError) throw new ApiError(503, 'pool_full', e.message, { 'Retry-After': '1' });
       if (e instanceof StorageUnavailableError)
@@ -241,7 +246,8 @@ export function ledgerRouter(
       if (e instanceof SequencerStoppedError) throw new ApiError(503, 'sequencer_stopped', e.message);
       throw e;
     }
-    ctx.status = 201;
+    // 200 and `existing`: an identical anchor was already in the log and nothing was appended.
+    ctx.status = receipt.existing ? 200 : 201;
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body = anchorJson(
       receipt.seq,
@@ -249,6 +255,7 @@ export function ledgerRouter(
       receipt.entryHash,
       receipt.inclusionProof(),
       checkpoints.json(receipt.checkpoint),
+      receipt.existing === true,
     );
   });
 

@@ -57,6 +57,8 @@ export interface AnchorView {
   leafIndex: number;
   inclusionProof: string[];
   checkpoint: CheckpointView;
+  /** True (with HTTP 200, not 201) when an identical anchor was already in the log: nothing was appended. */
+  existing?: boolean;
 }
 
 export interface KeyView {
@@ -77,4 +79,6 @@ export interface AnchorBody {
   /** The client's tenant; in production the token decides it (a different one is a 403). */
   tenant?: string;
   type?: 'ledger_anchor' | 'document_verified';
+  /** Append a new entry even when an identical anchor (digest, artifact, scope, tenant) is in the log. */
+  allowDuplicate?: boolean;
 }

@@ -8,6 +8,8 @@ import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
+import { publishedAnchorFinder } from '../index/published-anchor.js';
+import { DuplicateAnchors } from '../sequencer/duplicates.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
@@ -98,6 +100,10 @@ function sequencerLedger(
   policy: Policy | null,
   anchorTimeoutMs: number,
 ): LedgerService {
+  const anchors = new DuplicateAnchors(
+    (req) => sequencer.submit(req),
+    publishedAnchorFinder(index, reader, () => sequencer.checkpoint),
+  );
   return {
     origin,
     publicKey,
@@ -108,7 +114,7 @@ function sequencerLedger(
     witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
     witnessThreshold: policy ? minimumCosigners(policy) : 0,
     ...(policy ? { witnessPolicy: formatPolicy(policy) } : {}),
-    submit: (req) => withDeadline(sequencer.submit(req), anchorTimeoutMs, () => sequencer.notReady),
+    submit: (req, options) => withDeadline(anchors.submit(req, options), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
 
