@@ -20,6 +20,7 @@ import {
   type SubmitOptions,
 } from '../sequencer/contract.js';
 import { ApiError, badRequest, notFound } from './errors.js';
+import { registerSearch } from './search.js';
 import { type CheckpointView, CheckpointViews, anchorJson, consistencyJson, entryProofJson } from './views.js';
 import type { KeyView } from './wire.js';
 
@@ -258,6 +259,8 @@ export function ledgerRouter(
       receipt.existing === true,
     );
   });
+
+  registerSearch(router, svc);
 
   router.get('/summary', async (ctx) => {
     noStore(ctx);

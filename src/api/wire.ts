@@ -44,6 +44,17 @@ export interface EntryProofView {
   entry: EntryView;
 }
 
+/** GET /api/ledger/search?artifact=: the artifacts with that label, one per scope, newest entry each. */
+export interface ArtifactSearchView {
+  /** The label searched, in NFC. */
+  artifact: string;
+  treeSize: number;
+  /** Ordered by artifact id. */
+  matches: { artifactId: string; scope?: string; leafIndex: number; entry: EntryView }[];
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  next?: string;
+}
+
 export interface ConsistencyView {
   first: number;
   second: number;
