@@ -3,13 +3,13 @@
 // cached for a year as immutable, and /explorer.json naming the keys the page verifies
 // against. Only these paths are handled, so the log objects, /api, /healthz, /metrics and
 // /v1 are never shadowed.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Context, Middleware, Next } from 'koa';
 import serve from 'koa-static';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
+import { findExplorerDir } from '../explorer-dist.js';
 import type { LedgerService } from './ledger.js';
+
+export { findExplorerDir } from '../explorer-dist.js';
 
 /** Same policy as the <meta> the build writes: the page talks to its own origin only. */
 export const EXPLORER_CSP =
@@ -23,17 +23,6 @@ export interface ExplorerOptions {
   readonly dir?: string;
   /** The log whose keys /explorer.json announces. */
   readonly ledger?: Pick<LedgerService, 'origin' | 'publicKey' | 'witnesses' | 'witnessThreshold'>;
-}
-
-/** dist/explorer, whether this module runs compiled (dist/src/api) or from source (src/api). */
-export function findExplorerDir(dir?: string): string | null {
-  const candidates = [
-    dir,
-    process.env.STELE_EXPLORER_DIR,
-    fileURLToPath(new URL('../../explorer/', import.meta.url)),
-    fileURLToPath(new URL('../../dist/explorer/', import.meta.url)),
-  ].filter((d): d is string => typeof d === 'string' && d !== '');
-  return candidates.find((d) => existsSync(join(d, 'index.html'))) ?? null;
 }
 
 /** The explorer's trust configuration for a log: its vkey, witness vkeys and threshold. */

@@ -2,7 +2,7 @@
 // cache) and the lookup index. No route reads more than a few tiles per tree level.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { type AnchorRequest, ValidationError, parseAnchorBody } from '../core/anchor.js';
+import { type AnchorRequest, ValidationError, parseAnchorBody, parseAnchorOptions } from '../core/anchor.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
@@ -13,12 +13,14 @@ import {
   type PublishedCheckpoint,
   SequencerStoppedError,
   StorageUnavailableError,
+  type SubmitOptions,
 } from '../sequencer/contract.js';
 import { ApiError, badRequest } from './errors.js';
 import { JSON_TYPE, ledgerReads, noStore } from './ledger-reads.js';
 import { type CheckpointView, anchorJson } from './views.js';
 import type { KeyView, MirrorInfo } from './wire.js';
 export type { MirrorInfo } from './wire.js';
+import { registerSearch } from './search.js';
 
 export interface WitnessInfo {
   readonly name: string;
@@ -42,7 +44,8 @@ export interface LedgerService {
   readonly witnessPolicy?: string;
   /** The tlog-mirrors the log pushes to. */
   readonly mirrors?: readonly MirrorInfo[];
-  submit?(request: AnchorRequest): Promise<AnchorReceipt>;
+  /** Appends, or answers an identical anchor with the entry already in the log (`existing`). */
+  submit?(request: AnchorRequest, options?: SubmitOptions): Promise<AnchorReceipt>;
 }
 
 /**
@@ -99,8 +102,11 @@ export function ledgerRouter(
     if (!ctx.is('application/json'))
       throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
     let request: AnchorRequest;
+    let options: SubmitOptions;
     try {
-      request = parseAnchorBody((ctx.request as { body?: unknown }).body);
+      const body = (ctx.request as { body?: unknown }).body;
+      request = parseAnchorBody(body);
+      options = parseAnchorOptions(body);
     } catch (e) {
       if (e instanceof ValidationError) throw badRequest(e.code, e.message);
       throw e;
@@ -108,7 +114,7 @@ export function ledgerRouter(
     request = admit(ctx, request);
     let receipt: AnchorReceipt;
     try {
-      receipt = await svc.submit(request);
+      receipt = await svc.submit(request, options);
     } catch (e) {
       if (e instanceof PoolFullError) throw new ApiError(503, 'pool_full', e.message, { 'Retry-After': '1' });
       if (e instanceof StorageUnavailableError)
@@ -117,7 +123,8 @@ export function ledgerRouter(
       if (e instanceof SequencerStoppedError) throw new ApiError(503, 'sequencer_stopped', e.message);
       throw e;
     }
-    ctx.status = 201;
+    // 200 and `existing`: an identical anchor was already in the log and nothing was appended.
+    ctx.status = receipt.existing ? 200 : 201;
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body = anchorJson(
       receipt.seq,
@@ -125,8 +132,11 @@ export function ledgerRouter(
       receipt.entryHash,
       receipt.inclusionProof(),
       checkpoints.json(receipt.checkpoint),
+      receipt.existing === true,
     );
   });
+
+  registerSearch(router, svc);
 
   router.get('/summary', async (ctx) => {
     noStore(ctx);

@@ -137,13 +137,15 @@ export function anchorJson(
   entryHash: Uint8Array,
   inclusionProof: readonly Uint8Array[],
   checkpointJson: JsonFragment,
+  existing = false,
 ): Buffer {
-  return new JsonObjectWriter()
+  const w = new JsonObjectWriter()
     .value('entry', presentEntry(entry, seq, entryHash))
     .number('leafIndex', seq)
     .hexList('inclusionProof', inclusionProof)
-    .fragment('checkpoint', checkpointJson)
-    .end();
+    .fragment('checkpoint', checkpointJson);
+  // Only a merged duplicate says so (AnchorView.existing); a new entry's answer is unchanged.
+  return (existing ? w.value('existing', true) : w).end();
 }
 
 /** The consistency view (ConsistencyView) as JSON bytes. */

@@ -44,6 +44,17 @@ export interface EntryProofView {
   entry: EntryView;
 }
 
+/** GET /api/ledger/search?artifact=: the artifacts with that label, one per scope, newest entry each. */
+export interface ArtifactSearchView {
+  /** The label searched, in NFC. */
+  artifact: string;
+  treeSize: number;
+  /** Ordered by artifact id. */
+  matches: { artifactId: string; scope?: string; leafIndex: number; entry: EntryView }[];
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  next?: string;
+}
+
 export interface ConsistencyView {
   first: number;
   second: number;
@@ -57,6 +68,8 @@ export interface AnchorView {
   leafIndex: number;
   inclusionProof: string[];
   checkpoint: CheckpointView;
+  /** True (with HTTP 200, not 201) when an identical anchor was already in the log: nothing was appended. */
+  existing?: boolean;
 }
 
 export interface KeyView {
@@ -86,4 +99,6 @@ export interface AnchorBody {
   /** The client's tenant; in production the token decides it (a different one is a 403). */
   tenant?: string;
   type?: 'ledger_anchor' | 'document_verified';
+  /** Append a new entry even when an identical anchor (digest, artifact, scope, tenant) is in the log. */
+  allowDuplicate?: boolean;
 }

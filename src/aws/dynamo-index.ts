@@ -4,8 +4,12 @@
 // Items (single table, pk/sk as DynamoLock):
 //   pk = "idx#<log>#d#<digest>"    sk = "leaf"  leaf (N): earliest leaf with that digest
 //   pk = "idx#<log>#a#<artifactId>" sk = "leaf" leaf (N): latest leaf with that artifact
+//   pk = "idx#<log>#k#<identity>"  sk = "leaf" leaf (N): earliest anchor with that identity
+//   pk = "idx#<log>#n#<label key>" sk = <artifact id>  leaf (N): latest leaf of that artifact
+//                                  (one partition per label: a Query lists its artifact ids)
 //   pk = "idx#<log>#meta"          sk = "meta"  size (N): leaves 0..size-1 indexed;
-//                                               "count:<type>" (N): entries by type
+//                                               "count:<type>" (N): entries by type;
+//                                               schema (N): INDEX_SCHEMA of the rows
 // Every write is idempotent or conditional, so replays, retries and two indexers racing
 // (a catch-up beside the live feed) converge on the same items:
 //   - digest items change only to a smaller leaf, artifact items only to a larger one;
@@ -17,11 +21,14 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
+  QueryCommand,
   ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import pLimit from 'p-limit';
-import type { LookupIndex } from '../index/types.js';
+import { anchorIdentity } from '../core/duplicates.js';
+import { labelKey } from '../index/keys.js';
+import { type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from '../index/types.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
 import { type DynamoConnectionOptions, type DynamoStats, createDynamoClient } from './dynamo-lock.js';
 
@@ -73,14 +80,24 @@ export class DynamoIndex implements LookupIndex {
     const start = indexed;
     const digests = new Map<string, number>();
     const artifacts = new Map<string, number>();
+    const anchors = new Map<string, number>();
+    const labels = new Map<string, { label: string; artifactId: string; seq: number }>();
     for (let seq = start; seq < end; seq++) {
       const e = batch.entryAt(seq);
       if (!digests.has(e.digest)) digests.set(e.digest, seq);
-      if (e.artifactId) artifacts.set(e.artifactId, seq);
+      const identity = anchorIdentity(e);
+      if (identity !== undefined && !anchors.has(identity)) anchors.set(identity, seq);
+      if (e.artifactId) {
+        artifacts.set(e.artifactId, seq);
+        if (e.artifact !== undefined)
+          labels.set(e.artifactId, { label: labelKey(e.artifact), artifactId: e.artifactId, seq });
+      }
     }
     await Promise.all([
       ...[...digests].map(([d, seq]) => this.limit(() => this.setLeaf(`d#${d}`, seq, '>'))),
       ...[...artifacts].map(([a, seq]) => this.limit(() => this.setLeaf(`a#${a}`, seq, '<'))),
+      ...[...anchors].map(([k, seq]) => this.limit(() => this.setLeaf(`k#${k}`, seq, '>'))),
+      ...[...labels.values()].map((l) => this.limit(() => this.setLeaf(`n#${l.label}`, l.seq, '<', l.artifactId))),
     ]);
 
     for (;;) {
@@ -89,8 +106,11 @@ export class DynamoIndex implements LookupIndex {
         const type = batch.entryAt(seq).type;
         counts.set(type, (counts.get(type) ?? 0) + 1);
       }
-      const names: Record<string, string> = { '#size': 'size' };
-      const values: Record<string, { N: string }> = { ':end': { N: String(end) } };
+      const names: Record<string, string> = { '#size': 'size', '#schema': 'schema' };
+      const values: Record<string, { N: string }> = {
+        ':end': { N: String(end) },
+        ':schema': { N: String(INDEX_SCHEMA) },
+      };
       const adds: string[] = [];
       [...counts].forEach(([type, n], i) => {
         names[`#c${i}`] = `${COUNT_PREFIX}${type}`;
@@ -104,7 +124,7 @@ export class DynamoIndex implements LookupIndex {
           new UpdateItemCommand({
             TableName: this.table,
             Key: this.metaKey(),
-            UpdateExpression: `SET #size = :end ADD ${adds.join(', ')}`,
+            UpdateExpression: `SET #size = :end, #schema = :schema ADD ${adds.join(', ')}`,
             ConditionExpression: indexed === 0 ? 'attribute_not_exists(#size)' : '#size = :indexed',
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
@@ -124,13 +144,13 @@ export class DynamoIndex implements LookupIndex {
   }
 
   /** Sets the leaf of item `id` unless it already holds one `op` than `leaf` allows. */
-  private async setLeaf(id: string, leaf: number, op: '>' | '<'): Promise<void> {
+  private async setLeaf(id: string, leaf: number, op: '>' | '<', sk = 'leaf'): Promise<void> {
     this.stats.writes++;
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.table,
-          Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } },
+          Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: sk } },
           UpdateExpression: 'SET #l = :l',
           ConditionExpression: `attribute_not_exists(#l) OR #l ${op} :l`,
           ExpressionAttributeNames: { '#l': 'leaf' },
@@ -163,6 +183,34 @@ export class DynamoIndex implements LookupIndex {
 
   findByArtifact(artifactId: string): Promise<number | undefined> {
     return this.getLeaf(`a#${artifactId}`);
+  }
+
+  findAnchor(identity: string): Promise<number | undefined> {
+    return this.getLeaf(`k#${identity}`);
+  }
+
+  async searchArtifact(label: string, limit: number, after?: string): Promise<ArtifactPage> {
+    this.stats.reads++;
+    const res = await this.client.send(
+      new QueryCommand({
+        TableName: this.table,
+        ConsistentRead: true,
+        KeyConditionExpression: after === undefined ? 'pk = :pk' : 'pk = :pk AND sk > :after',
+        ExpressionAttributeValues: {
+          ':pk': { S: `${this.ns}#n#${labelKey(label)}` },
+          ...(after === undefined ? {} : { ':after': { S: after } }),
+        },
+        // One more than asked tells whether more follow.
+        Limit: limit + 1,
+      }),
+    );
+    const matches = (res.Items ?? []).map((item) => ({ artifactId: item.sk!.S!, seq: Number(item.leaf!.N) }));
+    return { matches: matches.slice(0, limit), more: matches.length > limit };
+  }
+
+  async outdated(): Promise<boolean> {
+    const meta = await this.meta();
+    return meta.size !== undefined && Number(meta.schema?.N ?? 1) !== INDEX_SCHEMA;
   }
 
   private async meta() {

@@ -164,6 +164,7 @@ export function parseAnchor(value: unknown, where: string): AnchorView {
     leafIndex: s.at('leafIndex').int(),
     inclusionProof: s.at('inclusionProof').hashes(),
     checkpoint: checkpointShape(s.at('checkpoint')),
+    ...(s.has('existing') && s.at('existing').value === true ? { existing: true } : {}),
   };
 }
 

@@ -506,6 +506,8 @@ export interface AnchorResult {
   readonly checkpoint: CheckpointSummary;
   readonly pinMoved: PinMove | null;
   readonly savedProof?: string;
+  /** The log already held this anchor (same digest, artifact, scope, tenant) and answered with that entry. */
+  readonly existing: boolean;
 }
 
 export interface AnchorOptions {
@@ -580,6 +582,7 @@ export async function anchorFile(
     checkpoint: checkpointSummary(cc),
     pinMoved,
     ...(savedProof ? { savedProof } : {}),
+    existing: res.existing === true,
   };
 }
 

@@ -45,7 +45,8 @@ export const CLIENT_ENTRY_TYPES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?, tenant?, type?}.
+ * Validates the body of POST /api/ledger/anchor: {digest, artifact?, scope?, tenant?, type?,
+ * allowDuplicate?} (the last read by parseAnchorOptions).
  * `type` defaults to ledger_anchor; `stele verify --anchor` sends document_verified. The
  * tenant is the one the client names: whether it may be recorded is the route's decision.
  */
@@ -54,7 +55,9 @@ export function parseAnchorBody(body: unknown): AnchorRequest {
     throw new ValidationError('invalid_body', 'request body must be a JSON object');
   }
   const b = body as Record<string, unknown>;
-  const unknown = Object.keys(b).filter((k) => !['digest', 'artifact', 'scope', 'tenant', 'type'].includes(k));
+  const unknown = Object.keys(b).filter(
+    (k) => !['digest', 'artifact', 'scope', 'tenant', 'type', ...ANCHOR_OPTIONS].includes(k),
+  );
   if (unknown.length > 0) throw new ValidationError('unknown_field', `unknown field ${JSON.stringify(unknown[0])}`);
   if (b.digest === undefined) throw new ValidationError('missing_digest', 'digest is required');
   if (!isHash64(b.digest))
@@ -69,6 +72,22 @@ export function parseAnchorBody(body: unknown): AnchorRequest {
     throw new ValidationError('invalid_type', `type must be one of ${Object.keys(CLIENT_ENTRY_TYPES).join(', ')}`);
   }
   return anchorRequest(type as string, result, b.digest, { artifact, scope, tenant });
+}
+
+/** Body fields that say how to anchor, not what: they are not recorded. */
+const ANCHOR_OPTIONS = ['allowDuplicate'];
+
+export interface AnchorOptions {
+  /** Append a new entry even if an identical anchor is in the log (src/core/duplicates.ts). */
+  readonly allowDuplicate: boolean;
+}
+
+/** The options of an anchor body parseAnchorBody accepted: `allowDuplicate` (boolean, default false). */
+export function parseAnchorOptions(body: unknown): AnchorOptions {
+  const v = (body as Record<string, unknown>).allowDuplicate ?? false;
+  if (typeof v !== 'boolean')
+    throw new ValidationError('invalid_allowDuplicate', 'allowDuplicate must be true or false');
+  return { allowDuplicate: v };
 }
 
 /** Builds a request of any entry type (anchors, document_verified, control-plane decisions). */

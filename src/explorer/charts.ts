@@ -9,7 +9,12 @@ import type { FoldedProof } from './proof.js';
 export interface ChartEntry {
   readonly timestamp: string;
   readonly type: string;
+  /** How many entries this one stands for (a sample of a large log); 1 when absent. */
+  readonly weight?: number;
 }
+
+/** Entries counted, their weights included. */
+const weightOf = (entries: readonly ChartEntry[]): number => entries.reduce((n, e) => n + (e.weight ?? 1), 0);
 
 const COLOURS = ['#1f5fa8', '#b35806', '#1b7837', '#762a83', '#8c510a', '#01665e'];
 const PATTERNS = ['solid', 'hatch', 'dots', 'cross', 'hlines', 'vlines'] as const;
@@ -82,15 +87,18 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
   const start = Math.floor(min / bucket) * bucket;
   const n = Math.floor((max - start) / bucket) + 1;
   const typeCounts = new Map<string, number>();
-  for (const e of entries) typeCounts.set(e.type, (typeCounts.get(e.type) ?? 0) + 1);
-  const types = [...typeCounts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  for (const e of entries) typeCounts.set(e.type, (typeCounts.get(e.type) ?? 0) + (e.weight ?? 1));
+  const types = [...typeCounts]
+    .map(([t, n]): [string, number] => [t, Math.round(n)])
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const typeIndex = new Map(types.map(([t], i) => [t, i]));
   const counts = Array.from({ length: n }, () => new Array<number>(types.length).fill(0));
   for (const e of entries) {
     const t = Date.parse(e.timestamp);
     if (!Number.isFinite(t)) continue;
-    counts[Math.floor((t - start) / bucket)]![typeIndex.get(e.type)!]!++;
+    counts[Math.floor((t - start) / bucket)]![typeIndex.get(e.type)!]! += e.weight ?? 1;
   }
+  for (const c of counts) c.forEach((v, i) => (c[i] = Math.round(v)));
   const peak = Math.max(1, ...counts.map((c) => c.reduce((a, b) => a + b, 0)));
   const W = 720;
   const H = 260;
@@ -105,7 +113,7 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
     svg(
       'title',
       { id: `${prefix}-t` },
-      `Anchors over time: ${fmtInt(entries.length)} entries in ${n} buckets of ${bucketLabel(bucket)}, at most ${peak} per bucket`,
+      `Anchors over time: ${fmtInt(Math.round(weightOf(entries)))} entries in ${n} buckets of ${bucketLabel(bucket)}, at most ${peak} per bucket`,
     ),
   );
   chart.append(patternDefs(prefix));
@@ -192,9 +200,11 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
 export function typeChart(entries: readonly ChartEntry[]): HTMLElement {
   const prefix = `c${++chartSeq}`;
   const m = new Map<string, number>();
-  for (const e of entries) m.set(e.type, (m.get(e.type) ?? 0) + 1);
-  const types = [...m].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-  const total = entries.length || 1;
+  for (const e of entries) m.set(e.type, (m.get(e.type) ?? 0) + (e.weight ?? 1));
+  const types = [...m]
+    .map(([t, n]): [string, number] => [t, Math.round(n)])
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const total = Math.round(weightOf(entries)) || 1;
   const peak = Math.max(1, ...types.map(([, n]) => n));
   const W = 720;
   const rowH = 30;

@@ -10,9 +10,20 @@ import { TILE_WIDTH } from '../core/tiles.js';
 import { short, toBase64, toHex } from './bytes.js';
 import { auditPathDrawing, timeChart, typeChart } from './charts.js';
 import { type Child, type Verdict, badge, clear, fmtBytes, fmtInt, fmtTime, h, hashText } from './dom.js';
+import { artifactId } from '../core/entry.js';
 import { hashBlob } from './hashfile.js';
 import { FetchError, LogClient, bundleWidth } from './log.js';
-import { type Query, DEFAULT_SCAN_ENTRIES, apiLookup, classify, recordMatcher, scanRecords } from './search.js';
+import {
+  type LabelMatch,
+  type Query,
+  DEFAULT_SCAN_ENTRIES,
+  apiLookup,
+  apiSearch,
+  classify,
+  labelMatches,
+  recordMatcher,
+  scanRecords,
+} from './search.js';
 import {
   SOURCE_LABEL,
   type ResolvedTrust,
@@ -29,6 +40,7 @@ import { TLOG_PROOF_EXTENSION } from '../core/tlog-proof.js';
 import {
   type Check,
   type CheckpointResult,
+  type EntryFields,
   type EntryResult,
   type Report,
   buildReport,
@@ -467,77 +479,86 @@ function reportEntryFailures(rows: EntryResult[]): void {
   );
 }
 
-function entriesTable(rows: EntryResult[]): HTMLElement {
+/** A scrolling data table: one header row, then a row per item. */
+function dataTable(testid: string, headers: readonly string[], rows: HTMLElement[]): HTMLElement {
   return h(
     'div',
     { class: 'scroll' },
     h(
       'table',
-      { class: 'data entries', 'data-testid': 'entries' },
+      { class: 'data entries', 'data-testid': testid },
       h(
         'thead',
         null,
         h(
           'tr',
           null,
-          ['Leaf', 'Entry id', 'Type', 'Result', 'Artifact', 'Time', 'Verified'].map((c) =>
-            h('th', { scope: 'col' }, c),
-          ),
+          headers.map((c) => h('th', { scope: 'col' }, c)),
         ),
       ),
-      h(
-        'tbody',
-        null,
-        rows.map((r) => {
-          const f = r.fields ?? {};
-          return h(
-            'tr',
-            { 'data-seq': r.seq, 'data-status': r.ok ? 'PASS' : 'FAIL' },
-            h('td', null, String(r.seq)),
-            h('td', null, entryLink(r.seq, r.id ?? String(r.seq))),
-            h('td', null, String(f.type ?? '?')),
-            h('td', null, String(f.result ?? '?')),
-            h(
-              'td',
-              { class: 'wrap' },
-              typeof f.artifact === 'string' ? f.artifact : h('span', { class: 'muted' }, '—'),
-            ),
-            h('td', null, typeof f.timestamp === 'string' ? fmtTime(f.timestamp) : '?'),
-            h('td', null, badge(r.ok ? 'PASS' : 'FAIL', r.ok ? 'verified' : 'FAIL')),
-          );
-        }),
-      ),
+      h('tbody', null, rows),
     ),
   );
 }
 
+function entriesTable(rows: EntryResult[]): HTMLElement {
+  return dataTable(
+    'entries',
+    ['Leaf', 'Entry id', 'Type', 'Result', 'Artifact', 'Time', 'Verified'],
+    rows.map((r) => {
+      const f = r.fields ?? {};
+      return h(
+        'tr',
+        { 'data-seq': r.seq, 'data-status': r.ok ? 'PASS' : 'FAIL' },
+        h('td', null, String(r.seq)),
+        h('td', null, entryLink(r.seq, r.id ?? String(r.seq))),
+        h('td', null, String(f.type ?? '?')),
+        h('td', null, String(f.result ?? '?')),
+        h('td', { class: 'wrap' }, typeof f.artifact === 'string' ? f.artifact : h('span', { class: 'muted' }, '—')),
+        h('td', null, typeof f.timestamp === 'string' ? fmtTime(f.timestamp) : '?'),
+        h('td', null, badge(r.ok ? 'PASS' : 'FAIL', r.ok ? 'verified' : 'FAIL')),
+      );
+    }),
+  );
+}
+
+/**
+ * A page of entries: the record bundle of `tile`, newest first. The newest page shows a full
+ * page (TILE_WIDTH entries) even when the last bundle is partial: it continues into the bundle
+ * before, and "Older" then leads to that bundle's own page.
+ */
 async function viewEntries(main: HTMLElement, tileParam: string | undefined): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Entries'));
   const verified = await nonEmptyLog(main);
   if (!verified) return;
   const { cp, root } = verified;
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
-  const tile = tileParam !== undefined && /^\d+$/.test(tileParam) ? Math.min(Number(tileParam), lastTile) : lastTile;
-  const first = tile * TILE_WIDTH;
+  const newest = tileParam === undefined || !/^\d+$/.test(tileParam) || Number(tileParam) >= lastTile;
+  const tile = newest ? lastTile : Number(tileParam);
   const width = bundleWidth(tile, cp.size);
+  // The bundles this page reads, newest first, and the leaves it shows [first, end).
+  const tiles = newest && width < TILE_WIDTH && tile > 0 ? [tile, tile - 1] : [tile];
+  const end = tile * TILE_WIDTH + width;
+  const first = Math.max(0, end - TILE_WIDTH, tiles[tiles.length - 1]! * TILE_WIDTH);
+  const older = newest ? lastTile - 1 : tile - 1;
   const nav = h(
     'nav',
     { class: 'pager', 'aria-label': 'Pages of entries' },
-    tile < lastTile
-      ? h('a', { href: `#/entries/${tile + 1}`, rel: 'prev' }, '← Newer')
+    !newest
+      ? h('a', { href: tile + 1 >= lastTile ? '#/entries' : `#/entries/${tile + 1}`, rel: 'prev' }, '← Newer')
       : h('span', { class: 'muted' }, '← Newer'),
-    h('span', null, `Tile ${fmtInt(tile)} of ${fmtInt(lastTile)}`),
-    tile > 0
-      ? h('a', { href: `#/entries/${tile - 1}`, rel: 'next' }, 'Older →')
+    h('span', null, newest ? `Newest ${fmtInt(end - first)}` : `Tile ${fmtInt(tile)} of ${fmtInt(lastTile)}`),
+    older >= 0
+      ? h('a', { href: `#/entries/${older}`, rel: 'next' }, 'Older →')
       : h('span', { class: 'muted' }, 'Older →'),
-    tile < lastTile ? h('a', { href: '#/entries' }, 'Newest') : null,
+    !newest ? h('a', { href: '#/entries' }, 'Newest') : null,
   );
   main.append(
     h(
       'p',
       null,
-      `Leaves ${fmtInt(first + width - 1)} down to ${fmtInt(first)} of ${fmtInt(cp.size)}, newest first, read from the record bundle `,
-      h('code', null, `tile/records/${tile}`),
+      `Leaves ${fmtInt(end - 1)} down to ${fmtInt(first)} of ${fmtInt(cp.size)}, newest first, read from the record bundle${tiles.length > 1 ? 's' : ''} `,
+      ...tiles.flatMap((t, i) => [i > 0 ? ' and ' : '', h('code', null, `tile/records/${t}`)]),
       '.',
     ),
     nav,
@@ -548,8 +569,13 @@ async function viewEntries(main: HTMLElement, tileParam: string | undefined): Pr
     badge('PENDING', 'Verifying this page…'),
   );
   main.append(summary);
+  let reading = tile;
   try {
-    const rows = await verifyBundle(client, tile, { size: cp.size, root });
+    const rows: EntryResult[] = [];
+    for (const t of tiles) {
+      reading = t;
+      rows.push(...(await verifyBundle(client, t, { size: cp.size, root })).filter((r) => r.seq >= first));
+    }
     const ok = rows.filter((r) => r.ok).length;
     const v: Verdict = ok === rows.length && cp.signature.status === 'PASS' ? 'PASS' : 'FAIL';
     summary.replaceChildren(
@@ -558,12 +584,12 @@ async function viewEntries(main: HTMLElement, tileParam: string | undefined): Pr
     );
     summary.dataset.status = v;
     summary.className = `panel panel-${v.toLowerCase()}`;
-    main.append(entriesTable([...rows].reverse()), nav.cloneNode(true));
+    main.append(entriesTable([...rows].sort((a, b) => b.seq - a.seq)), nav.cloneNode(true));
     reportEntryFailures(rows);
   } catch (e) {
     summary.replaceChildren(badge('FAIL'), ` ${(e as Error).message}`);
     summary.dataset.status = 'FAIL';
-    setFailure(`tile-${tile}`, `Tile ${tile} cannot be read: ${(e as Error).message}`);
+    setFailure(`tile-${reading}`, `Tile ${reading} cannot be read: ${(e as Error).message}`);
   }
 }
 
@@ -597,6 +623,33 @@ async function viewEntry(main: HTMLElement, seqText: string): Promise<void> {
 
 // ------------------------------------------------------------------ lookups
 
+/** Scans the record bundles newest first (search.ts), with a progress bar in `out` while it runs. */
+async function scanShowingProgress(
+  out: HTMLElement,
+  size: number,
+  match: (e: EntryFields, seq: number) => boolean,
+  maxEntries: number,
+  stopAtFirst = false,
+): Promise<Awaited<ReturnType<typeof scanRecords>>> {
+  const progress = h('progress', { max: Math.min(size, maxEntries), value: 0, 'aria-label': 'Scan progress' });
+  const label = h('span', null, 'Scanning the record bundles…');
+  const box = h('p', { class: 'scan', 'data-testid': 'scan-progress', role: 'status' }, label, ' ', progress);
+  out.append(box);
+  try {
+    return await scanRecords(client, size, match, {
+      maxEntries,
+      stopAtFirst,
+      onProgress: (done, total) => {
+        progress.value = done;
+        progress.max = total;
+        label.textContent = `Scanning the record bundles, newest first: ${fmtInt(done)} of ${fmtInt(total)} entries…`;
+      },
+    });
+  } finally {
+    box.remove();
+  }
+}
+
 interface Found {
   seq: number;
   via: string;
@@ -626,21 +679,7 @@ async function locate(
     }
     if ('notFound' in api) return { found: null, why: api.notFound, scannedAll: false, scanned: 0 };
   }
-  const progress = h('progress', { max: Math.min(size, maxEntries), value: 0, 'aria-label': 'Scan progress' });
-  const label = h('span', null, 'Scanning the record bundles…');
-  const box = h('p', { class: 'scan', 'data-testid': 'scan-progress', role: 'status' }, label, ' ', progress);
-  out.append(box);
-  const match = recordMatcher(q)!;
-  const r = await scanRecords(client, size, match, {
-    maxEntries,
-    stopAtFirst: q.kind === 'artifact',
-    onProgress: (done, total) => {
-      progress.value = done;
-      progress.max = total;
-      label.textContent = `Scanning the record bundles, newest first: ${fmtInt(done)} of ${fmtInt(total)} entries…`;
-    },
-  });
-  box.remove();
+  const r = await scanShowingProgress(out, size, recordMatcher(q)!, maxEntries, q.kind === 'artifact');
   const scannedAll = r.from === 0;
   const seq = q.kind === 'digest' ? r.matches[0] : r.matches[r.matches.length - 1];
   const where = scannedAll ? `all ${fmtInt(r.scanned)} entries` : `the latest ${fmtInt(r.scanned)} entries`;
@@ -674,6 +713,10 @@ function matchCheck(q: Query, e: EntryResult): Check {
           )
         : bad(`leaf ${e.seq} has artifact id ${String(aid)}, not ${q.artifactId}`);
     }
+    case 'label':
+      return f.artifact === q.label
+        ? ok(`the entry records artifact ${JSON.stringify(q.label)} in scope ${JSON.stringify(f.scope ?? '')}`)
+        : bad(`leaf ${e.seq} has artifact ${JSON.stringify(f.artifact ?? null)}, not ${JSON.stringify(q.label)}`);
     case 'id':
       return e.id === q.text.toLowerCase()
         ? ok(`the entry hash starts with ${q.prefix}`)
@@ -713,6 +756,7 @@ async function viewSearch(main: HTMLElement, params: URLSearchParams): Promise<v
     leaf: 'a leaf index',
     digest: 'a SHA-256 digest',
     artifact: q.kind === 'artifact' && q.label ? `an artifact label (artifact id ${q.artifactId})` : 'an artifact id',
+    label: 'an artifact label, in any scope',
   }[q.kind];
   out.append(h('p', { class: 'muted' }, `Looking up ${kindText}.`));
   await runLookup(out, q, l.cp);
@@ -725,6 +769,7 @@ async function runLookup(
   maxEntries = DEFAULT_SCAN_ENTRIES,
   skipApi = false,
 ): Promise<void> {
+  if (q.kind === 'label') return runLabelSearch(out, q, cp0, maxEntries, skipApi);
   let cp = cp0;
   let seq: number | null = null;
   let via = '';
@@ -740,23 +785,14 @@ async function runLookup(
     } else {
       const more = !r.scannedAll && r.scanned > 0;
       out.append(
-        h(
-          'div',
-          { class: 'panel panel-notfound', 'data-testid': 'not-found', 'data-status': 'NOTFOUND' },
-          badge('NOTFOUND'),
-          h('p', null, `Not found: ${r.why}.`),
+        notFoundPanel(
+          r.why,
           r.scanned === 0 || more
-            ? h(
-                'button',
-                {
-                  type: 'button',
-                  onclick: (ev: Event) => {
-                    (ev.currentTarget as HTMLButtonElement).closest('[data-testid=not-found]')?.remove();
-                    void runLookup(out, q, cp, r.scanned === 0 ? DEFAULT_SCAN_ENTRIES : maxEntries * 4, true);
-                  },
-                },
-                r.scanned === 0 ? 'Double-check by scanning the record bundles in this browser' : 'Scan further back',
-              )
+            ? {
+                label:
+                  r.scanned === 0 ? 'Double-check by scanning the record bundles in this browser' : 'Scan further back',
+                run: () => void runLookup(out, q, cp, r.scanned === 0 ? DEFAULT_SCAN_ENTRIES : maxEntries * 4, true),
+              }
             : null,
         ),
       );
@@ -765,14 +801,7 @@ async function runLookup(
   }
   if (seq === null || !cp.root) return;
   if (seq >= cp.size) {
-    out.append(
-      h(
-        'div',
-        { class: 'panel panel-notfound', 'data-testid': 'not-found', 'data-status': 'NOTFOUND' },
-        badge('NOTFOUND'),
-        h('p', null, `Not found: leaf ${seq} is beyond the verified tree size ${fmtInt(cp.size)}.`),
-      ),
-    );
+    out.append(notFoundPanel(`leaf ${seq} is beyond the verified tree size ${fmtInt(cp.size)}`, null));
     return;
   }
   const e = await verifyEntry(client, seq, { size: cp.size, root: cp.root });
@@ -788,6 +817,136 @@ async function runLookup(
     ),
     entryPanel(cp, e, { match }),
   );
+}
+
+/** The NOT FOUND panel of a lookup, with a button to scan (further) when that could still find it. */
+function notFoundPanel(why: string, retry: { label: string; run: () => void } | null): HTMLElement {
+  return h(
+    'div',
+    { class: 'panel panel-notfound', 'data-testid': 'not-found', 'data-status': 'NOTFOUND' },
+    badge('NOTFOUND'),
+    h('p', null, `Not found: ${why}.`),
+    retry
+      ? h(
+          'button',
+          {
+            type: 'button',
+            onclick: (ev: Event) => {
+              (ev.currentTarget as HTMLButtonElement).closest('[data-testid=not-found]')?.remove();
+              retry.run();
+            },
+          },
+          retry.label,
+        )
+      : null,
+  );
+}
+
+/**
+ * An artifact label in any scope: the site's search API lists the artifacts (one per scope),
+ * else a bounded scan of the record bundles finds them. Each listed entry is then read and
+ * verified from the tiles; NOT FOUND only when there is none.
+ */
+async function runLabelSearch(
+  out: HTMLElement,
+  q: Extract<Query, { kind: 'label' }>,
+  cp0: CheckpointResult,
+  maxEntries: number,
+  skipApi: boolean,
+): Promise<void> {
+  let matches: LabelMatch[] | null = null;
+  let more = false;
+  let via = '';
+  let scanned = 0;
+  let scannedAll = false;
+  if (!skipApi) {
+    const api = await apiSearch(base, q.label);
+    if ('matches' in api) {
+      matches = api.matches;
+      more = api.more;
+      via = 'the site’s lookup index';
+    }
+  }
+  const cp = (await load()).cp ?? cp0;
+  if (!cp.root) return;
+  if (matches === null) {
+    const found = new Map<number, EntryFields>();
+    const r = await scanShowingProgress(
+      out,
+      cp.size,
+      (e, seq) => {
+        if (e.artifact !== q.label) return false;
+        found.set(seq, e);
+        return true;
+      },
+      maxEntries,
+    );
+    matches = labelMatches(found);
+    scanned = r.scanned;
+    scannedAll = r.from === 0;
+    via = `a scan of ${scannedAll ? 'all' : 'the latest'} ${fmtInt(r.scanned)} entries in your browser`;
+  }
+  const size = cp.size;
+  const listed = matches.filter((m) => m.seq < size);
+  if (listed.length === 0) {
+    const why =
+      scanned > 0 || !skipApi
+        ? `no artifact named ${JSON.stringify(q.label)} in any scope (${via || 'the site’s lookup index'})`
+        : `no artifact named ${JSON.stringify(q.label)}`;
+    const retry =
+      via === 'the site’s lookup index'
+        ? {
+            label: 'Double-check by scanning the record bundles in this browser',
+            run: () => runLabelSearch(out, q, cp, DEFAULT_SCAN_ENTRIES, true),
+          }
+        : !scannedAll
+          ? { label: 'Scan further back', run: () => runLabelSearch(out, q, cp, maxEntries * 4, true) }
+          : null;
+    out.append(notFoundPanel(why, retry));
+    return;
+  }
+  const root = cp.root;
+  const rows = await Promise.all(listed.map((m) => verifyEntry(client, m.seq, { size, root })));
+  const checked = rows.map((e, i) => {
+    const m = listed[i]!;
+    const f = e.fields ?? {};
+    const scope = typeof f.scope === 'string' ? f.scope : '';
+    // The entry the index or scan named must carry the label and be that scope's artifact.
+    const carries = f.artifact === q.label && artifactId(q.label, scope) === m.artifactId;
+    if (!carries)
+      setFailure(`label-${e.seq}`, `Leaf ${e.seq} was listed for ${JSON.stringify(q.label)} but does not carry it`);
+    return { e, m, scope, ok: e.ok && carries };
+  });
+  reportEntryFailures(rows);
+  out.append(
+    h(
+      'p',
+      { 'data-testid': 'label-summary' },
+      `${fmtInt(listed.length)} artifact${listed.length === 1 ? '' : 's'} named ${JSON.stringify(q.label)}${more ? ' (the first page)' : ''}, found via ${via}; each entry below is read and verified from the tiles.`,
+    ),
+    dataTable(
+      'label-matches',
+      ['Scope', 'Artifact id', 'Latest entry', 'Type', 'Digest', 'Time', 'Verified'],
+      checked.map(({ e, m, scope, ok }) => {
+        const f = e.fields ?? {};
+        return h(
+          'tr',
+          { 'data-seq': e.seq, 'data-scope': scope, 'data-status': ok ? 'PASS' : 'FAIL' },
+          h('td', { class: 'wrap' }, scope === '' ? h('span', { class: 'muted' }, '(none)') : scope),
+          h('td', null, h('code', null, m.artifactId)),
+          h('td', null, entryLink(e.seq, e.id ?? `leaf ${e.seq}`)),
+          h('td', null, String(f.type ?? '?')),
+          h('td', null, typeof f.digest === 'string' ? h('code', null, short(f.digest)) : '?'),
+          h('td', null, typeof f.timestamp === 'string' ? fmtTime(f.timestamp) : '?'),
+          h('td', null, badge(ok ? 'PASS' : 'FAIL', ok ? 'verified' : 'FAIL')),
+        );
+      }),
+    ),
+  );
+  if (checked.length === 1) {
+    const only = checked[0]!;
+    out.append(entryPanel(cp, only.e, { match: matchCheck(q, only.e) }));
+  }
 }
 
 // ------------------------------------------------------------------ verify a file
@@ -985,31 +1144,61 @@ async function verifyProofFile(proofFile: File, file: File | undefined, out: HTM
 
 // ------------------------------------------------------------------ charts
 
+/** Bundles the charts read at most: every one of a log up to this many, else this many spread evenly over it. */
+const CHART_BUNDLES = 64;
+
+/** The record bundles the charts read: all of them, or an even sample (the first and last included). */
+function chartTiles(lastTile: number, most = CHART_BUNDLES): number[] {
+  if (lastTile + 1 <= most) return Array.from({ length: lastTile + 1 }, (_, i) => i);
+  if (most <= 1) return [lastTile];
+  const picked = new Set<number>();
+  for (let i = 0; i < most; i++) picked.add(Math.round((i * lastTile) / (most - 1)));
+  return [...picked].sort((x, y) => x - y);
+}
+
 async function viewCharts(main: HTMLElement, params: URLSearchParams): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Charts'));
   const log = await nonEmptyLog(main);
   if (!log) return;
   const { cp, root } = log;
-  const tiles = Math.max(1, Math.min(4096, Number(params.get('tiles') ?? '4') || 4));
+  const most = Math.max(1, Math.min(4096, Number(params.get('bundles') ?? CHART_BUNDLES) || CHART_BUNDLES));
   const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
-  const firstTile = Math.max(0, lastTile - tiles + 1);
-  const wait = h('p', { role: 'status' }, badge('PENDING', `Reading and verifying tiles ${firstTile}–${lastTile}…`));
+  const tiles = chartTiles(lastTile, most);
+  const sampled = tiles.length < lastTile + 1;
+  const progress = h('progress', { max: tiles.length, value: 0, 'aria-label': 'Bundles read' });
+  const wait = h(
+    'p',
+    { role: 'status' },
+    badge('PENDING', `Reading and verifying ${fmtInt(tiles.length)} record bundles…`),
+    ' ',
+    progress,
+  );
   main.append(wait);
   const all: EntryResult[] = [];
-  for (let t = lastTile; t >= firstTile; t--) all.push(...(await verifyBundle(client, t, { size: cp.size, root })));
+  for (let at = 0; at < tiles.length; at += 4) {
+    const group = tiles.slice(at, at + 4);
+    for (const rows of await Promise.all(group.map((t) => verifyBundle(client, t, { size: cp.size, root }))))
+      all.push(...rows);
+    progress.value = Math.min(tiles.length, at + 4);
+  }
   wait.remove();
   const verified = all.filter((r) => r.ok && r.fields);
   reportEntryFailures(all);
-  const entries = verified.map((r) => ({ timestamp: String(r.fields!.timestamp), type: String(r.fields!.type) }));
-  const from = firstTile * TILE_WIDTH;
+  // A sampled entry stands for its share of the whole log, so the totals estimate the log's.
+  const weight = sampled ? cp.size / all.length : 1;
+  const entries = verified.map((r) => ({
+    timestamp: String(r.fields!.timestamp),
+    type: String(r.fields!.type),
+    ...(sampled ? { weight } : {}),
+  }));
   main.append(
     h(
       'p',
-      null,
-      `From the record timestamps of leaves ${fmtInt(from)}–${fmtInt(cp.size - 1)} (${fmtInt(all.length)} entries, ${fmtInt(verified.length)} verified in your browser; only verified entries are counted). `,
-      firstTile > 0
-        ? h('a', { href: `#/charts?tiles=${tiles * 2}` }, 'Include older entries')
-        : 'This covers the whole log.',
+      { 'data-testid': 'chart-coverage', 'data-sampled': String(sampled) },
+      sampled
+        ? `The whole log of ${fmtInt(cp.size)} entries, sampled: ${fmtInt(tiles.length)} of its ${fmtInt(lastTile + 1)} record bundles, evenly spread from the first to the newest (${fmtInt(all.length)} entries read, ${fmtInt(verified.length)} verified in your browser), each counted as ${weight.toFixed(1)} entries. `
+        : `The whole log: all ${fmtInt(cp.size)} entries, from the record timestamps (${fmtInt(verified.length)} verified in your browser; only verified entries are counted).`,
+      sampled ? h('a', { href: `#/charts?bundles=${Math.min(4096, most * 4)}` }, 'Read more bundles') : null,
     ),
     h('h2', null, 'Anchors over time'),
     timeChart(entries),

@@ -18,9 +18,14 @@ export type Query =
       readonly scope?: string;
       readonly text: string;
     }
+  /** An artifact label without a scope: every scope's artifact of that name. */
+  | { readonly kind: 'label'; readonly label: string; readonly text: string }
   | { readonly kind: 'invalid'; readonly reason: string; readonly text: string };
 
-/** Interprets a search: entry id, leaf index, digest (hex, optional sha256: prefix), artifact id, else an artifact label. */
+/**
+ * Interprets a search: entry id, leaf index, digest (hex, optional sha256: prefix), artifact
+ * id, else an artifact label: in `scope` when one is given, else in any scope.
+ */
 export function classify(input: string, scope = ''): Query {
   const text = input.trim();
   if (text === '')
@@ -37,6 +42,7 @@ export function classify(input: string, scope = ''): Query {
   // nothing a log would have refused to record (so a look-alike search finds nothing wrong).
   const label = checkLabel('artifact', text);
   if (!label.ok) return { kind: 'invalid', reason: label.reason, text };
+  if (scope === '') return { kind: 'label', label: label.value, text };
   const scoped = scope === '' ? ({ ok: true, value: '' } as const) : checkLabel('scope', scope);
   if (!scoped.ok) return { kind: 'invalid', reason: scoped.reason, text };
   return {
@@ -48,6 +54,21 @@ export function classify(input: string, scope = ''): Query {
   };
 }
 
+/** GETs a JSON API answer: the response and its body (null unless JSON), or why it could not be fetched. */
+async function getJson(
+  url: URL,
+  fetchFn: typeof fetch,
+): Promise<{ res: Response; body: unknown } | { unavailable: string }> {
+  let res: Response;
+  try {
+    res = await fetchFn(url, { cache: 'no-store', headers: { accept: 'application/json' } });
+  } catch (e) {
+    return { unavailable: (e as Error).message };
+  }
+  const isJson = (res.headers.get('content-type') ?? '').includes('json');
+  return { res, body: isJson ? await res.json().catch(() => null) : null };
+}
+
 export type ApiAnswer = { readonly found: number } | { readonly notFound: string } | { readonly unavailable: string };
 
 /** Asks the site's /api/ledger/entry for a leaf index; `unavailable` when there is no API. */
@@ -57,17 +78,9 @@ export async function apiLookup(
   value: string,
   fetchFn: typeof fetch = (...a) => fetch(...a),
 ): Promise<ApiAnswer> {
-  let res: Response;
-  try {
-    res = await fetchFn(new URL(`api/ledger/entry?${key}=${encodeURIComponent(value)}`, base), {
-      cache: 'no-store',
-      headers: { accept: 'application/json' },
-    });
-  } catch (e) {
-    return { unavailable: `the lookup API cannot be reached (${(e as Error).message})` };
-  }
-  const isJson = (res.headers.get('content-type') ?? '').includes('json');
-  const body: unknown = isJson ? await res.json().catch(() => null) : null;
+  const got = await getJson(new URL(`api/ledger/entry?${key}=${encodeURIComponent(value)}`, base), fetchFn);
+  if ('unavailable' in got) return { unavailable: `the lookup API cannot be reached (${got.unavailable})` };
+  const { res, body } = got;
   if (res.ok && body && typeof body === 'object' && Number.isSafeInteger((body as { leafIndex?: unknown }).leafIndex)) {
     return { found: (body as { leafIndex: number }).leafIndex };
   }
@@ -75,6 +88,57 @@ export async function apiLookup(
   if (res.status === 404 && code === 'entry_not_found')
     return { notFound: 'the log’s lookup index has no published entry for it' };
   return { unavailable: `this site has no lookup API (HTTP ${res.status})` };
+}
+
+/** One artifact carrying a searched label: its id, scope and latest leaf (from the index or a scan, unverified). */
+export interface LabelMatch {
+  readonly artifactId: string;
+  readonly scope: string;
+  readonly seq: number;
+}
+
+export type SearchAnswer =
+  | { readonly matches: LabelMatch[]; readonly more: boolean }
+  | { readonly unavailable: string };
+
+/** Asks the site's /api/ledger/search for the artifacts with a label (first page of up to `limit`). */
+export async function apiSearch(
+  base: URL,
+  label: string,
+  limit = 100,
+  fetchFn: typeof fetch = (...a) => fetch(...a),
+): Promise<SearchAnswer> {
+  const got = await getJson(
+    new URL(`api/ledger/search?artifact=${encodeURIComponent(label)}&limit=${limit}`, base),
+    fetchFn,
+  );
+  if ('unavailable' in got) return { unavailable: `the search API cannot be reached (${got.unavailable})` };
+  const { res, body } = got;
+  const list = (body as { matches?: unknown } | null)?.matches;
+  if (!res.ok || !Array.isArray(list)) return { unavailable: `this site has no search API (HTTP ${res.status})` };
+  const matches: LabelMatch[] = [];
+  for (const m of list as Array<Record<string, unknown>>) {
+    if (!Number.isSafeInteger(m.leafIndex) || typeof m.artifactId !== 'string') continue;
+    matches.push({
+      artifactId: m.artifactId,
+      scope: typeof m.scope === 'string' ? m.scope : '',
+      seq: m.leafIndex as number,
+    });
+  }
+  return { matches, more: typeof (body as { next?: unknown }).next === 'string' };
+}
+
+/** A scan's matches of a label grouped by artifact (scope), the latest leaf of each, by artifact id. */
+export function labelMatches(found: ReadonlyMap<number, EntryFields>): LabelMatch[] {
+  const latest = new Map<string, LabelMatch>();
+  for (const [seq, e] of found) {
+    if (typeof e.artifact !== 'string') continue;
+    const scope = typeof e.scope === 'string' ? e.scope : '';
+    const id = artifactId(e.artifact, scope);
+    const had = latest.get(id);
+    if (!had || had.seq < seq) latest.set(id, { artifactId: id, scope, seq });
+  }
+  return [...latest.values()].sort((a, b) => (a.artifactId < b.artifactId ? -1 : 1));
 }
 
 export interface ScanOptions {
@@ -158,6 +222,8 @@ export function recordMatcher(q: Query): ((e: EntryFields, seq: number) => boole
         e.artifactId === q.artifactId ||
         (typeof e.artifact === 'string' &&
           artifactId(e.artifact, typeof e.scope === 'string' ? e.scope : '') === q.artifactId);
+    case 'label':
+      return (e) => e.artifact === q.label;
     default:
       return null;
   }

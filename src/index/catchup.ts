@@ -45,7 +45,7 @@ export async function catchUpIndex(
  * At start, before any batch: makes the index agree with the tree of `checkpoint`. An index
  * holding leaves beyond it (restored from elsewhere, or kept across a rolled-back log) has
  * rows naming entries the tree does not have, and counts of them: it is cleared and rebuilt
- * from the record bundles. Then whatever it lacks is indexed. Rows it holds below the tree
+ * from the record bundles, as is one written by an older version. Then whatever it lacks is indexed. Rows it holds below the tree
  * size are trusted no further than the API's lookups check them (the entry must carry the key).
  */
 export async function reconcileIndex(
@@ -60,6 +60,10 @@ export async function reconcileIndex(
       { indexed, treeSize: checkpoint.size },
       'the lookup index is ahead of the tree; rebuilding it from the record bundles',
     );
+    await index.clear();
+  } else if (await index.outdated()) {
+    // An older index lacks rows this version reads (anchor identities, labels).
+    logger?.info({ indexed }, 'the lookup index is of an older version; rebuilding it from the record bundles');
     await index.clear();
   }
   return catchUpIndex(index, reader, checkpoint.size, checkpoint);

@@ -77,10 +77,13 @@ export class IndexFollower {
       // First round: an index holding leaves beyond the tree (kept across a rolled-back or
       // replaced log) is rebuilt; rows below the size are re-checked by every lookup.
       this.indexed = await this.index.indexedSize();
-      if (this.indexed > cp.size) {
+      const ahead = this.indexed > cp.size;
+      if (ahead || (await this.index.outdated())) {
         this.logger?.warn(
           { indexed: this.indexed, treeSize: cp.size },
-          'the replica index is ahead of the published tree; rebuilding it from the record bundles',
+          ahead
+            ? 'the replica index is ahead of the published tree; rebuilding it from the record bundles'
+            : 'the replica index is of an older version; rebuilding it from the record bundles',
         );
         await this.index.clear();
         this.indexed = 0;

@@ -11,10 +11,15 @@
 import { mkdirSync } from 'node:fs';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
+import { anchorIdentity } from '../core/duplicates.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
-import type { LookupIndex } from './types.js';
+import { labelKey } from './keys.js';
+import { type ArtifactMatch, type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from './types.js';
 
+// Rows: d:<digest> earliest leaf; a:<artifact id> latest leaf; k:<anchor identity> earliest
+// leaf; n:<label key>:<artifact id> latest leaf of that artifact (a label's ids are one range).
 const SIZE_KEY = 'meta:size';
+const SCHEMA_KEY = 'meta:schema';
 const COMMIT_EVERY_MS = 250;
 
 /**
@@ -47,6 +52,9 @@ interface Pending {
   readonly end: number;
   readonly digests: Map<string, number>;
   readonly artifacts: Map<string, number>;
+  readonly anchors: Map<string, number>;
+  /** `<label key>:<artifact id>` → latest leaf. */
+  readonly labels: Map<string, number>;
   readonly counts: Map<string, number>;
 }
 
@@ -68,6 +76,7 @@ export class LmdbIndex implements LookupIndex {
     ignoreLmdbCommitRejections();
     this.db = open<number, string>({ path, compression: false });
     this.size = this.db.get(SIZE_KEY) ?? 0;
+    if (this.size === 0) this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {
@@ -75,12 +84,25 @@ export class LmdbIndex implements LookupIndex {
     if (end <= this.size) return;
     if (batch.fromSize > this.size)
       throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
-    const p: Pending = { end, digests: new Map(), artifacts: new Map(), counts: new Map() };
+    const p: Pending = {
+      end,
+      digests: new Map(),
+      artifacts: new Map(),
+      anchors: new Map(),
+      labels: new Map(),
+      counts: new Map(),
+    };
     for (let seq = this.size; seq < end; seq++) {
       const e = batch.entryAt(seq);
       // The earliest entry of a digest wins: keep one already indexed or pending.
       if (!p.digests.has(e.digest) && this.findDigest(e.digest) === undefined) p.digests.set(e.digest, seq);
-      if (e.artifactId) p.artifacts.set(e.artifactId, seq);
+      const identity = anchorIdentity(e);
+      if (identity !== undefined && !p.anchors.has(identity) && this.findAnchorNow(identity) === undefined)
+        p.anchors.set(identity, seq);
+      if (e.artifactId) {
+        p.artifacts.set(e.artifactId, seq);
+        if (e.artifact !== undefined) p.labels.set(`${labelKey(e.artifact)}:${e.artifactId}`, seq);
+      }
       p.counts.set(e.type, (p.counts.get(e.type) ?? 0) + 1);
     }
     this.pending.push(p);
@@ -120,6 +142,8 @@ export class LmdbIndex implements LookupIndex {
         // onBatch kept only digests new to the index (nothing else writes it meanwhile).
         for (const [digest, seq] of p.digests) this.db.putSync(`d:${digest}`, seq);
         for (const [artifactId, seq] of p.artifacts) this.db.putSync(`a:${artifactId}`, seq);
+        for (const [identity, seq] of p.anchors) this.db.putSync(`k:${identity}`, seq);
+        for (const [labelled, seq] of p.labels) this.db.putSync(`n:${labelled}`, seq);
         for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
       }
       for (const [type, n] of counts) this.db.putSync(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
@@ -136,6 +160,46 @@ export class LmdbIndex implements LookupIndex {
       if (seq !== undefined) return seq;
     }
     return this.db.get(`d:${digest}`);
+  }
+
+  private findAnchorNow(identity: string): number | undefined {
+    for (const p of this.pending) {
+      const seq = p.anchors.get(identity);
+      if (seq !== undefined) return seq;
+    }
+    return this.db.get(`k:${identity}`);
+  }
+
+  async findAnchor(identity: string): Promise<number | undefined> {
+    return this.findAnchorNow(identity);
+  }
+
+  async searchArtifact(label: string, limit: number, after = ''): Promise<ArtifactPage> {
+    const key = labelKey(label);
+    const found = new Map<string, number>();
+    // One more than asked (and the cursor itself, skipped) tells whether more follow.
+    for (const { key: row, value } of this.db.getRange({
+      start: `n:${key}:${after}`,
+      end: `n:${key};`,
+      limit: limit + 2,
+    })) {
+      const id = row.slice(key.length + 3);
+      if (id > after) found.set(id, value);
+    }
+    // Pending batches are newer than the database: their leaves win, oldest batch first.
+    const prefix = `${key}:`;
+    for (const p of this.pending)
+      for (const [labelled, seq] of p.labels)
+        if (labelled.startsWith(prefix) && labelled.slice(prefix.length) > after)
+          found.set(labelled.slice(prefix.length), seq);
+    const matches: ArtifactMatch[] = [...found]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([artifactId, seq]) => ({ artifactId, seq }));
+    return { matches: matches.slice(0, limit), more: matches.length > limit };
+  }
+
+  async outdated(): Promise<boolean> {
+    return this.db.get(SCHEMA_KEY) !== INDEX_SCHEMA;
   }
 
   async findByDigest(digest: string): Promise<number | undefined> {
@@ -170,6 +234,7 @@ export class LmdbIndex implements LookupIndex {
     this.pending.length = 0;
     this.handed = 0;
     await this.db.clearAsync();
+    this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
     this.size = 0;
   }
 

@@ -27,6 +27,20 @@ export interface AnchorReceipt {
   readonly checkpoint: PublishedCheckpoint;
   /** Audit path to `checkpoint`'s root, computed on demand from tiles held in memory. */
   inclusionProof(): Uint8Array[];
+  /**
+   * The entry was in the log (or in flight for an earlier identical request) before this
+   * request: nothing new was appended (src/sequencer/duplicates.ts).
+   */
+  readonly existing?: boolean;
+}
+
+/** The published entry with an anchor identity, as a receipt against the current checkpoint (src/sequencer/duplicates.ts). */
+export type FindPublished = (identity: string) => Promise<AnchorReceipt | undefined>;
+
+/** How a request is submitted. */
+export interface SubmitOptions {
+  /** Append a new entry even when an identical anchor exists (src/core/duplicates.ts). */
+  readonly allowDuplicate?: boolean;
 }
 
 /** Hears of an entry's place at its batch's commit point (durable, not yet in a public checkpoint). */

@@ -8,6 +8,8 @@ import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
+import { publishedAnchorFinder } from '../index/published-anchor.js';
+import { DuplicateAnchors } from '../sequencer/duplicates.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
@@ -108,6 +110,10 @@ function sequencerLedger(
   anchorTimeoutMs: number,
   mirrors: readonly MirrorInfo[] = [],
 ): LedgerService {
+  const anchors = new DuplicateAnchors(
+    (req) => sequencer.submit(req),
+    publishedAnchorFinder(index, reader, () => sequencer.checkpoint),
+  );
   return {
     origin,
     publicKey,
@@ -119,7 +125,7 @@ function sequencerLedger(
     witnessThreshold: policy ? minimumCosigners(policy) : 0,
     ...(policy ? { witnessPolicy: formatPolicy(policy) } : {}),
     ...(mirrors.length > 0 ? { mirrors } : {}),
-    submit: (req) => withDeadline(sequencer.submit(req), anchorTimeoutMs, () => sequencer.notReady),
+    submit: (req, options) => withDeadline(anchors.submit(req, options), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
 

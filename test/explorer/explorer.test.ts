@@ -145,20 +145,55 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.close();
   });
 
-  it('browses entries newest first, a tile per page, each verified', async () => {
+  it('browses entries newest first, a full page even when the last bundle is partial, each verified', async () => {
+    const size = (await (await fetch(`${stele.url}/api/ledger/checkpoint`)).json()).treeSize as number;
+    expect(size % 256).not.toBe(0); // the last bundle is partial
     const { page } = await browser.page();
     await page.goto(`${stele.url}/#/entries`);
     expect(await statusOf(page, settled('page-status'))).toBe('PASS');
     const seqs = await page
       .locator('[data-testid=entries] tbody tr')
       .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))));
-    expect(seqs[0]).toBeGreaterThan(seqs[seqs.length - 1]!);
-    expect(seqs[seqs.length - 1]).toBe(256);
+    // The newest 256 entries, newest first, across the partial bundle and the one before it.
+    expect(seqs).toEqual(Array.from({ length: 256 }, (_, i) => size - 1 - i));
     expect(await page.locator('[data-testid=entries] tbody tr[data-status=FAIL]').count()).toBe(0);
     await screenshot(page, 'entries');
     await page.getByRole('link', { name: 'Older →' }).first().click();
     expect(await statusOf(page, settled('page-status'))).toBe('PASS');
+    const older = await page
+      .locator('[data-testid=entries] tbody tr')
+      .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))));
+    expect(older).toEqual(Array.from({ length: 256 }, (_, i) => 255 - i));
+    await page.getByRole('link', { name: '← Newer' }).first().click();
+    expect(await statusOf(page, settled('page-status'))).toBe('PASS');
     expect(await page.locator('[data-testid=entries] tbody tr').count()).toBe(256);
+    await page.close();
+  });
+
+  it('finds an artifact label in every scope without its scope, and says NOT FOUND only when there is none', async () => {
+    await anchor(stele.url, { digest: sha256hex('nightly 150'), artifact: 'build-150.tgz', scope: 'nightly' });
+    const { page } = await browser.page();
+    await page.goto(`${stele.url}/`);
+    await page.locator('header [data-testid=search-input]').fill('build-150.tgz');
+    await page.locator('header [data-testid=search-input]').press('Enter');
+    await page.waitForSelector('[data-testid=label-matches] tbody tr');
+    const rows = await page
+      .locator('[data-testid=label-matches] tbody tr')
+      .evaluateAll((trs) => trs.map((r) => `${r.getAttribute('data-scope')}=${r.getAttribute('data-status')}`));
+    expect(rows.sort()).toEqual(['ci=PASS', 'nightly=PASS']);
+    expect(await page.locator('[data-testid=label-summary]').innerText()).toMatch(/2 artifacts named "build-150\.tgz"/);
+    expect(await page.locator('[data-testid=not-found]').count()).toBe(0);
+    await screenshot(page, 'search-label-all-scopes');
+
+    await page.goto(`${stele.url}/#/search?q=no-such-build.tgz`);
+    expect(await statusOf(page, '[data-testid=not-found]')).toBe('NOTFOUND');
+    // One box: the same solid border on every side (a dashed 8 px left edge broke into bars).
+    const border = await page.locator('[data-testid=not-found]').evaluate((el) => {
+      const s = getComputedStyle(el);
+      return [s.borderTopStyle, s.borderRightStyle, s.borderBottomStyle, s.borderLeftStyle];
+    });
+    expect(border).toEqual(['solid', 'solid', 'solid', 'solid']);
+    await screenshot(page, 'search-not-found');
     await page.close();
   });
 
@@ -225,10 +260,27 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
 
   it('draws anchors over time and by type, and works on a narrow screen and from the keyboard', async () => {
     const { page } = await browser.page();
+    const size = (await (await fetch(`${stele.url}/api/ledger/checkpoint`)).json()).treeSize as number;
     await page.goto(`${stele.url}/#/charts`);
     await page.waitForSelector('[data-testid=time-chart] svg > rect');
     expect(await page.locator('[data-testid=type-chart]').innerText()).toContain('document_verified');
+    // The whole log, not its last few bundles: every entry is counted.
+    expect(await page.locator('[data-testid=chart-coverage]').getAttribute('data-sampled')).toBe('false');
+    expect(await page.locator('[data-testid=chart-coverage]').innerText()).toContain(`all ${size} entries`);
+    const counted = await page
+      .locator('[data-testid=type-chart] svg title')
+      .innerHTML()
+      .then((t) => [...t.matchAll(/ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0));
+    expect(counted).toBe(size);
     await screenshot(page, 'charts');
+    // A log with more bundles than the charts read is sampled evenly, counts scaled to the whole log.
+    await page.goto(`${stele.url}/#/charts?bundles=1`);
+    await page.waitForSelector('[data-testid=time-chart] svg > rect');
+    expect(await page.locator('[data-testid=chart-coverage]').getAttribute('data-sampled')).toBe('true');
+    expect(await page.locator('[data-testid=chart-coverage]').innerText()).toMatch(
+      /sampled: 1 of its 2 record bundles/,
+    );
+    await screenshot(page, 'charts-sampled');
     await page.goto(`${stele.url}/#/trust`);
     expect(await page.locator('[data-testid=trust-vkey]').innerText()).toBe(stele.vkey);
     await screenshot(page, 'trust');
@@ -266,6 +318,12 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await screenshot(page, 'mirror-search');
     await page.goto(`${m.url}/#/search?q=${sha256hex('nothing')}`);
     expect(await statusOf(page, '[data-testid=not-found]')).toBe('NOTFOUND');
+    // No search API on a mirror: the label is found in every scope by scanning the bundles.
+    await page.goto(`${m.url}/#/search?q=build-150.tgz`);
+    await page.waitForSelector('[data-testid=label-matches] tbody tr');
+    expect(await page.locator('[data-testid=label-matches] tbody tr[data-status=PASS]').count()).toBe(2);
+    expect(await page.locator('[data-testid=label-summary]').innerText()).toMatch(/scan of all \d+ entries/);
+    await screenshot(page, 'mirror-search-label');
     // Immutable tiles are fetched once per page, however many views read them.
     const tileGets = requests.filter((u) => u.includes('/tile/'));
     expect(new Set(tileGets).size).toBe(tileGets.length);

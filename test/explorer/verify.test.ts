@@ -8,7 +8,7 @@ import { fromBase64, fromHex, toBase64, toHex, u64be } from '../../src/explorer/
 import { LogClient } from '../../src/explorer/log.js';
 import { checkSignature, parseNote, parseVkey } from '../../src/explorer/note.js';
 import { foldInclusion } from '../../src/explorer/proof.js';
-import { apiLookup, classify, recordMatcher, scanRecords } from '../../src/explorer/search.js';
+import { apiLookup, apiSearch, classify, labelMatches, recordMatcher, scanRecords } from '../../src/explorer/search.js';
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
 import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
 import { buildReport, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
@@ -113,6 +113,9 @@ describe('explorer verification against the reference vectors', () => {
       artifactId: artifactIdOf('release.tgz', 'prod'),
       label: 'release.tgz',
     });
+    // A label without a scope means every scope.
+    expect(classify('release.tgz')).toEqual({ kind: 'label', label: 'release.tgz', text: 'release.tgz' });
+    expect(classify('cafe\u0301.tgz')).toMatchObject({ kind: 'label', label: 'caf\u00e9.tgz' });
     expect(classify('led_x')).toMatchObject({ kind: 'invalid' });
     expect(classify('')).toMatchObject({ kind: 'invalid' });
   });
@@ -239,6 +242,20 @@ describe('explorer verification against a live log', () => {
     expect(await apiLookup(new URL(`${server.url}/nothing/`), 'hash', digestOf(10), fetchFn)).toHaveProperty(
       'unavailable',
     );
+    // A label across scopes: the search API, or a scan grouped by artifact.
+    const search = await apiSearch(base, 'a-10', 100, fetchFn);
+    expect(search).toEqual({
+      matches: [{ artifactId: artifactIdOf('a-10', 's'), scope: 's', seq: expect.any(Number) }],
+      more: false,
+    });
+    expect(await apiSearch(new URL(`${server.url}/nothing/`), 'a-10', 100, fetchFn)).toHaveProperty('unavailable');
+    const found = new Map<number, Record<string, unknown>>();
+    await scanRecords(client, 300, (e, seq) => {
+      const hit = recordMatcher(classify('a-10'))!(e, seq);
+      if (hit) found.set(seq, e);
+      return hit;
+    });
+    expect(labelMatches(found)).toEqual((search as { matches: unknown[] }).matches);
     const progress: number[] = [];
     const q = classify(digestOf(10));
     const r = await scanRecords(client, 300, recordMatcher(q)!, { onProgress: (d) => progress.push(d) });

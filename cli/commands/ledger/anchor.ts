@@ -75,7 +75,7 @@ export function registerAnchor(ledger: Command): void {
       onHashProgress: hp.onHashProgress,
     }).finally(() => hp.stop());
     if (opts.json) emitJson(anchorJson(r));
-    else printAnchor(r);
+    else printAnchor(r, r.existing ? 'Already anchored' : 'Anchored');
     exitFor(r.report);
   });
 }

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { type MirrorResult, followMirror, mirrorLog } from '../../../src/client/mirror.js';
 import { HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
 import type { Trust } from '../../../src/client/verify.js';
+import { addExplorerToMirror } from '../../../src/client/mirror-explorer.js';
 import { UsageError } from '../../../src/client/errors.js';
 import { type CommonOptions, common, emitJson, intArg, openSession, out, progress } from './common.js';
 
@@ -13,6 +14,7 @@ interface MirrorOptions extends CommonOptions {
   follow?: boolean;
   interval?: number;
   maxInterval?: number;
+  withExplorer?: boolean;
 }
 
 export function registerMirror(ledger: Command): void {
@@ -32,13 +34,20 @@ export function registerMirror(ledger: Command): void {
         'with --follow: polling interval, doubled while nothing changes',
         intArg('--interval', 10),
       )
-      .option('--max-interval <ms>', 'with --follow: longest polling interval', intArg('--max-interval', 10)),
+      .option('--max-interval <ms>', 'with --follow: longest polling interval', intArg('--max-interval', 10))
+      .option(
+        '--with-explorer',
+        'also copy the explorer, with an explorer.json pinning the log key, so the mirror serves it',
+      ),
   ).action(async (dir: string, opts: MirrorOptions) => {
     const { loaded, session } = await openSession(opts, { online: false, requireOnline: false });
     const from = opts.from ?? loaded.effective.tiles ?? loaded.effective.endpoint;
     if (!from) throw new UsageError('nothing to mirror from: pass --from <url> or configure an endpoint');
     const source = isUrl(from) ? new HttpObjectReader(from) : await openObjectSource(from);
-    if (opts.follow) return follow(source, dir, session.trust, opts);
+    if (opts.follow) {
+      if (opts.withExplorer) await addExplorerToMirror(dir, loaded.effective.trust);
+      return follow(source, dir, session.trust, opts);
+    }
     const bar = progress('mirroring', opts.json, 'objects');
     const r = await mirrorLog({
       source,
@@ -50,8 +59,9 @@ export function registerMirror(ledger: Command): void {
       onProgress: (d, t) => bar.update(d, t),
     }).finally(() => bar.stop());
     const stats = { requests: source.stats.requests, bytes: source.stats.bytes };
+    const explorer = opts.withExplorer ? await addExplorerToMirror(dir, loaded.effective.trust) : undefined;
     if (opts.json) {
-      emitJson({ result: 'PASS', ...r, source: source.describe(), dir, ...stats });
+      emitJson({ result: 'PASS', ...r, source: source.describe(), dir, ...stats, ...(explorer ? { explorer } : {}) });
       return;
     }
     const verb =
@@ -66,6 +76,7 @@ export function registerMirror(ledger: Command): void {
     out(`              witnesses: ${r.witnesses.detail}`);
     out(`              ${r.consistency.detail}`);
     out(`              ${r.pin.detail}`);
+    if (explorer) out(`  explorer    ${explorer.files} files and ${explorer.config}, pinned to ${explorer.vkey}`);
     out(
       `  objects     ${r.fetched} fetched and verified, ${r.reused} already present; ${stats.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`,
     );

@@ -1,0 +1,77 @@
+// GET /api/ledger/search?artifact=<label>[&limit=N][&cursor=art_…]: the artifacts recorded
+// under a label in any scope, each with its latest published entry, a page at a time. The
+// index names the candidates; each entry is read (and authenticated) from the tiles and must
+// carry the label and artifact id, so a stale index row is skipped, never shown.
+import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
+import type Router from '@koa/router';
+import { ARTIFACT_ID, presentEntry } from '../core/entry.js';
+import { checkLabel } from '../core/labels.js';
+import type { LookupIndex } from '../index/types.js';
+import type { LogReader } from '../reader.js';
+import type { PublishedCheckpoint } from '../sequencer/contract.js';
+import { badRequest } from './errors.js';
+import type { ArtifactSearchView, EntryView } from './wire.js';
+
+export const SEARCH_DEFAULT_LIMIT = 20;
+export const SEARCH_MAX_LIMIT = 100;
+const PARAMS = ['artifact', 'limit', 'cursor'];
+
+interface SearchSource {
+  readonly index: LookupIndex;
+  readonly reader: LogReader;
+  checkpoint(): PublishedCheckpoint;
+}
+
+function one(query: ParsedUrlQuery, name: string): string | undefined {
+  const v = query[name];
+  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
+  return v;
+}
+
+function limitOf(text: string | undefined): number {
+  if (text === undefined) return SEARCH_DEFAULT_LIMIT;
+  const n = /^[1-9][0-9]{0,2}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n <= SEARCH_MAX_LIMIT))
+    throw badRequest('invalid_limit', `limit must be an integer from 1 to ${SEARCH_MAX_LIMIT}`);
+  return n;
+}
+
+export function registerSearch(router: Router, svc: SearchSource): void {
+  router.get('/search', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const query = parseQuery(ctx.querystring);
+    const extra = Object.keys(query).filter((k) => !PARAMS.includes(k));
+    if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
+    const given = one(query, 'artifact');
+    if (given === undefined) throw badRequest('missing_artifact', 'artifact (a label) is required');
+    // The log's label rule: a label it would have refused cannot have been recorded.
+    const label = checkLabel('artifact', given);
+    if (!label.ok) throw badRequest('invalid_artifact', label.reason);
+    const limit = limitOf(one(query, 'limit'));
+    const cursor = one(query, 'cursor');
+    if (cursor !== undefined && !ARTIFACT_ID.test(cursor))
+      throw badRequest('invalid_cursor', 'cursor must be the `next` of an earlier answer (art_<24 hex>)');
+    const cp = svc.checkpoint();
+    const page = await svc.index.searchArtifact(label.value, limit, cursor);
+    const matches: ArtifactSearchView['matches'] = [];
+    for (const m of page.matches) {
+      if (m.seq >= cp.size) continue; // not yet in a published checkpoint
+      const found = await svc.reader.entry(m.seq, cp);
+      if (found.entry.artifact !== label.value || found.entry.artifactId !== m.artifactId) continue;
+      matches.push({
+        artifactId: m.artifactId,
+        ...(found.entry.scope !== undefined ? { scope: found.entry.scope } : {}),
+        leafIndex: m.seq,
+        entry: presentEntry(found.entry, m.seq, found.entryHash) as EntryView,
+      });
+    }
+    const last = page.matches[page.matches.length - 1];
+    const body: ArtifactSearchView = {
+      artifact: label.value,
+      treeSize: cp.size,
+      matches,
+      ...(page.more && last ? { next: last.artifactId } : {}),
+    };
+    ctx.body = body;
+  });
+}

@@ -1,0 +1,150 @@
+// The lookup index's rows for duplicate anchors and label search, on both implementations
+// (LMDB, and DynamoDB through dynalite): the earliest leaf of each anchor identity, never an
+// event's; a label's artifact ids across scopes with their latest leaf, paged by cursor; and
+// an index of the older schema reported as outdated, so a start rebuilds it.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoIndex } from '../src/aws/dynamo-index.js';
+import { anchorIdentity } from '../src/core/duplicates.js';
+import { type CanonicalEntry, artifactId } from '../src/core/entry.js';
+import { LmdbIndex } from '../src/index/lmdb.js';
+import type { LookupIndex } from '../src/index/types.js';
+import { type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
+import { type DynamoServer, startDynamoServer } from './helpers/dynamo-server.js';
+import { scratchDir } from './helpers/tmp.js';
+
+const digest = (i: number) => i.toString(16).padStart(64, '0');
+function entry(d: number, labels: { artifact?: string; scope?: string; tenant?: string } = {}, type = 'ledger_anchor') {
+  const e: CanonicalEntry = { v: 1, type, result: 'r', digest: digest(d), timestamp: 't' };
+  if (labels.artifact !== undefined) {
+    e.artifact = labels.artifact;
+    e.artifactId = artifactId(labels.artifact, labels.scope);
+  }
+  if (labels.scope !== undefined) e.scope = labels.scope;
+  if (labels.tenant !== undefined) e.tenant = labels.tenant;
+  return e;
+}
+const batch = (from: number, entries: CanonicalEntry[]) => batchOfEntries(from, entries, {} as PublishedCheckpoint);
+const id = (d: number, labels: Parameters<typeof entry>[1] = {}) => anchorIdentity(entry(d, labels))!;
+
+/** Two batches (the second may still be pending in memory), then every expectation. */
+async function exercise(index: LookupIndex, flushBetween: () => Promise<void>): Promise<void> {
+  await index.onBatch(
+    batch(0, [
+      entry(1, { artifact: 'app.bin', scope: 'a' }), // 0
+      entry(1, { artifact: 'app.bin', scope: 'a' }, 'document_verified'), // 1: an event
+      entry(2, { artifact: 'app.bin', scope: 'b' }), // 2
+      entry(3, { artifact: 'app.bin' }), // 3
+      entry(4, { artifact: 'other.bin', scope: 'a' }), // 4
+    ]),
+  );
+  await flushBetween();
+  await index.onBatch(
+    batch(5, [
+      entry(1, { artifact: 'app.bin', scope: 'a' }), // 5: a duplicate (allowDuplicate) — not the earliest
+      entry(9, { artifact: 'app.bin', scope: 'c' }), // 6
+      entry(2, { artifact: 'app.bin', scope: 'b', tenant: 't' }), // 7
+      entry(5, { artifact: 'seen.bin' }, 'document_verified'), // 8
+    ]),
+  );
+  expect(await index.findAnchor(id(1, { artifact: 'app.bin', scope: 'a' }))).toBe(0);
+  expect(await index.findAnchor(id(2, { artifact: 'app.bin', scope: 'b' }))).toBe(2);
+  expect(await index.findAnchor(id(2, { artifact: 'app.bin', scope: 'b', tenant: 't' }))).toBe(7);
+  expect(await index.findAnchor(id(1, { artifact: 'app.bin', scope: 'b' }))).toBeUndefined();
+  // Events have no identity, so nothing of theirs can be found as an anchor.
+  expect(anchorIdentity(entry(5, { artifact: 'seen.bin' }, 'document_verified'))).toBeUndefined();
+  expect(await index.findAnchor(id(5, { artifact: 'seen.bin' }))).toBeUndefined();
+
+  const all = await index.searchArtifact('app.bin', 10);
+  expect(all.more).toBe(false);
+  const expected = [
+    { artifactId: artifactId('app.bin', 'a'), seq: 5 },
+    { artifactId: artifactId('app.bin', 'b'), seq: 7 },
+    { artifactId: artifactId('app.bin', 'c'), seq: 6 },
+    { artifactId: artifactId('app.bin', ''), seq: 3 },
+  ].sort((x, y) => (x.artifactId < y.artifactId ? -1 : 1));
+  expect(all.matches).toEqual(expected);
+  const first = await index.searchArtifact('app.bin', 3);
+  expect(first).toEqual({ matches: expected.slice(0, 3), more: true });
+  const rest = await index.searchArtifact('app.bin', 3, first.matches[2]!.artifactId);
+  expect(rest).toEqual({ matches: expected.slice(3), more: false });
+  expect((await index.searchArtifact('other.bin', 10)).matches).toEqual([
+    { artifactId: artifactId('other.bin', 'a'), seq: 4 },
+  ]);
+  expect(await index.searchArtifact('none.bin', 10)).toEqual({ matches: [], more: false });
+}
+
+describe('LmdbIndex: anchors and labels', () => {
+  it('keeps the earliest anchor of an identity and lists a label across scopes, pending or committed', async () => {
+    const path = join(scratchDir('stele-index-anchors-'), 'index');
+    const index = new LmdbIndex(path);
+    await exercise(index, () => index.flush());
+    expect(await index.outdated()).toBe(false);
+    await index.close();
+    // Reopened: everything from the database alone.
+    const again = new LmdbIndex(path);
+    expect(await again.findAnchor(id(1, { artifact: 'app.bin', scope: 'a' }))).toBe(0);
+    expect((await again.searchArtifact('app.bin', 10)).matches).toHaveLength(4);
+    await again.close();
+  });
+
+  it('an index written before these rows existed is outdated until cleared', async () => {
+    const path = join(scratchDir('stele-index-old-'), 'index');
+    // What a version-1 index holds: rows and a size, no schema.
+    const db = open<number, string>({ path, compression: false });
+    await db.put('meta:size', 3);
+    await db.put(`d:${digest(1)}`, 0);
+    await db.close();
+    const index = new LmdbIndex(path);
+    expect(await index.outdated()).toBe(true);
+    await index.clear();
+    expect(await index.outdated()).toBe(false);
+    expect(await index.indexedSize()).toBe(0);
+    await index.close();
+  });
+});
+
+describe('DynamoIndex: anchors and labels (dynalite)', () => {
+  let ddb: DynamoServer;
+  beforeAll(async () => {
+    ddb = await startDynamoServer();
+  }, 60_000);
+  afterAll(async () => ddb?.close());
+  const make = () =>
+    new DynamoIndex({
+      endpoint: ddb.endpoint,
+      region: ddb.region,
+      credentials: ddb.credentials,
+      table: ddb.table,
+      log: `idx-${randomBytes(4).toString('hex')}`,
+    });
+
+  it('keeps the earliest anchor of an identity and lists a label across scopes', async () => {
+    const index = make();
+    await exercise(index, async () => {});
+    expect(await index.outdated()).toBe(false);
+    await index.close();
+  }, 60_000);
+
+  it('an index without the schema mark is outdated', async () => {
+    const index = make();
+    expect(await index.outdated()).toBe(false); // empty: nothing to rebuild
+    await index.onBatch(batch(0, [entry(1)]));
+    expect(await index.outdated()).toBe(false);
+    // The meta item as a version-1 sequencer wrote it: a size, no schema.
+    const { UpdateItemCommand } = await import('@aws-sdk/client-dynamodb');
+    const ns = (index as unknown as { ns: string }).ns;
+    await index.client.send(
+      new UpdateItemCommand({
+        TableName: ddb.table,
+        Key: { pk: { S: `${ns}#meta` }, sk: { S: 'meta' } },
+        UpdateExpression: 'REMOVE #s',
+        ExpressionAttributeNames: { '#s': 'schema' },
+      }),
+    );
+    expect(await index.outdated()).toBe(true);
+    await index.close();
+  }, 60_000);
+});
