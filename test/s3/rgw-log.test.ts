@@ -16,7 +16,7 @@ import { openCheckpoint } from '../../src/core/checkpoint.js';
 import { artifactId } from '../../src/core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
-import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { LogReader } from '../../src/reader.js';
 import { type AnchorReceipt, SequencerStoppedError } from '../../src/sequencer/contract.js';
 import { Sequencer } from '../../src/sequencer/sequencer.js';
@@ -378,9 +378,10 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
 describe('API replicas that follow the log on RGW (their own LMDB index, no DynamoDB)', () => {
   const ORIGIN = 'rgw.follow.test/log';
 
+  /** A replica process given only the log's public key (`key`: its environment for the key). */
   function replica(
     dataDir: string,
-    keyFile: string,
+    key: NodeJS.ProcessEnv,
     prefix: string,
   ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
     const env: NodeJS.ProcessEnv = { ...process.env };
@@ -398,7 +399,7 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       STELE_S3_FORCE_PATH_STYLE: 'true',
       STELE_S3_PREFIX: `${prefix}log/`,
       STELE_S3_STAGING_PREFIX: `${prefix}private/`,
-      STELE_KEY_FILE: keyFile,
+      ...key,
     });
     const child = spawn(
       process.execPath,
@@ -408,15 +409,18 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
+    // 'close': stderr is read to its end.
+    const exited = once(child, 'close').then(([code]) => {
+      throw new Error(`replica exited ${code}: ${err}`);
+    });
     return Promise.race([
-      once(child.stdout!, 'data').then(([line]) => ({
-        child,
-        url: (JSON.parse(String(line)) as { url: string }).url,
-        stderr: () => err,
-      })),
-      once(child, 'exit').then(() => {
-        throw new Error(`replica exited: ${err}`);
+      once(child.stdout!, 'data').then(([line]) => {
+        const ready = JSON.parse(String(line)) as { url?: string };
+        // Under --json a refusal is also a JSON error on stdout: wait for the exit it precedes.
+        if (ready.url === undefined) return exited;
+        return { child, url: ready.url, stderr: () => err };
       }),
+      exited,
     ]);
   }
 
@@ -459,8 +463,20 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       );
     await anchor(0, 300);
     await anchor(300, 300);
+    // What the sequencer prints; the replicas are given this and nothing secret.
+    const vkey = formatVkey(makeVerifier(ORIGIN, SIG_ED25519, log.signer.publicKey));
 
-    const first = await replica(join(dir, 'r1'), keyFile, prefix);
+    // A replica refuses the private key file: it must never need the log's signing key.
+    await expect(replica(join(dir, 'r0'), { STELE_KEY_FILE: keyFile }, prefix)).rejects.toThrow(
+      /exited 2: .*API replica verifies with the log's public key only.*STELE_VKEY/,
+    );
+    // And a vkey of another log is refused before anything is served.
+    const other = formatVkey(makeVerifier('other.example/log', SIG_ED25519, log.signer.publicKey));
+    await expect(replica(join(dir, 'r0'), { STELE_VKEY: other }, prefix)).rejects.toThrow(
+      /exited 2: .*STELE_VKEY is the key of other\.example\/log/,
+    );
+
+    const first = await replica(join(dir, 'r1'), { STELE_VKEY: vkey }, prefix);
     expect(first.stderr()).toContain('replica index catching up from the record bundles');
     const compare = async (url: string, size: number) => {
       for (let i = 0; i < size; i += 37) {
@@ -492,7 +508,10 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     // A replica restarted from an empty directory catches up to the same answers.
     first.child.kill('SIGTERM');
     await once(first.child, 'exit');
-    const second = await replica(join(dir, 'r2'), keyFile, prefix);
+    const vkeyFile = join(dir, 'log.vkey');
+    writeFileSync(vkeyFile, `${vkey}\n`);
+    const second = await replica(join(dir, 'r2'), { STELE_VKEY_FILE: vkeyFile }, prefix);
+    expect((await getJson(`${second.url}/api/ledger/key`)).body.vkey).toBe(vkey);
     expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
     await compare(second.url, 690);
     await log.close(); // before the forgery below, which would stop it
