@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerCompletionCommand } from './commands/completion.js';
 import { registerControlCommands } from './commands/control.js';
+import { registerDevIdpCommands } from './commands/dev-idp.js';
 import { registerHammerCommand } from './commands/hammer.js';
 import { registerKeyCommands } from './commands/key.js';
 import { registerLedgerCommands } from './commands/ledger.js';
@@ -62,6 +63,7 @@ registerWitnessCommands(program);
 registerMirrorCommands(program);
 registerMonitorCommands(program);
 registerControlCommands(program);
+registerDevIdpCommands(program);
 registerHammerCommand(program);
 registerKeyCommands(program);
 registerCompletionCommand(program);

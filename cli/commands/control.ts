@@ -345,6 +345,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       .option('--since <time>', 'events at or after this ISO 8601 time')
       .option('--until <time>', 'events before this ISO 8601 time')
       .option('--last-event-id <id>', 'resume after this event id')
+      .option('--follow', 'keep following new events as they are recorded (the default)')
       .option('--no-follow', 'stop after the stored events')
       .option('--signer-key <base64>', 'pin the control plane public key (default: fetched from /v1/keys/epochs)'),
   ).action(

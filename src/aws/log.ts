@@ -12,11 +12,12 @@
 // Besides the sequencer it runs two background chores: the partial-tile sweeper (its
 // progress kept in the table) and a heartbeat log line that the CDK stack turns into the
 // stalled-checkpoint alarm.
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { bytesEqual } from '../core/hash.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
-import { type NoteSigner, SIG_ED25519, makeVerifier } from '../core/note.js';
+import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
 import { type BatchListener, type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
@@ -55,7 +56,12 @@ export type AwsSignerConfig =
     }
   /** A local Ed25519 key file (created 0600 if absent), as the local log uses. */
   | { readonly kind: 'key-file'; readonly path: string }
-  | { readonly kind: 'signer'; readonly signer: NoteSigner };
+  | { readonly kind: 'signer'; readonly signer: NoteSigner }
+  /**
+   * The log's public key only, as a note vkey (`<origin>+<hash>+<key>`): what an API replica
+   * needs to verify the published checkpoints. It cannot sign, so a sequencer refuses it.
+   */
+  | { readonly kind: 'vkey'; readonly vkey: string };
 
 /** Where the sequencer's lock record lives: a DynamoDB item, or an object in the bucket. */
 export type LockKind = 'dynamodb' | 'bucket';
@@ -138,6 +144,10 @@ function checkPrefixes(publicPrefix: string, stagingPrefix: string): void {
 
 async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
   const s = config.signer;
+  if (s.kind === 'vkey')
+    throw new AwsConfigError(
+      'the sequencer signs checkpoints: it needs STELE_KMS_KEY_ID or STELE_KEY_FILE (STELE_VKEY is for API replicas)',
+    );
   if (s.kind === 'signer') return s.signer;
   if (s.kind === 'key-file') return (await loadOrCreateKey(s.path, config.origin)).signer;
   return KmsSigner.create({
@@ -324,12 +334,16 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
  * different root at the same size).
  */
 export async function openAwsReader(config: AwsLogConfig) {
-  const { s3, store, ddb } = awsBackends(config);
-  // A replica only needs the public key; it never creates or holds a signing key of its own.
+  // A reader only needs the public key: the vkey, KMS GetPublicKey, or (for the operator's
+  // checks on the sequencer's host) the key file, read without creating one.
   const s = config.signer;
-  const signer = s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : await openSigner(config);
-  if (signer.name !== config.origin) throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
-  const verifier = makeVerifier(config.origin, SIG_ED25519, signer.publicKey);
+  const signer = s.kind === 'vkey' ? undefined : await openReaderKey(config);
+  const verifier = s.kind === 'vkey' ? vkeyVerifier(s.vkey, config.origin) : undefined;
+  const publicKey = verifier?.publicKey ?? signer!.publicKey;
+  if (signer && signer.name !== config.origin)
+    throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
+  const { s3, store, ddb } = awsBackends(config);
+  const logKey = makeVerifier(config.origin, SIG_ED25519, publicKey);
   // The shared DynamoDB index, if there is one (else a replica keeps its own: see src/serve/backends.ts).
   const index =
     ddb && config.dynamo ? new DynamoIndex({ client: ddb, table: config.dynamo.table, log: config.origin }) : undefined;
@@ -339,7 +353,7 @@ export async function openAwsReader(config: AwsLogConfig) {
   const refresh = async (): Promise<PublishedCheckpoint | undefined> => {
     const bytes = await store.get(CHECKPOINT_JSON_KEY);
     if (!bytes) return latest;
-    const cp = decodePublishedCheckpoint(bytes, verifier);
+    const cp = decodePublishedCheckpoint(bytes, logKey);
     if (latest && (cp.size < latest.size || (cp.size === latest.size && !bytesEqual(cp.root, latest.root)))) {
       throw new Error(
         `published checkpoint went from size ${latest.size} to ${cp.size} with another root: refusing it`,
@@ -352,7 +366,7 @@ export async function openAwsReader(config: AwsLogConfig) {
   return {
     store,
     index,
-    publicKey: signer.publicKey,
+    publicKey,
     reader,
     /** Fetches and verifies the published checkpoint; returns the latest one known. */
     refreshCheckpoint: refresh,
@@ -370,6 +384,64 @@ export class AwsConfigError extends Error {
   override name = 'AwsConfigError';
 }
 
+/** The sequencer's signing key: KMS, or a key file (created 0600 on first start). */
+function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
+  if (env.STELE_KMS_KEY_ID) {
+    return {
+      kind: 'kms',
+      keyId: env.STELE_KMS_KEY_ID,
+      endpoint: env.STELE_KMS_ENDPOINT || undefined,
+      expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined,
+    };
+  }
+  if (env.STELE_KEY_FILE) return { kind: 'key-file', path: env.STELE_KEY_FILE };
+  throw new AwsConfigError('STELE_KMS_KEY_ID (or STELE_KEY_FILE) is required for the AWS backend');
+}
+
+/**
+ * An API replica's key: the log's public key only (STELE_VKEY, or STELE_VKEY_FILE holding
+ * it), or KMS, whose GetPublicKey is all a replica calls. A replica never reads a private key
+ * file: given only STELE_KEY_FILE it refuses, so the private key need not be on its host.
+ */
+function replicaKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
+  if (env.STELE_VKEY) return { kind: 'vkey', vkey: env.STELE_VKEY };
+  if (env.STELE_VKEY_FILE) {
+    try {
+      return { kind: 'vkey', vkey: readFileSync(env.STELE_VKEY_FILE, 'utf8').trim() };
+    } catch (e) {
+      throw new AwsConfigError(
+        `cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
+    }
+  }
+  if (env.STELE_KMS_KEY_ID) return signingKeyFromEnv(env);
+  if (env.STELE_KEY_FILE)
+    throw new AwsConfigError(
+      "an API replica verifies with the log's public key only and never reads its private key: set STELE_VKEY to the vkey the sequencer printed instead of STELE_KEY_FILE",
+    );
+  throw new AwsConfigError(
+    "an API replica needs the log's public key: STELE_VKEY (or STELE_VKEY_FILE, or STELE_KMS_KEY_ID)",
+  );
+}
+
+async function openReaderKey(config: AwsLogConfig): Promise<NoteSigner> {
+  const s = config.signer;
+  return s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : openSigner(config);
+}
+
+/** The log's Ed25519 key from its note vkey, which must name this log's origin. */
+function vkeyVerifier(vkey: string, origin: string): NoteVerifier {
+  let v: NoteVerifier;
+  try {
+    v = parseVkey(vkey);
+  } catch (e) {
+    throw new AwsConfigError(`STELE_VKEY: ${(e as Error).message}`);
+  }
+  if (v.type !== SIG_ED25519) throw new AwsConfigError("STELE_VKEY must be the log's Ed25519 vkey (type 0x01)");
+  if (v.name !== origin) throw new AwsConfigError(`STELE_VKEY is the key of ${v.name}, not of ${origin}`);
+  return v;
+}
+
 /**
  * The AWS configuration from the environment, as the CDK stack sets it on both services:
  *   STELE_ORIGIN, AWS_REGION, STELE_S3_BUCKET, STELE_S3_PREFIX (default log/),
@@ -377,12 +449,13 @@ export class AwsConfigError extends Error {
  *   STELE_LOCK (dynamodb, the default, or bucket), STELE_DYNAMO_TABLE (required for the
  *   DynamoDB lock), STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
  *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
- *   STELE_MIN_BATCH_SPACING_MS.
+ *   STELE_MIN_BATCH_SPACING_MS; for an API replica (`role: 'api'`) STELE_VKEY or STELE_VKEY_FILE,
+ *   the log's public key, instead of a signing key.
  * `lock` (from `stele serve --lock` or its config file) overrides STELE_LOCK.
  */
 export function awsLogConfigFromEnv(
   env: NodeJS.ProcessEnv = process.env,
-  over: { lock?: LockKind } = {},
+  over: { lock?: LockKind; role?: 'sequencer' | 'api' } = {},
 ): AwsLogConfig {
   const need = (name: string): string => {
     const v = env[name];
@@ -404,19 +477,7 @@ export function awsLogConfigFromEnv(
   const lock = over.lock ?? (env.STELE_LOCK || 'dynamodb');
   if (lock !== 'dynamodb' && lock !== 'bucket') throw new AwsConfigError('STELE_LOCK must be dynamodb or bucket');
   const table = lock === 'dynamodb' ? need('STELE_DYNAMO_TABLE') : env.STELE_DYNAMO_TABLE || undefined;
-  let signer: AwsSignerConfig;
-  if (env.STELE_KMS_KEY_ID) {
-    signer = {
-      kind: 'kms',
-      keyId: env.STELE_KMS_KEY_ID,
-      endpoint: env.STELE_KMS_ENDPOINT || undefined,
-      expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined,
-    };
-  } else if (env.STELE_KEY_FILE) {
-    signer = { kind: 'key-file', path: env.STELE_KEY_FILE };
-  } else {
-    throw new AwsConfigError('STELE_KMS_KEY_ID (or STELE_KEY_FILE) is required for the AWS backend');
-  }
+  const signer = over.role === 'api' ? replicaKeyFromEnv(env) : signingKeyFromEnv(env);
   return {
     origin: need('STELE_ORIGIN'),
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,

@@ -66,7 +66,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
     const { awsLogConfigFromEnv } = await import('../aws/log.js');
     // Without DynamoDB the sequencer keeps its lookup index in LMDB under the data directory.
     const aws = {
-      ...awsLogConfigFromEnv(env, { lock: cfg.lock }),
+      ...awsLogConfigFromEnv(env, { lock: cfg.lock, role: cfg.role ?? 'sequencer' }),
       ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}),
       indexDir: join(cfg.dataDir, 'index'),
       logger,

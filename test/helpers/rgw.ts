@@ -35,6 +35,26 @@ export class RgwStartError extends Error {
   override name = 'RgwStartError';
 }
 
+/**
+ * The environment `stele serve` and `stele log … --aws` read for a self-hosted log on this
+ * gateway: the S3 settings, the bucket lock, and the public and staging prefixes under `prefix`.
+ */
+export function rgwLogEnv(rgw: RgwServer, origin: string, prefix = ''): Record<string, string> {
+  return {
+    STELE_BACKEND: 'aws',
+    STELE_LOCK: 'bucket',
+    STELE_ORIGIN: origin,
+    AWS_REGION: rgw.region,
+    AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+    STELE_S3_BUCKET: rgw.bucket,
+    STELE_S3_ENDPOINT: rgw.endpoint,
+    STELE_S3_FORCE_PATH_STYLE: 'true',
+    STELE_S3_PREFIX: `${prefix}log/`,
+    STELE_S3_STAGING_PREFIX: `${prefix}private/`,
+  };
+}
+
 const BINARIES = ['monmaptool', 'ceph-mon', 'ceph-osd', 'ceph', 'radosgw', 'radosgw-admin'];
 
 /** Whether the Ceph packages are installed (.ci/run installs them). */

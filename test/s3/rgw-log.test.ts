@@ -3,12 +3,12 @@
 // sequencer (a real process) with the CLI's verify --tiles and tlogcheck reading the tiles
 // straight from the gateway (anonymous GETs under the public prefix, as a CDN would); and
 // a SIGKILL of the sequencer mid-batch, then a restart that loses nothing acknowledged.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PutBucketPolicyCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutBucketPolicyCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { AwsConfigError, openAwsLog } from '../../src/aws/log.js';
@@ -16,7 +16,7 @@ import { openCheckpoint } from '../../src/core/checkpoint.js';
 import { artifactId } from '../../src/core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
-import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { LogReader } from '../../src/reader.js';
 import { type AnchorReceipt, SequencerStoppedError } from '../../src/sequencer/contract.js';
 import { Sequencer } from '../../src/sequencer/sequencer.js';
@@ -25,7 +25,7 @@ import { StoreLock } from '../../src/store/lock.js';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
-import { type RgwServer, startRgw } from '../helpers/rgw.js';
+import { type RgwServer, rgwLogEnv, startRgw } from '../helpers/rgw.js';
 import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -167,20 +167,11 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
     Object.assign(env, {
-      STELE_BACKEND: 'aws',
+      ...rgwLogEnv(rgw, ORIGIN, 'serve/'),
       STELE_ROLE: 'sequencer',
       STELE_MODE: 'production',
       STELE_ANCHOR_TOKENS: `ci=${TOKEN}@acme`, // the CLI below sends tenant acme: in production the token must grant it
       STELE_ANCHOR_RATE: '1000000',
-      STELE_ORIGIN: ORIGIN,
-      AWS_REGION: rgw.region,
-      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
-      STELE_S3_BUCKET: rgw.bucket,
-      STELE_S3_ENDPOINT: rgw.endpoint,
-      STELE_S3_FORCE_PATH_STYLE: 'true',
-      STELE_S3_PREFIX: 'serve/log/',
-      STELE_S3_STAGING_PREFIX: 'serve/private/',
       STELE_KEY_FILE: keyFile,
       STELE_BATCH_INTERVAL_MS: '50',
       STELE_HEARTBEAT_MS: '0',
@@ -344,19 +335,7 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     // reported and rebuilt from the published checkpoint by recover.
     const ops = new Sandbox('stele-rgw-ops-');
     try {
-      const env = {
-        STELE_LOCK: 'bucket',
-        STELE_ORIGIN: ORIGIN,
-        AWS_REGION: rgw.region,
-        AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
-        STELE_S3_BUCKET: rgw.bucket,
-        STELE_S3_ENDPOINT: rgw.endpoint,
-        STELE_S3_FORCE_PATH_STYLE: 'true',
-        STELE_S3_PREFIX: 'serve/log/',
-        STELE_S3_STAGING_PREFIX: 'serve/private/',
-        STELE_KEY_FILE: keyFile,
-      };
+      const env = { ...rgwLogEnv(rgw, ORIGIN, 'serve/'), STELE_KEY_FILE: keyFile };
       const clean = await ops.json(['log', 'fsck', '--aws'], env);
       expect(clean.code, clean.stderr).toBe(0);
       const size = clean.out.checkpoint.size as number;
@@ -372,34 +351,21 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
     } finally {
       ops.cleanup();
     }
-  });
+  }, 600_000); // generous: a shared, loaded machine
 });
 
 describe('API replicas that follow the log on RGW (their own LMDB index, no DynamoDB)', () => {
   const ORIGIN = 'rgw.follow.test/log';
 
+  /** A replica process given only the log's public key (`key`: its environment for the key). */
   function replica(
     dataDir: string,
-    keyFile: string,
+    key: NodeJS.ProcessEnv,
     prefix: string,
   ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
-    Object.assign(env, {
-      STELE_BACKEND: 'aws',
-      STELE_ROLE: 'api',
-      STELE_LOCK: 'bucket',
-      STELE_ORIGIN: ORIGIN,
-      AWS_REGION: rgw.region,
-      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
-      STELE_S3_BUCKET: rgw.bucket,
-      STELE_S3_ENDPOINT: rgw.endpoint,
-      STELE_S3_FORCE_PATH_STYLE: 'true',
-      STELE_S3_PREFIX: `${prefix}log/`,
-      STELE_S3_STAGING_PREFIX: `${prefix}private/`,
-      STELE_KEY_FILE: keyFile,
-    });
+    Object.assign(env, { ...rgwLogEnv(rgw, ORIGIN, prefix), STELE_ROLE: 'api', ...key });
     const child = spawn(
       process.execPath,
       ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'info'],
@@ -408,15 +374,18 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
+    // 'close': stderr is read to its end.
+    const exited = once(child, 'close').then(([code]) => {
+      throw new Error(`replica exited ${code}: ${err}`);
+    });
     return Promise.race([
-      once(child.stdout!, 'data').then(([line]) => ({
-        child,
-        url: (JSON.parse(String(line)) as { url: string }).url,
-        stderr: () => err,
-      })),
-      once(child, 'exit').then(() => {
-        throw new Error(`replica exited: ${err}`);
+      once(child.stdout!, 'data').then(([line]) => {
+        const ready = JSON.parse(String(line)) as { url?: string };
+        // Under --json a refusal is also a JSON error on stdout: wait for the exit it precedes.
+        if (ready.url === undefined) return exited;
+        return { child, url: ready.url, stderr: () => err };
       }),
+      exited,
     ]);
   }
 
@@ -459,8 +428,20 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       );
     await anchor(0, 300);
     await anchor(300, 300);
+    // What the sequencer prints; the replicas are given this and nothing secret.
+    const vkey = formatVkey(makeVerifier(ORIGIN, SIG_ED25519, log.signer.publicKey));
 
-    const first = await replica(join(dir, 'r1'), keyFile, prefix);
+    // A replica refuses the private key file: it must never need the log's signing key.
+    await expect(replica(join(dir, 'r0'), { STELE_KEY_FILE: keyFile }, prefix)).rejects.toThrow(
+      /exited 2: .*API replica verifies with the log's public key only.*STELE_VKEY/,
+    );
+    // And a vkey of another log is refused before anything is served.
+    const other = formatVkey(makeVerifier('other.example/log', SIG_ED25519, log.signer.publicKey));
+    await expect(replica(join(dir, 'r0'), { STELE_VKEY: other }, prefix)).rejects.toThrow(
+      /exited 2: .*STELE_VKEY is the key of other\.example\/log/,
+    );
+
+    const first = await replica(join(dir, 'r1'), { STELE_VKEY: vkey }, prefix);
     expect(first.stderr()).toContain('replica index catching up from the record bundles');
     const compare = async (url: string, size: number) => {
       for (let i = 0; i < size; i += 37) {
@@ -492,7 +473,10 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     // A replica restarted from an empty directory catches up to the same answers.
     first.child.kill('SIGTERM');
     await once(first.child, 'exit');
-    const second = await replica(join(dir, 'r2'), keyFile, prefix);
+    const vkeyFile = join(dir, 'log.vkey');
+    writeFileSync(vkeyFile, `${vkey}\n`);
+    const second = await replica(join(dir, 'r2'), { STELE_VKEY_FILE: vkeyFile }, prefix);
+    expect((await getJson(`${second.url}/api/ledger/key`)).body.vkey).toBe(vkey);
     expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
     await compare(second.url, 690);
     await log.close(); // before the forgery below, which would stop it
@@ -520,5 +504,126 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     expect((await getJson(`${second.url}/api/ledger/entry?leaf=695`)).status).toBe(404);
     second.child.kill('SIGTERM');
     await once(second.child, 'exit');
-  });
+  }, 600_000); // generous: a shared, loaded machine
+});
+
+describe("the README's self-hosted deployment, as written, on RGW", () => {
+  /** The section's `stele.env`, its `docker run` lines' `-e` settings and the vkey pipeline. */
+  function readmeDeployment() {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Self-hosted on any S3-compatible store'));
+    const [envBlock, runBlock] = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const envFile = Object.fromEntries(
+      envBlock!
+        .split('\n')
+        .filter((l) => /^[A-Z_0-9]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+    const lines = runBlock!
+      .replace(/\\\n\s*/g, ' ')
+      .split('\n')
+      .map((l) => l.trim());
+    const run = (role: string) => lines.find((l) => l.startsWith('docker run') && l.includes(`STELE_ROLE=${role}`));
+    const settings = (line: string | undefined) => {
+      expect(line).toBeDefined();
+      expect(line).toMatch(/--env-file stele\.env .* stele$/);
+      return Object.fromEntries(
+        [...line!.matchAll(/-e (\w+)=('[^']*'|\S+)/g)].map((m) => [m[1]!, m[2]!.replace(/^'|'$/g, '')]),
+      );
+    };
+    const logs = lines.find((l) => l.startsWith('docker logs stele-seq |'));
+    expect(logs).toBeDefined();
+    return {
+      envFile,
+      sequencer: settings(run('sequencer')),
+      replica: settings(run('api')),
+      vkeyFilter: logs!.slice(logs!.indexOf('|') + 1).replace(/\s+#.*$/, ''),
+    };
+  }
+
+  /** The image's command (`node dist/cli/main.js serve`) with `env`; resolves with its stdout once it printed the vkey. */
+  function container(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; stdout: string }> {
+    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve'], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    return new Promise((resolve, reject) => {
+      child.stdout!.on('data', (d) => {
+        stdout += d;
+        if (/^ {2}vkey /m.test(stdout)) resolve({ child, stdout });
+      });
+      child.once('close', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    });
+  }
+
+  it('one sequencer and a replica given only the vkey the sequencer printed: anchors are served by the replica', async () => {
+    const { envFile, sequencer, replica, vkeyFilter } = readmeDeployment();
+    // Only what differs on this machine: the gateway's endpoint and user, loopback and a free
+    // port instead of the image's 0.0.0.0:8080, and scratch directories for the volumes.
+    expect(envFile).toMatchObject({ STELE_BACKEND: 'aws', STELE_LOCK: 'bucket', STELE_S3_FORCE_PATH_STYLE: 'true' });
+    expect(envFile.STELE_KEY_FILE).toBeUndefined(); // the private key is the sequencer's alone
+    await rgw.createBucket(envFile.STELE_S3_BUCKET!);
+    const base: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(base)) if (k.startsWith('STELE_')) delete base[k];
+    const here = {
+      STELE_S3_ENDPOINT: rgw.endpoint,
+      AWS_ACCESS_KEY_ID: rgw.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: rgw.credentials.secretAccessKey,
+      STELE_HOST: '127.0.0.1',
+      STELE_PORT: '0',
+    };
+    const volume = (settings: Record<string, string>, dir: string) =>
+      Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, v.replace(/^\/data\b/, dir)]));
+    const token = `tok_${randomBytes(16).toString('hex')}`;
+    const seqDir = scratchDir('stele-readme-seq-');
+    const seq = await container({
+      ...base,
+      ...envFile,
+      ...here,
+      STELE_DATA_DIR: seqDir,
+      ...volume(sequencer, seqDir),
+      STELE_ANCHOR_TOKENS: sequencer.STELE_ANCHOR_TOKENS!.replace('<long random token>', token),
+    });
+    expect(statSync(join(seqDir, 'log.key')).mode & 0o777).toBe(0o600);
+    const url = /at (http:\/\/\S+)/.exec(seq.stdout)![1]!;
+
+    // The README's pipeline, run by a shell on what the sequencer printed.
+    const filter = spawnSync('sh', ['-c', vkeyFilter], { input: seq.stdout, encoding: 'utf8' });
+    const vkey = filter.stdout.trim();
+    expect(vkey).toBe((await getJson(`${url}/api/ledger/key`)).body.vkey);
+    expect(replica.STELE_VKEY).toBe('<vkey>');
+    const apiDir = scratchDir('stele-readme-api-');
+    const api = await container({
+      ...base,
+      ...envFile,
+      ...here,
+      STELE_DATA_DIR: apiDir,
+      ...volume(replica, apiDir),
+      STELE_VKEY: vkey,
+    });
+    const apiUrl = /at (http:\/\/\S+)/.exec(api.stdout)![1]!;
+
+    const digest = digestOf(424_242);
+    expect((await postAnchor(url, { digest }, { authorization: `Bearer ${token}` })).status).toBe(201);
+    const deadline = Date.now() + 60_000;
+    let found = await getJson(`${apiUrl}/api/ledger/entry?hash=${digest}`);
+    while (found.status !== 200 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      found = await getJson(`${apiUrl}/api/ledger/entry?hash=${digest}`);
+    }
+    expect(found.status).toBe(200);
+    expect(found.body.entry.digest).toBe(digest);
+    // The public prefix is at log/ in the bucket the env file names.
+    const cp = await rgw.client.send(new GetObjectCommand({ Bucket: envFile.STELE_S3_BUCKET!, Key: 'log/checkpoint' }));
+    expect(await cp.Body!.transformToString()).toMatch(new RegExp(`^${envFile.STELE_ORIGIN}\n`));
+    for (const c of [api.child, seq.child]) {
+      c.kill('SIGTERM');
+      await once(c, 'exit');
+    }
+  }, 600_000); // generous: a shared, loaded machine
 });
