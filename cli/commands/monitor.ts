@@ -103,10 +103,10 @@ export function registerMonitorCommands(program: Command): void {
         sinks: webhook ? [counted, new WebhookSink(webhook)] : [counted],
         onDeliveryError: (_sink, e) => process.stderr.write(`stele: monitor: ${e.message}; kept for the next try\n`),
         onProgress: (done, size) => {
-          // While catching up, about one line a second (and the last one).
+          // While catching up, about one line a second, then the last one (none for a step within one bundle).
           if (done < size && Date.now() - lastProgress < 1000) return;
           if (done === size && lastProgress === 0) return;
-          lastProgress = Date.now();
+          lastProgress = done === size ? 0 : Date.now();
           process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
         },
       });
