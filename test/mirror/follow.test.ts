@@ -63,7 +63,7 @@ describe('stele ledger mirror --follow', () => {
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => child!.once('close', (code) => r(code)));
     await until('the first copy', () => sizeOf(mirror) === 1).catch((e: Error) => {
       throw new Error(`${e.message}: ${stderr}`);
     });
@@ -103,7 +103,7 @@ describe('stele ledger mirror --follow', () => {
     );
     let stderr = '';
     follower.stderr!.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((r) => follower.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => follower.once('close', (code) => r(code)));
     await until('the first copy', () => sizeOf(copy) === size);
     const before = readFileSync(join(copy, 'checkpoint'), 'utf8');
     renameSync(src, `${src}.old`);
