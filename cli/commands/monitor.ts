@@ -13,6 +13,7 @@ interface MonitorFlags {
   watchDigest?: string[];
   watchArtifact?: string[];
   watchScope?: string[];
+  watchTenant?: string[];
   watchType?: string[];
   once?: boolean;
   webhook?: string;
@@ -36,6 +37,7 @@ export function registerMonitorCommands(program: Command): void {
     .option('--watch-digest <hex>', 'alert on entries with this digest, repeatable', many)
     .option('--watch-artifact <name|id>', 'alert on entries with this artifact name or id, repeatable', many)
     .option('--watch-scope <scope>', 'alert on entries in this scope, repeatable', many)
+    .option('--watch-tenant <tenant>', 'alert on entries recorded for this tenant, repeatable', many)
     .option('--watch-type <type>', 'alert on entries of this type, repeatable', many)
     .option(
       '--webhook <url>',
@@ -98,6 +100,7 @@ export function registerMonitorCommands(program: Command): void {
           digests: o.watchDigest ?? [],
           artifacts: o.watchArtifact ?? [],
           scopes: o.watchScope ?? [],
+          tenants: o.watchTenant ?? [],
           types: o.watchType ?? [],
         },
         sinks: webhook ? [counted, new WebhookSink(webhook)] : [counted],

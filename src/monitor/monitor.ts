@@ -27,6 +27,7 @@ export interface WatchList {
   readonly digests?: readonly string[];
   readonly artifacts?: readonly string[];
   readonly scopes?: readonly string[];
+  readonly tenants?: readonly string[];
   readonly types?: readonly string[];
 }
 
@@ -99,6 +100,7 @@ export function matches(w: WatchList, e: Record<string, unknown>): string[] {
   if (typeof e.artifact === 'string' && w.artifacts?.includes(e.artifact)) out.push(`artifact ${e.artifact}`);
   if (typeof e.artifactId === 'string' && w.artifacts?.includes(e.artifactId)) out.push(`artifact ${e.artifactId}`);
   if (typeof e.scope === 'string' && w.scopes?.includes(e.scope)) out.push(`scope ${e.scope}`);
+  if (typeof e.tenant === 'string' && w.tenants?.includes(e.tenant)) out.push(`tenant ${e.tenant}`);
   if (typeof e.type === 'string' && w.types?.includes(e.type)) out.push(`type ${e.type}`);
   return out;
 }
