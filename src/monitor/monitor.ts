@@ -140,7 +140,7 @@ export class Monitor {
     const sinks = this.o.sinks.map((k) => k.name);
     const fresh = alerts
       .map((a) => ({ alert: { ...a, id: this.idOf(a) } as RaisedAlert, sinks }))
-      .filter((p) => !waiting.has(p.alert.id));
+      .filter((p) => p.sinks.length > 0 && !waiting.has(p.alert.id));
     this.state = { ...this.state, ...moved, pending: [...(this.state.pending ?? []), ...fresh] };
     await writeState(this.o.stateFile, this.state);
     await this.deliver();
