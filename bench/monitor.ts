@@ -8,7 +8,6 @@
 // servers from /proc) are the steadier.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { HttpObjectReader } from '../src/client/objects.js';
 import { SIG_ED25519, formatVkey, makeVerifier } from '../src/core/note.js';
@@ -18,22 +17,12 @@ import { loadOrCreateKey } from '../src/signer.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { makeLog } from '../test/helpers/logs.js';
 import { QUICK, ScratchDirs, cpuSeconds, figure, note, now, processCpuMs } from './util.js';
+import { freePort } from '../test/helpers/ports.js';
 
 const N = QUICK ? 20_000 : 100_000;
 const HAMMER_S = QUICK ? 6 : 15;
 const WRITERS = 256;
 const ROOT = new URL('..', import.meta.url).pathname;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
 
 /** `stele <args> --json` as a subprocess; resolves with its first JSON line once it is listening. */
 async function startCli(args: string[]): Promise<{ info: { url: string; vkey: string }; child: ChildProcess }> {

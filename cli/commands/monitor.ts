@@ -13,6 +13,7 @@ interface MonitorFlags {
   watchDigest?: string[];
   watchArtifact?: string[];
   watchScope?: string[];
+  watchTenant?: string[];
   watchType?: string[];
   once?: boolean;
   webhook?: string;
@@ -36,6 +37,7 @@ export function registerMonitorCommands(program: Command): void {
     .option('--watch-digest <hex>', 'alert on entries with this digest, repeatable', many)
     .option('--watch-artifact <name|id>', 'alert on entries with this artifact name or id, repeatable', many)
     .option('--watch-scope <scope>', 'alert on entries in this scope, repeatable', many)
+    .option('--watch-tenant <tenant>', 'alert on entries recorded for this tenant, repeatable', many)
     .option('--watch-type <type>', 'alert on entries of this type, repeatable', many)
     .option(
       '--webhook <url>',
@@ -98,15 +100,16 @@ export function registerMonitorCommands(program: Command): void {
           digests: o.watchDigest ?? [],
           artifacts: o.watchArtifact ?? [],
           scopes: o.watchScope ?? [],
+          tenants: o.watchTenant ?? [],
           types: o.watchType ?? [],
         },
         sinks: webhook ? [counted, new WebhookSink(webhook)] : [counted],
         onDeliveryError: (_sink, e) => process.stderr.write(`stele: monitor: ${e.message}; kept for the next try\n`),
         onProgress: (done, size) => {
-          // While catching up, about one line a second (and the last one).
+          // While catching up, about one line a second, then the last one (none for a step within one bundle).
           if (done < size && Date.now() - lastProgress < 1000) return;
           if (done === size && lastProgress === 0) return;
-          lastProgress = Date.now();
+          lastProgress = done === size ? 0 : Date.now();
           process.stderr.write(`stele: monitor checked ${done}/${size} entries\n`);
         },
       });

@@ -6,11 +6,10 @@
 // lines); other refusals are `<reason>\n` as text/plain, as the witness answers them.
 import { createGunzip } from 'node:zlib';
 import Koa from 'koa';
-import { TEXT, allow, answer } from '../witness/plain-answers.js';
-import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
 import { parseTilePath } from '../core/tiles.js';
-import { MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, WitnessError, parseAddCheckpoint, refuse } from '../witness/protocol.js';
+import { addCheckpointRoute } from '../witness/add-checkpoint-route.js';
+import { TEXT, allow, answer, internalError } from '../witness/plain-answers.js';
 import type { Mirror } from './mirror.js';
 import {
   AddEntriesReader,
@@ -29,7 +28,12 @@ export function mirrorApp(mirror: Mirror, logger: Logger): Koa {
     ctx.set('Cache-Control', 'no-store');
     const copy = COPY_PATH.exec(ctx.path);
     if (ctx.path === '/add-checkpoint') {
-      if (allow(ctx, ['POST'])) await addCheckpoint(ctx, mirror, logger);
+      if (allow(ctx, ['POST']))
+        // "The mirror MAY handle the request by internally updating the pending checkpoint and responding with an empty response body."
+        await addCheckpointRoute(ctx, logger, async (r) => {
+          await mirror.addCheckpoint(r);
+          return '';
+        });
     } else if (ctx.path === '/add-entries') {
       if (allow(ctx, ['POST'])) await addEntries(ctx, mirror, logger);
     } else if (copy) {
@@ -39,32 +43,6 @@ export function mirrorApp(mirror: Mirror, logger: Logger): Koa {
     }
   });
   return app;
-}
-
-async function addCheckpoint(ctx: Koa.Context, mirror: Mirror, logger: Logger): Promise<void> {
-  try {
-    let text: string;
-    try {
-      text = await getRawBody(ctx.req, { limit: MAX_REQUEST_BYTES, encoding: 'utf-8' });
-    } catch (e) {
-      throw refuse.malformed(`unreadable body: ${(e as Error).message}`);
-    }
-    await mirror.addCheckpoint(parseAddCheckpoint(text));
-    // "The mirror MAY handle the request by internally updating the pending checkpoint and responding with an empty response body."
-    ctx.status = 200;
-    ctx.type = TEXT;
-    ctx.body = '';
-  } catch (e) {
-    if (!(e instanceof WitnessError)) return internalError(ctx, logger, e, 'add-checkpoint failed');
-    if (e.status === 409 && e.knownSize !== undefined) {
-      ctx.status = 409;
-      ctx.body = `${e.knownSize}\n`;
-      ctx.set('Content-Type', SIZE_CONTENT_TYPE);
-    } else {
-      answer(ctx, e.status, e.message);
-    }
-    logger.info({ status: e.status, reason: e.message }, 'add-checkpoint refused');
-  }
 }
 
 /** The request body as chunks, gunzipped if so encoded; a stream that fails reads as one that ended early. */
@@ -123,9 +101,4 @@ async function serveCopy(ctx: Koa.Context, mirror: Mirror, logger: Logger, hash:
   } catch (e) {
     internalError(ctx, logger, e, 'copy read failed');
   }
-}
-
-function internalError(ctx: Koa.Context, logger: Logger, e: unknown, what: string): void {
-  logger.error({ err: (e as Error).message }, what);
-  answer(ctx, 500, 'internal error');
 }

@@ -27,6 +27,7 @@ export interface WatchList {
   readonly digests?: readonly string[];
   readonly artifacts?: readonly string[];
   readonly scopes?: readonly string[];
+  readonly tenants?: readonly string[];
   readonly types?: readonly string[];
 }
 
@@ -99,6 +100,7 @@ export function matches(w: WatchList, e: Record<string, unknown>): string[] {
   if (typeof e.artifact === 'string' && w.artifacts?.includes(e.artifact)) out.push(`artifact ${e.artifact}`);
   if (typeof e.artifactId === 'string' && w.artifacts?.includes(e.artifactId)) out.push(`artifact ${e.artifactId}`);
   if (typeof e.scope === 'string' && w.scopes?.includes(e.scope)) out.push(`scope ${e.scope}`);
+  if (typeof e.tenant === 'string' && w.tenants?.includes(e.tenant)) out.push(`tenant ${e.tenant}`);
   if (typeof e.type === 'string' && w.types?.includes(e.type)) out.push(`type ${e.type}`);
   return out;
 }
@@ -138,7 +140,7 @@ export class Monitor {
     const sinks = this.o.sinks.map((k) => k.name);
     const fresh = alerts
       .map((a) => ({ alert: { ...a, id: this.idOf(a) } as RaisedAlert, sinks }))
-      .filter((p) => !waiting.has(p.alert.id));
+      .filter((p) => p.sinks.length > 0 && !waiting.has(p.alert.id));
     this.state = { ...this.state, ...moved, pending: [...(this.state.pending ?? []), ...fresh] };
     await writeState(this.o.stateFile, this.state);
     await this.deliver();

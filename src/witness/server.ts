@@ -4,17 +4,10 @@
 // Refusals are `<reason>\n` as text/plain (a 409 carries the held size as text/x.tlog.size);
 // an unexpected error is logged and answered 500 without its details.
 import Koa from 'koa';
-import { TEXT, allow, answer } from './plain-answers.js';
-import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
-import {
-  MAX_REQUEST_BYTES,
-  MONITORING_PATH,
-  SIZE_CONTENT_TYPE,
-  WitnessError,
-  parseAddCheckpoint,
-  refuse,
-} from './protocol.js';
+import { addCheckpointRoute } from './add-checkpoint-route.js';
+import { TEXT, allow, answer, internalError } from './plain-answers.js';
+import { MONITORING_PATH } from './protocol.js';
 import type { Witness } from './witness.js';
 
 export function witnessApp(witness: Witness, logger: Logger): Koa {
@@ -24,7 +17,7 @@ export function witnessApp(witness: Witness, logger: Logger): Koa {
     ctx.set('Cache-Control', 'no-store');
     const monitored = MONITORING_PATH.exec(ctx.path);
     if (ctx.path === '/add-checkpoint') {
-      if (allow(ctx, ['POST'])) await addCheckpoint(ctx, witness, logger);
+      if (allow(ctx, ['POST'])) await addCheckpointRoute(ctx, logger, (r) => witness.addCheckpoint(r));
     } else if (monitored) {
       if (allow(ctx, ['GET', 'HEAD'])) await latestCheckpoint(ctx, witness, logger, monitored[1]!);
     } else {
@@ -32,30 +25,6 @@ export function witnessApp(witness: Witness, logger: Logger): Koa {
     }
   });
   return app;
-}
-
-async function addCheckpoint(ctx: Koa.Context, witness: Witness, logger: Logger): Promise<void> {
-  try {
-    let text: string;
-    try {
-      text = await getRawBody(ctx.req, { limit: MAX_REQUEST_BYTES, encoding: 'utf-8' });
-    } catch (e) {
-      throw refuse.malformed(`unreadable body: ${(e as Error).message}`);
-    }
-    const line = await witness.addCheckpoint(parseAddCheckpoint(text));
-    ctx.type = TEXT;
-    ctx.body = line;
-  } catch (e) {
-    if (!(e instanceof WitnessError)) return internalError(ctx, logger, e, 'add-checkpoint failed');
-    if (e.status === 409 && e.knownSize !== undefined) {
-      ctx.status = 409;
-      ctx.body = `${e.knownSize}\n`;
-      ctx.set('Content-Type', SIZE_CONTENT_TYPE);
-    } else {
-      answer(ctx, e.status, e.message);
-    }
-    logger.info({ status: e.status, reason: e.message }, 'add-checkpoint refused');
-  }
 }
 
 /**
@@ -74,9 +43,4 @@ async function latestCheckpoint(ctx: Koa.Context, witness: Witness, logger: Logg
   } catch (e) {
     internalError(ctx, logger, e, 'checkpoint read failed');
   }
-}
-
-function internalError(ctx: Koa.Context, logger: Logger, e: unknown, what: string): void {
-  logger.error({ err: (e as Error).message }, what);
-  answer(ctx, 500, 'internal error');
 }

@@ -1,12 +1,13 @@
 // `stele ledger mirror --follow` as a subprocess beside a running `stele serve`: the local
 // mirror keeps up as the log grows (one step behind at most), `ledger audit` passes on it, and
-// SIGTERM ends the follower with exit 0.
+// SIGTERM ends the follower with exit 0; a source that turns into a fork (a second log under
+// the same key) stops it with exit 1 and the mirror left as it was.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
-import { digestOf } from '../helpers/logs.js';
+import { CLI, type RunningServe, Sandbox, copyLogKey, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
+import { digestOf, makeLog } from '../helpers/logs.js';
 
 const ORIGIN = 'follow.test/log';
 
@@ -62,7 +63,7 @@ describe('stele ledger mirror --follow', () => {
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => child!.once('close', (code) => r(code)));
     await until('the first copy', () => sizeOf(mirror) === 1).catch((e: Error) => {
       throw new Error(`${e.message}: ${stderr}`);
     });
@@ -85,5 +86,31 @@ describe('stele ledger mirror --follow', () => {
     expect(steps[0]!.treeSize).toBe(1);
     expect(steps.at(-1)!.treeSize).toBe(420);
     expect(steps.map((s) => s.treeSize)).toEqual([...steps.map((s) => s.treeSize)].sort((a, b) => a - b));
+  }, 180_000);
+
+  it('stops with exit 1 when the source turns into a fork, leaving the mirror as it was', async () => {
+    const src = join(sb.root, 'src');
+    cpSync(join(log.dataDir, 'log'), src, { recursive: true });
+    const size = sizeOf(src);
+    const forkDir = join(sb.root, 'fork');
+    await copyLogKey(log.dataDir, forkDir);
+    await makeLog(forkDir, ORIGIN, [size + 80]);
+    const copy = join(sb.root, 'mirror2');
+    const follower = spawn(
+      process.execPath,
+      [CLI, 'ledger', 'mirror', copy, '--from', src, '--follow', '--interval', '50'],
+      { cwd: sb.work, env: sb.env(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    follower.stderr!.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => follower.once('close', (code) => r(code)));
+    await until('the first copy', () => sizeOf(copy) === size);
+    const before = readFileSync(join(copy, 'checkpoint'), 'utf8');
+    renameSync(src, `${src}.old`);
+    cpSync(join(forkDir, 'log'), `${src}.new`, { recursive: true });
+    renameSync(`${src}.new`, src);
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/forked/);
+    expect(readFileSync(join(copy, 'checkpoint'), 'utf8')).toBe(before);
   }, 180_000);
 });

@@ -91,6 +91,9 @@ describe('stele monitor', () => {
     expect(m.code).toBe(2);
     expect(m.stderr.trim().split('\n')).toHaveLength(1);
     expect(m.stderr).toMatch(/^stele: --vkey: /);
+    const w = await monitor('--state', state, '--webhook', 'ftp://example.test/hook');
+    expect(w.code).toBe(2);
+    expect(w.stderr.trim()).toBe('stele: --webhook must be an http:// or https:// URL');
     const s = await sb.run([
       'mirror',
       'serve',

@@ -4,7 +4,6 @@
 // requires one mirror cosignature publishes nothing while its mirror is down, and publishes
 // with the mirror's cosignature once it is back.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
@@ -14,22 +13,12 @@ import { writeTestKey } from '../helpers/audit.js';
 import { CLI, type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { runTlogcheck } from '../helpers/tlogcheck.js';
 import { digestOf } from '../helpers/logs.js';
+import { freePort } from '../helpers/ports.js';
 
 interface RunningMirrorCli {
   url: string;
   vkey: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
 }
 
 /** `stele mirror serve --json` as a subprocess, ready once it prints its line. */

@@ -101,7 +101,7 @@ describe('stele monitor --webhook', () => {
     let err1 = '';
     child.stdout!.on('data', (d) => (out1 += d));
     child.stderr!.on('data', (d) => (err1 += d));
-    const exited = new Promise<void>((r) => child!.once('exit', () => r()));
+    const exited = new Promise<void>((r) => child!.once('close', () => r()));
     await until('the webhook to get an alert', () => hook.received.length > 0).catch((e: Error) => {
       throw new Error(`${e.message}: ${err1}`);
     });

@@ -40,6 +40,8 @@ export function registerMirror(ledger: Command): void {
         'also copy the explorer, with an explorer.json pinning the log key, so the mirror serves it',
       ),
   ).action(async (dir: string, opts: MirrorOptions) => {
+    if (!opts.follow && (opts.interval !== undefined || opts.maxInterval !== undefined))
+      throw new UsageError('--interval and --max-interval go with --follow');
     const { loaded, session } = await openSession(opts, { online: false, requireOnline: false });
     const from = opts.from ?? loaded.effective.tiles ?? loaded.effective.endpoint;
     if (!from) throw new UsageError('nothing to mirror from: pass --from <url> or configure an endpoint');
