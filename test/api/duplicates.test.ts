@@ -2,6 +2,8 @@
 // artifact, scope, tenant) gets that entry back with 200 instead of a second entry, also
 // when the first copy is still pooled or arrives in the same batch; any other label, the
 // opt-out `allowDuplicate`, and events (document_verified) make new entries.
+import { join } from 'node:path';
+import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
@@ -161,5 +163,24 @@ describe('across a restart', () => {
     expect(again.status).toBe(200);
     expect(again.body.leafIndex).toBe(first.body.leafIndex);
     expect(proves(again.body)).toBe(true);
+  }, 60_000);
+
+  it('rebuilds an index written before anchor identities were kept, so an old anchor is still found', async () => {
+    const body = { digest: fresh(), artifact: 'old.bin', scope: 'ci' };
+    const first = await postAnchor(server.url, body);
+    const { dataDir } = server;
+    await server.close();
+    // What the previous version left: the rows it knew (digest, artifact), no identities, no schema mark.
+    const db = open<number, string>({ path: join(dataDir, 'private', 'index'), compression: false });
+    for (const { key } of db.getRange({ start: 'k:', end: 'k;' })) db.removeSync(key);
+    for (const { key } of db.getRange({ start: 'n:', end: 'n;' })) db.removeSync(key);
+    db.removeSync('meta:schema');
+    await db.close();
+    server = await startTestServer({ dataDir, ...SETTINGS });
+    const again = await postAnchor(server.url, body);
+    expect(again.status).toBe(200);
+    expect(again.body.leafIndex).toBe(first.body.leafIndex);
+    const search = await getJson(`${server.url}/api/ledger/search?artifact=old.bin`);
+    expect(search.body.matches.map((m: Json) => m.leafIndex)).toEqual([first.body.leafIndex]);
   }, 60_000);
 });

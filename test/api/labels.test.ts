@@ -102,7 +102,9 @@ describe('the label rule', () => {
 
   it('is the explorer search: a deceptive label is no search, an NFD one finds the NFC id', () => {
     expect(classify('evil\u202egpj.exe')).toMatchObject({ kind: 'invalid' });
-    expect(classify('pkg.tgz')).toMatchObject({ kind: 'artifact', artifactId: artifactId('pkg.tgz', ''), scope: '' });
+    // Without a scope a label is searched in every scope, by its NFC form.
+    expect(classify('pkg.tgz')).toMatchObject({ kind: 'label', label: 'pkg.tgz' });
+    expect(classify('Re\u0301sume\u0301.pdf')).toMatchObject({ kind: 'label', label: 'R\u00e9sum\u00e9.pdf' });
     const q = classify('Re\u0301sume\u0301.pdf', 'docs');
     expect(q).toMatchObject({ kind: 'artifact', artifactId: artifactId('R\u00e9sum\u00e9.pdf', 'docs') });
   });

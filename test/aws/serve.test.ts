@@ -115,5 +115,25 @@ describe('stele serve on the AWS backend', () => {
     const cp = (await getJson(`${replica.url}/api/ledger/checkpoint`)).body;
     expect(cp.treeSize).toBe(next.body.checkpoint.treeSize);
     expect((await fetch(`${replica.url}/checkpoint`)).status).toBe(200);
+
+    // Duplicates on AWS: the DynamoDB index holds the first copy; identical anchors sent at once make one entry.
+    const dup = await postAnchor(seq.url, { digest: digestOf(17), artifact: 'a17' }, auth);
+    expect(dup.status).toBe(200);
+    expect(dup.body.leafIndex).toBe(viaSequencer.body.leafIndex);
+    const racing = await Promise.all(
+      Array.from({ length: 6 }, () => postAnchor(seq.url, { digest: digestOf(2000), artifact: 'race' }, auth)),
+    );
+    expect(racing.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.body.leafIndex)).size).toBe(1);
+    // The replica lists a label across scopes from the same index.
+    const other = await postAnchor(seq.url, { digest: digestOf(2001), artifact: 'a17', scope: 'other' }, auth);
+    expect(other.status, JSON.stringify(other.body)).toBe(201);
+    const scopes = async () => {
+      const found = await getJson(`${replica.url}/api/ledger/search?artifact=a17`);
+      expect(found.status).toBe(200);
+      return found.body.matches.map((m: { scope?: string }) => m.scope ?? '').sort();
+    };
+    // The replica shows an entry once it has verified a checkpoint covering it.
+    await expect.poll(scopes, { timeout: 15_000, interval: 250 }).toEqual(['', 'other']);
   });
 });
