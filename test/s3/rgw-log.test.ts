@@ -338,6 +338,12 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
       const env = { ...rgwLogEnv(rgw, ORIGIN, 'serve/'), STELE_KEY_FILE: keyFile };
       const clean = await ops.json(['log', 'fsck', '--aws'], env);
       expect(clean.code, clean.stderr).toBe(0);
+      // The checks verify with the public key alone, as a replica does.
+      const byVkey = await ops.json(['log', 'fsck', '--aws'], {
+        ...rgwLogEnv(rgw, ORIGIN, 'serve/'),
+        STELE_VKEY: second.vkey,
+      });
+      expect(byVkey.code, byVkey.stderr).toBe(0);
       const size = clean.out.checkpoint.size as number;
       expect(clean.out.lock).toMatchObject({ relation: 'equal', size });
       await store('serve/private/').delete('lock.json');
