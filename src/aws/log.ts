@@ -384,7 +384,11 @@ export class AwsConfigError extends Error {
   override name = 'AwsConfigError';
 }
 
-/** The sequencer's signing key: KMS, or a key file (created 0600 on first start). */
+/**
+ * The sequencer's signing key: KMS, or a key file (created 0600 on first start). The public
+ * key alone (STELE_VKEY) is taken too, for the operator's checks (`stele log fsck|recover
+ * --aws`), which only verify; a sequencer refuses it when it opens (openSigner).
+ */
 function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
   if (env.STELE_KMS_KEY_ID) {
     return {
@@ -395,7 +399,20 @@ function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
     };
   }
   if (env.STELE_KEY_FILE) return { kind: 'key-file', path: env.STELE_KEY_FILE };
+  if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
   throw new AwsConfigError('STELE_KMS_KEY_ID (or STELE_KEY_FILE) is required for the AWS backend');
+}
+
+/** The log's public key from STELE_VKEY, or the file STELE_VKEY_FILE names. */
+function publicKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
+  if (env.STELE_VKEY) return { kind: 'vkey', vkey: env.STELE_VKEY };
+  try {
+    return { kind: 'vkey', vkey: readFileSync(env.STELE_VKEY_FILE!, 'utf8').trim() };
+  } catch (e) {
+    throw new AwsConfigError(
+      `cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
+  }
 }
 
 /**
@@ -404,16 +421,7 @@ function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
  * file: given only STELE_KEY_FILE it refuses, so the private key need not be on its host.
  */
 function replicaKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
-  if (env.STELE_VKEY) return { kind: 'vkey', vkey: env.STELE_VKEY };
-  if (env.STELE_VKEY_FILE) {
-    try {
-      return { kind: 'vkey', vkey: readFileSync(env.STELE_VKEY_FILE, 'utf8').trim() };
-    } catch (e) {
-      throw new AwsConfigError(
-        `cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      );
-    }
-  }
+  if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
   if (env.STELE_KMS_KEY_ID) return signingKeyFromEnv(env);
   if (env.STELE_KEY_FILE)
     throw new AwsConfigError(

@@ -166,8 +166,9 @@ export async function startDevIdp(o: DevIdpOptions): Promise<DevIdp> {
     server.once('error', reject);
     server.listen(o.port ?? 0, host, () => resolve());
   });
-  const { port, family } = server.address() as AddressInfo;
-  const issuer = `http://${family === 'IPv6' ? `[${host}]` : host === 'localhost' ? '127.0.0.1' : host}:${port}`;
+  // The address bound, not the name asked for: `localhost` may resolve to ::1.
+  const { address, port, family } = server.address() as AddressInfo;
+  const issuer = `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`;
 
   const build = (signingKeys: JWK[]) => {
     const provider = new Provider(issuer, {

@@ -77,6 +77,28 @@ describe('stele dev-idp', () => {
       expect(r.stderr).toMatch(/^stele: the development identity provider listens on loopback only/);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
     }
+    // An existing control.toml naming another issuer is left alone, and the output says so.
+    const other = join(sb.root, 'other');
+    mkdirSync(join(other, 'control'), { recursive: true });
+    const mine =
+      '[control.oidc]\nissuer = "https://login.example.com/realms/acme"\naudience = "https://stele.example.com/v1"\n';
+    writeFileSync(join(other, 'control', 'control.toml'), mine);
+    const second = spawn(process.execPath, [CLI, 'dev-idp', 'serve', '--data-dir', other, '--port', '0'], {
+      cwd: sb.work,
+      env: sb.env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let said = '';
+    second.stdout!.on('data', (d) => (said += d));
+    while (!/names another issuer/.test(said) && second.exitCode === null) await new Promise((r) => setTimeout(r, 50));
+    second.kill('SIGTERM');
+    await once(second, 'exit');
+    outputs.push({ code: 0, stdout: said, stderr: '' });
+    expect(said).toMatch(
+      /control\.toml names another issuer: set \[control\.oidc\] issuer = "http:\/\/127\.0\.0\.1:\d+"/,
+    );
+    expect(readFileSync(join(other, 'control', 'control.toml'), 'utf8')).toBe(mine);
+
     const dup = await stele(['dev-idp', 'serve', '--data-dir', dataDir, '--port', new URL(idpLine.issuer).port]);
     expect(dup.code).toBe(3);
     expect(dup.stderr).toMatch(/already in use/);

@@ -338,6 +338,12 @@ describe('stele serve on RGW with the bucket lock (no DynamoDB)', () => {
       const env = { ...rgwLogEnv(rgw, ORIGIN, 'serve/'), STELE_KEY_FILE: keyFile };
       const clean = await ops.json(['log', 'fsck', '--aws'], env);
       expect(clean.code, clean.stderr).toBe(0);
+      // The checks verify with the public key alone, as a replica does.
+      const byVkey = await ops.json(['log', 'fsck', '--aws'], {
+        ...rgwLogEnv(rgw, ORIGIN, 'serve/'),
+        STELE_VKEY: second.vkey,
+      });
+      expect(byVkey.code, byVkey.stderr).toBe(0);
       const size = clean.out.checkpoint.size as number;
       expect(clean.out.lock).toMatchObject({ relation: 'equal', size });
       await store('serve/private/').delete('lock.json');
@@ -577,18 +583,19 @@ describe("the README's self-hosted deployment, as written, on RGW", () => {
       STELE_HOST: '127.0.0.1',
       STELE_PORT: '0',
     };
-    const volume = (settings: Record<string, string>, dir: string) =>
-      Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, v.replace(/^\/data\b/, dir)]));
-    const token = `tok_${randomBytes(16).toString('hex')}`;
-    const seqDir = scratchDir('stele-readme-seq-');
-    const seq = await container({
+    /** A container's environment: the env file, this machine's settings, its volume at `dir` for /data, its -e settings. */
+    const containerEnv = (dir: string, settings: Record<string, string>, placeholders: Record<string, string>) => ({
       ...base,
       ...envFile,
       ...here,
-      STELE_DATA_DIR: seqDir,
-      ...volume(sequencer, seqDir),
-      STELE_ANCHOR_TOKENS: sequencer.STELE_ANCHOR_TOKENS!.replace('<long random token>', token),
+      STELE_DATA_DIR: dir,
+      ...Object.fromEntries(
+        Object.entries(settings).map(([k, v]) => [k, placeholders[v] ?? v.replace(/^\/data\b/, dir)]),
+      ),
     });
+    const token = `tok_${randomBytes(16).toString('hex')}`;
+    const seqDir = scratchDir('stele-readme-seq-');
+    const seq = await container(containerEnv(seqDir, sequencer, { 'ci=<long random token>': `ci=${token}` }));
     expect(statSync(join(seqDir, 'log.key')).mode & 0o777).toBe(0o600);
     const url = /at (http:\/\/\S+)/.exec(seq.stdout)![1]!;
 
@@ -596,16 +603,8 @@ describe("the README's self-hosted deployment, as written, on RGW", () => {
     const filter = spawnSync('sh', ['-c', vkeyFilter], { input: seq.stdout, encoding: 'utf8' });
     const vkey = filter.stdout.trim();
     expect(vkey).toBe((await getJson(`${url}/api/ledger/key`)).body.vkey);
+    const api = await container(containerEnv(scratchDir('stele-readme-api-'), replica, { '<vkey>': vkey }));
     expect(replica.STELE_VKEY).toBe('<vkey>');
-    const apiDir = scratchDir('stele-readme-api-');
-    const api = await container({
-      ...base,
-      ...envFile,
-      ...here,
-      STELE_DATA_DIR: apiDir,
-      ...volume(replica, apiDir),
-      STELE_VKEY: vkey,
-    });
     const apiUrl = /at (http:\/\/\S+)/.exec(api.stdout)![1]!;
 
     const digest = digestOf(424_242);
