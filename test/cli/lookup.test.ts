@@ -160,4 +160,14 @@ describe('stele ledger get and status', () => {
     expect(t.stdout).toContain('older than your pin (4 < 5): update the mirror');
     expect(t.stdout).not.toMatch(/rolled back/);
   });
+
+  it('shell completion offers the new commands and their options', async () => {
+    const r = await sb.run(['completion', 'bash']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /"ledger get"\) words='[^']*--digest[^']*--leaf[^']*--id[^']*--artifact[^']*--scope[^']*--tiles/,
+    );
+    expect(r.stdout).toMatch(/"ledger status"\) words='[^']*--tiles/);
+    expect(r.stdout).toMatch(/"ledger init"\) words='[^']*--vkey/);
+  });
 });
