@@ -280,21 +280,20 @@ export class LedgerApi {
    * a list of matches, each naming its leaf (`leafIndex`, or an entry `id`). Only where to
    * look: the caller fetches and verifies each entry.
    */
+  /** Leaf indexes of the latest entry of `name` in each scope (GET /api/ledger/search, every page). */
   async searchArtifact(name: string): Promise<number[]> {
-    const { url, body } = await this.get('search', { artifact: name });
-    const root = new Shape(url, '', body);
-    const list = Array.isArray(body)
-      ? root
-      : (['matches', 'entries', 'results'].map((k) => root.at(k)).find((s) => Array.isArray(s.value)) ??
-        root.fail('has no list of matches'));
-    return list.list().map((m) => {
-      const o = m.obj();
-      if (Number.isSafeInteger(o.leafIndex) && (o.leafIndex as number) >= 0) return o.leafIndex as number;
-      const id = typeof o.id === 'string' ? o.id : m.has('entry') ? m.at('entry').at('id').str() : undefined;
-      const seq = id !== undefined ? /^led_(\d+)_[0-9a-f]{12}$/.exec(id)?.[1] : undefined;
-      if (seq === undefined) m.fail('names no leafIndex or entry id');
-      return Number(seq);
-    });
+    const leaves: number[] = [];
+    let cursor: string | undefined;
+    do {
+      const { url, body } = await this.get('search', { artifact: name, limit: 100, ...(cursor ? { cursor } : {}) });
+      const root = new Shape(url, '', body);
+      for (const m of root.at('matches').list()) leaves.push(m.at('leafIndex').int());
+      const next = root.obj().next;
+      if (next !== undefined && (typeof next !== 'string' || next === cursor))
+        root.at('next').fail('is not a new cursor');
+      cursor = next as string | undefined;
+    } while (cursor !== undefined);
+    return leaves;
   }
 
   async summary(): Promise<Record<string, unknown>> {

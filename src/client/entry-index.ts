@@ -40,7 +40,7 @@ export interface IndexedTree {
   readonly root: Uint8Array;
 }
 
-const own = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+const own = (o: object, k: string) => Object.hasOwn(o, k);
 
 /**
  * Reads the records of leaves [from, size) bundle by bundle, in order, calling `visit` for

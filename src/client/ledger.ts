@@ -386,7 +386,7 @@ async function locateDigest(
   const cacheFile = cacheFileFor(view.source, s.config.path);
   if (!cacheFile) return scanForDigest(view.reader, tree.size, digest, onScanProgress);
   const { index } = await entryIndex(view.reader, view.published, tree, cacheFile, view.name, onScanProgress);
-  return Object.prototype.hasOwnProperty.call(index.digests, digest) ? index.digests[digest] : undefined;
+  return Object.hasOwn(index.digests, digest) ? index.digests[digest] : undefined;
 }
 
 /**

@@ -16,7 +16,7 @@ import {
 } from './entry-index.js';
 import { ApiError, UsageError } from './errors.js';
 import {
-  ApiView,
+  type ApiView,
   type CheckpointSummary,
   type LogView,
   type PinMove,

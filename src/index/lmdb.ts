@@ -58,6 +58,20 @@ interface Pending {
   readonly counts: Map<string, number>;
 }
 
+/**
+ * LMDB's own messages name no file ("Permission denied: Attempting to setup locks"): the
+ * error says which directory, and keeps the errno code (so the CLI exits 3, an I/O error).
+ */
+function indexOpenError(path: string, e: unknown): Error {
+  const err = e as NodeJS.ErrnoException;
+  const why = (err?.message ?? String(e)).split('\n')[0];
+  const wrapped: NodeJS.ErrnoException = new Error(`cannot open the lookup index ${path}: ${why}`, { cause: e });
+  const code = err?.code ?? (/permission denied/i.test(why ?? '') ? 'EACCES' : undefined);
+  if (code !== undefined) wrapped.code = code;
+  wrapped.path = path;
+  return wrapped;
+}
+
 export class LmdbIndex implements LookupIndex {
   private readonly db: RootDatabase<number, string>;
   /** Batches not committed yet, oldest first; the first `handed` of them are in a transaction. */
@@ -72,11 +86,15 @@ export class LmdbIndex implements LookupIndex {
     path: string,
     private readonly logger?: Logger,
   ) {
-    mkdirSync(path, { recursive: true });
     ignoreLmdbCommitRejections();
-    this.db = open<number, string>({ path, compression: false });
-    this.size = this.db.get(SIZE_KEY) ?? 0;
-    if (this.size === 0) this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
+    try {
+      mkdirSync(path, { recursive: true });
+      this.db = open<number, string>({ path, compression: false });
+      this.size = this.db.get(SIZE_KEY) ?? 0;
+      if (this.size === 0) this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
+    } catch (e) {
+      throw indexOpenError(path, e);
+    }
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {

@@ -155,14 +155,14 @@ const cases: Case[] = [
   ['mirror from an unreachable endpoint', () => ['ledger', 'mirror', at('m')], 3, /connection refused/],
   ['audit of a missing directory', () => ['ledger', 'audit', at('no-such-dir')], 3, /no such directory/],
   // parser errors: usage
-  ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'package_file'/],
+  ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'files'/],
   ['an unknown option', () => ['ledger', 'verify', 'present.txt', '--bogus'], 2, /unknown option '--bogus'/],
   ['a size below 1', () => ['ledger', 'consistency', '--from', '0'], 2, /--from must be an integer ≥ 1/],
   [
-    'a missing required option',
+    'no key to trust',
     () => ['ledger', 'init', '--endpoint', down],
     2,
-    /required option '--trust-key <key_id>' not specified/,
+    /say which log key to trust: --trust-key <key_id> .*or --vkey <vkey>/,
   ],
 ];
 

@@ -38,19 +38,8 @@ describe('stele ledger get and status', () => {
       const r = await postAnchor(serve.url, sha(`entry ${i}`), { artifact, scope });
       ids.push((r.entry as Json).id);
     }
-    // A stand-in for GET /api/ledger/search?artifact= (another branch adds the route): the
-    // real log behind, and the list of matches this test knows, in the route's shape.
-    search = await startTamperProxy(serve.url, {
-      rewrite: (u) => (u.pathname === '/api/ledger/search' ? new URL('/api/ledger/summary', u) : u),
-      json: (route, body, u) =>
-        route === 'search'
-          ? {
-              matches: ENTRIES.flatMap(([a], leaf) =>
-                a === u.searchParams.get('artifact') ? [{ leafIndex: leaf }] : [],
-              ),
-            }
-          : body,
-    });
+    // In front of the real log: passes everything through until a test tampers with an answer.
+    search = await startTamperProxy(serve.url);
     const init = await sb.run([
       'ledger',
       'init',
@@ -108,17 +97,21 @@ describe('stele ledger get and status', () => {
     expect(tiles.code).toBe(0);
     expect(leaves(tiles.out)).toEqual([1, 2]);
 
-    // The endpoint here has no search route: a clear usage error, not a "not found".
-    const noRoute = await sb.json(['ledger', 'get', '--artifact', 'build-150.bin']);
-    expect(noRoute.code).toBe(2);
-    expect(noRoute.out.error.message).toMatch(/no artifact search across scopes .*pass --scope/);
-
-    const env = { STELE_LEDGER_ENDPOINT: search.url };
-    const api = await sb.json(['ledger', 'get', '--artifact', 'build-150.bin'], env);
+    // The log's search route lists each scope's latest entry; every match is fetched and verified.
+    const api = await sb.json(['ledger', 'get', '--artifact', 'build-150.bin']);
     expect(api.code, api.stdout).toBe(0);
-    // Every match is fetched and verified; the latest of each scope is listed.
     expect(leaves(api.out)).toEqual([2, 4]);
     for (const m of api.out.matches as Json[]) expect(m.result).toBe('PASS');
+
+    // A server without the route (an older log): a clear usage error, not a "not found".
+    search.tamper = {
+      rewrite: (u) => (u.pathname === '/api/ledger/search' ? new URL('/api/ledger/no-such-route', u) : u),
+    };
+    const env = { STELE_LEDGER_ENDPOINT: search.url };
+    const noRoute = await sb.json(['ledger', 'get', '--artifact', 'build-150.bin'], env);
+    expect(noRoute.code).toBe(2);
+    expect(noRoute.out.error.message).toMatch(/no artifact search across scopes .*pass --scope/);
+    search.tamper = {};
 
     // A search that names an entry of another artifact: that match FAILs rule 3.
     search.tamper.json = (route, body) => (route === 'search' ? { matches: [{ leafIndex: 3 }] } : body);
@@ -159,5 +152,15 @@ describe('stele ledger get and status', () => {
     expect(t.stdout).toMatch(/Mirror {9}.*mirror: size 4, .*; 1 entry behind the log/);
     expect(t.stdout).toContain('older than your pin (4 < 5): update the mirror');
     expect(t.stdout).not.toMatch(/rolled back/);
+  });
+
+  it('shell completion offers the new commands and their options', async () => {
+    const r = await sb.run(['completion', 'bash']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /"ledger get"\) words='[^']*--digest[^']*--leaf[^']*--id[^']*--artifact[^']*--scope[^']*--tiles/,
+    );
+    expect(r.stdout).toMatch(/"ledger status"\) words='[^']*--tiles/);
+    expect(r.stdout).toMatch(/"ledger init"\) words='[^']*--vkey/);
   });
 });

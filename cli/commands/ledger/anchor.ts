@@ -1,6 +1,6 @@
-// `stele ledger anchor <file>`: hash the file (streaming), anchor its digest, verify the
-// answer (inclusion, checkpoint signature, consistency with the pin, witnesses), store the
-// proof bundle and print the entry id.
+// `stele ledger anchor <file>…`: hash each file (streaming; `-` is standard input), anchor
+// its digest, verify the answer (inclusion, checkpoint signature, consistency with the pin,
+// witnesses), store the proof bundle and print the entry id.
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { type AnchorResult, anchorFile } from '../../../src/client/ledger.js';
@@ -15,7 +15,13 @@ import {
   renderReport,
   reportJson,
   short,
+  checkFiles,
+  eachFile,
+  fileLabel,
+  reportFiles,
+  verdictLine,
 } from './common.js';
+import { STDIN } from '../../../src/client/hashfile.js';
 
 interface AnchorOptions extends CommonOptions {
   artifact?: string;
@@ -45,7 +51,7 @@ export function labelsLine(e: Readonly<Record<string, unknown>>): string {
 }
 
 export function printAnchor(r: AnchorResult, verb = 'Anchored'): void {
-  out(`${verb} ${r.file}`);
+  out(`${verb} ${fileLabel(r.file)}`);
   out(`  digest      ${r.digest}`);
   out(`  entry id    ${r.entry.id}`);
   out(`  type        ${r.entry.type} (${r.entry.result})`);
@@ -60,20 +66,41 @@ export function registerAnchor(ledger: Command): void {
   common(
     ledger
       .command('anchor')
-      .description('anchor a file: stream its SHA-256, append the digest to the log, verify and store the proof')
-      .argument('<package_file>', 'the file whose canonical bytes to anchor')
-      .option('--artifact <label>', 'artifact label recorded with the entry (default: the file name)')
-      .option('--scope <scope>', 'scope label (default: [ledger] scope)'),
-  ).action(async (file: string, opts: AnchorOptions) => {
+      .description('anchor files: stream the SHA-256 of each, append the digest to the log, verify and store the proof')
+      .argument('<files...>', 'the files whose canonical bytes to anchor (- reads standard input)')
+      .option('--artifact <label>', 'artifact label recorded with the entry (default: the file name; one file only)')
+      .option('--scope <scope>', 'scope label (default: [ledger] scope)')
+      .addHelpText(
+        'after',
+        `
+With several files, each is anchored in turn and gets one result line (PASS/FAIL/ERROR);
+the exit code is 1 if any failed verification, else the highest of the others.`,
+      ),
+  ).action(async (files: string[], opts: AnchorOptions) => {
+    checkFiles(files, { '--artifact': opts.artifact });
     const { loaded, api, session } = await openSession(opts);
-    const hp = hashProgress(file, opts.json);
     const scope = opts.scope ?? loaded.effective.scope;
-    const r = await anchorFile(session, api!, file, {
-      artifact: opts.artifact ?? basename(file),
-      ...(scope !== undefined ? { scope } : {}),
-      ...(loaded.effective.tenant !== undefined ? { tenant: loaded.effective.tenant } : {}),
-      onHashProgress: hp.onHashProgress,
-    }).finally(() => hp.stop());
+    const outcomes = await eachFile(files, async (file) => {
+      const hp = hashProgress(fileLabel(file), opts.json);
+      // Standard input has no name to label the entry with.
+      const artifact = opts.artifact ?? (file === STDIN ? undefined : basename(file));
+      return anchorFile(session, api!, file, {
+        ...(artifact !== undefined ? { artifact } : {}),
+        ...(scope !== undefined ? { scope } : {}),
+        ...(loaded.effective.tenant !== undefined ? { tenant: loaded.effective.tenant } : {}),
+        onHashProgress: hp.onHashProgress,
+      }).finally(() => hp.stop());
+    });
+    if (files.length > 1) {
+      process.exitCode = reportFiles(
+        outcomes,
+        opts.json,
+        anchorJson,
+        (r) => `${r.entry.id}  leaf ${r.leafIndex}  ${verdictLine(r.report)}`,
+      );
+      return;
+    }
+    const r = outcomes[0]!.result!;
     if (opts.json) emitJson(anchorJson(r));
     else printAnchor(r, r.existing ? 'Already anchored' : 'Anchored');
     exitFor(r.report);

@@ -15,9 +15,10 @@ import {
   isUrl,
   openObjectSource,
 } from '../../../src/client/objects.js';
+import { STDIN } from '../../../src/client/hashfile.js';
 import { ProofStore } from '../../../src/client/proofs.js';
 import type { Report } from '../../../src/client/verify.js';
-import { EXIT } from '../../errors.js';
+import { EXIT, type ExitCode, describeError } from '../../errors.js';
 import { asInvoked } from '../../invocation.js';
 import { isQuiet } from '../../verbosity.js';
 
@@ -208,6 +209,12 @@ export function renderReport(r: Report): string {
   return lines.join('\n');
 }
 
+/** A report in a few words: its verdict, or the first failed check. */
+export function verdictLine(r: Report): string {
+  const failed = r.checks.find((c) => c.status === 'FAIL' && c.rule !== 6);
+  return failed ? `FAIL: rule ${failed.rule} (${failed.name}): ${failed.detail}` : r.verdict;
+}
+
 /** Sets the exit code from a report (1 on FAIL). */
 export function exitFor(r: Report): void {
   if (r.failed) process.exitCode = EXIT.VERIFY_FAILED;
@@ -287,4 +294,81 @@ export function hashProgress(file: string, json: boolean | undefined) {
     },
     stop: () => p.stop(),
   };
+}
+
+// ---- several files ------------------------------------------------------------------------
+
+/** One file's outcome in a command given several: its result, or the error that stopped it. */
+export interface FileOutcome<R> {
+  readonly file: string;
+  readonly result?: R;
+  readonly error?: { code: ExitCode; message: string };
+}
+
+/** The file names of a command: `-` (standard input) at most once, and never a label meant for one file. */
+export function checkFiles(files: readonly string[], oneFileOptions: Record<string, unknown> = {}): void {
+  if (files.filter((f) => f === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
+  if (files.length > 1) {
+    const given = Object.entries(oneFileOptions).find(([, v]) => v !== undefined);
+    if (given) throw new UsageError(`${given[0]} applies to one file: give one file with it`);
+  }
+}
+
+/**
+ * Runs `run` on each file in turn; with several files an error ends only that file's run
+ * (it is reported with its exit code), with one it is thrown as usual.
+ */
+export async function eachFile<R>(
+  files: readonly string[],
+  run: (file: string) => Promise<R>,
+): Promise<FileOutcome<R>[]> {
+  const outcomes: FileOutcome<R>[] = [];
+  for (const file of files) {
+    try {
+      outcomes.push({ file, result: await run(file) });
+    } catch (e) {
+      if (files.length === 1) throw e;
+      const d = describeError(e);
+      outcomes.push({ file, error: { code: d.code, message: asInvoked(d.message) } });
+    }
+  }
+  return outcomes;
+}
+
+/** The exit code of several files: 1 if any verification failed (never hidden), else the highest. */
+export function worstExit(codes: readonly number[]): number {
+  return codes.includes(EXIT.VERIFY_FAILED) ? EXIT.VERIFY_FAILED : Math.max(EXIT.OK, ...codes);
+}
+
+/** How a file is named in output: `-` is standard input. */
+export const fileLabel = (file: string): string => (file === STDIN ? 'standard input' : file);
+
+/**
+ * Prints several files' outcomes, one line each (`PASS  file  detail`), and returns the
+ * exit code; under --json one document with every file's.
+ */
+export function reportFiles<R extends { report: Report }>(
+  outcomes: readonly FileOutcome<R>[],
+  json: boolean | undefined,
+  asJson: (r: R) => object,
+  line: (r: R) => string,
+): number {
+  const code = worstExit(
+    outcomes.map((o) => (o.error ? o.error.code : o.result!.report.failed ? EXIT.VERIFY_FAILED : EXIT.OK)),
+  );
+  if (json) {
+    emitJson({
+      result: code === EXIT.OK ? 'PASS' : code === EXIT.VERIFY_FAILED ? 'FAIL' : 'ERROR',
+      exitCode: code,
+      files: outcomes.map((o) =>
+        o.error ? { file: o.file, error: { message: o.error.message, exitCode: o.error.code } } : asJson(o.result!),
+      ),
+    });
+  } else {
+    for (const o of outcomes) {
+      if (o.error) out(`${red('ERROR')} ${fileLabel(o.file)}: ${o.error.message}`);
+      else out(`${o.result!.report.failed ? red('FAIL') : green('PASS')}  ${fileLabel(o.file)}  ${line(o.result!)}`);
+    }
+  }
+  return code;
 }

@@ -1,4 +1,4 @@
-// `stele ledger verify <file>`: the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
+// `stele ledger verify <file>…` (`-`: standard input): the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
 // API or (--tiles) straight from the tiles with every proof computed client-side.
 import type { Command } from 'commander';
 import { UsageError } from '../../../src/client/errors.js';
@@ -21,6 +21,11 @@ import {
   short,
   tilesOption,
   logView,
+  checkFiles,
+  eachFile,
+  fileLabel,
+  reportFiles,
+  verdictLine,
 } from './common.js';
 import { labelsLine } from './anchor.js';
 
@@ -64,7 +69,7 @@ export function verifyJson(r: VerifyResult) {
 }
 
 export function printVerify(r: VerifyResult): void {
-  out(`Verifying ${r.file}`);
+  out(`Verifying ${fileLabel(r.file)}`);
   out(`  digest      ${r.digest}`);
   const how =
     r.mode === 'api'
@@ -88,7 +93,7 @@ export async function runVerify(file: string, opts: VerifyCliOptions, opened?: O
   // With --tiles the endpoint, if any, is asked only to prove a mirror older than the pin.
   const o = opened ?? (await openSession(opts, { requireOnline: !opts.tiles, tilesFallback: true }));
   const view = await logView(opts.tiles, o.loaded, o.api);
-  const hp = hashProgress(file, opts.json);
+  const hp = hashProgress(fileLabel(file), opts.json);
   const sp = scanProgress(opts.json);
   return verifyFile(o.session, view, file, {
     ...(opts.leafIndex !== undefined ? { leafIndex: opts.leafIndex } : {}),
@@ -105,7 +110,7 @@ async function runProofVerify(file: string, proofPath: string, opts: VerifyCliOp
   if (opts.tiles !== undefined || opts.leafIndex !== undefined)
     throw new UsageError('--proof excludes --tiles and --leaf-index');
   const { session } = await openSession(opts, { online: false, requireOnline: false });
-  const hp = hashProgress(file, opts.json);
+  const hp = hashProgress(fileLabel(file), opts.json);
   const { digest, bytes } = await sha256File(file, hp.onHashProgress).finally(() => hp.stop());
   return verifyFileWithTlogProof(session, file, digest, bytes, proofPath);
 }
@@ -125,16 +130,41 @@ export function registerLedgerVerify(ledger: Command): void {
     verifyOptions(
       ledger
         .command('verify')
-        .description('verify a file against the current checkpoint: PASS/FAIL for each rule of the report')
-        .argument('<package_file>', 'the file to verify')
+        .description('verify files against the current checkpoint: PASS/FAIL for each rule of the report')
+        .argument('<files...>', 'the files to verify (- reads standard input)')
         .option(
           '--proof <file>',
-          'verify offline against a C2SP tlog-proof file (rule 2 only if its checkpoint is the pinned one)',
+          'verify offline against a C2SP tlog-proof file (rule 2 only if its checkpoint is the pinned one; one file only)',
         )
-        .addHelpText('after', RULES_HELP),
+        .addHelpText(
+          'after',
+          `${RULES_HELP}
+
+With several files, each gets one result line (PASS/FAIL/ERROR, and its verdict); the
+exit code is 1 if any failed verification, else the highest of the others.`,
+        ),
     ),
-  ).action(async (file: string, opts: VerifyCliOptions) => {
-    const r = opts.proof !== undefined ? await runProofVerify(file, opts.proof, opts) : await runVerify(file, opts);
+  ).action(async (files: string[], opts: VerifyCliOptions) => {
+    checkFiles(files, { '--proof': opts.proof, '--leaf-index': opts.leafIndex });
+    if (opts.proof !== undefined) {
+      const r = await runProofVerify(files[0]!, opts.proof, opts);
+      if (opts.json) emitJson(verifyJson(r));
+      else printVerify(r);
+      exitFor(r.report);
+      return;
+    }
+    const opened = await openSession(opts, { requireOnline: !opts.tiles, tilesFallback: true });
+    const outcomes = await eachFile(files, (file) => runVerify(file, opts, opened));
+    if (files.length > 1) {
+      process.exitCode = reportFiles(
+        outcomes,
+        opts.json,
+        verifyJson,
+        (r) => `${r.entry ? `${r.entry.id}  leaf ${r.leafIndex}  ` : ''}${verdictLine(r.report)}`,
+      );
+      return;
+    }
+    const r = outcomes[0]!.result!;
     if (opts.json) emitJson(verifyJson(r));
     else printVerify(r);
     exitFor(r.report);
