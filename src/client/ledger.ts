@@ -516,6 +516,8 @@ export interface AnchorOptions {
   /** Sent with the anchor; the entry records it (in production the token's tenant decides). */
   readonly tenant?: string;
   readonly type?: AnchorBody['type'];
+  /** Append a new entry even if the log holds an identical anchor (else it answers with that one). */
+  readonly allowDuplicate?: boolean;
   readonly digest?: FileDigest;
   readonly onHashProgress?: (bytes: number, total: number) => void;
 }
@@ -544,6 +546,7 @@ export async function anchorFile(
   if (scope !== undefined) body.scope = scope;
   if (tenant !== undefined) body.tenant = tenant;
   if (opts.type !== undefined && opts.type !== 'ledger_anchor') body.type = opts.type;
+  if (opts.allowDuplicate) body.allowDuplicate = true;
   const res = await api.anchor(body);
   const report = new Report();
   const view = new ApiView(api);

@@ -27,6 +27,7 @@ describe('anchoring the same file twice', () => {
   it('returns the first entry and says it was already anchored', async () => {
     const first = await sb.json(['ledger', 'anchor', 'release.tgz']);
     expect(first.code).toBe(0);
+    expect(first.out.existing).toBe(false);
     const size = (await (await fetch(`${serve.url}/api/ledger/checkpoint`)).json()).treeSize as number;
     const again = await sb.run(['ledger', 'anchor', 'release.tgz']);
     expect(again.code).toBe(0);
@@ -39,5 +40,16 @@ describe('anchoring the same file twice', () => {
     expect(other.out.entryId).not.toBe(first.out.entryId);
     const verify = await sb.run(['ledger', 'verify', 'release.tgz']);
     expect(verify.code).toBe(0);
+  }, 120_000);
+
+  it('--json says existing; --allow-duplicate appends a second entry on purpose', async () => {
+    const again = await sb.json(['ledger', 'anchor', 'release.tgz']);
+    expect(again.code).toBe(0);
+    expect(again.out.existing).toBe(true);
+    const forced = await sb.json(['ledger', 'anchor', 'release.tgz', '--allow-duplicate']);
+    expect(forced.code).toBe(0);
+    expect(forced.out.existing).toBe(false);
+    expect(forced.out.leafIndex).toBeGreaterThan(again.out.leafIndex);
+    expect(forced.out.entry.digest).toBe(again.out.entry.digest);
   }, 120_000);
 });

@@ -26,6 +26,7 @@ import { STDIN } from '../../../src/client/hashfile.js';
 interface AnchorOptions extends CommonOptions {
   artifact?: string;
   scope?: string;
+  allowDuplicate?: boolean;
 }
 
 export function anchorJson(r: AnchorResult) {
@@ -37,6 +38,7 @@ export function anchorJson(r: AnchorResult) {
     entryId: r.entry.id,
     entry: r.entry,
     leafIndex: r.leafIndex,
+    existing: r.existing,
     treeSize: r.treeSize,
     checkpoint: r.checkpoint,
     pinMoved: r.pinMoved,
@@ -70,6 +72,10 @@ export function registerAnchor(ledger: Command): void {
       .argument('<files...>', 'the files whose canonical bytes to anchor (- reads standard input)')
       .option('--artifact <label>', 'artifact label recorded with the entry (default: the file name; one file only)')
       .option('--scope <scope>', 'scope label (default: [ledger] scope)')
+      .option(
+        '--allow-duplicate',
+        'append a new entry even if the log holds this anchor (default: get that entry back)',
+      )
       .addHelpText(
         'after',
         `
@@ -88,6 +94,7 @@ the exit code is 1 if any failed verification, else the highest of the others.`,
         ...(artifact !== undefined ? { artifact } : {}),
         ...(scope !== undefined ? { scope } : {}),
         ...(loaded.effective.tenant !== undefined ? { tenant: loaded.effective.tenant } : {}),
+        ...(opts.allowDuplicate ? { allowDuplicate: true } : {}),
         onHashProgress: hp.onHashProgress,
       }).finally(() => hp.stop());
     });
