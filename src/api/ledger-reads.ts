@@ -7,6 +7,8 @@ import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
+import type { EntryWithProof } from '../reader.js';
+import { AnswerCache, FOREVER, ownedBody } from './answer-cache.js';
 import { badRequest, notFound } from './errors.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
@@ -15,6 +17,8 @@ import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
 const LOOKUP_KEYS: readonly string[] = ['id', 'artifact', 'hash', 'leaf'];
 type LookupKey = 'id' | 'artifact' | 'hash' | 'leaf';
 const MAX_QUERY_VALUE = 128;
+/** Answers kept per route (an entry's is ~2.5 KiB, a consistency proof's ~1.5 KiB). */
+const CACHED_ANSWERS = 4096;
 /** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -108,6 +112,9 @@ export function ledgerReads(svc: LedgerService): LedgerReads {
 function makeReads(svc: LedgerService): LedgerReads {
   const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
   const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+  const entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
+  // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
+  const consistencyAnswers = new AnswerCache<string, Buffer>(CACHED_ANSWERS);
 
   const entry: Middleware = async (ctx) => {
     noStore(ctx);
@@ -134,7 +141,10 @@ function makeReads(svc: LedgerService): LedgerReads {
     }
     if (seq === undefined || seq >= cp.size)
       throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    const found = await svc.reader.entryWithProof(seq, cp);
+    // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
+    const generation = checkpoints.json(cp);
+    const cached = entryAnswers.get(seq, generation);
+    const found = cached?.found ?? (await svc.reader.entryWithProof(seq, cp));
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
@@ -149,15 +159,22 @@ function makeReads(svc: LedgerService): LedgerReads {
       return;
     }
     ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = entryProofJson(
-      seq,
-      found.canonical,
-      found.entryHash,
-      found.auditPath,
-      checkpoints.view(cp),
-      checkpoints.json(cp),
-      found.leafHash,
-    );
+    ctx.body =
+      cached?.body ??
+      entryAnswers.set(seq, generation, {
+        found,
+        body: ownedBody(
+          entryProofJson(
+            seq,
+            found.canonical,
+            found.entryHash,
+            found.auditPath,
+            checkpoints.view(cp),
+            generation,
+            found.leafHash,
+          ),
+        ),
+      }).body;
   };
 
   const consistency: Middleware = async (ctx) => {
@@ -172,11 +189,21 @@ function makeReads(svc: LedgerService): LedgerReads {
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
+    ctx.set('Content-Type', JSON_TYPE);
+    const key = `${first}/${second}`;
+    const cached = consistencyAnswers.get(key, FOREVER);
+    if (cached) {
+      ctx.body = cached;
+      return;
+    }
     const found = await svc.reader.consistency(first, second, cp);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
+    ctx.body = consistencyAnswers.set(
+      key,
+      FOREVER,
+      ownedBody(consistencyJson(first, second, found.firstRoot, secondRoot, found.proof)),
+    );
   };
 
   return { entry, consistency, checkpoints };
