@@ -6,13 +6,18 @@ import { LRUCache } from 'lru-cache';
 /**
  * Values by key, each valid for one generation (an object whose identity changes when the
  * answer would: for an entry, the JSON of the checkpoint it is proved against). Bounded by
- * count: an answer is a few KiB.
+ * count: an answer is a few KiB. Only a key asked for before is kept: keeping every answer
+ * of a stream that never repeats (a crawler, random proofs) would cost each of them a copy
+ * that outlives the young generation, which the collector pays for more than the work saved.
  */
-export class AnswerCache<K extends {}, V extends {}> {
+export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
   private readonly lru: LRUCache<K, { readonly generation: object; readonly value: V }>;
+  /** Keys answered once and not kept (yet). */
+  private readonly seen: LRUCache<K, true>;
 
   constructor(max: number) {
     this.lru = new LRUCache({ max });
+    this.seen = new LRUCache({ max: 4 * max });
   }
 
   get(key: K, generation: object): V | undefined {
@@ -20,9 +25,13 @@ export class AnswerCache<K extends {}, V extends {}> {
     return hit?.generation === generation ? hit.value : undefined;
   }
 
-  /** Keeps `value` for `key` in `generation`; returns it. */
-  set(key: K, generation: object, value: V): V {
-    this.lru.set(key, { generation, value });
+  /** Keeps `value` for `key` in `generation` if `key` was asked for before; returns it. */
+  answer(key: K, generation: object, value: V): V {
+    if (!this.seen.has(key) && !this.lru.has(key)) {
+      this.seen.set(key, true);
+      return value;
+    }
+    this.lru.set(key, { generation, value: { ...value, body: ownedBody(value.body) } });
     return value;
   }
 }
@@ -34,7 +43,7 @@ export const FOREVER: object = Object.freeze({});
  * `body` in a buffer of its own: a body from Buffer.allocUnsafe may share an 8 KiB pool slab,
  * which a cached slice would keep alive whole.
  */
-export function ownedBody(body: Buffer): Buffer {
+function ownedBody(body: Buffer): Buffer {
   const own = Buffer.allocUnsafeSlow(body.length);
   body.copy(own);
   return own;

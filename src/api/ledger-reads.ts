@@ -8,7 +8,7 @@ import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../co
 import { isHash64, toHex } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import type { EntryWithProof } from '../reader.js';
-import { AnswerCache, FOREVER, ownedBody } from './answer-cache.js';
+import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from './errors.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
@@ -114,7 +114,7 @@ function makeReads(svc: LedgerService): LedgerReads {
   const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
   const entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
   // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
-  const consistencyAnswers = new AnswerCache<string, Buffer>(CACHED_ANSWERS);
+  const consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
 
   const entry: Middleware = async (ctx) => {
     noStore(ctx);
@@ -161,18 +161,16 @@ function makeReads(svc: LedgerService): LedgerReads {
     ctx.set('Content-Type', JSON_TYPE);
     ctx.body =
       cached?.body ??
-      entryAnswers.set(seq, generation, {
+      entryAnswers.answer(seq, generation, {
         found,
-        body: ownedBody(
-          entryProofJson(
-            seq,
-            found.canonical,
-            found.entryHash,
-            found.auditPath,
-            checkpoints.view(cp),
-            generation,
-            found.leafHash,
-          ),
+        body: entryProofJson(
+          seq,
+          found.canonical,
+          found.entryHash,
+          found.auditPath,
+          checkpoints.view(cp),
+          generation,
+          found.leafHash,
         ),
       }).body;
   };
@@ -193,17 +191,15 @@ function makeReads(svc: LedgerService): LedgerReads {
     const key = `${first}/${second}`;
     const cached = consistencyAnswers.get(key, FOREVER);
     if (cached) {
-      ctx.body = cached;
+      ctx.body = cached.body;
       return;
     }
     const found = await svc.reader.consistency(first, second, cp);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.body = consistencyAnswers.set(
-      key,
-      FOREVER,
-      ownedBody(consistencyJson(first, second, found.firstRoot, secondRoot, found.proof)),
-    );
+    ctx.body = consistencyAnswers.answer(key, FOREVER, {
+      body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
+    }).body;
   };
 
   return { entry, consistency, checkpoints };
