@@ -142,31 +142,21 @@ describe('hot read routes', () => {
     return query.replace(/\{id:(\d+)\}/, (_, n: string) => ids[Number(n)]!);
   }
 
+  /** Asks `route?query` on its exact path and through the router: the expected outcome, the same bytes and headers. */
+  async function expectAsRouted(route: string, query: string, expected: string, headers?: Record<string, string>) {
+    const fast = await answer(`${srv.url}/api/ledger/${route}?${query}`, headers);
+    const routed = await answer(`${srv.url}/api/ledger/${route}/?${query}`, headers);
+    expect({ query, outcome: outcome(fast) }).toEqual({ query, outcome: expected });
+    expect({ query, ...fast, body: fast.body.toString() }).toEqual({ query, ...routed, body: routed.body.toString() });
+  }
+
   it('answer /entry on its exact path as the router does, byte for byte, refusals included', async () => {
-    for (const [template, expected, headers] of entryCases) {
-      const query = await filled(template);
-      const fast = await answer(`${srv.url}/api/ledger/entry?${query}`, headers);
-      const routed = await answer(`${srv.url}/api/ledger/entry/?${query}`, headers);
-      expect({ query, outcome: outcome(fast) }).toEqual({ query, outcome: expected });
-      expect({ query, ...fast, body: fast.body.toString() }).toEqual({
-        query,
-        ...routed,
-        body: routed.body.toString(),
-      });
-    }
+    for (const [template, expected, headers] of entryCases)
+      await expectAsRouted('entry', await filled(template), expected, headers);
   });
 
   it('answer /consistency on its exact path as the router does, byte for byte, refusals included', async () => {
-    for (const [query, expected] of consistencyCases) {
-      const fast = await answer(`${srv.url}/api/ledger/consistency?${query}`);
-      const routed = await answer(`${srv.url}/api/ledger/consistency/?${query}`);
-      expect({ query, outcome: outcome(fast) }).toEqual({ query, outcome: expected });
-      expect({ query, ...fast, body: fast.body.toString() }).toEqual({
-        query,
-        ...routed,
-        body: routed.body.toString(),
-      });
-    }
+    for (const [query, expected] of consistencyCases) await expectAsRouted('consistency', query, expected);
   });
 
   it('answer with the JSON.stringify of views computed from the leaves', async () => {
