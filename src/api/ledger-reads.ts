@@ -1,8 +1,7 @@
 // The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
 // proof) and GET /api/ledger/consistency: their handlers, which @koa/router mounts with the
 // other /api/ledger routes, and `hotReads`, which answers their exact paths before the router
-// is consulted (its layer matching costs these routes as much as their own work does).
-import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
+// is consulted (its layer matching, and the garbage it leaves, would be paid by every request).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
@@ -10,44 +9,15 @@ import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import type { EntryWithProof } from '../reader.js';
 import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from './errors.js';
+import { JSON_TYPE, type Query, noStore, queryOf, single, treeSizeParam } from './route-helpers.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
 
 /** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
 const LOOKUP_KEYS: readonly string[] = ['id', 'artifact', 'hash', 'leaf'];
 type LookupKey = 'id' | 'artifact' | 'hash' | 'leaf';
-const MAX_QUERY_VALUE = 128;
 /** Answers kept per route (an entry's is ~2.5 KiB, a consistency proof's ~1.5 KiB). */
 const CACHED_ANSWERS = 4096;
-/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
-export const JSON_TYPE = 'application/json; charset=utf-8';
-
-type Query = ParsedUrlQuery;
-
-/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
-const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
-
-export const noStore = (ctx: Context): void => {
-  ctx.set('Cache-Control', 'no-store');
-};
-
-/** A query parameter given exactly once, or undefined. */
-function single(query: Query, name: string): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
-  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
-  return v;
-}
-
-function treeSizeParam(query: Query, name: string): number {
-  const v = single(query, name);
-  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
-    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
-  }
-  return Number(v);
-}
 
 /**
  * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept

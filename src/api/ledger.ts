@@ -15,7 +15,8 @@ import {
   StorageUnavailableError,
 } from '../sequencer/contract.js';
 import { ApiError, badRequest } from './errors.js';
-import { JSON_TYPE, ledgerReads, noStore } from './ledger-reads.js';
+import { ledgerReads } from './ledger-reads.js';
+import { JSON_TYPE, noStore } from './route-helpers.js';
 import { type CheckpointView, anchorJson } from './views.js';
 import type { KeyView } from './wire.js';
 
