@@ -12,12 +12,16 @@ import { LRUCache } from 'lru-cache';
  */
 export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
   private readonly lru: LRUCache<K, { readonly generation: object; readonly value: V }>;
-  /** Keys answered once and not kept (yet). */
-  private readonly seen: LRUCache<K, true>;
+  /**
+   * Keys answered recently, in two generations of up to `4 × max` each: the older is dropped
+   * when the newer fills, which is all the recency a second sighting needs, at the cost of
+   * two set lookups (an LRU's bookkeeping would cost every answer of a non-repeating stream).
+   */
+  private recent = new Set<K>();
+  private older = new Set<K>();
 
-  constructor(max: number) {
+  constructor(private readonly max: number) {
     this.lru = new LRUCache({ max });
-    this.seen = new LRUCache({ max: 4 * max });
   }
 
   get(key: K, generation: object): V | undefined {
@@ -27,12 +31,20 @@ export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
 
   /** Keeps `value` for `key` in `generation` if `key` was asked for before; returns it. */
   answer(key: K, generation: object, value: V): V {
-    if (!this.seen.has(key) && !this.lru.has(key)) {
-      this.seen.set(key, true);
-      return value;
-    }
+    if (!this.seenBefore(key) && !this.lru.has(key)) return value;
     this.lru.set(key, { generation, value: { ...value, body: ownedBody(value.body) } });
     return value;
+  }
+
+  /** Whether `key` was answered recently; remembers it. */
+  private seenBefore(key: K): boolean {
+    if (this.recent.has(key) || this.older.has(key)) return true;
+    if (this.recent.size >= 4 * this.max) {
+      this.older = this.recent;
+      this.recent = new Set();
+    }
+    this.recent.add(key);
+    return false;
   }
 }
 
