@@ -1,49 +1,23 @@
 // The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
 // proof) and GET /api/ledger/consistency: their handlers, which @koa/router mounts with the
 // other /api/ledger routes, and `hotReads`, which answers their exact paths before the router
-// is consulted (its layer matching costs these routes as much as their own work does).
-import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
+// is consulted (its layer matching, and the garbage it leaves, would be paid by every request).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
+import type { EntryWithProof } from '../reader.js';
+import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from './errors.js';
+import { JSON_TYPE, type Query, noStore, queryOf, single, treeSizeParam } from './route-helpers.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
 
 /** Spec §4.1's three lookup keys, plus `leaf` (a bare leaf index, for tlog tooling). */
 const LOOKUP_KEYS: readonly string[] = ['id', 'artifact', 'hash', 'leaf'];
 type LookupKey = 'id' | 'artifact' | 'hash' | 'leaf';
-const MAX_QUERY_VALUE = 128;
-/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
-export const JSON_TYPE = 'application/json; charset=utf-8';
-
-type Query = ParsedUrlQuery;
-
-/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
-const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
-
-export const noStore = (ctx: Context): void => {
-  ctx.set('Cache-Control', 'no-store');
-};
-
-/** A query parameter given exactly once, or undefined. */
-function single(query: Query, name: string): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
-  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
-  return v;
-}
-
-function treeSizeParam(query: Query, name: string): number {
-  const v = single(query, name);
-  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
-    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
-  }
-  return Number(v);
-}
+/** Answers kept per route (an entry's is ~2.5 KiB, a consistency proof's ~1.5 KiB). */
+const CACHED_ANSWERS = 4096;
 
 /**
  * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
@@ -108,6 +82,9 @@ export function ledgerReads(svc: LedgerService): LedgerReads {
 function makeReads(svc: LedgerService): LedgerReads {
   const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
   const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+  const entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
+  // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
+  const consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
 
   const entry: Middleware = async (ctx) => {
     noStore(ctx);
@@ -134,7 +111,10 @@ function makeReads(svc: LedgerService): LedgerReads {
     }
     if (seq === undefined || seq >= cp.size)
       throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    const found = await svc.reader.entryWithProof(seq, cp);
+    // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
+    const generation = checkpoints.json(cp);
+    const cached = entryAnswers.get(seq, generation);
+    const found = cached?.found ?? (await svc.reader.entryWithProof(seq, cp));
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
@@ -149,15 +129,20 @@ function makeReads(svc: LedgerService): LedgerReads {
       return;
     }
     ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = entryProofJson(
-      seq,
-      found.canonical,
-      found.entryHash,
-      found.auditPath,
-      checkpoints.view(cp),
-      checkpoints.json(cp),
-      found.leafHash,
-    );
+    ctx.body =
+      cached?.body ??
+      entryAnswers.answer(seq, generation, {
+        found,
+        body: entryProofJson(
+          seq,
+          found.canonical,
+          found.entryHash,
+          found.auditPath,
+          checkpoints.view(cp),
+          generation,
+          found.leafHash,
+        ),
+      }).body;
   };
 
   const consistency: Middleware = async (ctx) => {
@@ -172,11 +157,19 @@ function makeReads(svc: LedgerService): LedgerReads {
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
+    ctx.set('Content-Type', JSON_TYPE);
+    const key = `${first}/${second}`;
+    const cached = consistencyAnswers.get(key, FOREVER);
+    if (cached) {
+      ctx.body = cached.body;
+      return;
+    }
     const found = await svc.reader.consistency(first, second, cp);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body = consistencyJson(first, second, found.firstRoot, secondRoot, found.proof);
+    ctx.body = consistencyAnswers.answer(key, FOREVER, {
+      body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
+    }).body;
   };
 
   return { entry, consistency, checkpoints };

@@ -16,7 +16,8 @@ import {
   type SubmitOptions,
 } from '../sequencer/contract.js';
 import { ApiError, badRequest } from './errors.js';
-import { JSON_TYPE, ledgerReads, noStore } from './ledger-reads.js';
+import { ledgerReads } from './ledger-reads.js';
+import { JSON_TYPE, noStore } from './route-helpers.js';
 import { type CheckpointView, anchorJson } from './views.js';
 import type { KeyView, MirrorInfo } from './wire.js';
 export type { MirrorInfo } from './wire.js';

@@ -1,0 +1,38 @@
+// What the /api/ledger routes share: the rules for their query parameters and the headers
+// of their answers.
+import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
+import type { Context } from 'koa';
+import { badRequest } from './errors.js';
+
+const MAX_QUERY_VALUE = 128;
+
+/** What `ctx.type = 'json'` sets, without its per-request MIME lookup. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+export type Query = ParsedUrlQuery;
+
+/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
+export const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
+
+export const noStore = (ctx: Context): void => {
+  ctx.set('Cache-Control', 'no-store');
+};
+
+/** A query parameter given exactly once, or undefined. */
+export function single(query: Query, name: string): string | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
+  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
+  return v;
+}
+
+/** A tree size or leaf index parameter: required, a decimal integer without leading zeros. */
+export function treeSizeParam(query: Query, name: string): number {
+  const v = single(query, name);
+  if (v === undefined) throw badRequest(`missing_${name}`, `${name} is required`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v))) {
+    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
+  }
+  return Number(v);
+}
