@@ -18,12 +18,12 @@ export const noStore = (ctx: Context): void => {
   ctx.set('Cache-Control', 'no-store');
 };
 
-/** A query parameter given exactly once, or undefined. */
-export function single(query: Query, name: string): string | undefined {
+/** A query parameter given exactly once, or undefined; `max` bounds its length (characters). */
+export function single(query: Query, name: string, max = MAX_QUERY_VALUE): string | undefined {
   const v = query[name];
   if (v === undefined) return undefined;
   if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
-  if (v.length > MAX_QUERY_VALUE) throw badRequest(`invalid_${name}`, `${name} is too long`);
+  if (v.length > max) throw badRequest(`invalid_${name}`, `${name} is too long`);
   return v;
 }
 

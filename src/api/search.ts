@@ -2,7 +2,6 @@
 // under a label in any scope, each with its latest published entry, a page at a time. The
 // index names the candidates; each entry is read (and authenticated) from the tiles and must
 // carry the label and artifact id, so a stale index row is skipped, never shown.
-import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import type Router from '@koa/router';
 import { ARTIFACT_ID, presentEntry } from '../core/entry.js';
 import { checkLabel } from '../core/labels.js';
@@ -10,22 +9,19 @@ import type { LookupIndex } from '../index/types.js';
 import type { LogReader } from '../reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { badRequest } from './errors.js';
+import { noStore, queryOf, single } from './route-helpers.js';
 import type { ArtifactSearchView, EntryView } from './wire.js';
 
 export const SEARCH_DEFAULT_LIMIT = 20;
 export const SEARCH_MAX_LIMIT = 100;
 const PARAMS = ['artifact', 'limit', 'cursor'];
+/** A label is at most 1,024 UTF-8 bytes (src/core/labels.ts checks the bytes); never more characters. */
+const MAX_LABEL_QUERY = 1024;
 
 interface SearchSource {
   readonly index: LookupIndex;
   readonly reader: LogReader;
   checkpoint(): PublishedCheckpoint;
-}
-
-function one(query: ParsedUrlQuery, name: string): string | undefined {
-  const v = query[name];
-  if (Array.isArray(v)) throw badRequest('duplicate_parameter', `${name} is given more than once`);
-  return v;
 }
 
 function limitOf(text: string | undefined): number {
@@ -38,17 +34,17 @@ function limitOf(text: string | undefined): number {
 
 export function registerSearch(router: Router, svc: SearchSource): void {
   router.get('/search', async (ctx) => {
-    ctx.set('Cache-Control', 'no-store');
-    const query = parseQuery(ctx.querystring);
+    noStore(ctx);
+    const query = queryOf(ctx);
     const extra = Object.keys(query).filter((k) => !PARAMS.includes(k));
     if (extra.length > 0) throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(extra[0])}`);
-    const given = one(query, 'artifact');
+    const given = single(query, 'artifact', MAX_LABEL_QUERY);
     if (given === undefined) throw badRequest('missing_artifact', 'artifact (a label) is required');
     // The log's label rule: a label it would have refused cannot have been recorded.
     const label = checkLabel('artifact', given);
     if (!label.ok) throw badRequest('invalid_artifact', label.reason);
-    const limit = limitOf(one(query, 'limit'));
-    const cursor = one(query, 'cursor');
+    const limit = limitOf(single(query, 'limit'));
+    const cursor = single(query, 'cursor');
     if (cursor !== undefined && !ARTIFACT_ID.test(cursor))
       throw badRequest('invalid_cursor', 'cursor must be the `next` of an earlier answer (art_<24 hex>)');
     const cp = svc.checkpoint();
