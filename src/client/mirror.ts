@@ -237,7 +237,7 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
 
   if (trust.pin.size > size) {
     throw new VerificationError(
-      `checkpoint from ${sourceName} has size ${size}, smaller than the pinned size ${trust.pin.size}: the log rolled back (or the source is stale)`,
+      `checkpoint from ${sourceName} is older than your pin (${size} < ${trust.pin.size}): mirror from a source at least as new as the pin`,
     );
   }
   if (old && size < old.size) {

@@ -73,6 +73,12 @@ describe('offline verifiers: init from a vkey and tiles, verify by digest, mirro
     expect(toml.ledger.endpoint).toBeUndefined();
     expect(toml.ledger.tiles).toBe(mirror()); // absolute: the configuration is used from anywhere
     expect(toml.ledger.trust).toMatchObject({ key_id: serve.keyId, vkey: serve.vkey, tree_size: 5 });
+    // With no endpoint, the commands that read the log read the configured tiles (no --tiles needed).
+    const cp = await sb.json(['ledger', 'checkpoint']);
+    expect(cp.code, cp.stderr).toBe(0);
+    expect(cp.out.checkpoint).toMatchObject({ treeSize: 5 });
+    const cons = await sb.json(['ledger', 'consistency', '--from', '2', '--to', '5']);
+    expect(cons.code, cons.stderr).toBe(0);
   });
 
   it('verify finds the entry by the digest in the record bundles, with no stored proof and no API', async () => {

@@ -38,7 +38,7 @@ export function registerCheckpoint(ledger: Command): void {
       .option('--note', 'print the raw signed note (C2SP tlog-checkpoint) once verified')
       .addOption(tilesOption()),
   ).action(async (opts: CheckpointOptions) => {
-    const o = await openSession(opts, { online: !opts.tiles });
+    const o = await openSession(opts, { online: !opts.tiles, tilesFallback: true });
     const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await verifyCheckpoint(o.session, view);
     if (opts.json) {

@@ -32,7 +32,7 @@ export function registerConsistency(ledger: Command): void {
       .option('--to <size>', 'newer tree size (default: the current size)', intArg('--to', 1))
       .addOption(tilesOption()),
   ).action(async (opts: ConsistencyOptions) => {
-    const o = await openSession(opts, { online: !opts.tiles });
+    const o = await openSession(opts, { online: !opts.tiles, tilesFallback: true });
     const view = await logView(opts.tiles, o.loaded, o.api);
     const r = await proveConsistency(o.session, view, opts.from, opts.to);
     if (opts.json) {
