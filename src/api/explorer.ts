@@ -22,16 +22,18 @@ export interface ExplorerOptions {
   /** The built explorer; default $STELE_EXPLORER_DIR, else dist/explorer of this checkout. */
   readonly dir?: string;
   /** The log whose keys /explorer.json announces. */
-  readonly ledger?: Pick<LedgerService, 'origin' | 'publicKey' | 'witnesses' | 'witnessThreshold'>;
+  readonly ledger?: Pick<LedgerService, 'origin' | 'publicKey' | 'witnesses' | 'witnessThreshold' | 'witnessPolicy'>;
 }
 
-/** The explorer's trust configuration for a log: its vkey, witness vkeys and threshold. */
+/** The explorer's trust configuration for a log: its vkey, witness vkeys, threshold and witness policy. */
 export function explorerConfig(ledger: NonNullable<ExplorerOptions['ledger']>) {
   return {
     origin: ledger.origin,
     vkey: formatVkey(makeVerifier(ledger.origin, SIG_ED25519, ledger.publicKey)),
     witnesses: ledger.witnesses.map((w) => formatVkey(makeVerifier(w.name, SIG_COSIGNATURE_V1, w.publicKey))),
     witnessThreshold: ledger.witnessThreshold,
+    // The C2SP tlog-policy text, when the log has one: the explorer's authority over the count.
+    ...(ledger.witnessPolicy !== undefined ? { policy: ledger.witnessPolicy } : {}),
   };
 }
 

@@ -155,8 +155,11 @@ describe('explorer verification against a live log', () => {
       vkey: string;
       witnesses: string[];
       witnessThreshold: number;
+      policy?: string;
     };
-    return toTrust({ vkey: key.vkey, witnesses: key.witnesses, threshold: key.witnessThreshold });
+    // The log publishes its witness policy as tlog-policy text; the explorer trusts that.
+    expect(key.policy).toMatch(/^quorum /m);
+    return toTrust({ vkey: key.vkey, witnesses: key.witnesses, threshold: key.witnessThreshold, policy: key.policy! });
   };
 
   beforeAll(async () => {
