@@ -9,13 +9,13 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
 import { bytesEqual, concatBytes, leafHash, toHex } from '../core/hash.js';
-import { type NoteSigner, type NoteVerifier, type NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
+import { type NoteSigner, type NoteVerifier, cosignBody, parseNote } from '../core/note.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../tilestore.js';
 import { type AddCheckpointRequest, originHash, refuse } from '../witness/protocol.js';
-import { checkAgainstHeld, checkRequest } from '../witness/witness.js';
+import { checkAgainstHeld, checkRequest, openPresentedCheckpoint } from '../witness/witness.js';
 import { entryHash } from '../core/entry.js';
 import {
   type AddEntriesReader,
@@ -154,27 +154,13 @@ export class Mirror {
     });
   }
 
-  /** Parses the checkpoint (400), finds its log (404) and checks the log's signature (403). */
+  /** The presented checkpoint, its log's signature checked, with the note the mirror keeps (body and log lines). */
   private open(text: string): ExtendedCheckpointBody & { note: string } {
-    let note;
-    let body;
-    try {
-      note = parseNote(text);
-      body = parseExtendedCheckpointBody(note.body);
-    } catch (e) {
-      throw refuse.malformed(`malformed checkpoint: ${(e as NoteError).message}`);
-    }
-    const log = this.logs.get(body.origin);
-    if (!log) throw refuse.unknownLog(body.origin);
-    try {
-      openNote(text, log.verifier);
-    } catch (e) {
-      throw refuse.unsigned((e as NoteError).message);
-    }
-    const logLines = note.signatures
-      .filter((s) => s.name === log.verifier.name && bytesEqual(s.keyHash, log.verifier.keyHash))
-      .map((s) => s.line);
-    return { ...body, note: `${note.body}\n${logLines.join('')}` };
+    const { body, logLines, ...checkpoint } = openPresentedCheckpoint(
+      text,
+      (origin) => this.logs.get(origin)?.verifier,
+    );
+    return { ...checkpoint, note: `${body}\n${logLines}` };
   }
 
   private ticketMac(origin: string, note: string): Uint8Array {

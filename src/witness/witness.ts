@@ -33,11 +33,43 @@ export interface WitnessOptions {
 }
 
 /** A checkpoint whose log signature verified, as add-checkpoint goes on with it. */
-interface OpenedCheckpoint extends ExtendedCheckpointBody {
+/** A checkpoint presented to a cosigner (a witness or a mirror), its log's signature checked. */
+export interface OpenedCheckpoint extends ExtendedCheckpointBody {
   /** The note body, extension lines included: what the cosignature signs. */
   readonly body: string;
   /** The signature lines by the log's key (all verified), for the monitoring path. */
   readonly logLines: string;
+}
+
+/**
+ * Parses a presented checkpoint (400), finds its log among those the cosigner knows (404) and
+ * checks the log's signature (403). openNote applies signed-note's rule (one home): lines
+ * under other keys are ignored, a line under the log's name and key ID must verify, and one
+ * must be present.
+ */
+export function openPresentedCheckpoint(
+  text: string,
+  logFor: (origin: string) => NoteVerifier | undefined,
+): OpenedCheckpoint {
+  let note;
+  let body;
+  try {
+    note = parseNote(text);
+    body = parseExtendedCheckpointBody(note.body);
+  } catch (e) {
+    throw refuse.malformed(`malformed checkpoint: ${(e as NoteError).message}`);
+  }
+  const log = logFor(body.origin);
+  if (!log) throw refuse.unknownLog(body.origin);
+  try {
+    openNote(text, log);
+  } catch (e) {
+    throw refuse.unsigned((e as NoteError).message);
+  }
+  const logLines = note.signatures
+    .filter((s) => s.name === log.name && bytesEqual(s.keyHash, log.keyHash))
+    .map((s) => s.line);
+  return { ...body, body: note.body, logLines: logLines.join('') };
 }
 
 const stateKey = (origin: string) => `logs/${Buffer.from(origin).toString('hex')}.json`;
@@ -79,7 +111,7 @@ export class Witness {
 
   /** Verifies and cosigns; returns the cosignature line(s), or throws WitnessError. */
   async addCheckpoint(req: AddCheckpointRequest): Promise<string> {
-    const cp = this.open(req.checkpoint);
+    const cp = openPresentedCheckpoint(req.checkpoint, (origin) => this.logs.get(origin));
     checkRequest(req, cp);
     // One request per log at a time in this process; the swap guards across processes.
     const prev = this.queues.get(cp.origin) ?? Promise.resolve();
@@ -90,31 +122,6 @@ export class Witness {
       run.catch(() => undefined),
     );
     return run;
-  }
-
-  /** Parses the checkpoint (400), finds its log (404) and checks the log's signature (403). */
-  private open(text: string): OpenedCheckpoint {
-    let note;
-    let body;
-    try {
-      note = parseNote(text);
-      body = parseExtendedCheckpointBody(note.body);
-    } catch (e) {
-      throw refuse.malformed(`malformed checkpoint: ${(e as NoteError).message}`);
-    }
-    const log = this.logs.get(body.origin);
-    if (!log) throw refuse.unknownLog(body.origin);
-    // openNote applies signed-note's rule (one home): lines under other keys are ignored, a
-    // line under the log's name and key ID must verify, and one must be present.
-    try {
-      openNote(text, log);
-    } catch (e) {
-      throw refuse.unsigned((e as NoteError).message);
-    }
-    const logLines = note.signatures
-      .filter((s) => s.name === log.name && bytesEqual(s.keyHash, log.keyHash))
-      .map((s) => s.line);
-    return { ...body, body: note.body, logLines: logLines.join('') };
   }
 
   private async advance(req: AddCheckpointRequest, cp: OpenedCheckpoint): Promise<string> {
