@@ -8,6 +8,7 @@ import serve from 'koa-static';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
 import { findExplorerDir } from '../explorer-dist.js';
 import type { LedgerService } from './ledger.js';
+import type { ExplorerJson } from './wire.js';
 
 export { findExplorerDir } from '../explorer-dist.js';
 
@@ -26,7 +27,7 @@ export interface ExplorerOptions {
 }
 
 /** The explorer's trust configuration for a log: its vkey, witness vkeys, threshold and witness policy. */
-export function explorerConfig(ledger: NonNullable<ExplorerOptions['ledger']>) {
+export function explorerConfig(ledger: NonNullable<ExplorerOptions['ledger']>): ExplorerJson {
   return {
     origin: ledger.origin,
     vkey: formatVkey(makeVerifier(ledger.origin, SIG_ED25519, ledger.publicKey)),

@@ -102,3 +102,18 @@ export interface AnchorBody {
   /** Append a new entry even when an identical anchor (digest, artifact, scope, tenant) is in the log. */
   allowDuplicate?: boolean;
 }
+
+/**
+ * /explorer.json: the keys a static explorer trusts, written by `stele serve` (src/api/explorer.ts)
+ * and by `ledger mirror --with-explorer` (src/client/mirror-explorer.ts).
+ */
+export interface ExplorerJson {
+  origin: string;
+  /** The log's note verifier key. */
+  vkey: string;
+  /** The witnesses' cosignature vkeys. */
+  witnesses: string[];
+  witnessThreshold: number;
+  /** The C2SP tlog-policy text, when there is one: the authority over the count. */
+  policy?: string;
+}

@@ -6,6 +6,7 @@ import { cp, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatPolicy, minimumCosigners } from '../core/tlog-policy.js';
 import { findExplorerDir } from '../explorer-dist.js';
+import type { ExplorerJson } from '../api/wire.js';
 import type { TrustPin } from './config.js';
 import { ClientError, ConfigError } from './errors.js';
 
@@ -21,7 +22,7 @@ export interface MirrorExplorer {
 }
 
 /** explorer.json for the pinned log: the vkey, the witnesses' vkeys and the policy that decides their quorum. */
-export function mirrorExplorerConfig(pin: TrustPin): Record<string, unknown> {
+export function mirrorExplorerConfig(pin: TrustPin): ExplorerJson {
   if (!pin.vkey || !pin.origin)
     throw new ConfigError(
       'the configuration pins no log vkey: run `ledger init` before `ledger mirror --with-explorer`',
