@@ -232,6 +232,7 @@ export class SequencingPool<R> {
   private epoch = 0;
   private lastMs = 0;
   private pumpScheduled = false;
+  private runs = 0;
   private waiters: (() => void)[] = [];
   private failure: Error | undefined;
   private readonly worker: Worker;
@@ -249,6 +250,11 @@ export class SequencingPool<R> {
 
   get length(): number {
     return this.size;
+  }
+
+  /** Runs sent to the worker so far. */
+  get runsSent(): number {
+    return this.runs;
   }
 
   /** When the oldest waiting request was accepted. */
@@ -348,9 +354,15 @@ export class SequencingPool<R> {
     if (this.failure) return;
     const target = Math.min(this.size, Math.max(this.lookahead, atLeast));
     while (this.sentItems < target && this.sent < this.segments.length) {
-      const segment = this.segments[this.sent++]!;
+      const segment = this.segments[this.sent]!;
+      // While a run is in the worker, requests still arriving (one or two per turn of the
+      // event loop under HTTP load) gather in the open segment and go when that run comes
+      // back: one message per round trip, not per turn. A batch waiting for them sends them now.
+      if (this.inFlight.length > 0 && segment.appendable && this.sentItems >= atLeast) break;
+      this.sent++;
       this.sentItems += segment.count;
       this.inFlight.push(segment);
+      this.runs++;
       const records = segment.send();
       this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), records }, [
         records.bytes.buffer,
@@ -369,6 +381,7 @@ export class SequencingPool<R> {
       this.segments.splice(this.segments.indexOf(segment), 1);
       this.sent--;
     }
+    this.pump(0);
     this.wake();
   }
 
