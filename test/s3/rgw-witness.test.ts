@@ -1,0 +1,278 @@
+// A self-hosted log on Ceph's RADOS Gateway (test/helpers/rgw.ts, the bucket lock, no
+// DynamoDB) with a real witness and a real tlog-mirror on loopback: `stele serve` on the S3
+// backend sends each checkpoint to the witness before publishing it and pushes the entries
+// to the mirror, advertises both in /api/ledger/key, and a client verifies under the
+// advertised policy. With the witness down (threshold 1) nothing is published or
+// acknowledged, and it all goes through once the witness is back; a sequencer restarted while
+// the witness was down, and again with it up, carries on with the witness (it learns the
+// witness's size from its 409 answer instead of asking forever).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier, openNote } from '../../src/core/note.js';
+import { parsePolicy } from '../../src/core/tlog-policy.js';
+import { type RunningMirror, startMirror } from '../../src/mirror/host.js';
+import { loadOrCreateKey } from '../../src/signer.js';
+import { EXPLORER_CONFIG_KEY } from '../../src/store/layout.js';
+import { S3ObjectStore } from '../../src/store/s3.js';
+import { type RunningWitness, startWitness } from '../../src/witness/host.js';
+import { originHash } from '../../src/witness/protocol.js';
+import { digestOf, getJson, postAnchor } from '../api/server.js';
+import { Sandbox, ensureBuilt } from '../helpers/cli.js';
+import { type RgwServer, rgwLogEnv, startRgw } from '../helpers/rgw.js';
+import { repoRoot } from '../helpers/tlogcheck.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const ORIGIN = 'rgw.witnessed.test/log';
+const PREFIX = 'witnessed/';
+const silent = pino({ level: 'silent' });
+
+let rgw: RgwServer;
+const children: ChildProcess[] = [];
+let witness: RunningWitness | undefined;
+let mirror: RunningMirror | undefined;
+
+beforeAll(async () => {
+  // Both settle before either failure is thrown, so a failed build never leaves a cluster running.
+  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
+  if (started.status === 'fulfilled') rgw = started.value;
+  if (started.status === 'rejected') throw started.reason;
+  if (built.status === 'rejected') throw built.reason;
+}, 720_000); // may wait for another file's cluster (one per machine)
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGKILL');
+      await once(c, 'exit');
+    }
+  }
+  await witness?.close();
+  await mirror?.close();
+  await rgw?.close();
+});
+
+interface Serving {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly keyId: string;
+}
+
+/** `stele serve` on the gateway, its witness and mirror settings in STELE_* as the CDK stack would set them. */
+function serve(dataDir: string, settings: Record<string, string>): Promise<Serving> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
+  Object.assign(env, {
+    ...rgwLogEnv(rgw, ORIGIN, PREFIX),
+    STELE_KEY_FILE: join(dataDir, 'log.key'),
+    STELE_BATCH_INTERVAL_MS: '50',
+    STELE_MIN_BATCH_SPACING_MS: '0',
+    STELE_ANCHOR_TIMEOUT_MS: '3000',
+    STELE_HEARTBEAT_MS: '0',
+    ...settings,
+  });
+  const child = spawn(
+    process.execPath,
+    ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'error'],
+    { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  children.push(child);
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  // 'close': stdout and stderr are read to their ends.
+  const exited = once(child, 'close').then(([code]) => {
+    throw new Error(`serve exited ${code}: ${out}${err}`);
+  });
+  let out = '';
+  return Promise.race([
+    once(child.stdout!, 'data').then(([line]) => {
+      const ready = JSON.parse(String(line)) as { url?: string; keyId: string };
+      // Under --json a refusal is a JSON error on stdout: wait for the exit it precedes.
+      if (ready.url === undefined) {
+        out = String(line);
+        return exited;
+      }
+      return { child, url: ready.url, keyId: ready.keyId };
+    }),
+    exited,
+  ]);
+}
+
+async function stop(s: Serving, signal: NodeJS.Signals): Promise<void> {
+  const exited = once(s.child, 'exit');
+  s.child.kill(signal);
+  await exited;
+}
+
+/** The witness on `port` (0: any), its key and state kept in `dir` across restarts. */
+const startW = (dir: string, log: NoteVerifier, port: number) =>
+  startWitness({ dataDir: dir, name: 'w1.rgw.test', logs: [log], host: '127.0.0.1', port, logger: silent });
+
+/** The old size of every add-checkpoint the witness is sent from now on, in order (a spy on the real witness). */
+function oldSizes(w: RunningWitness): number[] {
+  const seen: number[] = [];
+  const add = w.witness.addCheckpoint.bind(w.witness);
+  w.witness.addCheckpoint = (req) => {
+    seen.push(req.oldSize);
+    return add(req);
+  };
+  return seen;
+}
+
+const until = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+};
+
+/** The checkpoint note in the bucket: what a CDN serves, whatever the API process says. */
+async function bucketObject(key: string): Promise<string> {
+  const store = new S3ObjectStore({
+    bucket: rgw.bucket,
+    prefix: `${PREFIX}log/`,
+    endpoint: rgw.endpoint,
+    region: rgw.region,
+    forcePathStyle: true,
+    credentials: rgw.credentials,
+  });
+  return Buffer.from((await store.get(key))!).toString('utf8');
+}
+const bucketCheckpoint = () => bucketObject('checkpoint');
+
+describe('stele serve on RGW with a witness and a mirror', () => {
+  it('publishes only witnessed checkpoints, advertises the witness, policy and mirror, and survives restarts and an outage', async () => {
+    const dataDir = scratchDir('stele-rgw-witnessed-');
+    const { signer } = await loadOrCreateKey(join(dataDir, 'log.key'), ORIGIN);
+    const logVerifier = makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey);
+    const witnessDir = join(dataDir, 'witness');
+    witness = await startW(witnessDir, logVerifier, 0);
+    const witnessPort = Number(new URL(witness.url).port);
+    const w = { name: witness.name, vkey: witness.vkey, verifier: witness.verifier };
+    mirror = await startMirror({
+      dataDir: join(dataDir, 'mirror'),
+      name: 'm1.rgw.test',
+      logs: [{ verifier: logVerifier }],
+      host: '127.0.0.1',
+      port: 0,
+      logger: silent,
+    });
+    const settings = {
+      STELE_WITNESSES: `${w.vkey}=${witness.url}`,
+      STELE_WITNESS_THRESHOLD: '1',
+      STELE_MIRRORS: `${mirror.vkey}=${mirror.url}`,
+    };
+    const cosigners = (note: string) =>
+      openNote(note, logVerifier, [w.verifier, mirror!.verifier]).cosignatures.map((c) => c.verifier.name);
+    const size = (note: string) => Number(note.split('\n')[1]);
+
+    let log = await serve(dataDir, settings);
+    const anchored = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => postAnchor(log.url, { digest: digestOf(i), artifact: `a${i}` })),
+    );
+    expect(anchored.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+
+    // The published checkpoint, in the bucket itself, carries the witness's cosignature.
+    const note = await bucketCheckpoint();
+    expect(size(note)).toBe(5);
+    expect(cosigners(note)).toEqual([w.name]);
+    expect(anchored[4]!.body.checkpoint.note).toMatch(/^— w1\.rgw\.test /m);
+
+    // /api/ledger/key: the witness, the policy (the log, the witness and the mirror) and where the mirror serves.
+    const key = (await getJson(`${log.url}/api/ledger/key`)).body;
+    expect(key.witnesses.map((x: { name: string }) => x.name)).toEqual([w.name]);
+    const policy = parsePolicy(key.witnessPolicy.policy);
+    expect(policy.logs).toEqual([{ vkey: formatVkey(logVerifier) }]);
+    expect(policy.witnesses.map((x) => x.vkey).sort()).toEqual([w.vkey, mirror.vkey].sort());
+    expect(key.witnessPolicy.threshold).toBe(1);
+    expect(key.mirrors).toEqual([
+      { name: 'm1.rgw.test', vkey: mirror.vkey, tiles: `${mirror.url}/${originHash(ORIGIN)}/` },
+    ]);
+    // The explorer's config in the bucket says the same.
+    const explorer = JSON.parse(await bucketObject(EXPLORER_CONFIG_KEY)) as { witnesses: string[]; policy: string };
+    expect(explorer.witnesses).toEqual([w.vkey]);
+    expect(explorer.policy).toBe(key.witnessPolicy.policy);
+
+    // The mirror receives the entries after each publish (no mirror quorum) and cosigns its copy.
+    const mirrored = `${mirror.url}/${originHash(ORIGIN)}/checkpoint`;
+    const mirrorSize = async () => {
+      const res = await fetch(mirrored);
+      return res.status === 200 ? size(await res.text()) : -1;
+    };
+    await until('the mirror to copy the log', async () => (await mirrorSize()) === 5);
+
+    // A client pins the log with the policy it advertises, anchors, and verifies: rule 5 (witnesses) passes.
+    const sb = new Sandbox('stele-rgw-witnessed-cli-');
+    try {
+      sb.file('release.tgz', 'a release on a witnessed self-hosted log\n');
+      const init = await sb.run(['ledger', 'init', '--endpoint', log.url, '--trust-key', log.keyId]);
+      expect(init.code, init.stderr).toBe(0);
+      const a = await sb.json(['ledger', 'anchor', 'release.tgz']);
+      expect(a.code, a.stderr).toBe(0);
+      const v = await sb.json(['ledger', 'verify', 'release.tgz']);
+      expect(v.code, v.stderr).toBe(0);
+      const rule5 = (v.out.checks as { rule: number; status: string }[]).find((c) => c.rule === 5);
+      expect(rule5?.status).toBe('PASS');
+    } finally {
+      sb.cleanup();
+    }
+
+    // The witness goes down: an anchor is committed but neither published nor acknowledged.
+    await witness.close();
+    const before = await bucketCheckpoint();
+    const late = await postAnchor(log.url, { digest: digestOf(100) });
+    expect(late.status).toBe(503);
+    expect(late.body.error.code).toBe('anchor_timeout');
+    expect(await bucketCheckpoint()).toBe(before);
+    expect((await getJson(`${log.url}/api/ledger/entry?hash=${digestOf(100)}`)).status).toBe(404);
+
+    // The sequencer is killed while the witness is still down, and started again: the
+    // committed anchor stays unpublished until the witness is back.
+    await stop(log, 'SIGKILL');
+    log = await serve(dataDir, settings);
+    expect(await bucketCheckpoint()).toBe(before);
+    expect((await postAnchor(log.url, { digest: digestOf(101) })).status).toBe(503);
+
+    // The witness comes back (same port, same state): this sequencer never learnt its size at
+    // start, asks from size 0, is told the size it holds (409) and sends the proof from there.
+    witness = await startW(witnessDir, logVerifier, witnessPort);
+    let asked = oldSizes(witness);
+    await until('the held anchors to be published', async () => size(await bucketCheckpoint()) >= size(before) + 2);
+    const after = await bucketCheckpoint();
+    expect(cosigners(after)).toEqual([w.name]);
+    // Old size 0, answered 409 with the size it holds, then from that size: one exchange, no loop.
+    expect(asked.slice(0, 2)).toEqual([0, size(before)]);
+    for (const d of [100, 101]) {
+      const e = await getJson(`${log.url}/api/ledger/entry?hash=${digestOf(d)}`);
+      expect(e.status, `anchor ${d}`).toBe(200);
+    }
+    expect((await postAnchor(log.url, { digest: digestOf(102) })).status).toBe(201);
+
+    // A clean restart with the witness up: it checks the witness's size at start and carries on.
+    await stop(log, 'SIGTERM');
+    asked = oldSizes(witness);
+    log = await serve(dataDir, settings);
+    const held = size(await bucketCheckpoint());
+    const resumed = await postAnchor(log.url, { digest: digestOf(103) });
+    expect(resumed.status).toBe(201);
+    expect(resumed.body.checkpoint.note).toMatch(/^— w1\.rgw\.test /m);
+    // At start it asks at its own size (which the witness holds), then cosigns on from there.
+    expect(asked.slice(0, 2)).toEqual([held, held]);
+    expect((await fetch(`${log.url}/readyz`)).status).toBe(200);
+    const final = await bucketCheckpoint();
+    expect(cosigners(final)).toEqual([w.name]);
+    await until('the mirror to follow', async () => (await mirrorSize()) === size(final));
+    await stop(log, 'SIGTERM');
+  }, 600_000); // generous: a shared, loaded machine
+
+  it('refuses demo witnesses on the S3 backend, with one line', async () => {
+    const dataDir = scratchDir('stele-rgw-demo-');
+    await loadOrCreateKey(join(dataDir, 'log.key'), ORIGIN);
+    await expect(serve(dataDir, { STELE_DEMO_WITNESSES: '1' })).rejects.toThrow(
+      /exited 2: .*demo witnesses are for a local data directory only/s,
+    );
+  }, 60_000);
+});
