@@ -191,6 +191,15 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     expect(key.mirrors).toEqual([
       { name: 'm1.rgw.test', vkey: mirror.vkey, tiles: `${mirror.url}/${originHash(ORIGIN)}/` },
     ]);
+    // An API replica given the same settings asks no witness but advertises the same.
+    const replica = await serve(scratchDir('stele-rgw-witnessed-api-'), {
+      ...settings,
+      STELE_ROLE: 'api',
+      STELE_VKEY: formatVkey(logVerifier),
+    });
+    const replicaKey = (await getJson(`${replica.url}/api/ledger/key`)).body;
+    for (const field of ['witnesses', 'witnessPolicy', 'mirrors']) expect(replicaKey[field], field).toEqual(key[field]);
+    await stop(replica, 'SIGTERM');
     // The explorer's config in the bucket says the same.
     const explorer = JSON.parse(await bucketObject(EXPLORER_CONFIG_KEY)) as { witnesses: string[]; policy: string };
     expect(explorer.witnesses).toEqual([w.vkey]);
