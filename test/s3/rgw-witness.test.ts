@@ -6,7 +6,6 @@
 // acknowledged, and it all goes through once the witness is back; a sequencer restarted while
 // the witness was down, and again with it up, carries on with the witness (it learns the
 // witness's size from its 409 answer instead of asking forever).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -20,89 +19,54 @@ import { S3ObjectStore } from '../../src/store/s3.js';
 import { type RunningWitness, startWitness } from '../../src/witness/host.js';
 import { originHash } from '../../src/witness/protocol.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
-import { Sandbox, ensureBuilt } from '../helpers/cli.js';
-import { type RgwServer, rgwLogEnv, startRgw } from '../helpers/rgw.js';
-import { repoRoot } from '../helpers/tlogcheck.js';
+import { type RunningServe, Sandbox, startServe } from '../helpers/cli.js';
+import { type RgwServer, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'rgw.witnessed.test/log';
 const PREFIX = 'witnessed/';
 const silent = pino({ level: 'silent' });
+const POLL = { timeout: 60_000, interval: 200 };
 
 let rgw: RgwServer;
-const children: ChildProcess[] = [];
+const started: RunningServe[] = [];
 let witness: RunningWitness | undefined;
 let mirror: RunningMirror | undefined;
 
 beforeAll(async () => {
-  // Both settle before either failure is thrown, so a failed build never leaves a cluster running.
-  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
-  if (started.status === 'fulfilled') rgw = started.value;
-  if (started.status === 'rejected') throw started.reason;
-  if (built.status === 'rejected') throw built.reason;
+  rgw = await startRgwWithCli();
 }, 720_000); // may wait for another file's cluster (one per machine)
 
 afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      c.kill('SIGKILL');
-      await once(c, 'exit');
-    }
-  }
+  for (const s of started) s.proc.kill('SIGKILL');
   await witness?.close();
   await mirror?.close();
   await rgw?.close();
 });
 
-interface Serving {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly keyId: string;
-}
-
 /** `stele serve` on the gateway, its witness and mirror settings in STELE_* as the CDK stack would set them. */
-function serve(dataDir: string, settings: Record<string, string>): Promise<Serving> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
-  Object.assign(env, {
-    ...rgwLogEnv(rgw, ORIGIN, PREFIX),
-    STELE_KEY_FILE: join(dataDir, 'log.key'),
-    STELE_BATCH_INTERVAL_MS: '50',
-    STELE_MIN_BATCH_SPACING_MS: '0',
-    STELE_ANCHOR_TIMEOUT_MS: '3000',
-    STELE_HEARTBEAT_MS: '0',
-    ...settings,
+async function serve(dataDir: string, settings: Record<string, string>): Promise<RunningServe> {
+  const s = await startServe({
+    dataDir,
+    origin: ORIGIN,
+    batchInterval: 50,
+    env: {
+      ...rgwLogEnv(rgw, ORIGIN, PREFIX),
+      STELE_KEY_FILE: join(dataDir, 'log.key'),
+      STELE_MIN_BATCH_SPACING_MS: '0',
+      STELE_ANCHOR_TIMEOUT_MS: '3000',
+      STELE_HEARTBEAT_MS: '0',
+      ...settings,
+    },
   });
-  const child = spawn(
-    process.execPath,
-    ['dist/cli/main.js', 'serve', '--data-dir', dataDir, '--port', '0', '--json', '--log-level', 'error'],
-    { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  children.push(child);
-  let err = '';
-  child.stderr!.on('data', (d) => (err += d));
-  // 'close': stdout and stderr are read to their ends.
-  const exited = once(child, 'close').then(([code]) => {
-    throw new Error(`serve exited ${code}: ${out}${err}`);
-  });
-  let out = '';
-  return Promise.race([
-    once(child.stdout!, 'data').then(([line]) => {
-      const ready = JSON.parse(String(line)) as { url?: string; keyId: string };
-      // Under --json a refusal is a JSON error on stdout: wait for the exit it precedes.
-      if (ready.url === undefined) {
-        out = String(line);
-        return exited;
-      }
-      return { child, url: ready.url, keyId: ready.keyId };
-    }),
-    exited,
-  ]);
+  started.push(s);
+  return s;
 }
 
-async function stop(s: Serving, signal: NodeJS.Signals): Promise<void> {
-  const exited = once(s.child, 'exit');
-  s.child.kill(signal);
+/** SIGKILL: the sequencer dies mid-whatever, as a crashed task would. */
+async function kill(s: RunningServe): Promise<void> {
+  const exited = once(s.proc, 'exit');
+  s.proc.kill('SIGKILL');
   await exited;
 }
 
@@ -120,14 +84,6 @@ function oldSizes(w: RunningWitness): number[] {
   };
   return seen;
 }
-
-const until = async (what: string, check: () => Promise<boolean>, ms = 60_000) => {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
 
 /** The checkpoint note in the bucket: what a CDN serves, whatever the API process says. */
 async function bucketObject(key: string): Promise<string> {
@@ -199,7 +155,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     });
     const replicaKey = (await getJson(`${replica.url}/api/ledger/key`)).body;
     for (const field of ['witnesses', 'witnessPolicy', 'mirrors']) expect(replicaKey[field], field).toEqual(key[field]);
-    await stop(replica, 'SIGTERM');
+    await replica.stop();
     // The explorer's config in the bucket says the same.
     const explorer = JSON.parse(await bucketObject(EXPLORER_CONFIG_KEY)) as { witnesses: string[]; policy: string };
     expect(explorer.witnesses).toEqual([w.vkey]);
@@ -211,7 +167,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       const res = await fetch(mirrored);
       return res.status === 200 ? size(await res.text()) : -1;
     };
-    await until('the mirror to copy the log', async () => (await mirrorSize()) === 5);
+    await expect.poll(mirrorSize, POLL).toBe(5);
 
     // A client pins the log with the policy it advertises, anchors, and verifies: rule 5 (witnesses) passes.
     const sb = new Sandbox('stele-rgw-witnessed-cli-');
@@ -240,7 +196,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
 
     // The sequencer is killed while the witness is still down, and started again: the
     // committed anchor stays unpublished until the witness is back.
-    await stop(log, 'SIGKILL');
+    await kill(log);
     log = await serve(dataDir, settings);
     expect(await bucketCheckpoint()).toBe(before);
     expect((await postAnchor(log.url, { digest: digestOf(101) })).status).toBe(503);
@@ -249,7 +205,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     // start, asks from size 0, is told the size it holds (409) and sends the proof from there.
     witness = await startW(witnessDir, logVerifier, witnessPort);
     let asked = oldSizes(witness);
-    await until('the held anchors to be published', async () => size(await bucketCheckpoint()) >= size(before) + 2);
+    await expect.poll(async () => size(await bucketCheckpoint()), POLL).toBeGreaterThanOrEqual(size(before) + 2);
     const after = await bucketCheckpoint();
     expect(cosigners(after)).toEqual([w.name]);
     // Old size 0, answered 409 with the size it holds, then from that size: one exchange, no loop.
@@ -261,7 +217,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     expect((await postAnchor(log.url, { digest: digestOf(102) })).status).toBe(201);
 
     // A clean restart with the witness up: it checks the witness's size at start and carries on.
-    await stop(log, 'SIGTERM');
+    await log.stop();
     asked = oldSizes(witness);
     log = await serve(dataDir, settings);
     const held = size(await bucketCheckpoint());
@@ -273,15 +229,15 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     expect((await fetch(`${log.url}/readyz`)).status).toBe(200);
     const final = await bucketCheckpoint();
     expect(cosigners(final)).toEqual([w.name]);
-    await until('the mirror to follow', async () => (await mirrorSize()) === size(final));
-    await stop(log, 'SIGTERM');
+    await expect.poll(mirrorSize, POLL).toBe(size(final));
+    await log.stop();
   }, 600_000); // generous: a shared, loaded machine
 
   it('refuses demo witnesses on the S3 backend, with one line', async () => {
     const dataDir = scratchDir('stele-rgw-demo-');
     await loadOrCreateKey(join(dataDir, 'log.key'), ORIGIN);
     await expect(serve(dataDir, { STELE_DEMO_WITNESSES: '1' })).rejects.toThrow(
-      /exited 2: .*demo witnesses are for a local data directory only/s,
+      /exited with 2: .*demo witnesses are for a local data directory only/s,
     );
   }, 60_000);
 });
