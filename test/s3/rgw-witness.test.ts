@@ -5,7 +5,8 @@
 // advertised policy. With the witness down (threshold 1) nothing is published or
 // acknowledged, and it all goes through once the witness is back; a sequencer restarted while
 // the witness was down, and again with it up, carries on with the witness (it learns the
-// witness's size from its 409 answer instead of asking forever).
+// witness's size from its 409 answer instead of asking forever). A log started afresh on an
+// emptied bucket is refused: the witness holds a larger tree of it.
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -86,16 +87,18 @@ function oldSizes(w: RunningWitness): number[] {
 }
 
 /** The checkpoint note in the bucket: what a CDN serves, whatever the API process says. */
-async function bucketObject(key: string): Promise<string> {
-  const store = new S3ObjectStore({
+const bucketStore = (prefix: string) =>
+  new S3ObjectStore({
     bucket: rgw.bucket,
-    prefix: `${PREFIX}log/`,
+    prefix,
     endpoint: rgw.endpoint,
     region: rgw.region,
     forcePathStyle: true,
     credentials: rgw.credentials,
   });
-  return Buffer.from((await store.get(key))!).toString('utf8');
+
+async function bucketObject(key: string): Promise<string> {
+  return Buffer.from((await bucketStore(`${PREFIX}log/`).get(key))!).toString('utf8');
 }
 const bucketCheckpoint = () => bucketObject('checkpoint');
 
@@ -231,6 +234,15 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     expect(cosigners(final)).toEqual([w.name]);
     await expect.poll(mirrorSize, POLL).toBe(size(final));
     await log.stop();
+
+    // The bucket is lost and the log started afresh under the same key: the witness holds a
+    // larger tree of it, so the new sequencer refuses to start instead of forking the log.
+    const all = bucketStore(PREFIX);
+    for await (const k of all.list('')) await all.delete(k);
+    await expect(serve(dataDir, settings)).rejects.toThrow(
+      // Exit 4 (log_state): the operator recovers the log from what was published.
+      new RegExp(`exited with 4: .*witness w1\\.rgw\\.test has cosigned size ${size(final)} of this log`, 's'),
+    );
   }, 600_000); // generous: a shared, loaded machine
 
   it('refuses demo witnesses on the S3 backend, with one line', async () => {
