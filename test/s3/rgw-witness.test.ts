@@ -8,6 +8,7 @@
 // witness's size from its 409 answer instead of asking forever). A log started afresh on an
 // emptied bucket is refused: the witness holds a larger tree of it.
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -194,6 +195,9 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     const late = await postAnchor(log.url, { digest: digestOf(100) });
     expect(late.status).toBe(503);
     expect(late.body.error.code).toBe('anchor_timeout');
+    // Not ready (for an operator's probe), though the API still answers reads.
+    expect((await fetch(`${log.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${log.url}/api/ledger/checkpoint`)).status).toBe(200);
     expect(await bucketCheckpoint()).toBe(before);
     expect((await getJson(`${log.url}/api/ledger/entry?hash=${digestOf(100)}`)).status).toBe(404);
 
@@ -245,11 +249,20 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     );
   }, 600_000); // generous: a shared, loaded machine
 
-  it('refuses demo witnesses on the S3 backend, with one line', async () => {
-    const dataDir = scratchDir('stele-rgw-demo-');
+  it('refuses demo witnesses, and a witness policy for another log, with one line (exit 2)', async () => {
+    const dataDir = scratchDir('stele-rgw-refused-');
     await loadOrCreateKey(join(dataDir, 'log.key'), ORIGIN);
     await expect(serve(dataDir, { STELE_DEMO_WITNESSES: '1' })).rejects.toThrow(
       /exited with 2: .*demo witnesses are for a local data directory only/s,
+    );
+    // The policy's settings are bound to the log once its key is open, inside openAwsLog.
+    const other = makeVerifier('other.test/log', SIG_ED25519, new Uint8Array(32).fill(9));
+    const w = await startW(join(dataDir, 'w'), other, 0);
+    await w.close();
+    const policy = join(dataDir, 'witnesses.policy');
+    writeFileSync(policy, `log ${formatVkey(other)}\nwitness w1 ${w.vkey} ${w.url}\nquorum w1\n`);
+    await expect(serve(dataDir, { STELE_WITNESS_POLICY: policy })).rejects.toThrow(
+      /exited with 2: .*witnesses\.policy: the witness policy lists 1 log\(s\), but not this log/s,
     );
   }, 60_000);
 });
