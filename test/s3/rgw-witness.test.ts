@@ -12,7 +12,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier, openNote } from '../../src/core/note.js';
+import { type AwsLog, openAwsLog } from '../../src/aws/log.js';
+import { resolveServeConfig } from '../../src/config.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { type NoteVerifier, SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote } from '../../src/core/note.js';
+import { SequencerStoppedError } from '../../src/sequencer/contract.js';
+import { openWitnessing, readWitnessSettings } from '../../src/serve/witnessing.js';
 import { parsePolicy } from '../../src/core/tlog-policy.js';
 import { type RunningMirror, startMirror } from '../../src/mirror/host.js';
 import { loadOrCreateKey } from '../../src/signer.js';
@@ -72,6 +77,14 @@ async function kill(s: RunningServe): Promise<void> {
   await exited;
 }
 
+/** The names of the cosigners of `note` among `by` whose signatures verify. */
+const cosigners = (note: string, log: NoteVerifier, ...by: { verifier: NoteVerifier }[]) =>
+  openNote(
+    note,
+    log,
+    by.map((b) => b.verifier),
+  ).cosignatures.map((c) => c.verifier.name);
+
 /** The witness on `port` (0: any), its key and state kept in `dir` across restarts. */
 const startW = (dir: string, log: NoteVerifier, port: number) =>
   startWitness({ dataDir: dir, name: 'w1.rgw.test', logs: [log], host: '127.0.0.1', port, logger: silent });
@@ -125,8 +138,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       STELE_WITNESS_THRESHOLD: '1',
       STELE_MIRRORS: `${mirror.vkey}=${mirror.url}`,
     };
-    const cosigners = (note: string) =>
-      openNote(note, logVerifier, [w.verifier, mirror!.verifier]).cosignatures.map((c) => c.verifier.name);
+    const cosignersOf = (note: string) => cosigners(note, logVerifier, witness!, mirror!);
     const size = (note: string) => Number(note.split('\n')[1]);
 
     let log = await serve(dataDir, settings);
@@ -138,7 +150,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     // The published checkpoint, in the bucket itself, carries the witness's cosignature.
     const note = await bucketCheckpoint();
     expect(size(note)).toBe(5);
-    expect(cosigners(note)).toEqual([w.name]);
+    expect(cosignersOf(note)).toEqual([w.name]);
     expect(anchored[4]!.body.checkpoint.note).toMatch(/^— w1\.rgw\.test /m);
 
     // /api/ledger/key: the witness, the policy (the log, the witness and the mirror) and where the mirror serves.
@@ -214,7 +226,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     let asked = oldSizes(witness);
     await expect.poll(async () => size(await bucketCheckpoint()), POLL).toBeGreaterThanOrEqual(size(before) + 2);
     const after = await bucketCheckpoint();
-    expect(cosigners(after)).toEqual([w.name]);
+    expect(cosignersOf(after)).toEqual([w.name]);
     // Old size 0, answered 409 with the size it holds, then from that size: one exchange, no loop.
     expect(asked.slice(0, 2)).toEqual([0, size(before)]);
     for (const d of [100, 101]) {
@@ -235,7 +247,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
     expect(asked.slice(0, 2)).toEqual([held, held]);
     expect((await fetch(`${log.url}/readyz`)).status).toBe(200);
     const final = await bucketCheckpoint();
-    expect(cosigners(final)).toEqual([w.name]);
+    expect(cosignersOf(final)).toEqual([w.name]);
     await expect.poll(mirrorSize, POLL).toBe(size(final));
     await log.stop();
 
@@ -248,6 +260,57 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       new RegExp(`exited with 4: .*witness w1\\.rgw\\.test has cosigned size ${size(final)} of this log`, 's'),
     );
   }, 600_000); // generous: a shared, loaded machine
+
+  it('a second sequencer taking over the bucket lock carries on with the witness; the first stops', async () => {
+    const origin = 'takeover.rgw.test/log';
+    const logSigner = new SeedSigner(origin, new Uint8Array(32).fill(3));
+    const logKey = makeVerifier(origin, SIG_ED25519, logSigner.publicKey);
+    const dir = scratchDir('stele-rgw-takeover-');
+    const w = await startW(join(dir, 'w'), logKey, 0);
+    try {
+      const settings = readWitnessSettings(
+        resolveServeConfig({ witnesses: `${w.vkey}=${w.url}`, witnessThreshold: '1' }, {}),
+      );
+      const prefix = `takeover-${Date.now()}/`;
+      // Each instance as `stele serve` composes it: its own clients, collector and lock handle.
+      const open = () =>
+        openAwsLog({
+          origin,
+          region: rgw.region,
+          credentials: rgw.credentials,
+          s3: {
+            bucket: rgw.bucket,
+            publicPrefix: `${prefix}log/`,
+            stagingPrefix: `${prefix}private/`,
+            endpoint: rgw.endpoint,
+            forcePathStyle: true,
+          },
+          lock: 'bucket',
+          index: false,
+          batchInterval: 20,
+          minBatchSpacing: 0,
+          heartbeatMs: 0,
+          signer: { kind: 'signer', signer: logSigner },
+          witnessing: async ({ verifier, store }) =>
+            (await openWitnessing(settings, verifier, store, silent, dir)).hook,
+        });
+      const anchor = (log: AwsLog, n: number) =>
+        log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(n)));
+      const first = await open();
+      await Promise.all([0, 1, 2].map((n) => anchor(first, n)));
+      const second = await open(); // resumes from the lock, asks the witness its size
+      const taken = await Promise.all([3, 4].map((n) => anchor(second, n)));
+      expect(taken.map((r) => r.seq)).toEqual([3, 4]);
+      expect(cosigners(second.sequencer.checkpoint.note, logKey, w)).toEqual([w.name]);
+      // The witness holds what the second published; the first loses the lock at its next batch.
+      expect((await w.witness.stateOf(origin)).size).toBe(5);
+      await expect(anchor(first, 99)).rejects.toBeInstanceOf(SequencerStoppedError);
+      await second.close();
+      await first.close().catch(() => undefined);
+    } finally {
+      await w.close();
+    }
+  }, 120_000);
 
   it('refuses demo witnesses, and a witness policy for another log, with one line (exit 2)', async () => {
     const dataDir = scratchDir('stele-rgw-refused-');
