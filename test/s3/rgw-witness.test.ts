@@ -5,8 +5,9 @@
 // advertised policy. With the witness down (threshold 1) nothing is published or
 // acknowledged, and it all goes through once the witness is back; a sequencer restarted while
 // the witness was down, and again with it up, carries on with the witness (it learns the
-// witness's size from its 409 answer instead of asking forever). A log started afresh on an
-// emptied bucket is refused: the witness holds a larger tree of it.
+// witness's size from its 409 answer instead of asking forever), as does a second sequencer
+// taking over the bucket lock. A log started afresh on an emptied bucket is refused: the
+// witness holds a larger tree of it.
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
