@@ -209,6 +209,12 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       `cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`,
     );
 
+  // A fresh digest per anchor: this run's random prefix and a counter (unique without a
+  // random draw per anchor, which was a twentieth of the hammer's CPU).
+  const runPrefix = randomBytes(24).toString('hex');
+  let fresh = 0;
+  const freshDigest = () => runPrefix + (fresh++).toString(16).padStart(16, '0');
+
   /** Waits for the next slot of the target rate (shared by every writer). */
   const pace = async () => {
     if (!o.rate) return;
@@ -222,9 +228,7 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       await pace();
       if (!writing) break;
       const duplicate = anchored.length > 0 && Math.random() < o.duplicateShare;
-      const digest = duplicate
-        ? anchored[Math.floor(Math.random() * anchored.length)]!
-        : randomBytes(32).toString('hex');
+      const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : freshDigest();
       const t0 = performance.now();
       let res: PostAnswer;
       try {
