@@ -75,7 +75,9 @@ export default async function main(): Promise<void> {
     figure('serve_default_errors', run.errors + run.non2xx, 'responses');
 
     // The same load through `stele hammer`, which also verifies every anchor from the tiles
-    // (its fetch-based writers cost this process more CPU than autocannon: a lower bound).
+    // (its verification costs this process more CPU than autocannon: a lower bound).
+    const serverCpu0 = processCpuMs(child.pid);
+    const hammerCpu0 = process.cpuUsage();
     const h = await runHammer({
       url,
       writers: CONNECTIONS,
@@ -83,7 +85,14 @@ export default async function main(): Promise<void> {
       readers: 2,
       durationMs: DURATION * 1000,
     });
+    const hammerCpuMs = (() => {
+      const u = process.cpuUsage(hammerCpu0);
+      return (u.user + u.system) / 1000;
+    })();
+    const serverCpu = processCpuMs(child.pid) - serverCpu0;
     figure('serve_default_hammer_throughput', h.writes.perSecond, 'anchors/s');
+    figure('serve_default_hammer_server_cpu_per_anchor', Math.round((serverCpu / h.writes.acknowledged) * 1000), 'µs');
+    figure('serve_default_hammer_cpu_per_anchor', Math.round((hammerCpuMs / h.writes.acknowledged) * 1000), 'µs');
     figure('serve_default_hammer_integrate_p50', h.writes.integrateMs?.p50 ?? NaN, 'ms');
     figure('serve_default_hammer_integrate_p99', h.writes.integrateMs?.p99 ?? NaN, 'ms');
     figure('serve_default_hammer_pushback', h.writes.pushback[429] + h.writes.pushback[503], 'responses');

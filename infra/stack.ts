@@ -145,6 +145,31 @@ export class SteleStack extends Stack {
       description:
         'Bearer tokens of the anchor route, name=token[@tenant],… (kept in Secrets Manager, given to the sequencer only)',
     });
+    // Witnesses and mirrors (src/serve/witnessing.ts): both services get them, the sequencer to
+    // ask them before each publish, the API replicas to advertise the same policy. Empty: none.
+    const witnesses = new CfnParameter(this, 'Witnesses', {
+      type: 'String',
+      default: '',
+      description:
+        'tlog-witnesses that cosign each checkpoint before it is published, <witness vkey>=<submission URL>,… (STELE_WITNESSES); empty: none, and split views go unseen',
+    });
+    const witnessThreshold = new CfnParameter(this, 'WitnessThreshold', {
+      type: 'String',
+      default: '',
+      allowedPattern: '^[0-9]*$',
+      description: 'Witness cosignatures a checkpoint needs (STELE_WITNESS_THRESHOLD; empty: all of them)',
+    });
+    const mirrors = new CfnParameter(this, 'Mirrors', {
+      type: 'String',
+      default: '',
+      description: 'tlog-mirrors the entries are pushed to, <mirror vkey>=<URL>,… (STELE_MIRRORS)',
+    });
+    const mirrorQuorum = new CfnParameter(this, 'MirrorQuorum', {
+      type: 'String',
+      default: '',
+      allowedPattern: '^[0-9]*$',
+      description: 'Mirror cosignatures a checkpoint needs before it is published (STELE_MIRROR_QUORUM; empty: 0)',
+    });
     const hasDomain = new CfnCondition(this, 'HasDomain', {
       expression: Fn.conditionNot(Fn.conditionEquals(domainName.valueAsString, '')),
     });
@@ -227,6 +252,10 @@ export class SteleStack extends Stack {
       STELE_BATCH_INTERVAL_MS: batchInterval.valueAsString,
       STELE_MIN_BATCH_SPACING_MS: minBatchSpacing.valueAsString,
       STELE_MODE: 'production',
+      STELE_WITNESSES: witnesses.valueAsString,
+      STELE_WITNESS_THRESHOLD: witnessThreshold.valueAsString,
+      STELE_MIRRORS: mirrors.valueAsString,
+      STELE_MIRROR_QUORUM: mirrorQuorum.valueAsString,
       AWS_REGION: Aws.REGION,
     });
     // The anchor route is served by the sequencer only (the ALB routes it there).

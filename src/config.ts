@@ -183,6 +183,12 @@ export function resolveServeConfig(
       'the AWS backend signs with KMS or a key file (STELE_KMS_KEY_ID, STELE_KEY_FILE), not --signer',
     );
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
+  // A witness inside the log's own process, its state on a disk the next instance may not get,
+  // shows a client nothing; on a local directory it is a demonstration, on S3 it would pass for assurance.
+  if (cfg.demoWitnesses && cfg.backend === 'aws')
+    throw new ConfigError(
+      'demo witnesses are for a local data directory only: on the S3/AWS backend run witnesses elsewhere (`stele witness serve`) and name them with --witness or --witness-policy',
+    );
   if (!/^[^\s+]+$/.test(cfg.origin)) throw new ConfigError('origin must be non-empty with no spaces or "+"');
   return {
     ...cfg,

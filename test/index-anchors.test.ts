@@ -76,6 +76,15 @@ async function exercise(index: LookupIndex, flushBetween: () => Promise<void>): 
   expect(await index.searchArtifact('none.bin', 10)).toEqual({ matches: [], more: false });
 }
 
+describe('anchorIdentity', () => {
+  it('is pinned: indexes written by earlier versions hold these values', () => {
+    const fields = { type: 'ledger_anchor', digest: 'AB'.repeat(32), artifact: 'build-1.tar', scope: 'ci/é' };
+    // SHA-256 of the UTF-8 JSON ["<digest lowercased>","build-1.tar","ci/é",null], computed apart.
+    expect(anchorIdentity(fields)).toBe('f65de9c7c3ef2f1c8af3ec9fb8259043cf9a52b812276c722a99c1dc1db9e017');
+    expect(anchorIdentity({ ...fields, type: 'document_verified' })).toBeUndefined();
+  });
+});
+
 describe('LmdbIndex: anchors and labels', () => {
   it('keeps the earliest anchor of an identity and lists a label across scopes, pending or committed', async () => {
     const path = join(scratchDir('stele-index-anchors-'), 'index');

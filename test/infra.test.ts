@@ -192,6 +192,24 @@ describe('infra/stack.ts (CDK assertions)', () => {
     expect(apiTask.Properties.ContainerDefinitions[0].Secrets).toBeUndefined();
   });
 
+  it('witnesses and mirrors are parameters given to both services (the sequencer asks them, replicas advertise them)', () => {
+    const params = template.toJSON().Parameters as Json;
+    for (const name of ['Witnesses', 'WitnessThreshold', 'Mirrors', 'MirrorQuorum'])
+      expect(params[name], name).toMatchObject({ Type: 'String', Default: '' });
+    for (const prefix of ['SequencerTask', 'ApiTask']) {
+      const [, task] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith(prefix))!;
+      const env = Object.fromEntries(
+        (task.Properties.ContainerDefinitions[0].Environment as Json[]).map((e) => [e.Name, e.Value]),
+      );
+      expect(env, prefix).toMatchObject({
+        STELE_WITNESSES: { Ref: 'Witnesses' },
+        STELE_WITNESS_THRESHOLD: { Ref: 'WitnessThreshold' },
+        STELE_MIRRORS: { Ref: 'Mirrors' },
+        STELE_MIRROR_QUORUM: { Ref: 'MirrorQuorum' },
+      });
+    }
+  });
+
   it('alarms on sequencer errors and stalled checkpoints; origin, domain and batch interval are parameters', () => {
     template.hasResourceProperties('AWS::Logs::MetricFilter', { FilterPattern: '{ $.level >= 50 }' });
     template.hasResourceProperties('AWS::Logs::MetricFilter', {

@@ -147,6 +147,23 @@ describe('SequencingPool (worker thread)', () => {
     expect(await pool.take(10)).toEqual([]);
   });
 
+  it('requests arriving turn by turn while a run is in the worker travel together, in order', async () => {
+    const pool = open(65_536);
+    pool.reset(tipOf(RightEdge.empty()));
+    const sentBefore = pool.runsSent;
+    const requests = Array.from({ length: 2_000 }, (_, i) => req(i));
+    // Two per turn of the event loop, as an HTTP server hands them over under load.
+    for (let i = 0; i < requests.length; i++) {
+      pool.add(requests[i]!, ignore, 0);
+      if (i % 2 === 1) await new Promise((r) => setImmediate(r));
+    }
+    const batch = await pool.take(requests.length);
+    expect(places(batch).map((p) => p.entry.digest)).toEqual(requests.map((r) => r.digest));
+    expect(places(batch).map((p) => p.seq)).toEqual(requests.map((_, i) => i));
+    // One message per turn would be 1,000; a run's round trip spans many turns.
+    expect(pool.runsSent - sentBefore).toBeLessThan(250);
+  });
+
   it('batches that cut across runs of the worker pack and chain like one append', async () => {
     const pool = open(3_000);
     pool.reset(tipOf(RightEdge.empty()));

@@ -633,6 +633,9 @@ describe('a witness that cosigned a larger tree', () => {
     try {
       await collectorOf(seen).cosign(await checkpointOf(64), (old) => consistency(old, 64));
       const before = await seen.witness.stateOf(ORIGIN);
+      // Into the next second: a witness that cosigned its held checkpoint again would now
+      // store a cosignature with another time.
+      await new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000)));
       const probe = collectorOf(seen, fresh);
       // A log restored to size 40: refused.
       await expect(probe.checkWitnessedSizes(await checkpointOf(40))).rejects.toMatchObject({

@@ -71,11 +71,11 @@ export function registerServeCommands(program: Command): void {
     )
     .option(
       '--demo-witnesses <n>',
-      'start N local witnesses in this process so the log is witnessed out of the box (env STELE_DEMO_WITNESSES)',
+      'start N local witnesses in this process so the log is witnessed out of the box; local data directory only, not the S3/AWS backend (env STELE_DEMO_WITNESSES)',
     )
     .option(
       '--witness <vkey=url>',
-      'an external tlog-witness, repeatable (env STELE_WITNESSES, comma-separated)',
+      'an external tlog-witness, repeatable; every backend (env STELE_WITNESSES, comma-separated)',
       (v: string, acc: string[] = []) => [...acc, v],
     )
     .option(

@@ -19,7 +19,12 @@ import { bytesEqual } from '../core/hash.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
-import { type BatchListener, type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
+import {
+  type BatchListener,
+  type CheckpointWitnessing,
+  type PublishedCheckpoint,
+  decodePublishedCheckpoint,
+} from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
@@ -27,6 +32,7 @@ import { LmdbIndex } from '../index/lmdb.js';
 import type { LookupIndex } from '../index/types.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import { StoreMark } from '../store/mark.js';
+import type { ObjectReader } from '../store/store.js';
 import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
@@ -112,6 +118,15 @@ export interface AwsLogConfig {
   readonly minBatchSpacing?: number;
   readonly maxPending?: number;
   readonly listeners?: readonly BatchListener[];
+  /**
+   * The witnesses (and required mirrors) a checkpoint waits for before it is published, made
+   * once the log's key and public objects are known (`stele serve`: src/serve/witnessing.ts).
+   * Without it the log publishes on its own signature, and a split view goes unseen.
+   */
+  readonly witnessing?: (log: {
+    readonly verifier: NoteVerifier;
+    readonly store: ObjectReader;
+  }) => Promise<CheckpointWitnessing | undefined>;
   readonly logger?: Logger;
   /** Heartbeat log period in ms (default 10,000; 0 turns it off). */
   readonly heartbeatMs?: number;
@@ -234,6 +249,10 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
           : new LmdbIndex(config.indexDir!, log);
     }
     const reader = new LogReader(store, logCorruptObjects(log));
+    const witnessing = await config.witnessing?.({
+      verifier: makeVerifier(config.origin, SIG_ED25519, signer.publicKey),
+      store,
+    });
     const sequencer = await Sequencer.open({
       origin: config.origin,
       signer,
@@ -245,6 +264,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       minBatchSpacing: config.minBatchSpacing ?? AWS_MIN_BATCH_SPACING_MS,
       maxPending: config.maxPending,
       listeners: [...(index ? [indexFeeder(index, reader)] : []), ...(config.listeners ?? [])],
+      ...(witnessing ? { witnessing } : {}),
       logger: log,
     });
 

@@ -12,7 +12,6 @@ import { toHex } from '../core/hash.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import type { LogReader } from '../reader.js';
 import { replaceFile } from '../store/files.js';
-import { ClientError } from './errors.js';
 import { DirObjectReader } from './objects.js';
 import { orderedPipeline } from './pipeline.js';
 
@@ -124,13 +123,14 @@ async function readCache(path: string, source: string): Promise<EntryIndexData |
   return ok ? doc : null;
 }
 
-async function writeCache(path: string, ix: EntryIndexData): Promise<void> {
+/** Saves the index; a cache that cannot be written (read-only home, full disk) is said, not fatal. */
+async function writeCache(path: string, ix: EntryIndexData, onNotice?: (line: string) => void): Promise<void> {
   try {
     await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
     await replaceFile(path, JSON.stringify(ix));
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-    throw new ClientError('io', `cannot write the mirror index ${path}: ${code}`);
+    onNotice?.(`cannot cache the mirror index at ${path} (${code}): carrying on without it`);
   }
 }
 
@@ -149,6 +149,7 @@ export async function entryIndex(
   cacheFile: string | null,
   sourceName: string,
   onProgress?: ScanProgress,
+  onNotice?: (line: string) => void,
 ): Promise<{ index: EntryIndexData; origin: IndexOrigin }> {
   const rootHash = toHex(tree.root);
   let ix = cacheFile ? await readCache(cacheFile, sourceName) : null;
@@ -172,7 +173,7 @@ export async function entryIndex(
   );
   index.treeSize = tree.size;
   index.rootHash = rootHash;
-  if (cacheFile) await writeCache(cacheFile, index);
+  if (cacheFile) await writeCache(cacheFile, index, onNotice);
   return { index, origin };
 }
 

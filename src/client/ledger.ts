@@ -152,6 +152,8 @@ export interface Session {
    * bound to the log by reading the previous entry hash from the entry bundles.
    */
   readonly tiles?: ObjectReader;
+  /** Where a line for the user goes that is neither a result nor an error (a cache not saved). */
+  readonly onNotice?: (line: string) => void;
 }
 
 /** The entry hash of leaf seq − 1 (zeros for seq 0), read from the entry bundle of the tree of `size`. */
@@ -385,7 +387,15 @@ async function locateDigest(
   if (inTree) return inTree.leafIndex;
   const cacheFile = cacheFileFor(view.source, s.config.path);
   if (!cacheFile) return scanForDigest(view.reader, tree.size, digest, onScanProgress);
-  const { index } = await entryIndex(view.reader, view.published, tree, cacheFile, view.name, onScanProgress);
+  const { index } = await entryIndex(
+    view.reader,
+    view.published,
+    tree,
+    cacheFile,
+    view.name,
+    onScanProgress,
+    s.onNotice,
+  );
   return Object.hasOwn(index.digests, digest) ? index.digests[digest] : undefined;
 }
 

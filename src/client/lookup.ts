@@ -215,7 +215,15 @@ async function tilesLeaves(
   let digestAt: number | undefined;
   let hits: LabelHit[] = [];
   if (cacheFile) {
-    const { index } = await entryIndex(view.reader, view.published, tree, cacheFile, view.name, onScanProgress);
+    const { index } = await entryIndex(
+      view.reader,
+      view.published,
+      tree,
+      cacheFile,
+      view.name,
+      onScanProgress,
+      s.onNotice,
+    );
     if (l.by === 'digest') digestAt = Object.hasOwn(index.digests, l.digest) ? index.digests[l.digest] : undefined;
     else hits = Object.hasOwn(index.artifacts, l.artifact) ? index.artifacts[l.artifact]! : [];
   } else {

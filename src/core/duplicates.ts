@@ -3,8 +3,7 @@
 // digest under the same artifact label, scope and tenant says nothing new, so the log
 // answers it with the entry it already holds. Every other type (document_verified, the
 // control plane's decisions) records an event: each occurrence is its own entry.
-import { utf8ToBytes } from '@noble/hashes/utils.js';
-import { sha256, toHex } from './hash.js';
+import { sha256HexOfText } from './hash.js';
 
 /** The fields an anchor's identity is made of (a request or a canonical entry). */
 export interface AnchorFields {
@@ -25,5 +24,5 @@ export const MERGED_TYPE = 'ledger_anchor';
 export function anchorIdentity(e: AnchorFields): string | undefined {
   if (e.type !== MERGED_TYPE) return undefined;
   const fields = [e.digest.toLowerCase(), e.artifact ?? null, e.scope ?? null, e.tenant ?? null];
-  return toHex(sha256(utf8ToBytes(JSON.stringify(fields))));
+  return sha256HexOfText(JSON.stringify(fields));
 }

@@ -12,6 +12,7 @@ export const HASH_SIZE = 32;
 // `process`. Only the one function used is typed, so nothing here depends on Node's types.
 interface HostCrypto {
   hash?(algorithm: 'sha256', data: Uint8Array, outputEncoding: 'latin1'): string;
+  hash?(algorithm: 'sha256', text: string, outputEncoding: 'hex'): string;
 }
 const hostCrypto = (
   globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
@@ -33,6 +34,11 @@ function nativeSha256(data: Uint8Array): Uint8Array {
 
 /** SHA-256 of `data`. */
 export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? nativeSha256 : (data) => nobleSha256(data);
+
+/** SHA-256 of a string's UTF-8 bytes, in lowercase hex (on Node without encoding it first). */
+export const sha256HexOfText: (text: string) => string = nativeHash
+  ? (text) => nativeHash('sha256', text, 'hex')
+  : (text) => toHex(nobleSha256(new TextEncoder().encode(text)));
 
 /** SHA-256 of the concatenation of `parts`. */
 export function sha256Parts(...parts: Uint8Array[]): Uint8Array {

@@ -9,6 +9,7 @@ import { hashFromHex, isHash64 } from '../core/hash.js';
 import { type NoteVerifier, SIG_ED25519, parseVkey } from '../core/note.js';
 import { LogReader } from '../reader.js';
 import { HttpObjectReader } from '../client/objects.js';
+import { JsonPoster, type PostAnswer } from './poster.js';
 import { SharedView } from './view.js';
 
 export interface HammerOptions {
@@ -141,6 +142,14 @@ async function logVerifier(o: HammerOptions): Promise<NoteVerifier> {
   return v;
 }
 
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
 function summarise(ms: number[]): LatencySummary | null {
   if (ms.length === 0) return null;
   const s = Float64Array.from(ms).sort();
@@ -161,6 +170,8 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
   const objects = new HttpObjectReader(tilesBase, { attempts: 1 });
   const view = new SharedView(new LogReader(objects, { unverified: true, cacheBytes: 64 * 1024 * 1024 }), verifier);
   const anchorUrl = new URL('api/ledger/anchor', withSlash(o.url)).toString();
+  const poster = new JsonPoster(anchorUrl, o.writers);
+  const authorization: Record<string, string> = o.token ? { authorization: `Bearer ${o.token}` } : {};
   const checkpointUrl = new URL('checkpoint', objects.base).toString();
   const problems: string[] = [];
   const problem = (msg: string) => {
@@ -198,6 +209,12 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       `cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`,
     );
 
+  // A fresh digest per anchor: this run's random prefix and a counter (unique without a
+  // random draw per anchor, which was a twentieth of the hammer's CPU).
+  const runPrefix = randomBytes(24).toString('hex');
+  let fresh = 0;
+  const freshDigest = () => runPrefix + (fresh++).toString(16).padStart(16, '0');
+
   /** Waits for the next slot of the target rate (shared by every writer). */
   const pace = async () => {
     if (!o.rate) return;
@@ -211,17 +228,11 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       await pace();
       if (!writing) break;
       const duplicate = anchored.length > 0 && Math.random() < o.duplicateShare;
-      const digest = duplicate
-        ? anchored[Math.floor(Math.random() * anchored.length)]!
-        : randomBytes(32).toString('hex');
+      const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : freshDigest();
       const t0 = performance.now();
-      let res: Response;
+      let res: PostAnswer;
       try {
-        res = await fetch(anchorUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
-          body: JSON.stringify({ digest }),
-        });
+        res = await poster.post(JSON.stringify({ digest }), authorization);
       } catch (e) {
         writeErrors++;
         problem(`POST ${anchorUrl}: ${(e as Error).message}`);
@@ -230,17 +241,16 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
       }
       if (res.status === 429 || res.status === 503) {
         pushback[res.status]++;
-        await res.arrayBuffer().catch(() => undefined);
-        const after = Number(res.headers.get('retry-after'));
-        await sleep(Number.isFinite(after) && after > 0 ? Math.min(after * 1000, MAX_RETRY_AFTER_MS) : READ_PAUSE_MS);
+        await sleep(res.retryAfter !== undefined ? Math.min(res.retryAfter * 1000, MAX_RETRY_AFTER_MS) : READ_PAUSE_MS);
         continue;
       }
-      const body = await res.json().catch(() => null);
+      const body = parseJson(res.body);
       // A re-sent digest is the same anchor: the log answers it with the existing entry (200).
-      const answer = res.status === 201 || (duplicate && res.status === 200) ? parseAnchorAnswer(body) : null;
+      const existing = res.status === 200 && (duplicate || res.resent);
+      const answer = res.status === 201 || existing ? parseAnchorAnswer(body) : null;
       if (!answer) {
         writeErrors++;
-        problem(`POST ${anchorUrl}: HTTP ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+        problem(`POST ${anchorUrl}: HTTP ${res.status} ${res.body.slice(0, 200)}`);
         continue;
       }
       latencies.push(performance.now() - t0);
@@ -280,6 +290,7 @@ export async function runHammer(o: HammerOptions): Promise<HammerReport> {
   await sleep(o.durationMs);
   writing = false;
   await Promise.all(writers);
+  poster.close();
   const writeSeconds = (performance.now() - started) / 1000;
   // Readers carry on until every acknowledged anchor is proved included (or the settle time runs out).
   const settleUntil = performance.now() + (o.settleMs ?? 10_000);

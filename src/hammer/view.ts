@@ -29,6 +29,8 @@ export interface ViewCounts {
 
 /** Failure messages kept for the report (the count is exact, the list is the first few). */
 const KEPT_FAILURES = 20;
+/** Checkpoint notes remembered as verified: a batch's answers all carry the same one. */
+const REMEMBERED_NOTES = 256;
 
 export class SharedView {
   readonly counts: ViewCounts = { checkpoints: 0, consistencyProofs: 0, inclusionProofs: 0, spotChecks: 0 };
@@ -41,6 +43,10 @@ export class SharedView {
   private readonly waiting = new Map<number, Uint8Array>();
   /** Checks run one at a time: each compares against the view the last one left. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Note texts already verified and in the view, oldest first (the same text is the same head). */
+  private readonly verifiedNotes = new Map<string, Head>();
+  /** A proof of waiting anchors against the largest head is queued. */
+  private proofQueued = false;
 
   constructor(
     private readonly reader: LogReader,
@@ -63,6 +69,14 @@ export class SharedView {
     if (known && !bytesEqual(known, entryHash))
       this.fail(`leaf ${seq} was acknowledged twice with different entry hashes`);
     this.waiting.set(seq, entryHash);
+    // Acknowledged with a checkpoint the view already holds: no new head may come to prove it.
+    if (this.largest && seq < this.largest.size && !this.proofQueued) {
+      this.proofQueued = true;
+      this.queue = this.queue.then(() => {
+        this.proofQueued = false;
+        return this.largest && this.proveWaiting(this.largest);
+      });
+    }
   }
 
   /**
@@ -96,6 +110,8 @@ export class SharedView {
   }
 
   private async check(note: string, source: string): Promise<Head | null> {
+    const seen = this.verifiedNotes.get(note);
+    if (seen) return seen;
     let head: Head;
     try {
       const opened = openCheckpoint(note, this.verifier);
@@ -106,7 +122,10 @@ export class SharedView {
     }
     const known = this.roots.get(head.size);
     if (known) {
-      if (bytesEqual(known, head.root)) return head;
+      if (bytesEqual(known, head.root)) {
+        this.remember(note, head);
+        return head;
+      }
       this.fail(
         `${source}: two roots for tree size ${head.size} (${toHex(known)} and ${toHex(head.root)}): the log forked`,
       );
@@ -130,10 +149,16 @@ export class SharedView {
       return null;
     }
     this.roots.set(head.size, head.root);
+    this.remember(note, head);
     this.counts.checkpoints++;
     if (!view || head.size > view.size) this.largest = head;
     await this.proveWaiting(head);
     return head;
+  }
+
+  private remember(note: string, head: Head): void {
+    this.verifiedNotes.set(note, head);
+    if (this.verifiedNotes.size > REMEMBERED_NOTES) this.verifiedNotes.delete(this.verifiedNotes.keys().next().value!);
   }
 
   /** Proves every waiting anchor that `head` covers. */

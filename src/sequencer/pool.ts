@@ -8,7 +8,9 @@
 // to RUN requests, each a packed record buffer (src/sequencer/records.ts) plus one slot per
 // request for its promise's resolve function and its arrival time — no object per request.
 // A run is sent to the worker as one buffer and comes back as flat buffers of canonical
-// entries and hashes.
+// entries and hashes. Runs go once they are MIN_RUN long or a batch needs them: under HTTP
+// load requests arrive one or two per turn of the event loop, and a message each would cost
+// more than their hashing.
 //
 // Places are provisional until a batch commits: after a failed batch the sequencer reloads
 // its edge from storage, and every waiting request (the failed batch back at the front) is
@@ -30,6 +32,8 @@ export type Settle<R> = (value: R | PromiseLike<R>) => void;
 
 /** Requests per run sent to the worker (and per segment). */
 const RUN = 4096;
+/** Fewer requests than this wait for more (or for a batch that needs them) before going to the worker. */
+const MIN_RUN = 256;
 
 /** A promise rejected with `e` that counts as handled: settling with it rejects the caller's promise only. */
 export function rejection(e: Error): Promise<never> {
@@ -232,6 +236,7 @@ export class SequencingPool<R> {
   private epoch = 0;
   private lastMs = 0;
   private pumpScheduled = false;
+  private runs = 0;
   private waiters: (() => void)[] = [];
   private failure: Error | undefined;
   private readonly worker: Worker;
@@ -249,6 +254,11 @@ export class SequencingPool<R> {
 
   get length(): number {
     return this.size;
+  }
+
+  /** Runs sent to the worker so far. */
+  get runsSent(): number {
+    return this.runs;
   }
 
   /** When the oldest waiting request was accepted. */
@@ -348,9 +358,16 @@ export class SequencingPool<R> {
     if (this.failure) return;
     const target = Math.min(this.size, Math.max(this.lookahead, atLeast));
     while (this.sentItems < target && this.sent < this.segments.length) {
-      const segment = this.segments[this.sent++]!;
+      const segment = this.segments[this.sent]!;
+      // Requests still arriving (one or two per turn of the event loop under HTTP load)
+      // gather in the open segment until it is a worthwhile run, or until the run before it
+      // is back: a message per run, not per turn. A batch waiting for them sends them now.
+      if (segment.appendable && this.sentItems >= atLeast && (segment.count < MIN_RUN || this.inFlight.length > 0))
+        break;
+      this.sent++;
       this.sentItems += segment.count;
       this.inFlight.push(segment);
+      this.runs++;
       const records = segment.send();
       this.post({ kind: 'run', epoch: this.epoch, nowMs: this.now(), records }, [
         records.bytes.buffer,
@@ -369,6 +386,7 @@ export class SequencingPool<R> {
       this.segments.splice(this.segments.indexOf(segment), 1);
       this.sent--;
     }
+    this.pump(0);
     this.wake();
   }
 

@@ -1,7 +1,8 @@
 // What a published batch hands out: the listeners' view of it and one receipt per anchor.
 // A receipt is two fields (its batch and seq); the entry, its hash and its proof are read
 // from the batch's packed buffers when asked for, so a batch of 65,536 receipts is not
-// 65,536 closures, entry objects and hash views, and nothing per anchor outlives the caller.
+// 65,536 closures and hash views. An entry object is built once, when the index or the
+// answer first asks, and lives as long as the batch's receipts.
 import type { CanonicalEntry } from '../core/entry.js';
 import { HASH_SIZE } from '../core/hash.js';
 import { proveInclusionSync } from '../core/merkle.js';
@@ -22,6 +23,9 @@ export interface Unpublished {
 }
 
 export class PublishedBatch implements IntegratedBatch {
+  /** Entries built from the batch's records so far, by position. */
+  private built: (CanonicalEntry | undefined)[] | undefined;
+
   constructor(
     private readonly u: Unpublished,
     readonly checkpoint: PublishedCheckpoint,
@@ -40,10 +44,14 @@ export class PublishedBatch implements IntegratedBatch {
 
   entryAt(seq: number): CanonicalEntry {
     if (this.u.entries) return this.u.entries[seq - this.u.fromSize]!;
-    let k = seq - this.u.fromSize;
+    const k = seq - this.u.fromSize;
+    // Built once: the index and the anchor's answer both ask for it.
+    const built = (this.built ??= new Array(this.count))[k];
+    if (built) return built;
+    let i = k;
     for (const s of this.u.batch) {
-      if (k < s.count) return s.entry(s.lo + k);
-      k -= s.count;
+      if (i < s.count) return (this.built[k] = s.entry(s.lo + i));
+      i -= s.count;
     }
     throw new RangeError(`entry ${seq} is not in this batch`);
   }
@@ -66,15 +74,13 @@ export class PublishedBatch implements IntegratedBatch {
 }
 
 class Receipt implements AnchorReceipt {
-  private cached: CanonicalEntry | undefined;
-
   constructor(
     private readonly batch: PublishedBatch,
     readonly seq: number,
   ) {}
 
   get entry(): CanonicalEntry {
-    return (this.cached ??= this.batch.entryAt(this.seq));
+    return this.batch.entryAt(this.seq);
   }
 
   get entryHash(): Uint8Array {

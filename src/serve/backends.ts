@@ -1,9 +1,9 @@
 // Where `stele serve` gets its log: the embedded local directory (sequencer, LMDB index,
 // demo witnesses), or AWS (STELE_BACKEND=aws) as the sequencer or a read-only API replica.
-import { readFileSync } from 'node:fs';
+// Both sequencers take their witnesses and mirrors from src/serve/witnessing.ts.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { LedgerService, MirrorInfo } from '../api/ledger.js';
+import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from '../aws/log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
@@ -11,7 +11,7 @@ import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
 import { DuplicateAnchors } from '../sequencer/duplicates.js';
 import { localPaths, openLocalLog } from '../log/local.js';
-import { type NoteVerifier, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
+import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';
 import {
   type AnchorReceipt,
@@ -25,21 +25,17 @@ import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
-import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js';
-import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witness/policy.js';
+import type { WitnessEndpoint } from '../witness/collector.js';
+import type { ServeConfig } from '../config.js';
 import {
-  type Policy,
-  PolicyError,
-  formatPolicy,
-  minimumCosigners,
-  parsePolicy,
-  withCosigners,
-} from '../core/tlog-policy.js';
-import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
-import { ConfigError, type ServeConfig } from '../config.js';
-import type { MirrorEndpoint } from '../mirror/client.js';
-import { MirrorPusher } from '../mirror/pusher.js';
-import { originHash } from '../witness/protocol.js';
+  type AdvertisedWitnessing,
+  type LogWitnessing,
+  type WitnessSettings,
+  advertisedWitnessing,
+  ledgerWitnessFields,
+  openWitnessing,
+  readWitnessSettings,
+} from './witnessing.js';
 
 /** A log as the HTTP layer sees it. */
 export interface Backend {
@@ -71,7 +67,10 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
       indexDir: join(cfg.dataDir, 'index'),
       logger,
     };
-    return cfg.role === 'api' ? awsReplica(aws, logger, aws.indexDir) : awsSequencer(aws, cfg.anchorTimeoutMs);
+    const witnesses = readWitnessSettings(cfg);
+    return cfg.role === 'api'
+      ? awsReplica(aws, witnesses, logger, aws.indexDir)
+      : awsSequencer(aws, witnesses, cfg, logger);
   }
   return localBackend(cfg, logger, env);
 }
@@ -105,10 +104,8 @@ function sequencerLedger(
   index: LedgerService['index'],
   publicKey: Uint8Array,
   origin: string,
-  endpoints: readonly WitnessEndpoint[],
-  policy: Policy | null,
+  witnessing: AdvertisedWitnessing,
   anchorTimeoutMs: number,
-  mirrors: readonly MirrorInfo[] = [],
 ): LedgerService {
   const anchors = new DuplicateAnchors(
     (req) => sequencer.submit(req),
@@ -121,45 +118,27 @@ function sequencerLedger(
     index,
     checkpoint: () => sequencer.checkpoint,
     lifetimeEntries: () => sequencer.lifetimeEntries,
-    witnesses: endpoints.map((e) => ({ name: e.verifier.name, publicKey: e.verifier.publicKey })),
-    witnessThreshold: policy ? minimumCosigners(policy) : 0,
-    ...(policy ? { witnessPolicy: formatPolicy(policy) } : {}),
-    ...(mirrors.length > 0 ? { mirrors } : {}),
+    ...ledgerWitnessFields(witnessing),
     submit: (req, options) => withDeadline(anchors.submit(req, options), anchorTimeoutMs, () => sequencer.notReady),
   };
 }
 
 async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
+  const settings = readWitnessSettings(cfg);
   const logKey = await openLogSigner(cfg.signer, localPaths(cfg.dataDir).keyFile, cfg.origin, env);
   const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.signer.publicKey);
-  let endpoints: WitnessEndpoint[],
-    quorum: ((cosigned: ReadonlySet<string>) => boolean) | undefined,
-    policy: Policy | undefined,
-    demo: RunningWitness[];
+  const publicObjects = new FsObjectStore(localPaths(cfg.dataDir).publicDir);
+  let witnessing: LogWitnessing;
   try {
-    ({ endpoints, quorum, policy } = witnessSetup(cfg, logVerifier));
-    demo = await startDemoWitnesses(cfg, logVerifier, logger);
+    witnessing = await openWitnessing(settings, logVerifier, publicObjects, logger, cfg.dataDir);
   } catch (e) {
     logKey.close();
     throw e;
   }
-  endpoints.push(...demo.map((d) => ({ verifier: d.verifier, url: d.url })));
-  const published =
-    policy ??
-    thresholdServedPolicy(logVerifier, endpoints, Math.min(cfg.witnessThreshold ?? endpoints.length, endpoints.length));
-  const collector =
-    endpoints.length > 0
-      ? new WitnessCollector({
-          witnesses: endpoints,
-          ...(quorum ? { quorum } : { threshold: cfg.witnessThreshold ?? endpoints.length }),
-        })
-      : undefined;
-  const mirrors = mirrorSetup(cfg, new FsObjectStore(localPaths(cfg.dataDir).publicDir), logger);
-  const advertised = mirrors ? withMirrors(published, mirrors.endpoints, cfg) : published;
   const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
-  const reader = new LogReader(new FsObjectStore(localPaths(cfg.dataDir).publicDir), logCorruptObjects(logger));
+  const reader = new LogReader(publicObjects, logCorruptObjects(logger));
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,
     origin: cfg.origin,
@@ -169,46 +148,38 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     fsync: cfg.fsync ?? true,
     logger,
     listeners: [indexFeeder(index, reader)],
-    witnessing: mirrors ? mirrors.witnessing(collector) : collector,
+    witnessing: witnessing.hook,
     signer: logKey.signer,
   }).catch(async (e: unknown) => {
     logKey.close();
     await index.close();
-    await Promise.all(demo.map((d) => d.close()));
+    await witnessing.close();
     throw e;
   });
   const { sequencer, store, signer } = opened;
   const keyCreated = logKey.created;
   await reconcileIndex(index, reader, sequencer.checkpoint, logger);
-  if (mirrors) {
-    sequencer.onPublished((cp) => mirrors.published(cp.note, cp.size));
-    mirrors.published(sequencer.checkpoint.note, sequencer.checkpoint.size);
-  }
+  feedMirrors(sequencer, witnessing);
   return {
-    ledger: sequencerLedger(
-      sequencer,
-      reader,
-      index,
-      signer.publicKey,
-      cfg.origin,
-      endpoints,
-      advertised,
-      cfg.anchorTimeoutMs,
-      mirrors ? mirrorInfo(mirrors.endpoints, cfg.origin) : [],
-    ),
+    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, witnessing, cfg.anchorTimeoutMs),
     objects: store,
     sequencer,
     keyCreated,
-    witnessEndpoints: endpoints,
+    witnessEndpoints: witnessing.witnesses,
     ...sequencerHealth(sequencer),
     async close() {
       await sequencer.close();
-      await mirrors?.idle();
+      await witnessing.close();
       await index.close();
-      await Promise.all(demo.map((d) => d.close()));
       logKey.close();
     },
   };
+}
+
+/** Mirrors that are not required follow each publish, and the checkpoint the log opened with. */
+function feedMirrors(sequencer: Sequencer, witnessing: LogWitnessing): void {
+  sequencer.onPublished((cp) => witnessing.published(cp));
+  witnessing.published(sequencer.checkpoint);
 }
 
 function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'notReady' | 'onStopped'> {
@@ -219,127 +190,45 @@ function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'n
   };
 }
 
-/**
- * The external witnesses and the quorum: from --witness-policy (a C2SP tlog-policy file,
- * src/witness/policy.ts), else --witness with --witness-threshold (M of N, counted by the
- * collector). Read before anything starts, so a bad policy refuses with one line.
- */
-function witnessSetup(
+async function awsSequencer(
+  config: AwsLogConfig,
+  settings: WitnessSettings,
   cfg: ServeConfig,
-  log: NoteVerifier,
-): { endpoints: WitnessEndpoint[]; quorum?: (cosigned: ReadonlySet<string>) => boolean; policy?: Policy } {
-  let given: WitnessEndpoint[];
-  try {
-    given = (cfg.witnesses ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((w) => parseWitnessSpec(w.trim()));
-  } catch (e) {
-    throw new ConfigError(`--witness: ${(e as Error).message}`);
-  }
-  if (cfg.witnessPolicy === undefined) return { endpoints: given };
-  if (cfg.demoWitnesses)
-    throw new ConfigError(
-      '--demo-witnesses cannot be combined with --witness-policy: name every witness in the policy',
-    );
-  let text: string;
-  try {
-    text = readFileSync(cfg.witnessPolicy, 'utf8');
-  } catch (e) {
-    throw new ConfigError(
-      `cannot read the witness policy ${cfg.witnessPolicy}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
-  }
-  try {
-    const served = servedPolicy(parsePolicy(text), log, given);
-    return { endpoints: served.endpoints, quorum: served.quorum, policy: served.policy };
-  } catch (e) {
-    if (e instanceof PolicyError || e instanceof WitnessPolicyError)
-      throw new ConfigError(`witness policy ${cfg.witnessPolicy}: ${e.message}`);
-    throw e;
-  }
-}
-
-/** The tlog-mirrors of --mirror (and --mirror-quorum, --mirror-timeout), or null when there are none. */
-function mirrorSetup(
-  cfg: ServeConfig,
-  objects: ObjectReader,
   logger: Logger,
-): (MirrorPusher & { readonly endpoints: readonly MirrorEndpoint[] }) | null {
-  const specs = (cfg.mirrors ?? '')
-    .split(',')
-    .map((m) => m.trim())
-    .filter(Boolean);
-  if (specs.length === 0) return null;
-  try {
-    const mirrors = specs.map((m) => parseWitnessSpec(m));
-    const pusher = new MirrorPusher({
-      mirrors,
-      required: cfg.mirrorQuorum ?? 0,
-      objects,
-      logger,
-      ...(cfg.mirrorTimeoutMs !== undefined ? { timeoutMs: cfg.mirrorTimeoutMs } : {}),
-    });
-    return Object.assign(pusher, { endpoints: mirrors });
-  } catch (e) {
-    throw new ConfigError(`--mirror: ${(e as Error).message}`);
-  }
-}
-
-/**
- * The policy the log publishes, with its mirrors: each a witness line (a mirror cosigns as a
- * witness does), and the --mirror-quorum of them required beside the witnesses' quorum.
- */
-function withMirrors(policy: Policy, mirrors: readonly MirrorEndpoint[], cfg: ServeConfig): Policy {
-  const cosigners = mirrors.map((m) => ({ name: m.verifier.name, vkey: formatVkey(m.verifier) }));
-  try {
-    return withCosigners(policy, cosigners, cfg.mirrorQuorum ?? 0, 'mirrors');
-  } catch (e) {
-    throw new ConfigError(`--mirror: ${(e as Error).message}`);
-  }
-}
-
-/** What /api/ledger/key says of each mirror: its key, and where its copy of this log is served. */
-function mirrorInfo(mirrors: readonly MirrorEndpoint[], origin: string): MirrorInfo[] {
-  return mirrors.map((m) => {
-    const u = new URL(m.url);
-    u.username = u.password = u.search = u.hash = '';
-    const base = u.toString().replace(/\/$/, '');
-    return { name: m.verifier.name, vkey: formatVkey(m.verifier), tiles: `${base}/${originHash(origin)}/` };
-  });
-}
-
-/** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
-function startDemoWitnesses(cfg: ServeConfig, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
-  return Promise.all(
-    Array.from({ length: cfg.demoWitnesses ?? 0 }, (_, i) =>
-      startWitness({
-        dataDir: join(cfg.dataDir, 'witnesses', `w${i + 1}`),
-        name: `witness${i + 1}.demo.stele`,
-        logs: [log],
-        host: '127.0.0.1',
-        port: 0,
-        logger,
-      }),
-    ),
-  );
-}
-
-async function awsSequencer(config: AwsLogConfig, anchorTimeoutMs: number): Promise<Backend> {
+): Promise<Backend> {
   const { openAwsLog } = await import('../aws/log.js');
-  const log = await openAwsLog(config);
-  if (!log.index) throw new Error('the AWS sequencer needs the DynamoDB index');
+  // Bound inside openAwsLog, once the log's key (KMS or a key file) and its store are open.
+  const bound: { witnessing?: LogWitnessing } = {};
+  const log = await openAwsLog({
+    ...config,
+    witnessing: async ({ verifier, store }) => {
+      bound.witnessing = await openWitnessing(settings, verifier, store, logger, cfg.dataDir);
+      return bound.witnessing.hook;
+    },
+  }).catch(async (e: unknown) => {
+    await bound.witnessing?.close();
+    throw e;
+  });
+  const witnessing = bound.witnessing!;
+  const close = async () => {
+    await log.close();
+    await witnessing.close();
+  };
+  if (!log.index) {
+    await close();
+    throw new Error('the AWS sequencer needs the DynamoDB index');
+  }
   await log.indexReady;
   const { sequencer } = log;
+  feedMirrors(sequencer, witnessing);
   const ledger = sequencerLedger(
     sequencer,
     log.reader,
     log.index,
     log.signer.publicKey,
     config.origin,
-    [],
-    null,
-    anchorTimeoutMs,
+    witnessing,
+    cfg.anchorTimeoutMs,
   );
   await publishExplorerConfig(log.store, ledger);
   return {
@@ -347,9 +236,9 @@ async function awsSequencer(config: AwsLogConfig, anchorTimeoutMs: number): Prom
     objects: log.store,
     sequencer,
     keyCreated: false,
-    witnessEndpoints: [],
+    witnessEndpoints: witnessing.witnesses,
     ...sequencerHealth(sequencer),
-    close: () => log.close(),
+    close,
   };
 }
 
@@ -370,9 +259,21 @@ const FOLLOWER_MAX_BEHIND_MS = 30_000;
  * own LMDB index in `indexDir`, fed by following the record bundles (IndexFollower), and
  * serves a checkpoint only once every entry under it is indexed.
  */
-async function awsReplica(config: AwsLogConfig, logger: Logger, indexDir: string): Promise<Backend> {
+async function awsReplica(
+  config: AwsLogConfig,
+  settings: WitnessSettings,
+  logger: Logger,
+  indexDir: string,
+): Promise<Backend> {
   const { openAwsReader } = await import('../aws/log.js');
   const r = await openAwsReader(config);
+  let advertised: AdvertisedWitnessing;
+  try {
+    advertised = advertisedWitnessing(settings, makeVerifier(config.origin, SIG_ED25519, r.publicKey));
+  } catch (e) {
+    await r.close();
+    throw e;
+  }
   const ownIndex = r.index ? undefined : new LmdbIndex(indexDir, logger);
   const follower = ownIndex && new IndexFollower(ownIndex, r.reader, r.refreshCheckpoint, logger);
   const index = r.index ?? ownIndex!;
@@ -413,12 +314,11 @@ async function awsReplica(config: AwsLogConfig, logger: Logger, indexDir: string
       index,
       checkpoint: () => current() ?? first,
       lifetimeEntries: () => (current() ?? first).size,
-      witnesses: [],
-      witnessThreshold: 0,
+      ...ledgerWitnessFields(advertised),
     },
     objects: r.store,
     keyCreated: false,
-    witnessEndpoints: [],
+    witnessEndpoints: advertised.witnesses,
     ...(follower ? { followerStatus: () => follower.status() } : {}),
     onPublished: (fn) => listeners.push(fn),
     notReady: () => {

@@ -130,6 +130,9 @@ export class Witness {
       throw refuse.staleOldSize(held.size, `witness holds size ${held.size}, not ${req.oldSize}`);
     checkAgainstHeld(held, req, cp);
     const line = await cosignBody(cp.body, this.o.signer, this.timestamp());
+    // The checkpoint it already holds (a log asking which size it holds, at start-up): the
+    // state stays as it is, so asking moves nothing, not even the stored cosignature's time.
+    if (held.version !== null && held.size === cp.size) return line;
     // The cosignature is made first so the monitoring path can serve it, and is returned only
     // once the state that includes it is persisted ("MUST persist ... before responding").
     const state: LogState = { size: cp.size, root: toHex(cp.root), checkpoint: `${cp.body}\n${cp.logLines}${line}` };

@@ -120,6 +120,16 @@ describe('offline verifiers: init from a vkey and tiles, verify by digest, mirro
     expect(rebuilt.code).toBe(0);
     expect(rebuilt.out.leafIndex).toBe(1);
     expect((JSON.parse(readFileSync(cacheFile, 'utf8')) as Json).digests[sha('release 1\n')]).toBe(1);
+
+    // A cache that cannot be written (its directory is a file here; root ignores modes) is
+    // said on stderr, and the verification carries on without it.
+    rmSync(dir, { recursive: true });
+    writeFileSync(dir, 'not a directory');
+    const uncached = await sb.json(['ledger', 'verify', 'r1.bin']);
+    expect(uncached.code).toBe(0);
+    expect(uncached.out.leafIndex).toBe(1);
+    expect(uncached.stderr).toMatch(/cannot cache the mirror index at .*mirror-index.*: carrying on without it/);
+    rmSync(dir);
   });
 
   it('a mirror older than the pin is "older than your pin (N < M): update the mirror", never "rolled back"', async () => {

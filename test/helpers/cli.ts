@@ -178,6 +178,8 @@ export async function startServe(opts: {
   origin: string;
   batchInterval?: number;
   args?: string[];
+  /** STELE_* settings of this start (the test's own STELE_* variables are never passed on). */
+  env?: Record<string, string>;
 }): Promise<RunningServe> {
   const args = [
     CLI,
@@ -199,6 +201,7 @@ export async function startServe(opts: {
   ];
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
+  Object.assign(env, opts.env);
   const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));

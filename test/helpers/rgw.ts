@@ -18,6 +18,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { ensureBuilt } from './cli.js';
 import { freePort } from './ports.js';
 
 export interface RgwServer {
@@ -144,6 +145,20 @@ type RgwOptions = { bucket?: string; deadlineMs?: number; memoryBytes?: number; 
  * Starts the cluster and creates `bucket`; a failed start is retried once from nothing, since
  * the OSD now and then comes up with a zeroed cluster fsid ('wrong fsid') and exits.
  */
+/**
+ * The gateway and the built CLI, for tests that run `stele` against it. Both settle before
+ * either failure is thrown, so a failed build never leaves a cluster running.
+ */
+export async function startRgwWithCli(): Promise<RgwServer> {
+  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
+  if (started.status === 'rejected') throw started.reason;
+  if (built.status === 'rejected') {
+    await started.value.close();
+    throw built.reason;
+  }
+  return started.value;
+}
+
 export async function startRgw(options: RgwOptions = {}): Promise<RgwServer> {
   try {
     return await startRgwOnce(options);

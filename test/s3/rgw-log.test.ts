@@ -24,8 +24,8 @@ import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import { StoreLock } from '../../src/store/lock.js';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
-import { Sandbox, ensureBuilt } from '../helpers/cli.js';
-import { type RgwServer, rgwLogEnv, startRgw } from '../helpers/rgw.js';
+import { Sandbox } from '../helpers/cli.js';
+import { type RgwServer, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
 import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -33,11 +33,7 @@ let rgw: RgwServer;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  // Both settle before either failure is thrown, so a failed build never leaves a cluster running.
-  const [started, built] = await Promise.allSettled([startRgw(), ensureBuilt()]);
-  if (started.status === 'fulfilled') rgw = started.value;
-  if (started.status === 'rejected') throw started.reason;
-  if (built.status === 'rejected') throw built.reason;
+  rgw = await startRgwWithCli();
   // The public prefixes are readable without credentials, as a CDN origin would be.
   const policy = {
     Version: '2012-10-17',

@@ -116,7 +116,13 @@ export async function openSession(
   return {
     loaded,
     api,
-    session: { config: loaded, trust, proofs: new ProofStore(proofsDir()), ...(tiles ? { tiles } : {}) },
+    session: {
+      config: loaded,
+      trust,
+      proofs: new ProofStore(proofsDir()),
+      ...(tiles ? { tiles } : {}),
+      onNotice: (line) => void process.stderr.write(`stele: ${line}\n`),
+    },
   };
 }
 
