@@ -5,6 +5,8 @@
 // BENCH_STELE_BASE=<checkout> also measures that checkout's server (its dist/) on the same
 // log, route by route beside this one, its figures prefixed `base_`: a before/after in one run.
 // BENCH_CONNECTIONS sets the read connections (default 100); BENCH_API_READS_ONLY=1 skips the anchors.
+// BENCH_SERVER_NODE_ARGS passes Node flags to every server child, bare Koa's too (e.g.
+// `--max-semi-space-size=64`: a young generation large enough for the read path's garbage).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -27,6 +29,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const BASE = process.env.BENCH_STELE_BASE;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const READS_ONLY = process.env.BENCH_API_READS_ONLY === '1';
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 async function buildLog(dataDir: string): Promise<void> {
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
@@ -52,7 +55,7 @@ async function buildLog(dataDir: string): Promise<void> {
 }
 
 async function startChild(args: string[], cwd = ROOT): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
   // A child that exits first (a locked data directory) would otherwise leave this waiting on nothing.
   const exited = once(child, 'exit').then(([code]) => {
     throw new Error(`${args.join(' ')} exited with ${code} before listening`);
@@ -203,6 +206,7 @@ export default async function main(): Promise<void> {
     figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
     figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
+    if (SERVER_NODE_ARGS.length > 0) note(`servers run with node ${SERVER_NODE_ARGS.join(' ')}`);
     note(
       `reads at ${CONNECTIONS} connections, ${DURATION} s each after ${WARMUP} s of warm-up; load average ${loadavg()
         .map((l) => l.toFixed(2))

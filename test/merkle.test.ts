@@ -1,7 +1,7 @@
 // src/core/merkle.ts against an independent naive RFC 6962 implementation (test/helpers/naive.ts)
 // and against vectors computed with Go's golang.org/x/mod/sumdb/tlog.
 import { describe, expect, it } from 'vitest';
-import { EMPTY_ROOT, leafHash, nodeHash } from '../src/core/hash.js';
+import { EMPTY_ROOT, leafHash, nodeHash, sha256 as coreSha256 } from '../src/core/hash.js';
 import {
   type HashReader,
   MemoryHashReader,
@@ -804,6 +804,19 @@ describe('huge trees', () => {
     expect(hex(nodeHash(a, b))).toBe(hex(sha256(Uint8Array.of(1), a, b)));
     expect(hex(leafHash(a))).toBe(hex(naiveLeafHash(a)));
     expect(hex(leafHash(new Uint8Array(0)))).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
+  });
+
+  it('the native digest keeps every byte value (it travels as a byte string)', () => {
+    // Digests are read back from a latin1 string: any other decoding mangles bytes ≥ 0x80.
+    let high = 0;
+    for (let n = 0; n < 300; n++) {
+      const input = Uint8Array.from({ length: n }, (_, i) => (i * 131 + n * 7) & 0xff);
+      const got = coreSha256(input);
+      expect(got).toBeInstanceOf(Uint8Array);
+      expect(hex(got)).toBe(hex(sha256(input)));
+      high += got.filter((b) => b >= 0x80).length;
+    }
+    expect(high).toBeGreaterThan(1000);
   });
 });
 

@@ -102,10 +102,27 @@ export function entryProofJson(
   return w.end();
 }
 
-/** A key JSON.parse moves to the front of its object (an array index), anywhere in a record. */
-const ARRAY_INDEX_KEY = /"(?:0|[1-9][0-9]*)":/;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
+
+/**
+ * Whether the bytes hold `"<array index>":` (0, or digits without a leading zero) anywhere:
+ * a key JSON.parse moves to the front of its object. Scanned as bytes, so the record is not
+ * decoded to a string per answer; a match inside a string value only costs the slow path.
+ */
+function hasArrayIndexKey(b: Uint8Array): boolean {
+  for (let i = b.indexOf(QUOTE); i >= 0; i = b.indexOf(QUOTE, i + 1)) {
+    let j = i + 1;
+    if (b[j] === 0x30) j++;
+    else if (isDigit(b[j])) while (isDigit(b[j])) j++;
+    else continue;
+    if (b[j] === QUOTE && b[j + 1] === COLON) return true;
+  }
+  return false;
+}
 
 /**
  * The entry view (presentEntry) of a checked record. The record's canonical JSON lists its
@@ -121,8 +138,7 @@ function writeEntryView(
   entryHash: Uint8Array,
 ): void {
   const last = canonical.length - 1;
-  const text = Buffer.from(canonical.buffer, canonical.byteOffset, canonical.byteLength).toString('latin1');
-  if (last < 2 || canonical[0] !== OPEN_BRACE || canonical[last] !== CLOSE_BRACE || ARRAY_INDEX_KEY.test(text)) {
+  if (last < 2 || canonical[0] !== OPEN_BRACE || canonical[last] !== CLOSE_BRACE || hasArrayIndexKey(canonical)) {
     w.value(key, presentEntry(parseCanonicalEntry(canonical), seq, entryHash));
     return;
   }

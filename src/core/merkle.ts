@@ -17,8 +17,12 @@ export interface HashReader {
   readonly rangeMemo?: RightEdgeMemo;
 }
 
-/** A half-open leaf range [lo, hi) whose RFC 6962 hash a proof needs. */
-type Range = readonly [lo: number, hi: number];
+/**
+ * Half-open leaf ranges [lo, hi) whose RFC 6962 hashes a proof needs, as flat pairs
+ * (lo₀, hi₀, lo₁, hi₁, …): a proof is the read path's hot loop, and a tuple per range was
+ * most of what planning one allocated.
+ */
+type Ranges = number[];
 
 const half = (x: number): number => Math.floor(x / 2);
 const odd = (x: number): boolean => x % 2 === 1;
@@ -35,8 +39,13 @@ function isPowerOfTwo(n: number): boolean {
   return n >= 1 && (n < 2 ** 31 ? (n & (n - 1)) === 0 : 2 ** Math.round(Math.log2(n)) === n);
 }
 
+/** log2 of a power of two. */
+function exactLog2(n: number): number {
+  return n < 2 ** 31 ? 31 - Math.clz32(n) : Math.round(Math.log2(n));
+}
+
 /** True when [lo, hi) is a single perfect subtree. */
-function isSubtree([lo, hi]: Range): boolean {
+function isSubtree(lo: number, hi: number): boolean {
   return lo % (hi - lo) === 0 && isPowerOfTwo(hi - lo);
 }
 
@@ -113,28 +122,39 @@ function firstSubtree(lo: number, hi: number): SubtreeRef {
  * perfect subtrees. Ranges that end together share the tail of their split (a consistency
  * proof's right edge is the tail of the second tree's), so such a tail is folded once.
  */
-function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
-  const count = ranges.length;
+function planRanges(ranges: Readonly<Ranges>, memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
+  const count = ranges.length / 2;
   const refs: SubtreeRef[] = [];
+  // Per range: its hash once known, where its refs are in `refs`, and the range that is its tail.
   const done = new Array<Uint8Array | undefined>(count);
   const starts = new Array<number>(count);
   const ends = new Array<number>(count);
-  const tails = new Array<number>(count).fill(-1);
+  const tails = new Array<number>(count);
   // Only a range that is not one perfect subtree needs folding (and may be memoised or
   // shared); a proof has at most one, its plan with the tree hashes a few.
-  const folded: number[] = [];
-  for (let i = 0; i < count; i++) if (!isSubtree(ranges[i]!)) folded.push(i);
-  const tailFor = (at: number, hi: number) =>
-    folded.length > 1 ? (folded.find((j) => ranges[j]![0] === at && ranges[j]![1] === hi) ?? -1) : -1;
+  let folded = 0;
+  for (let i = 0; i < count; i++) if (!isSubtree(ranges[2 * i]!, ranges[2 * i + 1]!)) folded++;
+  const tailFor = (at: number, hi: number): number => {
+    for (let j = 0; folded > 1 && j < count; j++)
+      if (ranges[2 * j] === at && ranges[2 * j + 1] === hi && !isSubtree(at, hi)) return j;
+    return -1;
+  };
   for (let i = 0; i < count; i++) {
-    const [lo, hi] = ranges[i]!;
+    const lo = ranges[2 * i]!;
+    const hi = ranges[2 * i + 1]!;
     starts[i] = refs.length;
-    if (folded.includes(i)) done[i] = memo?.get(lo, hi);
-    for (let at = lo; !done[i] && at < hi; ) {
-      if (at > lo && (tails[i] = tailFor(at, hi)) >= 0) break;
-      const ref = firstSubtree(at, hi);
-      refs.push(ref);
-      at += 2 ** ref.level;
+    tails[i] = -1;
+    if (isSubtree(lo, hi)) {
+      const width = hi - lo;
+      refs.push({ level: exactLog2(width), index: lo / width });
+    } else {
+      done[i] = memo?.get(lo, hi);
+      for (let at = lo; !done[i] && at < hi; ) {
+        if (at > lo && (tails[i] = tailFor(at, hi)) >= 0) break;
+        const ref = firstSubtree(at, hi);
+        refs.push(ref);
+        at += 2 ** ref.level;
+      }
     }
     ends[i] = refs.length;
   }
@@ -147,11 +167,15 @@ function planRanges(ranges: readonly Range[], memo?: RightEdgeMemo): HashPlan<Ui
           // A tail starts right of its range's start, so this recursion ends.
           const tail = tails[i]! >= 0 ? hashOf(tails[i]!) : undefined;
           h = done[i] = foldRange(hashes, starts[i]!, ends[i]!, tail);
-          if (folded.includes(i)) memo?.set(ranges[i]![0], ranges[i]![1], h);
+          const lo = ranges[2 * i]!;
+          const hi = ranges[2 * i + 1]!;
+          if (!isSubtree(lo, hi)) memo?.set(lo, hi, h);
         }
         return h;
       };
-      return ranges.map((_, i) => hashOf(i));
+      const out = new Array<Uint8Array>(count);
+      for (let i = 0; i < count; i++) out[i] = hashOf(i);
+      return out;
     },
   };
 }
@@ -178,39 +202,39 @@ function assertSize(name: string, n: number): void {
 }
 
 /** The ranges of PATH(m, D[lo:hi]) (RFC 9162 §2.1.3.1), leaf side first. */
-function inclusionRanges(m: number, lo: number, hi: number, out: Range[]): void {
+function inclusionRanges(m: number, lo: number, hi: number, out: Ranges): void {
   if (hi - lo <= 1) return;
   const k = splitPoint(hi - lo);
   if (m < lo + k) {
     inclusionRanges(m, lo, lo + k, out);
-    out.push([lo + k, hi]);
+    out.push(lo + k, hi);
   } else {
     inclusionRanges(m, lo + k, hi, out);
-    out.push([lo, lo + k]);
+    out.push(lo, lo + k);
   }
 }
 
 /** The ranges of SUBPROOF(m, D[lo:hi], b) (RFC 9162 §2.1.4.1). */
-function consistencyRanges(m: number, lo: number, hi: number, b: boolean, out: Range[]): void {
+function consistencyRanges(m: number, lo: number, hi: number, b: boolean, out: Ranges): void {
   const n = hi - lo;
   if (m === n) {
-    if (!b) out.push([lo, hi]);
+    if (!b) out.push(lo, hi);
     return;
   }
   const k = splitPoint(n);
   if (m <= k) {
     consistencyRanges(m, lo, lo + k, b, out);
-    out.push([lo + k, hi]);
+    out.push(lo + k, hi);
   } else {
     consistencyRanges(m - k, lo + k, hi, false, out);
-    out.push([lo, lo + k]);
+    out.push(lo, lo + k);
   }
 }
 
 /** MTH(D[0:size]) as a plan. */
 export function planTreeHash(size: number, memo?: RightEdgeMemo): HashPlan<Uint8Array> {
   assertSize('size', size);
-  const plan = planRanges(size === 0 ? [] : [[0, size]], memo);
+  const plan = planRanges(size === 0 ? [] : [0, size], memo);
   return { refs: plan.refs, finish: (hashes) => plan.finish(hashes)[0] ?? EMPTY_ROOT };
 }
 
@@ -225,7 +249,7 @@ export function planInclusion(index: number, size: number, memo?: RightEdgeMemo)
   assertSize('index', index);
   assertSize('size', size);
   if (index >= size) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
-  const ranges: Range[] = [];
+  const ranges: Ranges = [];
   inclusionRanges(index, 0, size, ranges);
   return planRanges(ranges, memo);
 }
@@ -235,13 +259,12 @@ export function planConsistency(first: number, second: number, memo?: RightEdgeM
   return planRanges(consistencyPlanRanges(first, second), memo);
 }
 
-function consistencyPlanRanges(first: number, second: number): Range[] {
+function consistencyPlanRanges(first: number, second: number, out: Ranges = []): Ranges {
   assertSize('first', first);
   assertSize('second', second);
   if (first > second) throw new RangeError(`first size ${first} exceeds second size ${second}`);
-  const ranges: Range[] = [];
-  if (first > 0 && first < second) consistencyRanges(first, 0, second, true, ranges);
-  return ranges;
+  if (first > 0 && first < second) consistencyRanges(first, 0, second, true, out);
+  return out;
 }
 
 /**
@@ -253,14 +276,13 @@ export function planConsistencyWithRoots(
   second: number,
   memo?: RightEdgeMemo,
 ): HashPlan<{ firstRoot: Uint8Array; secondRoot: Uint8Array; proof: Uint8Array[] }> {
-  const proof = consistencyPlanRanges(first, second);
-  const roots: Range[] = [first, second].map((n) => [0, n]);
-  const plan = planRanges([...roots, ...proof], memo);
+  // The two roots first, then the proof's ranges.
+  const plan = planRanges(consistencyPlanRanges(first, second, [0, first, 0, second]), memo);
   return {
     refs: plan.refs,
     finish(hashes) {
-      const [firstRoot, secondRoot, ...proofHashes] = plan.finish(hashes);
-      return { firstRoot: firstRoot!, secondRoot: secondRoot!, proof: proofHashes };
+      const all = plan.finish(hashes);
+      return { firstRoot: all[0]!, secondRoot: all[1]!, proof: all.slice(2) };
     },
   };
 }

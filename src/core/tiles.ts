@@ -52,9 +52,12 @@ export function parseTilePath(path: string): TileId | null {
   return { kind, index, width };
 }
 
+/** Leaves under one hash of each tile level (256^L), looked up rather than raised per call. */
+const LEAVES_PER_LEVEL_HASH = Array.from({ length: 8 }, (_, level) => TILE_WIDTH ** level);
+
 /** Number of level-L tile hashes (hashes at tree level 8L) in a tree of `size` leaves. */
 export function levelHashCount(level: number, size: number): number {
-  return Math.floor(size / TILE_WIDTH ** level);
+  return Math.floor(size / (LEAVES_PER_LEVEL_HASH[level] ?? TILE_WIDTH ** level));
 }
 
 /** Width of tile (level, index) in a tree of `size` leaves; 0 if the tile does not exist. */
@@ -69,16 +72,20 @@ export function tileWidthAt(level: number, index: number, size: number): number 
 export class HashTile {
   private rows: Uint8Array[] | undefined;
 
+  /** The stored hashes, as a plain Uint8Array view (proofs cut hashes from it; a Buffer's cuts cost about twice as much). */
+  readonly data: Uint8Array;
+
   constructor(
     readonly level: number,
     readonly index: number,
-    readonly data: Uint8Array,
+    data: Uint8Array,
   ) {
     if (data.length === 0 || data.length % HASH_SIZE !== 0 || data.length > TILE_WIDTH * HASH_SIZE) {
       throw new TileFormatError(
         `tile/${level}/${formatTileIndex(index)} has ${data.length} bytes, not a whole number of 1..256 hashes`,
       );
     }
+    this.data = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
 
   get width(): number {
@@ -187,14 +194,17 @@ export function locateSubtree(ref: SubtreeRef): { level: number; index: number; 
  */
 export type TileFetcher = (level: number, index: number, width: number) => HashTile | Promise<HashTile>;
 
+/** Where a subtree hash of a tree of `size` leaves lives; throws for one beyond the tree. */
+function locateIn(ref: SubtreeRef, size: number): ReturnType<typeof locateSubtree> {
+  if ((ref.index + 1) * 2 ** ref.level > size) {
+    throw new RangeError(`subtree ${ref.level}/${ref.index} is beyond tree size ${size}`);
+  }
+  return locateSubtree(ref);
+}
+
 /** Where each subtree hash of a tree of `size` leaves lives; throws for one beyond the tree. */
 export function locateAll(refs: readonly SubtreeRef[], size: number) {
-  return refs.map((ref) => {
-    if ((ref.index + 1) * 2 ** ref.level > size) {
-      throw new RangeError(`subtree ${ref.level}/${ref.index} is beyond tree size ${size}`);
-    }
-    return locateSubtree(ref);
-  });
+  return refs.map((ref) => locateIn(ref, size));
 }
 
 /**
@@ -217,14 +227,18 @@ export class TileHashReader implements HashReader {
 
   /** As readHashes, but synchronous when the fetcher answers every tile synchronously. */
   hashes(refs: readonly SubtreeRef[]): Uint8Array[] | Promise<Uint8Array[]> {
-    const spots = locateAll(refs, this.size);
-    // A request needs a handful of tiles (about one per level), so a linear scan beats a Map.
+    // A request needs a handful of tiles (about one per level), so a linear scan beats a Map;
+    // each ref's place is kept in flat arrays (proofs are the read path's hot loop).
+    const count = refs.length;
     const levels: number[] = [];
     const indexes: number[] = [];
     const tiles: (HashTile | Promise<HashTile>)[] = [];
-    const slots = new Array<number>(spots.length);
+    const slots = new Array<number>(count);
+    const rows = new Array<number>(count);
+    const positions = new Array<number>(count);
     let waiting = false;
-    spots.forEach((s, i) => {
+    for (let i = 0; i < count; i++) {
+      const s = locateIn(refs[i]!, this.size);
       let t = 0;
       while (t < tiles.length && (levels[t] !== s.level || indexes[t] !== s.index)) t++;
       if (t === tiles.length) {
@@ -235,8 +249,14 @@ export class TileHashReader implements HashReader {
         tiles.push(tile);
       }
       slots[i] = t;
-    });
-    const pick = (loaded: readonly HashTile[]) => spots.map((s, i) => loaded[slots[i]!]!.hashAt(s.row, s.pos));
+      rows[i] = s.row;
+      positions[i] = s.pos;
+    }
+    const pick = (loaded: readonly HashTile[]) => {
+      const out = new Array<Uint8Array>(count);
+      for (let i = 0; i < count; i++) out[i] = loaded[slots[i]!]!.hashAt(rows[i]!, positions[i]!);
+      return out;
+    };
     return waiting ? Promise.all(tiles).then(pick) : pick(tiles as HashTile[]);
   }
 }
