@@ -161,9 +161,10 @@ async function measureRoute(
   figure(`${name}_server_cpu_per_request`, Math.round(cpuPerRequest * 1000), 'µs');
   // Goal ≥ 0.50: this route costs at most twice a bare Koa JSON route's CPU per request.
   figure(`${name}_cpu_efficiency_vs_bare_koa`, Number((bareCpuPerRequest / cpuPerRequest).toFixed(2)), '');
-  // Bare Koa flat out answers several times this route's rate, and CPU per request falls as
-  // the rate rises (more requests per turn of the event loop, per syscall): the same ratio
-  // with bare Koa held to this route's rate compares the two at one operating point.
+  // Bare Koa flat out answers several times this route's rate, and CPU per request depends
+  // on the rate (requests per turn of the event loop, contention with the load generator on
+  // two cores): the same ratio with bare Koa held to this route's rate compares the two at
+  // one operating point. Both baselines vary by tens of percent between runs here.
   const bareSameRate = await bareAtRate(run.rps);
   figure(`${name}_bare_koa_at_same_rate_cpu_per_request`, Math.round(bareSameRate * 1000), 'µs');
   figure(`${name}_cpu_efficiency_vs_bare_koa_at_same_rate`, Number((bareSameRate / cpuPerRequest).toFixed(2)), '');
