@@ -143,14 +143,12 @@ export type IndexOrigin = 'cached' | 'extended' | 'built';
  * this one (the root at its size recomputed from the tiles), rebuilt otherwise.
  */
 export async function entryIndex(
-  reader: LogReader,
-  published: number,
+  source: { readonly reader: LogReader; readonly published: number; readonly name: string },
   tree: IndexedTree,
   cacheFile: string | null,
-  sourceName: string,
-  onProgress?: ScanProgress,
-  onNotice?: (line: string) => void,
+  on: { readonly progress?: ScanProgress | undefined; readonly notice?: ((line: string) => void) | undefined } = {},
 ): Promise<{ index: EntryIndexData; origin: IndexOrigin }> {
+  const { reader, published, name: sourceName } = source;
   const rootHash = toHex(tree.root);
   let ix = cacheFile ? await readCache(cacheFile, sourceName) : null;
   let origin: IndexOrigin = 'built';
@@ -169,11 +167,11 @@ export async function entryIndex(
       addEntry(index, seq, e);
       return false;
     },
-    onProgress,
+    on.progress,
   );
   index.treeSize = tree.size;
   index.rootHash = rootHash;
-  if (cacheFile) await writeCache(cacheFile, index, onNotice);
+  if (cacheFile) await writeCache(cacheFile, index, on.notice);
   return { index, origin };
 }
 

@@ -387,15 +387,7 @@ async function locateDigest(
   if (inTree) return inTree.leafIndex;
   const cacheFile = cacheFileFor(view.source, s.config.path);
   if (!cacheFile) return scanForDigest(view.reader, tree.size, digest, onScanProgress);
-  const { index } = await entryIndex(
-    view.reader,
-    view.published,
-    tree,
-    cacheFile,
-    view.name,
-    onScanProgress,
-    s.onNotice,
-  );
+  const { index } = await entryIndex(view, tree, cacheFile, { progress: onScanProgress, notice: s.onNotice });
   return Object.hasOwn(index.digests, digest) ? index.digests[digest] : undefined;
 }
 

@@ -215,15 +215,7 @@ async function tilesLeaves(
   let digestAt: number | undefined;
   let hits: LabelHit[] = [];
   if (cacheFile) {
-    const { index } = await entryIndex(
-      view.reader,
-      view.published,
-      tree,
-      cacheFile,
-      view.name,
-      onScanProgress,
-      s.onNotice,
-    );
+    const { index } = await entryIndex(view, tree, cacheFile, { progress: onScanProgress, notice: s.onNotice });
     if (l.by === 'digest') digestAt = Object.hasOwn(index.digests, l.digest) ? index.digests[l.digest] : undefined;
     else hits = Object.hasOwn(index.artifacts, l.artifact) ? index.artifacts[l.artifact]! : [];
   } else {
