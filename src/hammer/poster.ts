@@ -14,6 +14,8 @@ export interface PostAnswer {
   readonly resent: boolean;
 }
 
+/** Longer than any anchor timeout a log answers 503 after. */
+const ANSWER_TIMEOUT_MS = 120_000;
 /** Largest answer read (an anchor's answer is ~1–3 KiB): a runaway body is cut, not buffered. */
 const MAX_ANSWER_BYTES = 1 << 20;
 
@@ -74,6 +76,8 @@ export class JsonPoster {
       req.on('error', (e: NodeJS.ErrnoException) =>
         reject(req.reusedSocket && e.code === 'ECONNRESET' && !resent ? new StaleSocketError(e.message) : e),
       );
+      // A log that never answers (a stuck sequencer) shows up as errors, not as a hung run.
+      req.setTimeout(ANSWER_TIMEOUT_MS, () => req.destroy(new Error(`no answer in ${ANSWER_TIMEOUT_MS / 1000} s`)));
       req.end(body);
     });
   }
