@@ -141,6 +141,8 @@ describe('canonical entries', () => {
     for (const b of bad) expect(() => parseCanonicalEntry(utf8.encode(JSON.stringify(b)))).toThrow(TypeError);
     expect(() => parseCanonicalEntry(utf8.encode('{"v":1'))).toThrow();
     expect(() => parseCanonicalEntry(Uint8Array.of(0x7b, 0xff, 0x7d))).toThrow(); // not UTF-8
+    // The decoder is shared between calls: a refusal leaves it ready for the next record.
+    expect(parseCanonicalEntry(utf8.encode(JSON.stringify(good)))).toEqual(good);
   });
 
   it('entryHash refuses a prior hash that is not 32 bytes', () => {

@@ -136,9 +136,12 @@ export function artifactId(artifact: string, scope = ''): string {
 
 export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
 
+/** Strict UTF-8 (a record that is not is refused): one decoder, reused, since a read path parses a record per answer. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Parses a record (canonical entry JSON) back into an entry object. */
 export function parseCanonicalEntry(bytes: Uint8Array): CanonicalEntry {
-  const value: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  const value: unknown = JSON.parse(strictUtf8.decode(bytes));
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new TypeError('record is not a JSON object');
   const e = value as Record<string, unknown>;
