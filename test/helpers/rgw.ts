@@ -142,10 +142,6 @@ function releaseMachineLock(): void {
 type RgwOptions = { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number };
 
 /**
- * Starts the cluster and creates `bucket`; a failed start is retried once from nothing, since
- * the OSD now and then comes up with a zeroed cluster fsid ('wrong fsid') and exits.
- */
-/**
  * The gateway and the built CLI, for tests that run `stele` against it. Both settle before
  * either failure is thrown, so a failed build never leaves a cluster running.
  */
@@ -159,12 +155,18 @@ export async function startRgwWithCli(): Promise<RgwServer> {
   return started.value;
 }
 
+/**
+ * Starts the cluster and creates `bucket`; a failed start is tried again from nothing, up to
+ * three times in all, since the OSD now and then comes up with a zeroed cluster fsid ('wrong
+ * fsid') and exits (a CI run had a start fail on both of two tries).
+ */
 export async function startRgw(options: RgwOptions = {}): Promise<RgwServer> {
-  try {
-    return await startRgwOnce(options);
-  } catch (e) {
-    if (!(e instanceof RgwStartError) || !rgwAvailable()) throw e;
-    return startRgwOnce(options);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRgwOnce(options);
+    } catch (e) {
+      if (attempt >= 3 || !(e instanceof RgwStartError) || !rgwAvailable()) throw e;
+    }
   }
 }
 
