@@ -24,6 +24,8 @@ const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
 const WARMUP = QUICK ? 3 : 10;
 const ORIGIN = 'bench.stele/api';
+/** About what a bare Koa answer's status line and headers take; the padding makes up the rest. */
+const BARE_HEADER_BYTES = 170;
 const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
 const BASE = process.env.BENCH_STELE_BASE;
@@ -70,16 +72,25 @@ async function stop(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
+// '/' answers a tiny JSON body; '/pad/<n>' one padded to n bytes, the size of a proof route's
+// answer, so the HTTP and socket cost of the bytes themselves is in the baseline too.
 const BARE_KOA = `
 import Koa from 'koa';
 const app = new Koa();
-app.use((ctx) => { ctx.body = { ok: true, n: Math.random() }; });
+const pads = new Map();
+app.use((ctx) => {
+  const n = ctx.path.startsWith('/pad/') ? Number(ctx.path.slice(5)) : 0;
+  if (n > 0 && !pads.has(n)) pads.set(n, 'x'.repeat(Math.max(0, n - 40)));
+  ctx.body = n > 0 ? { ok: true, n: Math.random(), pad: pads.get(n) } : { ok: true, n: Math.random() };
+});
 const s = app.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));
 process.on('SIGTERM', () => s.close(() => process.exit(0)));
 `;
 
 interface Run {
   rps: number;
+  /** Mean bytes received per answer, headers included. */
+  bytesPerAnswer: number;
   p50: number;
   p99: number;
   requests: number;
@@ -102,6 +113,7 @@ async function load(
   });
   return {
     rps: result.requests.average,
+    bytesPerAnswer: result.requests.total > 0 ? result.throughput.total / result.requests.total : 0,
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: result.requests.total,
@@ -140,7 +152,7 @@ async function measureRoute(
   paths: () => string,
   bareCpuPerRequest: number,
   bareRps: number,
-  bareAtRate: (rps: number) => Promise<number>,
+  bareAtRate: (rps: number, path?: string) => Promise<number>,
 ): Promise<void> {
   // A freshly started server reads its tiles from storage as it goes: the first run shows
   // that cold start, the second the steady state of a warm replica (the target).
@@ -168,6 +180,13 @@ async function measureRoute(
   const bareSameRate = await bareAtRate(run.rps);
   figure(`${name}_bare_koa_at_same_rate_cpu_per_request`, Math.round(bareSameRate * 1000), 'µs');
   figure(`${name}_cpu_efficiency_vs_bare_koa_at_same_rate`, Number((bareSameRate / cpuPerRequest).toFixed(2)), '');
+  // And with bare Koa's answers padded to this route's size (headers aside): what is left is
+  // the route's own work, not the cost of sending a few KiB instead of a few bytes.
+  const bytes = Math.round(run.bytesPerAnswer);
+  figure(`${name}_bytes_per_answer`, bytes, 'bytes');
+  const bareSized = await bareAtRate(run.rps, `/pad/${Math.max(1, bytes - BARE_HEADER_BYTES)}`);
+  figure(`${name}_bare_koa_same_size_same_rate_cpu_per_request`, Math.round(bareSized * 1000), 'µs');
+  figure(`${name}_cpu_efficiency_vs_bare_koa_same_size_same_rate`, Number((bareSized / cpuPerRequest).toFixed(2)), '');
   figure(`${name}_p50`, run.p50, 'ms');
   figure(`${name}_p99`, run.p99, 'ms');
   figure(`${name}_errors`, run.errors, 'responses');
@@ -210,13 +229,14 @@ export default async function main(): Promise<void> {
     const bareCpu0 = processCpuMs(bare.child.pid);
     const bareRun = await load(bare.url, CONNECTIONS, () => '/');
     const bareCpuPerRequest = (processCpuMs(bare.child.pid) - bareCpu0) / bareRun.requests;
-    const bareAtRate = async (rps: number) => {
+    const bareAtRate = async (rps: number, path = '/') => {
       const cpu0 = processCpuMs(bare.child.pid);
-      const r = await load(bare.url, CONNECTIONS, () => '/', { overallRate: Math.max(1, Math.round(rps)) });
+      const r = await load(bare.url, CONNECTIONS, () => path, { overallRate: Math.max(1, Math.round(rps)) });
       return (processCpuMs(bare.child.pid) - cpu0) / r.requests;
     };
     figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
+    figure('bare_koa_bytes_per_answer', Math.round(bareRun.bytesPerAnswer), 'bytes');
     figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
     if (SERVER_NODE_ARGS.length > 0) note(`servers run with node ${SERVER_NODE_ARGS.join(' ')}`);
     note(

@@ -27,6 +27,14 @@ type Ranges = number[];
 const half = (x: number): number => Math.floor(x / 2);
 const odd = (x: number): boolean => x % 2 === 1;
 
+/** 2^level for every level a tree of safe-integer size has: looked up, as `2 ** level` calls pow. */
+const POW2: readonly number[] = Array.from({ length: 64 }, (_, level) => 2 ** level);
+
+/** Leaves under a perfect subtree of `level` (2^level). */
+export function subtreeWidth(level: number): number {
+  return POW2[level] ?? 2 ** level;
+}
+
 /** The largest power of two strictly below n (n ≥ 2): RFC 6962's split point k. */
 export function splitPoint(n: number): number {
   let k = 1;
@@ -55,7 +63,7 @@ function isSubtree(lo: number, hi: number): boolean {
  */
 export function perfectSubtrees(lo: number, hi: number): SubtreeRef[] {
   const out: SubtreeRef[] = [];
-  for (let at = lo; at < hi; at += 2 ** out[out.length - 1]!.level) out.push(firstSubtree(at, hi));
+  for (let at = lo; at < hi; at += subtreeWidth(out[out.length - 1]!.level)) out.push(firstSubtree(at, hi));
   return out;
 }
 
@@ -153,7 +161,7 @@ function planRanges(ranges: Readonly<Ranges>, memo?: RightEdgeMemo): HashPlan<Ui
         if (at > lo && (tails[i] = tailFor(at, hi)) >= 0) break;
         const ref = firstSubtree(at, hi);
         refs.push(ref);
-        at += 2 ** ref.level;
+        at += subtreeWidth(ref.level);
       }
     }
     ends[i] = refs.length;

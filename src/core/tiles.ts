@@ -1,7 +1,7 @@
 // C2SP tlog-tiles: tile paths, hash tiles with their interior hashes, the tile a subtree
 // hash lives in, and a HashReader that reads each needed tile once (DESIGN.md §1.2).
 import { HASH_SIZE, nodeHash } from './hash.js';
-import { type HashReader, RightEdgeMemo, type SubtreeRef } from './merkle.js';
+import { type HashReader, RightEdgeMemo, type SubtreeRef, subtreeWidth } from './merkle.js';
 
 export const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;
@@ -183,9 +183,9 @@ export class TileFormatError extends Error {
 export function locateSubtree(ref: SubtreeRef): { level: number; index: number; row: number; pos: number } {
   const level = Math.floor(ref.level / TILE_HEIGHT);
   const row = ref.level - level * TILE_HEIGHT;
-  const bottom = ref.index * 2 ** row; // first tile-row-0 hash under the subtree
+  const bottom = ref.index * subtreeWidth(row); // first tile-row-0 hash under the subtree
   const index = Math.floor(bottom / TILE_WIDTH);
-  return { level, index, row, pos: (bottom - index * TILE_WIDTH) / 2 ** row };
+  return { level, index, row, pos: (bottom - index * TILE_WIDTH) / subtreeWidth(row) };
 }
 
 /**
@@ -196,7 +196,7 @@ export type TileFetcher = (level: number, index: number, width: number) => HashT
 
 /** Where a subtree hash of a tree of `size` leaves lives; throws for one beyond the tree. */
 function locateIn(ref: SubtreeRef, size: number): ReturnType<typeof locateSubtree> {
-  if ((ref.index + 1) * 2 ** ref.level > size) {
+  if ((ref.index + 1) * subtreeWidth(ref.level) > size) {
     throw new RangeError(`subtree ${ref.level}/${ref.index} is beyond tree size ${size}`);
   }
   return locateSubtree(ref);
