@@ -2,7 +2,10 @@
 // `npx cdk deploy --parameters Origin=ledger.example.com/log …`.
 // Context (-c key=value): stele:stackName (default Stele); stele:imageAsset=<dir> builds
 // the container image from <dir>'s Dockerfile instead of the ImageRepository parameter;
-// stele:lock=bucket keeps the sequencer's lock record in the bucket instead of DynamoDB.
+// stele:lock=bucket keeps the sequencer's lock record in the bucket instead of DynamoDB;
+// stele:witnessPolicy=<file> gives both services that C2SP tlog-policy (read and checked now,
+// kept in the template: README "Deploy with CDK").
+import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
 import { SteleStack } from './stack.js';
 
@@ -12,9 +15,19 @@ const imageAsset = app.node.tryGetContext('stele:imageAsset') as string | undefi
 const lock = app.node.tryGetContext('stele:lock') as string | undefined;
 if (lock !== undefined && lock !== 'dynamodb' && lock !== 'bucket')
   throw new Error('context stele:lock must be dynamodb or bucket');
+const policyFile = app.node.tryGetContext('stele:witnessPolicy') as string | undefined;
+let witnessPolicy: string | undefined;
+if (policyFile) {
+  try {
+    witnessPolicy = readFileSync(policyFile, 'utf8');
+  } catch (e) {
+    throw new Error(`context stele:witnessPolicy: cannot read ${policyFile}: ${(e as NodeJS.ErrnoException).code}`);
+  }
+}
 new SteleStack(app, stackName, {
   description: 'Stele: a C2SP tlog-tiles transparency log on S3, CloudFront, DynamoDB, KMS and Fargate',
   imageAsset,
   lock,
+  witnessPolicy,
 });
 app.synth();

@@ -44,6 +44,7 @@ import { fileURLToPath } from 'node:url';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import { PolicyError, parsePolicy } from '../src/core/tlog-policy.js';
 
 export interface SteleStackProps extends StackProps {
   /**
@@ -59,7 +60,18 @@ export interface SteleStackProps extends StackProps {
    * writes, no DynamoDB write on the commit path). The table still holds the lookup index.
    */
   readonly lock?: 'dynamodb' | 'bucket';
+  /**
+   * A C2SP tlog-policy (its text): the witnesses each checkpoint is sent to and the quorum
+   * that publishes it. Checked here, at synth, so a typo fails `cdk synth`, not a deployment;
+   * kept in the template, so `cdk diff` shows a change. Both services write it to
+   * WITNESS_POLICY_FILE at start and run with STELE_WITNESS_POLICY naming it; the
+   * WitnessThreshold parameter is left out (the policy's quorum line decides).
+   */
+  readonly witnessPolicy?: string;
 }
+
+/** Where the services write the witness policy at start (a path of the container's own, writable by its user). */
+export const WITNESS_POLICY_FILE = '/tmp/witnesses.policy';
 
 /** Object prefixes in the bucket; must match the services' STELE_S3_PREFIX / STELE_S3_STAGING_PREFIX. */
 export const PUBLIC_PREFIX = 'log/';
@@ -153,12 +165,15 @@ export class SteleStack extends Stack {
       description:
         'tlog-witnesses that cosign each checkpoint before it is published, <witness vkey>=<submission URL>,… (STELE_WITNESSES); empty: none, and split views go unseen',
     });
-    const witnessThreshold = new CfnParameter(this, 'WitnessThreshold', {
-      type: 'String',
-      default: '',
-      allowedPattern: '^[0-9]*$',
-      description: 'Witness cosignatures a checkpoint needs (STELE_WITNESS_THRESHOLD; empty: all of them)',
-    });
+    const policy = props.witnessPolicy === undefined ? undefined : checkedPolicy(props.witnessPolicy);
+    const witnessThreshold = policy
+      ? undefined
+      : new CfnParameter(this, 'WitnessThreshold', {
+          type: 'String',
+          default: '',
+          allowedPattern: '^[0-9]*$',
+          description: 'Witness cosignatures a checkpoint needs (STELE_WITNESS_THRESHOLD; empty: all of them)',
+        });
     const mirrors = new CfnParameter(this, 'Mirrors', {
       type: 'String',
       default: '',
@@ -169,6 +184,16 @@ export class SteleStack extends Stack {
       default: '',
       allowedPattern: '^[0-9]*$',
       description: 'Mirror cosignatures a checkpoint needs before it is published (STELE_MIRROR_QUORUM; empty: 0)',
+    });
+    // The sequencer stores the witness and mirror settings it starts with in the bucket's private
+    // prefix and refuses a start that changes them (src/serve/log-settings.ts): changing them is
+    // a deployment with this set to true (then back to false; the same settings start as before).
+    const reconfigure = new CfnParameter(this, 'ReconfigureLogSettings', {
+      type: 'String',
+      default: 'false',
+      allowedValues: ['false', 'true'],
+      description:
+        "true: the sequencer replaces the witness and mirror settings stored with the log by this deployment's (STELE_RECONFIGURE); false refuses a change, so clients that pinned the witnesses never see checkpoints they reject",
     });
     const hasDomain = new CfnCondition(this, 'HasDomain', {
       expression: Fn.conditionNot(Fn.conditionEquals(domainName.valueAsString, '')),
@@ -253,11 +278,18 @@ export class SteleStack extends Stack {
       STELE_MIN_BATCH_SPACING_MS: minBatchSpacing.valueAsString,
       STELE_MODE: 'production',
       STELE_WITNESSES: witnesses.valueAsString,
-      STELE_WITNESS_THRESHOLD: witnessThreshold.valueAsString,
+      ...(witnessThreshold ? { STELE_WITNESS_THRESHOLD: witnessThreshold.valueAsString } : {}),
+      ...(policy ? { STELE_WITNESS_POLICY: WITNESS_POLICY_FILE, WITNESS_POLICY_TEXT: policy } : {}),
       STELE_MIRRORS: mirrors.valueAsString,
       STELE_MIRROR_QUORUM: mirrorQuorum.valueAsString,
+      ...(role === 'sequencer' ? { STELE_RECONFIGURE: reconfigure.valueAsString } : {}),
       AWS_REGION: Aws.REGION,
     });
+    // A task definition carries environment variables, not files: with a policy, the container
+    // writes the text to the file it names, then becomes `stele serve`.
+    const command = policy
+      ? ['sh', '-c', 'printf %s "$WITNESS_POLICY_TEXT" > "$STELE_WITNESS_POLICY" && exec node dist/cli/main.js serve']
+      : ['node', 'dist/cli/main.js', 'serve'];
     // The anchor route is served by the sequencer only (the ALB routes it there).
     const secrets = (role: 'sequencer' | 'api'): Record<string, ecs.Secret> =>
       role === 'sequencer' ? { STELE_ANCHOR_TOKENS: ecs.Secret.fromSecretsManager(tokens) } : {};
@@ -273,7 +305,7 @@ export class SteleStack extends Stack {
       });
       task.addContainer('stele', {
         image,
-        command: ['node', 'dist/cli/main.js', 'serve'],
+        command,
         environment: environment(role),
         secrets: secrets(role),
         logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: role }),
@@ -518,4 +550,15 @@ export class SteleStack extends Stack {
     new CfnOutput(this, 'KeyArn', { value: this.key.keyArn });
     new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn });
   }
+}
+
+/** The policy text, refused here if it is not a C2SP tlog-policy; ends in a newline, as a file does. */
+function checkedPolicy(text: string): string {
+  try {
+    parsePolicy(text);
+  } catch (e) {
+    if (e instanceof PolicyError) throw new Error(`witness policy: ${e.message}`);
+    throw e;
+  }
+  return text.endsWith('\n') ? text : `${text}\n`;
 }

@@ -70,33 +70,160 @@ export const SERVE_DEFAULTS: ServeConfig = {
   mode: 'demo',
 };
 
-/** Each setting: its flag (camelCase, as commander names it), env variable and file key. */
+/**
+ * Each setting: its flag (camelCase, as commander names it), env variable, file key (null: not
+ * settable from a file) and the line `stele serve --help` shows for the variable.
+ */
 const SETTINGS = {
-  dataDir: { env: 'STELE_DATA_DIR', file: 'data_dir', kind: 'string' },
-  origin: { env: 'STELE_ORIGIN', file: 'origin', kind: 'string' },
-  host: { env: 'STELE_HOST', file: 'host', kind: 'string' },
-  port: { env: 'STELE_PORT', file: 'port', kind: 'int' },
-  batchIntervalMs: { env: 'STELE_BATCH_INTERVAL_MS', file: 'batch_interval_ms', kind: 'int' },
-  maxBatch: { env: 'STELE_MAX_BATCH', file: 'max_batch', kind: 'int' },
-  minBatchSpacingMs: { env: 'STELE_MIN_BATCH_SPACING_MS', file: 'min_batch_spacing_ms', kind: 'int' },
-  anchorTimeoutMs: { env: 'STELE_ANCHOR_TIMEOUT_MS', file: 'anchor_timeout_ms', kind: 'int' },
-  mode: { env: 'STELE_MODE', file: 'mode', kind: 'string' },
-  anchorTokens: { env: 'STELE_ANCHOR_TOKENS', file: 'anchor_tokens', kind: 'string' },
-  anchorRate: { env: 'STELE_ANCHOR_RATE', file: 'anchor_rate', kind: 'int' },
-  anchorPolicy: { env: 'STELE_ANCHOR_POLICY', file: 'anchor_policy', kind: 'string' },
-  demoWitnesses: { env: 'STELE_DEMO_WITNESSES', file: 'demo_witnesses', kind: 'int' },
-  witnesses: { env: 'STELE_WITNESSES', file: 'witnesses', kind: 'string' },
-  witnessThreshold: { env: 'STELE_WITNESS_THRESHOLD', file: 'witness_threshold', kind: 'int' },
-  witnessPolicy: { env: 'STELE_WITNESS_POLICY', file: 'witness_policy', kind: 'string' },
-  mirrors: { env: 'STELE_MIRRORS', file: 'mirrors', kind: 'string' },
-  mirrorQuorum: { env: 'STELE_MIRROR_QUORUM', file: 'mirror_quorum', kind: 'int' },
-  mirrorTimeoutMs: { env: 'STELE_MIRROR_TIMEOUT_MS', file: 'mirror_timeout_ms', kind: 'int' },
-  enterprise: { env: 'STELE_ENTERPRISE', file: 'enterprise', kind: 'bool' },
-  backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string' },
-  role: { env: 'STELE_ROLE', file: 'role', kind: 'string' },
-  signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string' },
-  lock: { env: 'STELE_LOCK', file: 'lock', kind: 'string' },
-} as const satisfies Record<string, { env: string; file: string; kind: 'string' | 'int' | 'bool' }>;
+  dataDir: { env: 'STELE_DATA_DIR', file: 'data_dir', kind: 'string', help: 'data directory (--data-dir)' },
+  origin: {
+    env: 'STELE_ORIGIN',
+    file: 'origin',
+    kind: 'string',
+    help: "log origin, the checkpoint's first line (--origin)",
+  },
+  host: { env: 'STELE_HOST', file: 'host', kind: 'string', help: 'listen address (--host)' },
+  port: { env: 'STELE_PORT', file: 'port', kind: 'int', help: 'listen port (--port)' },
+  batchIntervalMs: {
+    env: 'STELE_BATCH_INTERVAL_MS',
+    file: 'batch_interval_ms',
+    kind: 'int',
+    help: 'longest an anchor waits for its batch, ms (--batch-interval)',
+  },
+  maxBatch: { env: 'STELE_MAX_BATCH', file: 'max_batch', kind: 'int', help: 'largest batch (--max-batch)' },
+  minBatchSpacingMs: {
+    env: 'STELE_MIN_BATCH_SPACING_MS',
+    file: 'min_batch_spacing_ms',
+    kind: 'int',
+    help: 'shortest time between batch starts, ms (--min-batch-spacing)',
+  },
+  anchorTimeoutMs: {
+    env: 'STELE_ANCHOR_TIMEOUT_MS',
+    file: 'anchor_timeout_ms',
+    kind: 'int',
+    help: 'longest an anchor request waits before a 503, ms (--anchor-timeout)',
+  },
+  mode: { env: 'STELE_MODE', file: 'mode', kind: 'string', help: 'demo or production (--mode)' },
+  anchorTokens: {
+    env: 'STELE_ANCHOR_TOKENS',
+    file: 'anchor_tokens',
+    kind: 'string',
+    help: 'name=token[@tenant],… bearer tokens of the anchor route (--anchor-tokens)',
+  },
+  anchorRate: {
+    env: 'STELE_ANCHOR_RATE',
+    file: 'anchor_rate',
+    kind: 'int',
+    help: 'anchors per second per client in production mode (--anchor-rate)',
+  },
+  anchorPolicy: {
+    env: 'STELE_ANCHOR_POLICY',
+    file: 'anchor_policy',
+    kind: 'string',
+    help: 'Cedar policy directory deciding each anchor (--anchor-policy)',
+  },
+  demoWitnesses: {
+    env: 'STELE_DEMO_WITNESSES',
+    file: 'demo_witnesses',
+    kind: 'int',
+    help: 'local demo witnesses, local data directory only (--demo-witnesses)',
+  },
+  witnesses: {
+    env: 'STELE_WITNESSES',
+    file: 'witnesses',
+    kind: 'string',
+    help: '<vkey>=<url>,… external witnesses (--witness)',
+  },
+  witnessThreshold: {
+    env: 'STELE_WITNESS_THRESHOLD',
+    file: 'witness_threshold',
+    kind: 'int',
+    help: 'witness cosignatures that publish a checkpoint (--witness-threshold)',
+  },
+  witnessPolicy: {
+    env: 'STELE_WITNESS_POLICY',
+    file: 'witness_policy',
+    kind: 'string',
+    help: 'C2SP tlog-policy file: witnesses and quorum (--witness-policy)',
+  },
+  mirrors: { env: 'STELE_MIRRORS', file: 'mirrors', kind: 'string', help: '<vkey>=<url>,… tlog-mirrors (--mirror)' },
+  mirrorQuorum: {
+    env: 'STELE_MIRROR_QUORUM',
+    file: 'mirror_quorum',
+    kind: 'int',
+    help: 'mirror cosignatures that publish a checkpoint (--mirror-quorum)',
+  },
+  mirrorTimeoutMs: {
+    env: 'STELE_MIRROR_TIMEOUT_MS',
+    file: 'mirror_timeout_ms',
+    kind: 'int',
+    help: 'deadline of one round of mirror pushes, ms (--mirror-timeout)',
+  },
+  enterprise: {
+    env: 'STELE_ENTERPRISE',
+    file: 'enterprise',
+    kind: 'bool',
+    help: 'also serve the enterprise control plane /v1 (--enterprise)',
+  },
+  backend: { env: 'STELE_BACKEND', file: 'backend', kind: 'string', help: 'local (default) or aws: S3 and friends' },
+  role: {
+    env: 'STELE_ROLE',
+    file: 'role',
+    kind: 'string',
+    help: 'aws backend: sequencer (default) or api, a read-only replica',
+  },
+  signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string', help: 'file or a pkcs11: URI (--signer)' },
+  lock: { env: 'STELE_LOCK', file: 'lock', kind: 'string', help: 'aws backend: dynamodb (default) or bucket (--lock)' },
+  // Not from a file: a file keeps it set, and every later start would replace the stored settings.
+  reconfigure: {
+    env: 'STELE_RECONFIGURE',
+    file: null,
+    kind: 'bool',
+    help: "true: this start's witness/mirror settings replace the stored ones (--reconfigure)",
+  },
+} as const satisfies Record<
+  string,
+  { env: string; file: string | null; kind: 'string' | 'int' | 'bool'; help: string }
+>;
+
+/**
+ * Variables read only from the environment, by the backend they configure: the aws backend
+ * (src/aws/log.ts, also any S3-compatible store), the PKCS#11 signer, the explorer.
+ */
+const ENV_ONLY: readonly (readonly [name: string, help: string])[] = [
+  ['STELE_S3_BUCKET', 'aws backend: the bucket (required)'],
+  ['STELE_S3_PREFIX', 'prefix of the public objects the CDN serves (default log/)'],
+  ['STELE_S3_STAGING_PREFIX', 'private prefix: staged batches, lock, log settings (default private/)'],
+  ['STELE_S3_ENDPOINT', 'an S3-compatible endpoint (Ceph RGW, MinIO, R2)'],
+  ['STELE_S3_FORCE_PATH_STYLE', 'true: path-style addressing, for most S3-compatible stores'],
+  ['STELE_S3_REQUIRE_CONDITIONAL_WRITES', 'false only for a test server that ignores If-Match'],
+  ['STELE_DYNAMO_TABLE', 'DynamoDB table: lock, lookup index (required with the dynamodb lock)'],
+  ['STELE_DYNAMO_ENDPOINT', 'a DynamoDB-compatible endpoint'],
+  ['STELE_KMS_KEY_ID', 'aws backend: the Ed25519 KMS key that signs checkpoints'],
+  ['STELE_KMS_ENDPOINT', 'a KMS-compatible endpoint'],
+  ['STELE_KMS_EXPECT_KEY_ID', 'refuse to start unless the KMS key has this key id'],
+  ['STELE_KEY_FILE', 'aws backend: a local Ed25519 key file instead of KMS'],
+  ['STELE_VKEY', "api replica: the log's public key (vkey), instead of a signing key"],
+  ['STELE_VKEY_FILE', 'api replica: a file holding that vkey'],
+  ['STELE_HEARTBEAT_MS', 'aws backend: period of the heartbeat log line (default 10000; 0: off)'],
+  ['STELE_PKCS11_PIN', 'the PIN of a PKCS#11 signer (never on the command line)'],
+  ['STELE_PKCS11_MODULE', 'the PKCS#11 module, if the URI names none'],
+  ['STELE_EXPLORER_DIR', 'the built explorer served at / (default dist/explorer)'],
+];
+
+/** The ENVIRONMENT section of `stele serve --help`: every variable above, one line each. */
+export function serveEnvironmentHelp(): string {
+  const rows: (readonly [string, string])[] = [
+    ...Object.values(SETTINGS).map((s) => [s.env, s.help] as const),
+    ...ENV_ONLY,
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  return [
+    'Environment (a flag wins over its variable, a variable over the --config file):',
+    ...rows.map(([name, help]) => `  ${name.padEnd(width)}  ${help}`),
+    '  with --enterprise, also STELE_CONTROL_*, STELE_OIDC_* and STELE_KEK_* (README: "Enterprise control plane")',
+  ].join('\n');
+}
 
 type Key = keyof typeof SETTINGS;
 
@@ -138,7 +265,8 @@ export function resolveServeConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): ServeConfig {
   const file = flags.config ? readFileSettings(flags.config) : {};
-  const known = new Set(Object.values(SETTINGS).map((s) => s.file));
+  const known = new Set<string | null>(Object.values(SETTINGS).map((s) => s.file));
+  known.delete(null);
   const unknown = Object.keys(file).find((k) => !known.has(k as never));
   if (unknown) throw new ConfigError(`config file: unknown setting [server].${unknown}`);
   const out: Record<string, unknown> = { ...SERVE_DEFAULTS };
@@ -147,7 +275,8 @@ export function resolveServeConfig(
     if (flags[key] !== undefined)
       out[key] = coerce(key, flags[key], `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
     else if (env[s.env] !== undefined && env[s.env] !== '') out[key] = coerce(key, env[s.env], s.env);
-    else if (file[s.file] !== undefined) out[key] = coerce(key, file[s.file], `config [server].${s.file}`);
+    else if (s.file !== null && file[s.file] !== undefined)
+      out[key] = coerce(key, file[s.file], `config [server].${s.file}`);
   }
   const cfg = out as unknown as ServeConfig;
   if (cfg.mode !== 'demo' && cfg.mode !== 'production') throw new ConfigError('mode must be demo or production');

@@ -11,8 +11,8 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
-import { openBackend, withDeadline } from './serve/backends.js';
-import { LOG_SETTINGS_FILE, reconcileLogSettings } from './serve/log-settings.js';
+import { openBackend, openSettingsHome, withDeadline } from './serve/backends.js';
+import { reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
@@ -47,9 +47,19 @@ export async function startServer(
 ): Promise<RunningServer> {
   const tokenGuard = guardFor(given);
   const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
-  const settings = dirLock
-    ? await reconcileLogSettings(given).catch(async (e: unknown) => {
-        await dirLock.release();
+  // The settings the log was started with, kept with it (a local directory or the S3 log's
+  // private prefix): read and compared before anything opens, recorded once the log has.
+  const stored = await openSettingsHome(given, env).catch(async (e: unknown) => {
+    await dirLock?.release();
+    throw e;
+  });
+  const unwind = async () => {
+    stored?.close();
+    await dirLock?.release();
+  };
+  const settings = stored
+    ? await reconcileLogSettings(given, stored.home).catch(async (e: unknown) => {
+        await unwind();
         throw e;
       })
     : undefined;
@@ -57,24 +67,25 @@ export async function startServer(
   if (settings && settings.applied.length > 0)
     logger.info(
       { settings: settings.applied },
-      `using the ${settings.applied.join(', ')} stored with the log (${LOG_SETTINGS_FILE})`,
+      `using the ${settings.applied.join(', ')} stored with the log (${stored!.home.where})`,
     );
   const server = await listen(cfg).catch(async (e: unknown) => {
-    await dirLock?.release();
+    await unwind();
     throw e;
   });
   const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
     await new Promise<void>((r) => server.close(() => r()));
-    await dirLock?.release();
+    await unwind();
     throw e;
   });
   // Only a log that opened (verified, not refused) gets its settings recorded.
   await settings?.record().catch(async (e: unknown) => {
     await backend.close();
     await new Promise<void>((r) => server.close(() => r()));
-    await dirLock?.release();
+    await unwind();
     throw e;
   });
+  stored?.close();
   const { ledger } = backend;
   // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
   const anchorPolicy =

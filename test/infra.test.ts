@@ -2,12 +2,16 @@
 // offline): the bucket is private, CloudFront caches the checkpoint ≤ 2 s and tiles as
 // immutable and never caches the API, the key is Ed25519 for signing, the API role can
 // neither write tiles nor sign, and exactly one sequencer task runs.
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SteleStack } from '../infra/stack.js';
+import { SteleStack, WITNESS_POLICY_FILE } from '../infra/stack.js';
+import { SIG_COSIGNATURE_V1, formatVkey, makeVerifier } from '../src/core/note.js';
+import { ensureBuilt } from './helpers/cli.js';
 import { scratchDir } from './helpers/tmp.js';
 import type { JsonObject } from './helpers/json.js';
 
@@ -230,6 +234,88 @@ describe('infra/stack.ts (CDK assertions)', () => {
     expect(params.AnchorTokens.NoEcho).toBe(true);
     // Group commit on AWS: at most one batch (a KMS sign, S3 PUTs, two DynamoDB writes) a second by default.
     expect(params.MinBatchSpacingMs).toMatchObject({ Type: 'Number', Default: 1000 });
+  });
+});
+
+describe('infra/stack.ts: a witness policy', () => {
+  const witnessKey = makeVerifier('w1.example', SIG_COSIGNATURE_V1, new Uint8Array(32).fill(5));
+  const policy = `witness w1 ${formatVkey(witnessKey)} https://w1.example/\nquorum w1\n`;
+  const containers = (t: Template) =>
+    Object.fromEntries(
+      Object.entries(t.findResources('AWS::ECS::TaskDefinition')).map(([id, task]) => {
+        const c = task.Properties.ContainerDefinitions[0] as Json;
+        const env = Object.fromEntries((c.Environment as Json[]).map((e) => [e.Name, e.Value]));
+        return [id.startsWith('SequencerTask') ? 'sequencer' : 'api', { command: c.Command as string[], env }];
+      }),
+    );
+
+  it('reaches both services as STELE_WITNESS_POLICY, a file their command writes; the threshold parameter gives way to its quorum', async () => {
+    const t = Template.fromStack(new SteleStack(new App(), 'WithPolicy', { witnessPolicy: policy }));
+    const params = t.toJSON().Parameters as Json;
+    expect(params.WitnessThreshold).toBeUndefined();
+    const byRole = containers(t);
+    for (const role of ['sequencer', 'api']) {
+      const { command, env } = byRole[role]!;
+      expect(env, role).toMatchObject({ STELE_WITNESS_POLICY: WITNESS_POLICY_FILE, WITNESS_POLICY_TEXT: policy });
+      expect(env.STELE_WITNESS_THRESHOLD, role).toBeUndefined();
+      expect(command.slice(0, 2), role).toEqual(['sh', '-c']);
+    }
+    // Without a policy the command is stele serve itself, and the threshold is a parameter.
+    const plain = containers(template);
+    expect(plain.sequencer!.command).toEqual(['node', 'dist/cli/main.js', 'serve']);
+    expect(plain.api!.env.STELE_WITNESS_POLICY).toBeUndefined();
+
+    // The container's command, run as the task runs it (with a local log, from this checkout's
+    // build): it writes the policy and `stele serve` starts on it, storing its digest with the log.
+    await ensureBuilt();
+    const dir = scratchDir('stele-cdk-policy-');
+    const text = 'quorum none\n';
+    const file = join(dir, 'witnesses.policy');
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir };
+    Object.assign(env, byRole.sequencer!.env, {
+      WITNESS_POLICY_TEXT: text,
+      STELE_WITNESS_POLICY: file,
+      STELE_BACKEND: 'local',
+      STELE_DATA_DIR: join(dir, 'data'),
+      STELE_HOST: '127.0.0.1',
+      STELE_PORT: '0',
+      STELE_MODE: 'demo',
+      STELE_RECONFIGURE: 'false',
+    });
+    for (const k of Object.keys(env)) if (typeof env[k] !== 'string') delete env[k];
+    const cwd = new URL('..', import.meta.url).pathname;
+    const [sh, flag, script] = byRole.sequencer!.command as [string, string, string];
+    const proc = spawn(sh, [flag, script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let out = '';
+      let err = '';
+      proc.stderr.on('data', (d) => (err += d));
+      await new Promise<void>((resolve, reject) => {
+        proc.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('stele: serving')) resolve();
+        });
+        proc.once('exit', (code) => reject(new Error(`exited with ${code}: ${err}`)));
+      });
+      expect(readFileSync(file, 'utf8')).toBe(text);
+      const stored = JSON.parse(readFileSync(join(dir, 'data', 'private', 'log-settings.json'), 'utf8'));
+      expect(stored.witnessPolicy).toEqual({ path: file, sha256: createHash('sha256').update(text).digest('hex') });
+    } finally {
+      proc.kill('SIGKILL');
+    }
+  }, 240_000);
+
+  it('refuses a policy that is not a C2SP tlog-policy at synth; only the sequencer gets STELE_RECONFIGURE', () => {
+    expect(() => new SteleStack(new App(), 'BadPolicy', { witnessPolicy: 'witness w1\nquorum w1\n' })).toThrow(
+      /^witness policy: /,
+    );
+    const plain = containers(template);
+    expect(plain.sequencer!.env.STELE_RECONFIGURE).toEqual({ Ref: 'ReconfigureLogSettings' });
+    expect(plain.api!.env.STELE_RECONFIGURE).toBeUndefined();
+    expect((template.toJSON().Parameters as Json).ReconfigureLogSettings).toMatchObject({
+      Default: 'false',
+      AllowedValues: ['false', 'true'],
+    });
   });
 });
 

@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
+import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/config.js';
 import { CliError, EXIT } from '../errors.js';
 import { invocation } from '../invocation.js';
 import { closeOnSignal } from '../lifecycle.js';
@@ -96,7 +96,7 @@ export function registerServeCommands(program: Command): void {
     )
     .option(
       '--reconfigure',
-      "replace the witness settings stored with the log by this start's (a start that omits them uses the stored ones; different ones are refused without this)",
+      "replace the witness and mirror settings stored with the log (its data directory, or the S3 log's private prefix) by this start's (a start that omits them uses the stored ones; different ones are refused without this) (env STELE_RECONFIGURE)",
     )
     .option(
       '--mirror <vkey=url>',
@@ -118,31 +118,19 @@ export function registerServeCommands(program: Command): void {
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
     .option('--log-level <level>', 'pino log level on stderr', 'info')
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
+    .addHelpText('after', `\n${serveEnvironmentHelp()}`)
     .action(async (opts: Record<string, unknown>) => {
-      const {
-        batchInterval,
-        minBatchSpacing,
-        anchorTimeout,
-        json,
-        logLevel,
-        witness,
-        reconfigure,
-        mirror,
-        mirrorTimeout,
-        ...rest
-      } = opts;
-      const cfg = {
-        ...config({
-          ...rest,
-          batchIntervalMs: batchInterval,
-          minBatchSpacingMs: minBatchSpacing,
-          anchorTimeoutMs: anchorTimeout,
-          mirrorTimeoutMs: mirrorTimeout,
-          witnesses: (witness as string[] | undefined)?.join(','),
-          mirrors: (mirror as string[] | undefined)?.join(','),
-        }),
-        reconfigure: Boolean(reconfigure),
-      };
+      const { batchInterval, minBatchSpacing, anchorTimeout, json, logLevel, witness, mirror, mirrorTimeout, ...rest } =
+        opts;
+      const cfg = config({
+        ...rest,
+        batchIntervalMs: batchInterval,
+        minBatchSpacingMs: minBatchSpacing,
+        anchorTimeoutMs: anchorTimeout,
+        mirrorTimeoutMs: mirrorTimeout,
+        witnesses: (witness as string[] | undefined)?.join(','),
+        mirrors: (mirror as string[] | undefined)?.join(','),
+      });
       const log = await logger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');

@@ -1,7 +1,9 @@
 // The AWS log: the same Sequencer as the local log, composed from production backends.
 //   public objects   S3, under `publicPrefix` (default "log/"): tiles, bundles, checkpoint —
 //                    what CloudFront serves (its origin path is that prefix)
-//   staging          S3, under `stagingPrefix` (default "private/"): staged batches, never served
+//   staging          S3, under `stagingPrefix` (default "private/"): staged batches, never served;
+//                    also the settings the log was started with (`<staging>log-settings.json`,
+//                    src/serve/log-settings.ts), which only the sequencer reads
 //   lock             DynamoDB conditional writes (DynamoLock), or `lock: 'bucket'`: an object
 //                    beside the staged batches (`<staging>lock.json`), replaced by
 //                    compare-and-swap on its ETag — then the log needs the bucket and nothing
@@ -149,12 +151,15 @@ export interface AwsLog {
   close(): Promise<void>;
 }
 
-function checkPrefixes(publicPrefix: string, stagingPrefix: string): void {
+function prefixesOf(config: AwsLogConfig): { publicPrefix: string; stagingPrefix: string } {
+  const publicPrefix = config.s3.publicPrefix ?? 'log/';
+  const stagingPrefix = config.s3.stagingPrefix ?? 'private/';
   if (publicPrefix.startsWith(stagingPrefix) || stagingPrefix.startsWith(publicPrefix)) {
     throw new Error(
       `S3 prefixes overlap (public ${JSON.stringify(publicPrefix)}, staging ${JSON.stringify(stagingPrefix)}): staged batches must never be served`,
     );
   }
+  return { publicPrefix, stagingPrefix };
 }
 
 async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
@@ -178,16 +183,8 @@ async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
 
 /** The S3 stores and DynamoDB client (if configured) of a config (shared by the sequencer and API replicas). */
 export function awsBackends(config: AwsLogConfig) {
-  const publicPrefix = config.s3.publicPrefix ?? 'log/';
-  const stagingPrefix = config.s3.stagingPrefix ?? 'private/';
-  checkPrefixes(publicPrefix, stagingPrefix);
-  const s3 = createS3Client({
-    region: config.region,
-    endpoint: config.s3.endpoint,
-    forcePathStyle: config.s3.forcePathStyle,
-    credentials: config.credentials,
-    clientConfig: config.s3.clientConfig,
-  });
+  const { publicPrefix, stagingPrefix } = prefixesOf(config);
+  const s3 = s3ClientOf(config);
   const common = { client: s3, bucket: config.s3.bucket, concurrency: config.s3.concurrency };
   const store = new S3ObjectStore({ ...common, prefix: publicPrefix });
   const staging = new S3ObjectStore({ ...common, prefix: stagingPrefix });
@@ -195,6 +192,29 @@ export function awsBackends(config: AwsLogConfig) {
     ? createDynamoClient({ region: config.region, endpoint: config.dynamo.endpoint, credentials: config.credentials })
     : undefined;
   return { s3, store, staging, ddb };
+}
+
+function s3ClientOf(config: AwsLogConfig) {
+  return createS3Client({
+    region: config.region,
+    endpoint: config.s3.endpoint,
+    forcePathStyle: config.s3.forcePathStyle,
+    credentials: config.credentials,
+    clientConfig: config.s3.clientConfig,
+  });
+}
+
+/**
+ * The log's private prefix alone (staged batches, the lock, the stored settings), with a client
+ * of its own: what `stele serve` reads before it opens the log. Call close() when done.
+ */
+export function awsPrivateStore(config: AwsLogConfig): { readonly store: S3ObjectStore; close(): void } {
+  const { stagingPrefix } = prefixesOf(config);
+  const client = s3ClientOf(config);
+  return {
+    store: new S3ObjectStore({ client, bucket: config.s3.bucket, prefix: stagingPrefix }),
+    close: () => client.destroy(),
+  };
 }
 
 /** Opens (or creates) the log on S3 + DynamoDB + KMS and starts its sequencer. */

@@ -1,6 +1,7 @@
 // Where `stele serve` gets its log: the embedded local directory (sequencer, LMDB index,
 // demo witnesses), or AWS (STELE_BACKEND=aws) as the sequencer or a read-only API replica.
-// Both sequencers take their witnesses and mirrors from src/serve/witnessing.ts.
+// Both sequencers take their witnesses and mirrors from src/serve/witnessing.ts, and keep the
+// settings they were started with where openSettingsHome says (src/serve/log-settings.ts).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
@@ -21,6 +22,7 @@ import {
 } from '../sequencer/contract.js';
 import type { Sequencer } from '../sequencer/sequencer.js';
 import { openLogSigner } from './log-signer.js';
+import { LOG_SETTINGS_NAME, type SettingsHome, settingsFile, settingsObject } from './settings-home.js';
 import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
@@ -73,6 +75,22 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
       : awsSequencer(aws, witnesses, cfg, logger);
   }
   return localBackend(cfg, logger, env);
+}
+
+/**
+ * Where this start's log keeps its settings: the data directory, or the S3 log's private prefix
+ * (read with a client of its own, before the log opens). Undefined for an API replica: it
+ * advertises what it is given and publishes nothing, so it neither applies nor stores them.
+ */
+export async function openSettingsHome(
+  cfg: ServeConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<{ readonly home: SettingsHome; close(): void } | undefined> {
+  if (cfg.backend !== 'aws') return { home: settingsFile(cfg.dataDir), close: () => undefined };
+  if (cfg.role === 'api') return undefined;
+  const { awsLogConfigFromEnv, awsPrivateStore } = await import('../aws/log.js');
+  const { store, close } = awsPrivateStore(awsLogConfigFromEnv(env, { lock: cfg.lock, role: 'sequencer' }));
+  return { home: settingsObject(store, `s3://${store.bucket}/${store.prefix}${LOG_SETTINGS_NAME}`), close };
 }
 
 /**

@@ -1,16 +1,15 @@
 // The settings that define what a log promises its clients (which witnesses and mirrors
-// cosign its checkpoints and what quorum publishes one) are stored with the log at its first start, in
-// private/log-settings.json. A later start that omits them uses the stored ones; one that
-// gives different ones is refused unless it says --reconfigure. So a restart that forgets
-// `--witness` never silently publishes checkpoints that clients who pinned the witnesses
-// reject (issue 20: persistent log settings).
+// cosign its checkpoints and what quorum publishes one) are stored with the log at its first
+// start: private/log-settings.json in a local data directory, the same name under the private
+// prefix of an S3 log (src/serve/settings-home.ts). A later start that omits them uses the
+// stored ones; one that gives different ones is refused unless it says --reconfigure. So a
+// restart that forgets `--witness` never silently publishes checkpoints that clients who
+// pinned the witnesses reject (issue 20: persistent log settings).
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { join } from 'node:path';
 import { ConfigError, type ServeConfig } from '../config.js';
-import { isAbsent, replaceFile } from '../store/files.js';
-
-export const LOG_SETTINGS_FILE = join('private', 'log-settings.json');
+import { isAbsent } from '../store/files.js';
+import type { SettingsHome, StoredText } from './settings-home.js';
 
 /** What is stored: each setting as the log was started with it (null: not set). */
 export interface LogSettings {
@@ -41,16 +40,16 @@ export interface ReconciledSettings {
 }
 
 /**
- * Applies the stored settings to `cfg` (a local log's data directory) where this start omits
- * them, and refuses a start that changes or removes a stored setting unless
- * `cfg.reconfigure`, in which case this start's settings (given or not) replace them.
- * Adding a setting the log never had (witnesses to an unwitnessed log) needs no flag: no
- * client relied on its absence.
+ * Applies the settings stored in `home` to `cfg` where this start omits them, and refuses a
+ * start that changes or removes a stored setting unless `cfg.reconfigure`, in which case this
+ * start's settings (given or not) replace them. Adding a setting the log never had (witnesses
+ * to an unwitnessed log) needs no flag: no client relied on its absence.
  */
-export async function reconcileLogSettings(cfg: ServeConfig): Promise<ReconciledSettings> {
-  const path = join(cfg.dataDir, LOG_SETTINGS_FILE);
+export async function reconcileLogSettings(cfg: ServeConfig, home: SettingsHome): Promise<ReconciledSettings> {
   const given = await settingsOf(cfg);
-  const stored = cfg.reconfigure ? null : await readSettings(path);
+  const found = await home.read();
+  // --reconfigure ignores what is stored (even if unreadable) but still replaces that version only.
+  const stored = cfg.reconfigure || found === null ? null : parseSettings(found, home.where);
   const applied: (keyof LogSettings)[] = [];
   let effective: ServeConfig = cfg;
   let settings: LogSettings = given;
@@ -83,8 +82,13 @@ export async function reconcileLogSettings(cfg: ServeConfig): Promise<Reconciled
     applied,
     async record() {
       if (stored !== null && JSON.stringify(stored) === JSON.stringify(settings)) return;
-      await fs.mkdir(join(cfg.dataDir, 'private'), { recursive: true, mode: 0o700 });
-      await replaceFile(path, text);
+      if (await home.write(text, found?.version ?? null)) return;
+      // Another start stored settings after this one read them: the same ones are fine.
+      const now = await home.read();
+      if (now?.text === text) return;
+      throw new ConfigError(
+        `another start stored other settings in ${home.where} while this one opened the log; start again to compare with them`,
+      );
     },
   };
 }
@@ -136,16 +140,9 @@ function withStored(cfg: ServeConfig, key: keyof LogSettings, stored: LogSetting
   }
 }
 
-async function readSettings(path: string): Promise<LogSettings | null> {
-  let text: string;
+function parseSettings(found: StoredText, where: string): LogSettings {
   try {
-    text = await fs.readFile(path, 'utf8');
-  } catch (e) {
-    if (isAbsent(e)) return null;
-    throw e;
-  }
-  try {
-    const doc = JSON.parse(text) as Partial<LogSettings>;
+    const doc = JSON.parse(found.text) as Partial<LogSettings>;
     return {
       witnesses: doc.witnesses ?? null,
       witnessThreshold: doc.witnessThreshold ?? null,
@@ -156,7 +153,7 @@ async function readSettings(path: string): Promise<LogSettings | null> {
     };
   } catch {
     throw new ConfigError(
-      `${path} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`,
+      `${where} is not valid JSON: restore it, or pass --reconfigure with the settings this log should have`,
     );
   }
 }

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_DEFAULTS, type ServeConfig } from '../../src/config.js';
 import { reconcileLogSettings } from '../../src/serve/log-settings.js';
+import { settingsFile, settingsObject } from '../../src/serve/settings-home.js';
+import { FsObjectStore } from '../../src/store/fs.js';
 import { ensureBuilt, startServe } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -40,9 +42,11 @@ describe('stele serve keeps its witness settings', () => {
 });
 
 describe('reconcileLogSettings', () => {
+  /** A start of a local log: its settings kept in the data directory. */
+  const reconcile = (c: ServeConfig) => reconcileLogSettings(c, settingsFile(c.dataDir));
   /** A start that opened: its settings are recorded. */
   const start = async (c: ServeConfig) => {
-    const r = await reconcileLogSettings(c);
+    const r = await reconcile(c);
     await r.record();
     return r;
   };
@@ -63,7 +67,7 @@ describe('reconcileLogSettings', () => {
     expect(omitted.applied).toEqual(['witnesses', 'witnessThreshold']);
     expect(omitted.cfg.witnesses).toBe(`${a},${b}`);
     expect(omitted.cfg.witnessThreshold).toBe(2);
-    await expect(reconcileLogSettings(cfg(dir, { witnesses: a }))).rejects.toThrow(
+    await expect(reconcile(cfg(dir, { witnesses: a }))).rejects.toThrow(
       /started with witnesses \(--witness\) w1\.test, w2\.test/,
     );
   });
@@ -74,7 +78,7 @@ describe('reconcileLogSettings', () => {
     expect((await start(cfg(dir, { witnesses: a }))).applied).toEqual([]);
     expect((await start(cfg(dir))).cfg.witnesses).toBe(a);
     const unopened = scratchDir('stele-settings-');
-    await reconcileLogSettings(cfg(unopened, { witnesses: a }));
+    await reconcile(cfg(unopened, { witnesses: a }));
     expect(existsSync(join(unopened, 'private'))).toBe(false);
   });
 
@@ -85,9 +89,30 @@ describe('reconcileLogSettings', () => {
     await start(cfg(dir, { witnessPolicy: policy }));
     expect((await start(cfg(dir))).cfg.witnessPolicy).toBe(policy);
     writeFileSync(policy, 'quorum none\n# edited\n');
-    await expect(reconcileLogSettings(cfg(dir))).rejects.toThrow(/has changed; pass --reconfigure/);
-    await expect(reconcileLogSettings(cfg(dir, { witnessPolicy: policy }))).rejects.toThrow(/--reconfigure/);
+    await expect(reconcile(cfg(dir))).rejects.toThrow(/has changed; pass --reconfigure/);
+    await expect(reconcile(cfg(dir, { witnessPolicy: policy }))).rejects.toThrow(/--reconfigure/);
     expect((await start(cfg(dir, { witnessPolicy: policy, reconfigure: true }))).applied).toEqual([]);
     expect((await start(cfg(dir))).cfg.witnessPolicy).toBe(policy);
+  });
+});
+
+describe('settings kept in an object store (the S3 log: test/s3/rgw-witness.test.ts runs it on Ceph)', () => {
+  const a = 'w1.test+01234567+AAAA=https://w1.test';
+  const b = 'w2.test+89abcdef+BBBB=https://w2.test';
+  const cfg = (dataDir: string, witnesses: string): ServeConfig => ({ ...SERVE_DEFAULTS, dataDir, witnesses });
+
+  it('lets only one of two starts that read at once store its settings, unless both store the same', async () => {
+    const dir = scratchDir('stele-settings-object-');
+    const home = settingsObject(new FsObjectStore(dir), `${dir}/log-settings.json`);
+    const [first, second, same] = await Promise.all([
+      reconcileLogSettings(cfg(dir, a), home),
+      reconcileLogSettings(cfg(dir, b), home),
+      reconcileLogSettings(cfg(dir, a), home),
+    ]);
+    await first.record();
+    await same.record();
+    await expect(second.record()).rejects.toThrow(/another start stored other settings in .*start again/);
+    const later = await reconcileLogSettings(cfg(dir, ''), home);
+    expect(later.cfg.witnesses).toBe(a);
   });
 });

@@ -7,7 +7,10 @@
 // the witness was down, and again with it up, carries on with the witness (it learns the
 // witness's size from its 409 answer instead of asking forever), as does a second sequencer
 // taking over the bucket lock. A log started afresh on an emptied bucket is refused: the
-// witness holds a larger tree of it.
+// witness holds a larger tree of it. The witnesses a sequencer was started with are kept in
+// the bucket's private prefix: a restart that forgets them still publishes cosigned
+// checkpoints, one that names another witness is refused until STELE_RECONFIGURE, and an API
+// replica neither applies nor stores them.
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,13 +56,13 @@ afterAll(async () => {
 });
 
 /** `stele serve` on the gateway, its witness and mirror settings in STELE_* as the CDK stack would set them. */
-async function serve(dataDir: string, settings: Record<string, string>): Promise<RunningServe> {
+async function serve(dataDir: string, settings: Record<string, string>, prefix = PREFIX): Promise<RunningServe> {
   const s = await startServe({
     dataDir,
     origin: ORIGIN,
     batchInterval: 50,
     env: {
-      ...rgwLogEnv(rgw, ORIGIN, PREFIX),
+      ...rgwLogEnv(rgw, ORIGIN, prefix),
       STELE_KEY_FILE: join(dataDir, 'log.key'),
       STELE_MIN_BATCH_SPACING_MS: '0',
       STELE_ANCHOR_TIMEOUT_MS: '3000',
@@ -112,10 +115,10 @@ const bucketStore = (prefix: string) =>
     credentials: rgw.credentials,
   });
 
-async function bucketObject(key: string): Promise<string> {
-  return Buffer.from((await bucketStore(`${PREFIX}log/`).get(key))!).toString('utf8');
+async function bucketObject(key: string, prefix = `${PREFIX}log/`): Promise<string> {
+  return Buffer.from((await bucketStore(prefix).get(key))!).toString('utf8');
 }
-const bucketCheckpoint = () => bucketObject('checkpoint');
+const bucketCheckpoint = (prefix = PREFIX) => bucketObject('checkpoint', `${prefix}log/`);
 
 describe('stele serve on RGW with a witness and a mirror', () => {
   it('publishes only witnessed checkpoints, advertises the witness, policy and mirror, and survives restarts and an outage', async () => {
@@ -312,6 +315,83 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       await w.close();
     }
   }, 120_000);
+
+  it('keeps the witnesses in the private prefix: a restart that omits them uses them, another witness needs STELE_RECONFIGURE, a replica is not affected', async () => {
+    const prefix = `settings-${Date.now()}/`;
+    const dataDir = scratchDir('stele-rgw-settings-');
+    const { signer } = await loadOrCreateKey(join(dataDir, 'log.key'), ORIGIN);
+    const logVerifier = makeVerifier(ORIGIN, SIG_ED25519, signer.publicKey);
+    const [w1, w2] = await Promise.all([
+      startW(join(dataDir, 'w1'), logVerifier, 0),
+      startWitness({
+        dataDir: join(dataDir, 'w2'),
+        name: 'w2.rgw.test',
+        logs: [logVerifier],
+        host: '127.0.0.1',
+        port: 0,
+        logger: silent,
+      }),
+    ]);
+    try {
+      const spec = (w: RunningWitness) => `${w.vkey}=${w.url}`;
+      const stored = async () =>
+        JSON.parse(await bucketObject('log-settings.json', `${prefix}private/`)) as { witnesses: string[] | null };
+      const anchoredBy = async (log: RunningServe, n: number) => {
+        const r = await postAnchor(log.url, { digest: digestOf(n) });
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+        return cosigners(await bucketCheckpoint(prefix), logVerifier, w1, w2);
+      };
+
+      // First start: the witness is stored beside the staged batches, never among the served objects.
+      let log = await serve(dataDir, { STELE_WITNESSES: spec(w1) }, prefix);
+      expect(await anchoredBy(log, 0)).toEqual([w1.name]);
+      expect((await stored()).witnesses).toEqual([spec(w1)]);
+      expect(await bucketStore(`${prefix}log/`).get('log-settings.json')).toBeNull();
+      await log.stop();
+
+      // A restart that forgets the witness (the CDK parameter emptied, an env file lost) uses the stored one.
+      log = await serve(dataDir, {}, prefix);
+      expect(await anchoredBy(log, 1)).toEqual([w1.name]);
+      expect((await getJson(`${log.url}/api/ledger/key`)).body.witnesses.map((x: { name: string }) => x.name)).toEqual([
+        w1.name,
+      ]);
+      await log.stop();
+
+      // Another witness is refused with one line, exit 2 (as on a local directory), and nothing changes.
+      const refused = await serve(dataDir, { STELE_WITNESSES: spec(w2) }, prefix).then(
+        () => '',
+        (e: Error) => e.message,
+      );
+      // One line from stele (Node may print its own warnings before it), at the end.
+      expect(refused).toMatch(/^stele serve exited with 2: /);
+      const lines = refused.split('\n').filter((l) => l.startsWith('stele: '));
+      expect(lines).toHaveLength(1);
+      expect(refused.trimEnd().endsWith(lines[0]!)).toBe(true);
+      expect(lines[0]).toMatch(
+        /this log was started with witnesses \(--witness\) w1\.rgw\.test, and this start gives w2\.rgw\.test: .*pass --reconfigure/,
+      );
+      expect((await stored()).witnesses).toEqual([spec(w1)]);
+
+      // An API replica publishes nothing: it advertises what it is given and neither applies nor stores settings.
+      const replica = await serve(
+        scratchDir('stele-rgw-settings-api-'),
+        { STELE_ROLE: 'api', STELE_VKEY: formatVkey(logVerifier), STELE_WITNESSES: spec(w2) },
+        prefix,
+      );
+      const advertised = (await getJson(`${replica.url}/api/ledger/key`)).body.witnesses;
+      expect(advertised.map((x: { name: string }) => x.name)).toEqual([w2.name]);
+      await replica.stop();
+      expect((await stored()).witnesses).toEqual([spec(w1)]);
+
+      // On purpose, with STELE_RECONFIGURE: the new witness cosigns, and it is what is stored now.
+      log = await serve(dataDir, { STELE_WITNESSES: spec(w2), STELE_RECONFIGURE: 'true' }, prefix);
+      expect(await anchoredBy(log, 2)).toEqual([w2.name]);
+      expect((await stored()).witnesses).toEqual([spec(w2)]);
+      await log.stop();
+    } finally {
+      await Promise.all([w1.close(), w2.close()]);
+    }
+  }, 180_000);
 
   it('refuses demo witnesses, and a witness policy for another log, with one line (exit 2)', async () => {
     const dataDir = scratchDir('stele-rgw-refused-');

@@ -1,0 +1,43 @@
+// `stele serve --help` lists every STELE_* variable the server reads, generated from the table
+// in src/config.ts: a variable added to the config reader, or to the AWS backend's reader,
+// without a help line fails here. STELE_RECONFIGURE is --reconfigure's env form, and is
+// refused in a config file (a file would keep it set for every later start).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveServeConfig } from '../../src/config.js';
+import { Sandbox, ensureBuilt } from '../helpers/cli.js';
+
+beforeAll(ensureBuilt, 180_000);
+const sb = new Sandbox('stele-serve-help-');
+afterAll(() => sb.cleanup());
+
+/** The STELE_* names a source file mentions (a trailing `_` is a family, e.g. STELE_CONTROL_*). */
+const variablesIn = (path: string) => [
+  ...new Set(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8').match(/STELE_[A-Z0-9_]+/g) ?? []),
+];
+
+describe('stele serve --help', () => {
+  it('lists, one line each, every STELE_ variable src/config.ts and the AWS backend read', async () => {
+    const r = await sb.run(['serve', '--help']);
+    expect(r.code, r.stderr).toBe(0);
+    const env = r.stdout.slice(r.stdout.indexOf('Environment'));
+    const names = [...variablesIn('src/config.ts'), ...variablesIn('src/aws/log.ts')];
+    expect(names).toContain('STELE_WITNESS_POLICY');
+    expect(names).toContain('STELE_S3_BUCKET');
+    for (const name of names) {
+      if (name.endsWith('_')) expect(env, name).toContain(`${name}*`);
+      else expect(env, name).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
+    }
+  });
+});
+
+describe('STELE_RECONFIGURE', () => {
+  it('is --reconfigure from the environment, and no config file setting', () => {
+    expect(resolveServeConfig({}, { STELE_RECONFIGURE: 'true' }).reconfigure).toBe(true);
+    expect(resolveServeConfig({}, {}).reconfigure).toBeUndefined();
+    const file = join(sb.work, 'stele.toml');
+    writeFileSync(file, '[server]\nreconfigure = true\n');
+    expect(() => resolveServeConfig({ config: file }, {})).toThrow(/unknown setting \[server\]\.reconfigure/);
+  });
+});
