@@ -63,6 +63,11 @@ describe('the container image (infra/Dockerfile)', () => {
     }
     expect(build!.runs.some((r) => r.includes('npm ci'))).toBe(true);
     expect(runtime!.env).toMatchObject({ STELE_HOST: '0.0.0.0', STELE_DATA_DIR: '/data' });
+    // The server's runtime settings are the ones `npm start` uses (README, "Memory").
+    const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } })
+      .scripts.start;
+    for (const name of ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'NODE_OPTIONS'])
+      expect(start, `npm start and the image differ on ${name}`).toContain(`${name}=${runtime!.env[name]}`);
   });
 
   it('builds from exactly the copied files, and the result serves a log as the image would', async () => {
