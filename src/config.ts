@@ -307,10 +307,6 @@ export function resolveServeConfig(
     throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
   if (cfg.signer !== undefined && cfg.signer !== 'file' && !/^pkcs11:/i.test(cfg.signer))
     throw new ConfigError('signer must be "file" or a pkcs11: URI');
-  if (cfg.signer !== undefined && cfg.signer !== 'file' && cfg.backend === 'aws')
-    throw new ConfigError(
-      'the AWS backend signs with KMS or a key file (STELE_KMS_KEY_ID, STELE_KEY_FILE), not --signer',
-    );
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   // A witness inside the log's own process, its state on a disk the next instance may not get,
   // shows a client nothing; on a local directory it is a demonstration, on S3 it would pass for assurance.

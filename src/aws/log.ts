@@ -10,7 +10,8 @@
 //                    else (any S3-compatible store that honours If-Match: Ceph RGW, MinIO, R2)
 //   lookup index     DynamoDB (DynamoIndex), shared with every API replica; without DynamoDB,
 //                    an embedded LMDB index in `indexDir`, rebuilt from the bundles if lost
-//   signer           AWS KMS Ed25519 (KmsSigner), or a local key file / any NoteSigner
+//   signer           AWS KMS Ed25519 (KmsSigner), a key in an HSM (PKCS#11) or a local key file,
+//                    both opened as the local log opens them (src/serve/log-signer.ts), or any NoteSigner
 // Besides the sequencer it runs two background chores: the partial-tile sweeper (its
 // progress kept in the table) and a heartbeat log line that the CDK stack turns into the
 // stalled-checkpoint alarm.
@@ -29,7 +30,8 @@ import {
 } from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
-import { loadOrCreateKey, parsePrivateKey } from '../signer.js';
+import { parsePrivateKey } from '../signer.js';
+import { type LogKeySpec, type LogSigner, isPkcs11Signer, openLogSigner } from '../serve/log-signer.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import type { LookupIndex } from '../index/types.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
@@ -62,8 +64,8 @@ export type AwsSignerConfig =
       readonly timeoutMs?: number;
       readonly expectKeyId?: string;
     }
-  /** A local Ed25519 key file (created 0600 if absent), as the local log uses. */
-  | { readonly kind: 'key-file'; readonly path: string }
+  /** A local Ed25519 key file (created 0600 if absent), or a key in an HSM: as the local log opens them. */
+  | LogKeySpec
   | { readonly kind: 'signer'; readonly signer: NoteSigner }
   /**
    * The log's public key only, as a note vkey (`<origin>+<hash>+<key>`): what an API replica
@@ -162,15 +164,16 @@ function prefixesOf(config: AwsLogConfig): { publicPrefix: string; stagingPrefix
   return { publicPrefix, stagingPrefix };
 }
 
-async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
+/** The log's signing key; close() lets go of what this opened (a given NoteSigner stays its owner's). */
+async function openSigner(config: AwsLogConfig): Promise<Omit<LogSigner, 'created'>> {
   const s = config.signer;
   if (s.kind === 'vkey')
     throw new AwsConfigError(
-      'the sequencer signs checkpoints: it needs STELE_KMS_KEY_ID or STELE_KEY_FILE (STELE_VKEY is for API replicas)',
+      'the sequencer signs checkpoints: it needs STELE_KMS_KEY_ID, STELE_KEY_FILE or --signer pkcs11:… (STELE_VKEY is for API replicas)',
     );
-  if (s.kind === 'signer') return s.signer;
-  if (s.kind === 'key-file') return (await loadOrCreateKey(s.path, config.origin)).signer;
-  return KmsSigner.create({
+  if (s.kind === 'signer') return { signer: s.signer, close: () => undefined };
+  if (s.kind === 'key-file' || s.kind === 'pkcs11') return openLogSigner(s, config.origin);
+  const kms = await KmsSigner.create({
     keyId: s.keyId,
     name: config.origin,
     expectKeyId: s.expectKeyId,
@@ -179,6 +182,7 @@ async function openSigner(config: AwsLogConfig): Promise<NoteSigner> {
     credentials: config.credentials,
     timeoutMs: s.timeoutMs,
   });
+  return { signer: kms, close: () => kms.close() };
 }
 
 /** The S3 stores and DynamoDB client (if configured) of a config (shared by the sequencer and API replicas). */
@@ -233,10 +237,10 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   if (config.index !== false && !config.dynamo && !config.indexDir)
     throw new AwsConfigError('the lookup index needs DynamoDB (STELE_DYNAMO_TABLE) or a local index directory');
   const { s3, store, staging, ddb } = awsBackends(config);
-  let signer: NoteSigner | undefined;
+  let key: Omit<LogSigner, 'created'> | undefined;
   let index: LookupIndex | undefined;
   const destroy = () => {
-    if (signer instanceof KmsSigner) signer.close();
+    key?.close();
     s3.destroy();
     ddb?.destroy();
   };
@@ -256,7 +260,8 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       );
     }
 
-    signer = await openSigner(config);
+    key = await openSigner(config);
+    const { signer } = key;
     const table = config.dynamo?.table;
     const lock: SequencerLock =
       lockKind === 'bucket' || !ddb || !table
@@ -375,13 +380,9 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
  */
 export async function openAwsReader(config: AwsLogConfig) {
   // A reader only needs the public key: the vkey, KMS GetPublicKey, or (for the operator's
-  // checks on the sequencer's host) the key file, read without creating one.
+  // checks on the sequencer's host) the key file, read without creating one, or the token.
   const s = config.signer;
-  const signer = s.kind === 'vkey' ? undefined : await openReaderKey(config);
-  const verifier = s.kind === 'vkey' ? vkeyVerifier(s.vkey, config.origin) : undefined;
-  const publicKey = verifier?.publicKey ?? signer!.publicKey;
-  if (signer && signer.name !== config.origin)
-    throw new AwsConfigError(`the key is for ${signer.name}, not ${config.origin}`);
+  const publicKey = s.kind === 'vkey' ? vkeyVerifier(s.vkey, config.origin).publicKey : await readerPublicKey(config);
   const { s3, store, ddb } = awsBackends(config);
   const logKey = makeVerifier(config.origin, SIG_ED25519, publicKey);
   // The shared DynamoDB index, if there is one (else a replica keeps its own: see src/serve/backends.ts).
@@ -413,7 +414,6 @@ export async function openAwsReader(config: AwsLogConfig) {
     /** The latest verified checkpoint (after a refresh). */
     checkpoint: () => latest,
     async close() {
-      if (signer instanceof KmsSigner) signer.close();
       s3.destroy();
       ddb?.destroy();
     },
@@ -425,11 +425,18 @@ export class AwsConfigError extends Error {
 }
 
 /**
- * The sequencer's signing key: KMS, or a key file (created 0600 on first start). The public
- * key alone (STELE_VKEY) is taken too, for the operator's checks (`stele log fsck|recover
- * --aws`), which only verify; a sequencer refuses it when it opens (openSigner).
+ * The sequencer's signing key: KMS, a key in an HSM (`signer`, a pkcs11: URI from --signer or
+ * STELE_SIGNER), or a key file (created 0600 on first start); two of them is a mistake, not a
+ * choice. The public key alone (STELE_VKEY) is taken too, for the operator's checks (`stele
+ * log fsck|recover --aws`), which only verify; a sequencer refuses it when it opens (openSigner).
  */
-function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
+function signingKeyFromEnv(env: NodeJS.ProcessEnv, signer: string | undefined): AwsSignerConfig {
+  if (isPkcs11Signer(signer)) {
+    const other = env.STELE_KMS_KEY_ID ? 'STELE_KMS_KEY_ID' : env.STELE_KEY_FILE ? 'STELE_KEY_FILE' : undefined;
+    if (other)
+      throw new AwsConfigError(`the log has one signing key: give ${other} or --signer pkcs11:… (STELE_SIGNER), not both`);
+    return { kind: 'pkcs11', uri: signer, env };
+  }
   if (env.STELE_KMS_KEY_ID) {
     return {
       kind: 'kms',
@@ -440,7 +447,9 @@ function signingKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
   }
   if (env.STELE_KEY_FILE) return { kind: 'key-file', path: env.STELE_KEY_FILE };
   if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
-  throw new AwsConfigError('STELE_KMS_KEY_ID (or STELE_KEY_FILE) is required for the AWS backend');
+  throw new AwsConfigError(
+    'STELE_KMS_KEY_ID (or STELE_KEY_FILE, or --signer pkcs11:… for a key in an HSM) is required for the AWS backend',
+  );
 }
 
 /** The log's public key from STELE_VKEY, or the file STELE_VKEY_FILE names. */
@@ -458,11 +467,16 @@ function publicKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
 /**
  * An API replica's key: the log's public key only (STELE_VKEY, or STELE_VKEY_FILE holding
  * it), or KMS, whose GetPublicKey is all a replica calls. A replica never reads a private key
- * file: given only STELE_KEY_FILE it refuses, so the private key need not be on its host.
+ * file nor opens a token: given only STELE_KEY_FILE or a pkcs11: signer it refuses, so
+ * neither the private key nor the token's PIN need be on its host.
  */
-function replicaKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
+function replicaKeyFromEnv(env: NodeJS.ProcessEnv, signer: string | undefined): AwsSignerConfig {
   if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
-  if (env.STELE_KMS_KEY_ID) return signingKeyFromEnv(env);
+  if (env.STELE_KMS_KEY_ID) return signingKeyFromEnv(env, undefined);
+  if (isPkcs11Signer(signer))
+    throw new AwsConfigError(
+      "an API replica verifies with the log's public key only and never opens the HSM: set STELE_VKEY to the vkey the sequencer printed (or `stele key show`) instead of --signer pkcs11:…",
+    );
   if (env.STELE_KEY_FILE)
     throw new AwsConfigError(
       "an API replica verifies with the log's public key only and never reads its private key: set STELE_VKEY to the vkey the sequencer printed instead of STELE_KEY_FILE",
@@ -472,9 +486,17 @@ function replicaKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
   );
 }
 
-async function openReaderKey(config: AwsLogConfig): Promise<NoteSigner> {
+/** The log's public key from its signing key, which is let go at once; the key must be this log's. */
+async function readerPublicKey(config: AwsLogConfig): Promise<Uint8Array> {
   const s = config.signer;
-  return s.kind === 'key-file' ? parsePrivateKey(await readFile(s.path, 'utf8')) : openSigner(config);
+  const key =
+    s.kind === 'key-file'
+      ? { signer: parsePrivateKey(await readFile(s.path, 'utf8')), close: () => undefined }
+      : await openSigner(config);
+  key.close();
+  if (key.signer.name !== config.origin)
+    throw new AwsConfigError(`the key is for ${key.signer.name}, not ${config.origin}`);
+  return key.signer.publicKey;
 }
 
 /** The log's Ed25519 key from its note vkey, which must name this log's origin. */
@@ -496,14 +518,16 @@ function vkeyVerifier(vkey: string, origin: string): NoteVerifier {
  *   STELE_S3_STAGING_PREFIX (default private/), STELE_S3_ENDPOINT, STELE_S3_FORCE_PATH_STYLE,
  *   STELE_LOCK (dynamodb, the default, or bucket), STELE_DYNAMO_TABLE (required for the
  *   DynamoDB lock), STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
- *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
+ *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_SIGNER (a pkcs11: URI, instead of
+ *   both; its PIN from pin-source or STELE_PKCS11_PIN), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
  *   STELE_MIN_BATCH_SPACING_MS; for an API replica (`role: 'api'`) STELE_VKEY or STELE_VKEY_FILE,
  *   the log's public key, instead of a signing key.
- * `lock` (from `stele serve --lock` or its config file) overrides STELE_LOCK.
+ * `lock` and `signer` (from `stele serve --lock`, `--signer` or its config file) override
+ * STELE_LOCK and STELE_SIGNER.
  */
 export function awsLogConfigFromEnv(
   env: NodeJS.ProcessEnv = process.env,
-  over: { lock?: LockKind; role?: 'sequencer' | 'api' } = {},
+  over: { lock?: LockKind; role?: 'sequencer' | 'api'; signer?: string } = {},
 ): AwsLogConfig {
   const need = (name: string): string => {
     const v = env[name];
@@ -525,7 +549,8 @@ export function awsLogConfigFromEnv(
   const lock = over.lock ?? (env.STELE_LOCK || 'dynamodb');
   if (lock !== 'dynamodb' && lock !== 'bucket') throw new AwsConfigError('STELE_LOCK must be dynamodb or bucket');
   const table = lock === 'dynamodb' ? need('STELE_DYNAMO_TABLE') : env.STELE_DYNAMO_TABLE || undefined;
-  const signer = over.role === 'api' ? replicaKeyFromEnv(env) : signingKeyFromEnv(env);
+  const signerSpec = over.signer ?? (env.STELE_SIGNER || undefined);
+  const signer = over.role === 'api' ? replicaKeyFromEnv(env, signerSpec) : signingKeyFromEnv(env, signerSpec);
   return {
     origin: need('STELE_ORIGIN'),
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,

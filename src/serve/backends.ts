@@ -21,7 +21,7 @@ import {
   type PublishedCheckpoint,
 } from '../sequencer/contract.js';
 import type { Sequencer } from '../sequencer/sequencer.js';
-import { openLogSigner } from './log-signer.js';
+import { logKeySpec, openLogSigner } from './log-signer.js';
 import { LOG_SETTINGS_NAME, type SettingsHome, settingsFile, settingsObject } from './settings-home.js';
 import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
@@ -61,10 +61,9 @@ export interface Backend {
 export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   if (cfg.backend === 'aws') {
     // The AWS SDK loads only for this backend.
-    const { awsLogConfigFromEnv } = await import('../aws/log.js');
     // Without DynamoDB the sequencer keeps its lookup index in LMDB under the data directory.
     const aws = {
-      ...awsLogConfigFromEnv(env, { lock: cfg.lock, role: cfg.role ?? 'sequencer' }),
+      ...(await awsConfig(cfg, env, cfg.role ?? 'sequencer')),
       ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}),
       indexDir: join(cfg.dataDir, 'index'),
       logger,
@@ -75,6 +74,12 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
       : awsSequencer(aws, witnesses, cfg, logger);
   }
   return localBackend(cfg, logger, env);
+}
+
+/** The S3/AWS log's configuration: the environment, with this start's lock and --signer. */
+async function awsConfig(cfg: ServeConfig, env: NodeJS.ProcessEnv, role: 'sequencer' | 'api'): Promise<AwsLogConfig> {
+  const { awsLogConfigFromEnv } = await import('../aws/log.js');
+  return awsLogConfigFromEnv(env, { lock: cfg.lock, role, signer: cfg.signer });
 }
 
 /**
@@ -88,8 +93,8 @@ export async function openSettingsHome(
 ): Promise<{ readonly home: SettingsHome; close(): void } | undefined> {
   if (cfg.backend !== 'aws') return { home: settingsFile(cfg.dataDir), close: () => undefined };
   if (cfg.role === 'api') return undefined;
-  const { awsLogConfigFromEnv, awsPrivateStore } = await import('../aws/log.js');
-  const { store, close } = awsPrivateStore(awsLogConfigFromEnv(env, { lock: cfg.lock, role: 'sequencer' }));
+  const { awsPrivateStore } = await import('../aws/log.js');
+  const { store, close } = awsPrivateStore(await awsConfig(cfg, env, 'sequencer'));
   return { home: settingsObject(store, `s3://${store.bucket}/${store.prefix}${LOG_SETTINGS_NAME}`), close };
 }
 
@@ -143,7 +148,7 @@ function sequencerLedger(
 
 async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   const settings = readWitnessSettings(cfg);
-  const logKey = await openLogSigner(cfg.signer, localPaths(cfg.dataDir).keyFile, cfg.origin, env);
+  const logKey = await openLogSigner(logKeySpec(cfg.signer, localPaths(cfg.dataDir).keyFile, env), cfg.origin);
   const logVerifier = makeVerifier(cfg.origin, SIG_ED25519, logKey.signer.publicKey);
   const publicObjects = new FsObjectStore(localPaths(cfg.dataDir).publicDir);
   let witnessing: LogWitnessing;
@@ -215,7 +220,7 @@ async function awsSequencer(
   logger: Logger,
 ): Promise<Backend> {
   const { openAwsLog } = await import('../aws/log.js');
-  // Bound inside openAwsLog, once the log's key (KMS or a key file) and its store are open.
+  // Bound inside openAwsLog, once the log's key (KMS, a key file or a token key) and its store are open.
   const bound: { witnessing?: LogWitnessing } = {};
   const log = await openAwsLog({
     ...config,

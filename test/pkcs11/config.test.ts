@@ -20,9 +20,10 @@ describe('--signer / STELE_SIGNER / [server].signer', () => {
     expect(resolveServeConfig({ config: file, signer: 'file' }, { STELE_SIGNER: URI }).signer).toBe('file');
   });
 
-  it('refuses anything else, and a signer for the AWS backend', () => {
+  it('refuses anything else; the S3/AWS backend takes a pkcs11: URI too (test/s3/rgw-hsm.test.ts)', () => {
+    expect(() => resolveServeConfig({ signer: '/etc/key' }, {})).toThrow(ConfigError);
     expect(() => resolveServeConfig({ signer: '/etc/key' }, {})).toThrow(/signer must be "file" or a pkcs11: URI/);
-    expect(() => resolveServeConfig({ signer: URI, backend: 'aws' }, {})).toThrow(ConfigError);
+    expect(resolveServeConfig({ signer: URI, backend: 'aws' }, {}).signer).toBe(URI);
   });
 
   it('control plane: signer_key and the pkcs11 KEK provider need pkcs11: URIs', () => {
