@@ -434,7 +434,9 @@ function signingKeyFromEnv(env: NodeJS.ProcessEnv, signer: string | undefined): 
   if (isPkcs11Signer(signer)) {
     const other = env.STELE_KMS_KEY_ID ? 'STELE_KMS_KEY_ID' : env.STELE_KEY_FILE ? 'STELE_KEY_FILE' : undefined;
     if (other)
-      throw new AwsConfigError(`the log has one signing key: give ${other} or --signer pkcs11:… (STELE_SIGNER), not both`);
+      throw new AwsConfigError(
+        `the log has one signing key: give ${other} or --signer pkcs11:… (STELE_SIGNER), not both`,
+      );
     return { kind: 'pkcs11', uri: signer, env };
   }
   if (env.STELE_KMS_KEY_ID) {
