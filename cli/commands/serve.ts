@@ -88,7 +88,7 @@ export function registerServeCommands(program: Command): void {
     )
     .option(
       '--signer <file|pkcs11:…>',
-      "the checkpoint key: \"file\" (the data dir's private/log.key, created on first start; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. 'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE) (env STELE_SIGNER)",
+      "the checkpoint key: \"file\" (the data dir's private/log.key, created on first start; on the S3/AWS backend STELE_KMS_KEY_ID or STELE_KEY_FILE; default) or an RFC 7512 PKCS#11 URI of an Ed25519 key in an HSM, e.g. 'pkcs11:token=stele;object=log?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/secrets/pin' (the PIN from pin-source or env STELE_PKCS11_PIN, never the command line; the module may come from env STELE_PKCS11_MODULE; every backend; an S3/AWS API replica takes STELE_VKEY instead) (env STELE_SIGNER)",
     )
     .option(
       '--lock <kind>',
