@@ -149,6 +149,12 @@ describe('a log on RGW signed with a key in SoftHSM2', () => {
     // A replica given the token URI and no vkey is told to use the vkey.
     const noVkey = await refusedServe({ ...s3Env(PREFIX, 'api'), STELE_SIGNER: token.uri('log') }, []);
     expectOneLine(noVkey, /^stele: an API replica .* never opens the HSM: set STELE_VKEY/);
+
+    // On the sequencer's host, the operator's checks take the public key from the token too.
+    await sequencer!.stop();
+    const fsck = await sb.json(['log', 'fsck', '--aws'], { ...s3Env(), STELE_SIGNER: token.uri('log') });
+    expect(fsck.code, fsck.stderr).toBe(0);
+    expect(fsck.out.checkpoint.size).toBe(size);
   }, 180_000);
 
   describe('a key that cannot be used: one line, exit 2, the PIN never shown', () => {
