@@ -60,7 +60,6 @@ export interface Backend {
 
 export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   if (cfg.backend === 'aws') {
-    // The AWS SDK loads only for this backend.
     // Without DynamoDB the sequencer keeps its lookup index in LMDB under the data directory.
     const aws = {
       ...(await awsConfig(cfg, env, cfg.role ?? 'sequencer')),
@@ -78,6 +77,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
 
 /** The S3/AWS log's configuration: the environment, with this start's lock and --signer. */
 async function awsConfig(cfg: ServeConfig, env: NodeJS.ProcessEnv, role: 'sequencer' | 'api'): Promise<AwsLogConfig> {
+  // The AWS SDK loads only for this backend.
   const { awsLogConfigFromEnv } = await import('../aws/log.js');
   return awsLogConfigFromEnv(env, { lock: cfg.lock, role, signer: cfg.signer });
 }
