@@ -4,7 +4,8 @@
 // pkcs11:…`, the PIN from pin-source), the CLI verifies an anchor from the gateway's tiles
 // with the token's key id, and the checkpoint in the bucket opens with the token's vkey and
 // no other. An API replica given that vkey serves the log without ever opening the token
-// (its environment names one it could not open); a replica with only the token URI, a wrong
+// (its environment names one it could not open) and follows a restarted sequencer; `stele
+// log fsck --aws` reads the key from the token. A replica with only the token URI, a wrong
 // PIN and a second signing key are refused with one line and exit 2, the PIN never shown.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -124,6 +125,8 @@ describe('a log on RGW signed with a key in SoftHSM2', () => {
     expect(openNote(note, parseVkey(logKey.vkey)).body).toMatch(new RegExp(`^${ORIGIN}\n21\n`));
     const other = makeVerifier(ORIGIN, SIG_ED25519, new Uint8Array(32).fill(7));
     expect(() => openNote(note, other)).toThrow();
+    // The vkey published beside the tiles for the explorer is the token's too.
+    expect(((await (await fetch(`${tiles()}/explorer.json`)).json()) as { vkey: string }).vkey).toBe(logKey.vkey);
   }, 180_000);
 
   it('an API replica given only the vkey serves the log and never opens the token', async () => {
@@ -155,6 +158,17 @@ describe('a log on RGW signed with a key in SoftHSM2', () => {
     const fsck = await sb.json(['log', 'fsck', '--aws'], { ...s3Env(), STELE_SIGNER: token.uri('log') });
     expect(fsck.code, fsck.stderr).toBe(0);
     expect(fsck.out.checkpoint.size).toBe(size);
+
+    // A restarted sequencer resumes with the token key, and the replica follows its checkpoints.
+    const again = await serve(s3Env(), ['--signer', token.uri('log')]);
+    expect(again.vkey).toBe(logKey.vkey);
+    await postAnchor(again.url, randomBytes(32).toString('hex'));
+    await until(
+      'the replica to follow the restarted sequencer',
+      async () => (await getJson(`${replica.url}/api/ledger/checkpoint`)).body.treeSize === size + 1,
+    );
+    const note = await (await fetch(`${tiles()}/checkpoint`)).text();
+    expect(openNote(note, parseVkey(logKey.vkey)).body).toMatch(new RegExp(`^${ORIGIN}\n${size + 1}\n`));
   }, 180_000);
 
   describe('a key that cannot be used: one line, exit 2, the PIN never shown', () => {
