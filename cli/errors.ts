@@ -85,3 +85,10 @@ const CLIENT_EXIT: Record<ClientErrorKind, ExitCode> = {
 function oneLine(s: string): string {
   return s.split('\n')[0] ?? s;
 }
+
+/** A key in an HSM that cannot be used: configuration (exit 2) unless the token itself failed (exit 3). */
+export function hsmError(e: unknown): CliError | null {
+  if ((e as Error)?.name !== 'Pkcs11KeyError') return null;
+  const kind = (e as { kind?: string }).kind;
+  return new CliError(kind === 'device' ? EXIT.IO : EXIT.USAGE, `HSM: ${(e as Error).message}`);
+}

@@ -5,8 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier, openNote } from '../../src/core/note.js';
-import { CliError, EXIT } from '../errors.js';
-import { hsmError } from './serve.js';
+import { CliError, EXIT, hsmError } from '../errors.js';
 
 interface KeyOpts {
   signer?: string;

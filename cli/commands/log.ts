@@ -5,7 +5,7 @@ import { SERVE_DEFAULTS } from '../../src/config.js';
 import type { FsckResult, FsckTarget } from '../../src/log/fsck.js';
 import type { SequencerLock } from '../../src/store/lock.js';
 import type { DataDirLock } from '../../src/store/dir-lock.js';
-import { CliError, EXIT } from '../errors.js';
+import { CliError, EXIT, hsmError } from '../errors.js';
 import { emitJson, green, intArg, out, progress, red } from './ledger/common.js';
 
 interface LogOptions {
@@ -40,7 +40,10 @@ async function openTarget(
       if (e instanceof AwsConfigError) throw new CliError(EXIT.USAGE, e.message);
       throw e;
     }
-    const target = await awsTarget(config);
+    // The public key may come from an HSM (STELE_SIGNER): a token that cannot be used is told as serve tells it.
+    const target = await awsTarget(config).catch((e: unknown) => {
+      throw hsmError(e) ?? e;
+    });
     return { target, close: () => target.close() };
   }
   const dataDir = opts.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir;

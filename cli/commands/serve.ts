@@ -4,20 +4,13 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/config.js';
-import { CliError, EXIT } from '../errors.js';
+import { CliError, EXIT, hsmError } from '../errors.js';
 import { invocation } from '../invocation.js';
 import { closeOnSignal } from '../lifecycle.js';
 
 async function logger(level: string) {
   const { pino } = await import('pino');
   return pino({ level, base: undefined, redact: ['req.headers.authorization'] }, pino.destination(2));
-}
-
-/** A key in an HSM that cannot be used: configuration (exit 2) unless the token itself failed (exit 3). */
-export function hsmError(e: unknown): CliError | null {
-  if ((e as Error)?.name !== 'Pkcs11KeyError') return null;
-  const kind = (e as { kind?: string }).kind;
-  return new CliError(kind === 'device' ? EXIT.IO : EXIT.USAGE, `HSM: ${(e as Error).message}`);
 }
 
 function config(opts: Record<string, unknown>) {

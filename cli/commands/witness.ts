@@ -2,9 +2,8 @@
 import type { Command } from 'commander';
 import { SIG_ED25519, parseVkey } from '../../src/core/note.js';
 import { KeyFileError } from '../../src/signer.js';
-import { CliError, EXIT } from '../errors.js';
+import { CliError, EXIT, hsmError } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
-import { hsmError } from './serve.js';
 
 export function registerWitnessCommands(program: Command): void {
   program

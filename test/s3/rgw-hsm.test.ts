@@ -194,6 +194,14 @@ describe('a log on RGW signed with a key in SoftHSM2', () => {
       const fromEnv = await refusedServe({ ...s3Env(prefix), STELE_SIGNER: noSource, STELE_PKCS11_PIN: wrongPin }, []);
       expectRefused(fromEnv, /^stele: HSM: wrong PIN for token "s3log"$/);
       expect((await fetch(`${tiles(prefix)}/checkpoint`)).status).not.toBe(200);
+      // The operator's check on the same host refuses the same way (exit 2, not an I/O error).
+      const fsck = await sb.run(['log', 'fsck', '--aws'], {
+        ...s3Env(prefix),
+        STELE_SIGNER: noSource,
+        STELE_PKCS11_PIN: wrongPin,
+      });
+      expect(fsck.code, fsck.stderr).toBe(2);
+      expectRefused(fsck, /^stele: HSM: wrong PIN for token "s3log"$/);
       // …and the right PIN there starts it: the env form works.
       const ok = await serve({ ...s3Env(prefix), STELE_SIGNER: noSource, STELE_PKCS11_PIN: token.pin });
       expect(ok.vkey).toBe(logKey.vkey);
