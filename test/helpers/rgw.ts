@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
 import { ensureBuilt } from './cli.js';
 import { freePort } from './ports.js';
 
@@ -140,6 +140,17 @@ function releaseMachineLock(): void {
 }
 
 type RgwOptions = { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number };
+
+/** Lets anyone read the bucket's public prefixes (`<prefix>/log/…`) without credentials, as a CDN origin would. */
+export async function allowAnonymousLogReads(rgw: RgwServer): Promise<void> {
+  const policy = {
+    Version: '2012-10-17',
+    Statement: [
+      { Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` },
+    ],
+  };
+  await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
+}
 
 /**
  * The gateway and the built CLI, for tests that run `stele` against it. Both settle before

@@ -9,12 +9,11 @@
 // PIN and a second signing key are refused with one line and exit 2, the PIN never shown.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { PutBucketPolicyCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIG_ED25519, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
 import { getJson } from '../api/server.js';
 import { type RunningServe, Sandbox, postAnchor, startServe } from '../helpers/cli.js';
-import { type RgwServer, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
+import { type RgwServer, allowAnonymousLogReads, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { type TestToken, softHsm } from '../pkcs11/softhsm.js';
 
@@ -41,14 +40,7 @@ beforeAll(async () => {
   const hsm = softHsm(); // sets SOFTHSM2_CONF for this process and its children
   token = hsm.token('s3log');
   rgw = await startRgwWithCli();
-  // The public prefixes are readable without credentials, as a CDN origin would be.
-  const policy = {
-    Version: '2012-10-17',
-    Statement: [
-      { Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` },
-    ],
-  };
-  await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
+  await allowAnonymousLogReads(rgw);
   sb = new Sandbox('stele-rgw-hsm-');
   const gen = await sb.json(['key', 'generate', '--signer', token.uri('log'), '--name', ORIGIN]);
   expect(gen.code, gen.stderr).toBe(0);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GetObjectCommand, PutBucketPolicyCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { AwsConfigError, openAwsLog } from '../../src/aws/log.js';
@@ -25,7 +25,7 @@ import { StoreLock } from '../../src/store/lock.js';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { Sandbox } from '../helpers/cli.js';
-import { type RgwServer, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
+import { type RgwServer, allowAnonymousLogReads, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
 import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -34,14 +34,7 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   rgw = await startRgwWithCli();
-  // The public prefixes are readable without credentials, as a CDN origin would be.
-  const policy = {
-    Version: '2012-10-17',
-    Statement: [
-      { Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${rgw.bucket}/*/log/*` },
-    ],
-  };
-  await rgw.client.send(new PutBucketPolicyCommand({ Bucket: rgw.bucket, Policy: JSON.stringify(policy) }));
+  await allowAnonymousLogReads(rgw);
 }, 720_000); // may wait for another file's cluster (one per machine)
 
 afterAll(async () => {
