@@ -26,7 +26,7 @@ import { S3ObjectStore } from '../src/store/s3.js';
 import { TILE_WIDTH } from '../src/core/tiles.js';
 import { startDynamoServer } from '../test/helpers/dynamo-server.js';
 import { startKmsStandIn } from '../test/helpers/kms-standin.js';
-import { startRgw } from '../test/helpers/rgw.js';
+import { rgwLogStorage, startRgw } from '../test/helpers/rgw.js';
 import { QUICK, ScratchDirs, figure, note, now } from './util.js';
 
 const ORIGIN = 'bench.stele/s3';
@@ -52,15 +52,7 @@ export default async function main(): Promise<void> {
     const p = `bench-${run++}/`;
     return openAwsLog({
       origin: ORIGIN,
-      region: s3.region,
-      credentials: s3.credentials,
-      s3: {
-        bucket: s3.bucket,
-        publicPrefix: `${p}log/`,
-        stagingPrefix: `${p}private/`,
-        endpoint: s3.endpoint,
-        forcePathStyle: true,
-      },
+      ...rgwLogStorage(s3, p),
       // The index figures use the DynamoDB index (dynalite); otherwise the self-hosted shape: the lock in the bucket, no table.
       ...(index
         ? { dynamo: { table, endpoint: ddb.endpoint }, lock: 'dynamodb' as const }

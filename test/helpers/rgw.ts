@@ -18,6 +18,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
+import type { AwsLogConfig } from '../../src/aws/log.js';
+import { S3ObjectStore } from '../../src/store/s3.js';
 import { ensureBuilt } from './cli.js';
 import { freePort } from './ports.js';
 
@@ -137,6 +139,33 @@ function releaseMachineLock(): void {
   if (!holdingLock) return;
   holdingLock = false;
   rmSync(MACHINE_LOCK, { recursive: true, force: true });
+}
+
+/** The gateway as openAwsLog's storage: the log's public objects under `<prefix>log/`, its private ones under `<prefix>private/`. */
+export function rgwLogStorage(rgw: RgwServer, prefix: string): Pick<AwsLogConfig, 'region' | 'credentials' | 's3'> {
+  return {
+    region: rgw.region,
+    credentials: rgw.credentials,
+    s3: {
+      bucket: rgw.bucket,
+      publicPrefix: `${prefix}log/`,
+      stagingPrefix: `${prefix}private/`,
+      endpoint: rgw.endpoint,
+      forcePathStyle: true,
+    },
+  };
+}
+
+/** An object store on the gateway's bucket, under `prefix`. */
+export function rgwStore(rgw: RgwServer, prefix: string): S3ObjectStore {
+  return new S3ObjectStore({
+    bucket: rgw.bucket,
+    prefix,
+    endpoint: rgw.endpoint,
+    region: rgw.region,
+    forcePathStyle: true,
+    credentials: rgw.credentials,
+  });
 }
 
 type RgwOptions = { bucket?: string; deadlineMs?: number; memoryBytes?: number; lockWaitMs?: number };

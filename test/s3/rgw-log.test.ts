@@ -22,10 +22,16 @@ import { type AnchorReceipt, SequencerStoppedError } from '../../src/sequencer/c
 import { Sequencer } from '../../src/sequencer/sequencer.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import { StoreLock } from '../../src/store/lock.js';
-import { S3ObjectStore } from '../../src/store/s3.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { Sandbox } from '../helpers/cli.js';
-import { type RgwServer, allowAnonymousLogReads, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
+import {
+  type RgwServer,
+  allowAnonymousLogReads,
+  rgwLogEnv,
+  rgwLogStorage,
+  rgwStore,
+  startRgwWithCli,
+} from '../helpers/rgw.js';
 import { repoRoot, runTlogcheck } from '../helpers/tlogcheck.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -48,15 +54,7 @@ afterAll(async () => {
 });
 
 const uniq = () => randomBytes(4).toString('hex');
-const store = (prefix: string) =>
-  new S3ObjectStore({
-    bucket: rgw.bucket,
-    prefix,
-    endpoint: rgw.endpoint,
-    region: rgw.region,
-    forcePathStyle: true,
-    credentials: rgw.credentials,
-  });
+const store = (prefix: string) => rgwStore(rgw, prefix);
 
 describe('the bucket lock on Ceph RGW', () => {
   it('two sequencers racing on one bucket: exactly one publishes each size, the other stops, the log never forks', async () => {
@@ -126,16 +124,8 @@ describe('the bucket lock on Ceph RGW', () => {
     await expect(
       openAwsLog({
         origin: 'refuse.rgw.example/log',
-        region: rgw.region,
-        credentials: rgw.credentials,
-        s3: {
-          bucket: rgw.bucket,
-          publicPrefix: `${p}log/`,
-          stagingPrefix: `${p}private/`,
-          endpoint: rgw.endpoint,
-          forcePathStyle: true,
-          requireConditionalWrites: false,
-        },
+        ...rgwLogStorage(rgw, p),
+        s3: { ...rgwLogStorage(rgw, p).s3, requireConditionalWrites: false },
         lock: 'bucket',
         index: false,
         signer: { kind: 'signer', signer: new SeedSigner('refuse.rgw.example/log', new Uint8Array(32).fill(1)) },
@@ -398,15 +388,7 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     const keyFile = join(dir, 'log.key');
     const log = await openAwsLog({
       origin: ORIGIN,
-      region: rgw.region,
-      credentials: rgw.credentials,
-      s3: {
-        bucket: rgw.bucket,
-        publicPrefix: `${prefix}log/`,
-        stagingPrefix: `${prefix}private/`,
-        endpoint: rgw.endpoint,
-        forcePathStyle: true,
-      },
+      ...rgwLogStorage(rgw, prefix),
       lock: 'bucket',
       indexDir: join(dir, 'sequencer-index'),
       signer: { kind: 'key-file', path: keyFile },
@@ -478,14 +460,7 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
 
     // A checkpoint the replica cannot verify (its size raised, the signature no longer
     // matching) is never served: the replica keeps the last verified one and is not ready.
-    const store = new S3ObjectStore({
-      bucket: rgw.bucket,
-      prefix: `${prefix}log/`,
-      endpoint: rgw.endpoint,
-      region: rgw.region,
-      forcePathStyle: true,
-      credentials: rgw.credentials,
-    });
+    const store = rgwStore(rgw, `${prefix}log/`);
     const real = await store.getVersioned('checkpoint.json');
     const doc = JSON.parse(Buffer.from(real!.data).toString()) as { note: string };
     doc.note = doc.note.replace(/\n690\n/, '\n700\n');

@@ -26,12 +26,11 @@ import { parsePolicy } from '../../src/core/tlog-policy.js';
 import { type RunningMirror, startMirror } from '../../src/mirror/host.js';
 import { loadOrCreateKey } from '../../src/signer.js';
 import { EXPLORER_CONFIG_KEY } from '../../src/store/layout.js';
-import { S3ObjectStore } from '../../src/store/s3.js';
 import { type RunningWitness, startWitness } from '../../src/witness/host.js';
 import { originHash } from '../../src/witness/protocol.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { type RunningServe, Sandbox, startServe } from '../helpers/cli.js';
-import { type RgwServer, rgwLogEnv, startRgwWithCli } from '../helpers/rgw.js';
+import { type RgwServer, rgwLogEnv, rgwLogStorage, rgwStore, startRgwWithCli } from '../helpers/rgw.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'rgw.witnessed.test/log';
@@ -105,15 +104,7 @@ function oldSizes(w: RunningWitness): number[] {
 }
 
 /** The checkpoint note in the bucket: what a CDN serves, whatever the API process says. */
-const bucketStore = (prefix: string) =>
-  new S3ObjectStore({
-    bucket: rgw.bucket,
-    prefix,
-    endpoint: rgw.endpoint,
-    region: rgw.region,
-    forcePathStyle: true,
-    credentials: rgw.credentials,
-  });
+const bucketStore = (prefix: string) => rgwStore(rgw, prefix);
 
 async function bucketObject(key: string, prefix = `${PREFIX}log/`): Promise<string> {
   return Buffer.from((await bucketStore(prefix).get(key))!).toString('utf8');
@@ -280,15 +271,7 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       const open = () =>
         openAwsLog({
           origin,
-          region: rgw.region,
-          credentials: rgw.credentials,
-          s3: {
-            bucket: rgw.bucket,
-            publicPrefix: `${prefix}log/`,
-            stagingPrefix: `${prefix}private/`,
-            endpoint: rgw.endpoint,
-            forcePathStyle: true,
-          },
+          ...rgwLogStorage(rgw, prefix),
           lock: 'bucket',
           index: false,
           batchInterval: 20,
