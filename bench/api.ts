@@ -18,7 +18,7 @@ import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
 import { entryId } from '../src/core/entry.js';
-import { QUICK, figure, note, processCpuMs } from './util.js';
+import { QUICK, figure, note, pinLoadGenerator, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
@@ -54,8 +54,13 @@ async function buildLog(dataDir: string): Promise<void> {
   await index.close();
 }
 
+// Set once the log is built (which uses both CPUs), before any server starts.
+let pinned: ReturnType<typeof pinLoadGenerator>;
+
 async function startChild(args: string[], cwd = ROOT): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+  const node: [string, string[]] = [process.execPath, [...SERVER_NODE_ARGS, ...args]];
+  const [command, commandArgs] = pinned ? pinned.wrap(...node) : node;
+  const child = spawn(command, commandArgs, { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
   // A child that exits first (a locked data directory) would otherwise leave this waiting on nothing.
   const exited = once(child, 'exit').then(([code]) => {
     throw new Error(`${args.join(' ')} exited with ${code} before listening`);
@@ -214,6 +219,8 @@ export default async function main(): Promise<void> {
     const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), {
       unverified: true,
     });
+    pinned = pinLoadGenerator();
+    note(pinned ? 'servers pinned to CPU 0, this load generator to CPU 1 (BENCH_PIN=0: unpinned)' : 'unpinned');
     const sampleIds: string[] = [];
     for (let k = 0; k < 2000; k++) {
       const seq = Math.floor(Math.random() * LOG_SIZE);
@@ -289,6 +296,9 @@ export default async function main(): Promise<void> {
     // Anchors: 256 connections, each waiting for its answer, so throughput is bounded by
     // 256 / latency; a short batch interval (group commit) is what lets it scale.
     const anchorInterval = 10;
+    // The anchor path uses the store's writer threads: the server gets every CPU again.
+    pinned?.release();
+    pinned = undefined;
     const anchorSrv = await startChild([...serveArgs(dataDir), '--batch-interval', String(anchorInterval)]);
     try {
       let n = LOG_SIZE * 4;

@@ -2,8 +2,9 @@
 //
 // Every result is printed as one line `<figure>: <value> <unit>` so that issue notes and
 // scripts can pick figures out with a grep; anything else a benchmark prints starts with '#'.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** True when the run should shrink its sizes: `--quick` or BENCH_QUICK=1. */
@@ -155,4 +156,29 @@ export function processCpuMs(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * Servers on one CPU, the load generator on another: on a 2-vCPU machine, letting the
+ * scheduler place them moved a server's CPU per request by tens of percent between runs
+ * (bare Koa: 29–66 µs), pinned by a few. Linux with `taskset` and two CPUs or more;
+ * BENCH_PIN=0 turns it off. Returns how to spawn a pinned server and how to unpin this
+ * process again, or undefined when not pinning.
+ */
+export function pinLoadGenerator():
+  | { wrap: (command: string, args: string[]) => [string, string[]]; release: () => void }
+  | undefined {
+  const cpus = availableParallelism();
+  if (process.env.BENCH_PIN === '0' || process.platform !== 'linux' || cpus < 2) return undefined;
+  // -a: every thread of this process, autocannon's included.
+  const pin = (list: string) => execFileSync('taskset', ['-a', '-cp', list, String(process.pid)], { stdio: 'ignore' });
+  try {
+    pin('1');
+  } catch {
+    return undefined;
+  }
+  return {
+    wrap: (command, args) => ['taskset', ['-c', '0', command, ...args]],
+    release: () => pin(`0-${cpus - 1}`),
+  };
 }

@@ -33,7 +33,15 @@ import {
   treeHashSync,
 } from './core/merkle.js';
 import type { ObjectReader } from './store/store.js';
-import { HashTile, TILE_WIDTH, TileHashReader, levelHashCount, tilePath, tileWidthAt } from './core/tiles.js';
+import {
+  HashTile,
+  TILE_WIDTH,
+  TileHashReader,
+  type TileKind,
+  levelHashCount,
+  tilePath,
+  tileWidthAt,
+} from './core/tiles.js';
 import type { Bundle } from './core/bundle.js';
 import { TileSet } from './tile-set.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
@@ -137,6 +145,21 @@ const bundleWidth = (n: number, size: number): number => Math.min(TILE_WIDTH, si
 /** Heads remembered, so a request naming a recent tree by its size alone is still verified. */
 const REMEMBERED_HEADS = 64;
 
+/** Cache key kinds: hash tile levels (below 64), then the two bundle kinds. */
+const KEY_KINDS = 66;
+
+/**
+ * An object's cache key as one number: a string key would be built and hashed on every
+ * lookup, a few of which every proof makes. Unique while the index is below 2^53 ÷ (66 × 257),
+ * about 5 × 10^11 tiles, far beyond any log.
+ */
+function cacheKey(kind: TileKind, index: number, width: number): number {
+  const code = kind === 'entries' ? 64 : kind === 'records' ? 65 : kind;
+  const key = (index * KEY_KINDS + code) * (TILE_WIDTH + 1) + width;
+  if (!Number.isSafeInteger(key)) throw new RangeError(`tile index ${index} is beyond any log`);
+  return key;
+}
+
 /** Per cached object: the LRU's node, key and bookkeeping, beyond the bytes it retains. */
 const ENTRY_OVERHEAD_BYTES = 512;
 
@@ -162,10 +185,10 @@ function owned(data: Uint8Array): Uint8Array {
 export class LogReader {
   readonly stats: ReaderStats = { fetches: 0, hits: 0, hashTileReads: 0, corruptObjects: 0 };
   /** Full tiles and bundles. No TTL here: tracking one makes every lookup about twice as slow. */
-  private readonly full: LRUCache<string, Cached>;
+  private readonly full: LRUCache<number, Cached>;
   /** Partial tiles and bundles of the right edge, each reused for a moment only. */
-  private readonly partial: LRUCache<string, Cached>;
-  private readonly inflight = new Map<string, Promise<Cached>>();
+  private readonly partial: LRUCache<number, Cached>;
+  private readonly inflight = new Map<number, Promise<Cached>>();
   private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
   /** Cached hash tiles that passed authentication (a cache entry carries no flag of its own). */
   private readonly authentic = new WeakSet<HashTile>();
@@ -228,7 +251,7 @@ export class LogReader {
   }
 
   /** The cached object, or a promise of it once loaded (concurrent loads of one key are shared). */
-  private cached<T extends Cached>(key: string, full: boolean, load: () => Promise<T>): Maybe<T> {
+  private cached<T extends Cached>(key: number, full: boolean, load: () => Promise<T>): Maybe<T> {
     const cache = full ? this.full : this.partial;
     const hit = cache.get(key);
     if (hit) {
@@ -251,14 +274,14 @@ export class LogReader {
 
   private tileNow(level: number, index: number, width: number): Maybe<HashTile> {
     this.stats.hashTileReads++;
-    return this.cached(`${level}/${index}/${width}`, width === TILE_WIDTH, async () => {
+    return this.cached(cacheKey(level, index, width), width === TILE_WIDTH, async () => {
       const tile = await readHashTile(this.source, level, index, width);
       return new HashTile(level, index, owned(tile.data));
     });
   }
 
   private bundleNow(kind: 'entries' | 'records', index: number, width: number): Maybe<Bundle> {
-    return this.cached(`${kind}/${index}/${width}`, width === TILE_WIDTH, () =>
+    return this.cached(cacheKey(kind, index, width), width === TILE_WIDTH, () =>
       readCompactBundle(this.source, kind, index, width),
     );
   }
@@ -286,7 +309,7 @@ export class LogReader {
     const parent = await this.treeTile(tree, level + 1, up, tileWidthAt(level + 1, up, tree.size));
     if (!bytesEqual(tile.root(), parent.hashAt(0, index % TILE_WIDTH))) {
       throw this.corrupt(
-        [`${level}/${index}/${width}`],
+        [cacheKey(level, index, width)],
         tile.path,
         `does not hash to hash ${index % TILE_WIDTH} of ${parent.path}`,
       );
@@ -307,13 +330,13 @@ export class LogReader {
 
   private async checkEdge(tree: TreeHead): Promise<HashTile[]> {
     const tiles: HashTile[] = [];
-    const keys: string[] = [];
+    const keys: number[] = [];
     const reads: Maybe<HashTile>[] = [];
     for (let level = 0; levelHashCount(level, tree.size) > 0; level++) {
       const count = levelHashCount(level, tree.size);
       const [index, width] = [Math.floor(count / TILE_WIDTH), count % TILE_WIDTH];
       if (width === 0) continue;
-      keys.push(`${level}/${index}/${width}`);
+      keys.push(cacheKey(level, index, width));
       reads.push(then(this.tileNow(level, index, width), (t) => (tiles[level] = t)));
     }
     await Promise.all(reads);
@@ -335,7 +358,7 @@ export class LogReader {
    * Reports a failed check (once per object key) and drops the objects from the cache, so
    * a repaired object is read again. Returns the error to throw.
    */
-  private corrupt(cacheKeys: readonly string[], key: string, detail: string): CorruptObjectError {
+  private corrupt(cacheKeys: readonly number[], key: string, detail: string): CorruptObjectError {
     for (const k of cacheKeys) {
       this.full.delete(k);
       this.partial.delete(k);
@@ -471,7 +494,7 @@ export class LogReader {
         if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
           const key = tilePath({ kind: 'records', index: n, width: records.length });
           throw this.corrupt(
-            [`records/${n}/${bundleWidth(n, tree.size)}`],
+            [cacheKey('records', n, bundleWidth(n, tree.size))],
             key,
             `record ${seq} does not hash to its entry hash`,
           );
@@ -498,7 +521,7 @@ export class LogReader {
       if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) {
         const key = tilePath({ kind: 'entries', index: tile.index, width: entries.length });
         throw this.corrupt(
-          [`entries/${tile.index}/${tile.width}`],
+          [cacheKey('entries', tile.index, tile.width)],
           key,
           `entry bundle item ${seq} does not match its leaf hash in ${tile.path}`,
         );

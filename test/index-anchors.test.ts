@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoIndex } from '../src/aws/dynamo-index.js';
 import { anchorIdentity } from '../src/core/duplicates.js';
 import { type CanonicalEntry, artifactId } from '../src/core/entry.js';
-import { LmdbIndex } from '../src/index/lmdb.js';
-import type { LookupIndex } from '../src/index/types.js';
+import { LmdbIndex, rowKey } from '../src/index/lmdb.js';
+import { INDEX_SCHEMA, type LookupIndex } from '../src/index/types.js';
 import { type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
 import { type DynamoServer, startDynamoServer } from './helpers/dynamo-server.js';
 import { scratchDir } from './helpers/tmp.js';
@@ -99,19 +99,49 @@ describe('LmdbIndex: anchors and labels', () => {
     await again.close();
   });
 
-  it('an index written before these rows existed is outdated until cleared', async () => {
+  /** An index as an earlier version left it (its text-keyed rows), opened and found outdated, then cleared. */
+  async function clearedOldIndex(rows: Record<string, number>): Promise<{ path: string; index: LmdbIndex }> {
     const path = join(scratchDir('stele-index-old-'), 'index');
-    // What a version-1 index holds: rows and a size, no schema.
     const db = open<number, string>({ path, compression: false });
-    await db.put('meta:size', 3);
-    await db.put(`d:${digest(1)}`, 0);
+    for (const [key, value] of Object.entries(rows)) await db.put(key, value);
     await db.close();
     const index = new LmdbIndex(path);
     expect(await index.outdated()).toBe(true);
     await index.clear();
     expect(await index.outdated()).toBe(false);
     expect(await index.indexedSize()).toBe(0);
+    return { path, index };
+  }
+
+  it('an index written before these rows existed is outdated until cleared', async () => {
+    // What a version-1 index holds: rows and a size, no schema.
+    const { index } = await clearedOldIndex({ 'meta:size': 3, [`d:${digest(1)}`]: 0 });
     await index.close();
+  });
+
+  it("an index of today's rows keyed as text (layout 1) is outdated until cleared, then keyed by bytes", async () => {
+    const { path, index } = await clearedOldIndex({
+      'meta:size': 1,
+      'meta:schema': INDEX_SCHEMA,
+      [`d:${digest(1)}`]: 0,
+    });
+    await index.onBatch(batch(0, [entry(1, { artifact: 'app.bin' })]));
+    await index.close();
+    const rows = open<number, string | Buffer>({ path, compression: false, readOnly: true });
+    expect(rows.get(rowKey('digest', digest(1)))).toBe(0);
+    expect(rows.get(rowKey('artifact', artifactId('app.bin')))).toBe(0);
+    expect(rows.get(`d:${digest(1)}`)).toBeUndefined();
+    await rows.close();
+  });
+
+  it('keys a row by its bytes, or by its text under another tag when it is not in the usual form', () => {
+    expect(rowKey('digest', digest(7))).toHaveLength(33);
+    expect(rowKey('anchor', digest(7))).toHaveLength(33);
+    expect(rowKey('artifact', artifactId('x'))).toHaveLength(13);
+    // The same bytes under two kinds, and a value's two forms, are different keys.
+    expect(rowKey('digest', digest(7)).equals(rowKey('anchor', digest(7)))).toBe(false);
+    expect(rowKey('digest', digest(0xabc).toUpperCase()).equals(rowKey('digest', digest(0xabc)))).toBe(false);
+    expect(rowKey('artifact', 'art_a').toString('utf8', 1)).toBe('art_a');
   });
 });
 

@@ -13,6 +13,18 @@ const QUOTE = 0x22;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
+/** Writes `bytes` as a quoted hex string at `at` (the room is reserved); returns the end. */
+function writeQuotedHex(buf: Buffer, at: number, bytes: Uint8Array): number {
+  buf[at++] = QUOTE;
+  for (let i = 0; i < bytes.length; i++) {
+    const d = 2 * bytes[i]!;
+    buf[at++] = HEX_DIGITS[d]!;
+    buf[at++] = HEX_DIGITS[d + 1]!;
+  }
+  buf[at++] = QUOTE;
+  return at;
+}
+
 /** Already-serialised JSON, copied into a body as it is. */
 export class JsonFragment {
   readonly bytes: Buffer;
@@ -51,12 +63,19 @@ export class JsonObjectWriter {
 
   hexList(key: string, hashes: readonly Uint8Array[]): this {
     this.key(key);
-    this.byte(0x5b); // [
-    hashes.forEach((h, i) => {
-      if (i > 0) this.byte(COMMA);
-      this.quotedHex(h);
-    });
-    this.byte(0x5d); // ]
+    // Room for the whole list at once: a proof's 20-odd hashes are then written in one loop.
+    let size = 2;
+    for (let i = 0; i < hashes.length; i++) size += 2 * hashes[i]!.length + 3;
+    this.reserve(size);
+    const buf = this.buf;
+    let at = this.at;
+    buf[at++] = 0x5b; // [
+    for (let i = 0; i < hashes.length; i++) {
+      if (i > 0) buf[at++] = COMMA;
+      at = writeQuotedHex(buf, at, hashes[i]!);
+    }
+    buf[at++] = 0x5d; // ]
+    this.at = at;
     return this;
   }
 
@@ -109,16 +128,7 @@ export class JsonObjectWriter {
 
   private quotedHex(bytes: Uint8Array): void {
     this.reserve(2 * bytes.length + 2);
-    const buf = this.buf;
-    let at = this.at;
-    buf[at++] = QUOTE;
-    for (let i = 0; i < bytes.length; i++) {
-      const d = 2 * bytes[i]!;
-      buf[at++] = HEX_DIGITS[d]!;
-      buf[at++] = HEX_DIGITS[d + 1]!;
-    }
-    buf[at++] = QUOTE;
-    this.at = at;
+    this.at = writeQuotedHex(this.buf, this.at, bytes);
   }
 
   private ascii(s: string): void {

@@ -16,11 +16,41 @@ import type { IntegratedBatch } from '../sequencer/contract.js';
 import { labelKey } from './keys.js';
 import { type ArtifactMatch, type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from './types.js';
 
-// Rows: d:<digest> earliest leaf; a:<artifact id> latest leaf; k:<anchor identity> earliest
-// leaf; n:<label key>:<artifact id> latest leaf of that artifact (a label's ids are one range).
+// Rows: a digest → its earliest leaf; an artifact id → its latest leaf; an anchor identity →
+// its earliest leaf (each keyed by rowKey); n:<label key>:<artifact id> → the latest leaf of
+// that artifact (text: a label's ids are one range); t:<type> → entries of the type.
 const SIZE_KEY = 'meta:size';
 const SCHEMA_KEY = 'meta:schema';
+/**
+ * How this store lays the rows out, beside the schema of what they are: layout 2 keys the
+ * point lookups by their bytes. An index of another layout is rebuilt, as an outdated one is.
+ */
+const LAYOUT_KEY = 'meta:layout';
+const LAYOUT = 2;
 const COMMIT_EVERY_MS = 250;
+
+/**
+ * The first byte of each point-lookup row's key: below any text key's first byte (ordered-binary
+ * writes a string from 0x1b up), so the two never meet. A value not in its usual form (which
+ * the log's own entries never hold) is keyed by its text under the tag + 0x10.
+ */
+const ROW_TAGS = { digest: 0x01, artifact: 0x02, anchor: 0x03 } as const;
+const TEXT_FORM = 0x10;
+const HEX_32 = /^[0-9a-f]{64}$/;
+const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
+
+/**
+ * The key of a point-lookup row: its tag byte and the value's bytes (33 or 13 bytes, where the
+ * text `d:<64 hex>` took 66: the index is half the size, and a lookup walks fewer pages).
+ */
+export function rowKey(kind: keyof typeof ROW_TAGS, value: string): Buffer {
+  const hex = kind === 'artifact' ? ARTIFACT_HEX.exec(value)?.[1] : HEX_32.test(value) ? value : undefined;
+  if (hex === undefined) return Buffer.concat([Buffer.of(ROW_TAGS[kind] + TEXT_FORM), Buffer.from(value)]);
+  const key = Buffer.allocUnsafe(1 + hex.length / 2);
+  key[0] = ROW_TAGS[kind];
+  key.write(hex, 1, 'hex');
+  return key;
+}
 
 /**
  * A failed LMDB commit (a full disk) rejects, besides the transaction's promise that commit()
@@ -73,7 +103,7 @@ function indexOpenError(path: string, e: unknown): Error {
 }
 
 export class LmdbIndex implements LookupIndex {
-  private readonly db: RootDatabase<number, string>;
+  private readonly db: RootDatabase<number, string | Buffer>;
   /** Batches not committed yet, oldest first; the first `handed` of them are in a transaction. */
   private readonly pending: Pending[] = [];
   private handed = 0;
@@ -89,9 +119,9 @@ export class LmdbIndex implements LookupIndex {
     ignoreLmdbCommitRejections();
     try {
       mkdirSync(path, { recursive: true });
-      this.db = open<number, string>({ path, compression: false });
+      this.db = open<number, string | Buffer>({ path, compression: false });
       this.size = this.db.get(SIZE_KEY) ?? 0;
-      if (this.size === 0) this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
+      if (this.size === 0) this.markCurrent();
     } catch (e) {
       throw indexOpenError(path, e);
     }
@@ -158,9 +188,9 @@ export class LmdbIndex implements LookupIndex {
       const counts = new Map<string, number>();
       for (const p of group) {
         // onBatch kept only digests new to the index (nothing else writes it meanwhile).
-        for (const [digest, seq] of p.digests) this.db.putSync(`d:${digest}`, seq);
-        for (const [artifactId, seq] of p.artifacts) this.db.putSync(`a:${artifactId}`, seq);
-        for (const [identity, seq] of p.anchors) this.db.putSync(`k:${identity}`, seq);
+        for (const [digest, seq] of p.digests) this.putRow('digest', digest, seq);
+        for (const [artifactId, seq] of p.artifacts) this.putRow('artifact', artifactId, seq);
+        for (const [identity, seq] of p.anchors) this.putRow('anchor', identity, seq);
         for (const [labelled, seq] of p.labels) this.db.putSync(`n:${labelled}`, seq);
         for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
       }
@@ -172,12 +202,26 @@ export class LmdbIndex implements LookupIndex {
     this.handed -= group.length;
   }
 
+  private putRow(kind: keyof typeof ROW_TAGS, value: string, seq: number): void {
+    this.db.putSync(rowKey(kind, value), seq);
+  }
+
+  private getRow(kind: keyof typeof ROW_TAGS, value: string): number | undefined {
+    return this.db.get(rowKey(kind, value));
+  }
+
+  /** Marks an empty database as holding this schema in this layout. */
+  private markCurrent(): void {
+    this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
+    this.db.putSync(LAYOUT_KEY, LAYOUT);
+  }
+
   private findDigest(digest: string): number | undefined {
     for (const p of this.pending) {
       const seq = p.digests.get(digest);
       if (seq !== undefined) return seq;
     }
-    return this.db.get(`d:${digest}`);
+    return this.getRow('digest', digest);
   }
 
   private findAnchorNow(identity: string): number | undefined {
@@ -185,7 +229,7 @@ export class LmdbIndex implements LookupIndex {
       const seq = p.anchors.get(identity);
       if (seq !== undefined) return seq;
     }
-    return this.db.get(`k:${identity}`);
+    return this.getRow('anchor', identity);
   }
 
   async findAnchor(identity: string): Promise<number | undefined> {
@@ -201,7 +245,7 @@ export class LmdbIndex implements LookupIndex {
       end: `n:${key};`,
       limit: limit + 2,
     })) {
-      const id = row.slice(key.length + 3);
+      const id = String(row).slice(key.length + 3);
       if (id > after) found.set(id, value);
     }
     // Pending batches are newer than the database: their leaves win, oldest batch first.
@@ -217,7 +261,7 @@ export class LmdbIndex implements LookupIndex {
   }
 
   async outdated(): Promise<boolean> {
-    return this.db.get(SCHEMA_KEY) !== INDEX_SCHEMA;
+    return this.db.get(SCHEMA_KEY) !== INDEX_SCHEMA || this.db.get(LAYOUT_KEY) !== LAYOUT;
   }
 
   async findByDigest(digest: string): Promise<number | undefined> {
@@ -230,7 +274,7 @@ export class LmdbIndex implements LookupIndex {
       const seq = this.pending[i]!.artifacts.get(artifactId);
       if (seq !== undefined) return seq;
     }
-    return this.db.get(`a:${artifactId}`);
+    return this.getRow('artifact', artifactId);
   }
 
   async indexedSize(): Promise<number> {
@@ -240,7 +284,7 @@ export class LmdbIndex implements LookupIndex {
   async countsByType(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
     const committed = this.db.get(SIZE_KEY) ?? 0;
-    for (const { key, value } of this.db.getRange({ start: 't:', end: 't;' })) out[key.slice(2)] = value;
+    for (const { key, value } of this.db.getRange({ start: 't:', end: 't;' })) out[String(key).slice(2)] = value;
     // A batch whose transaction has just committed is counted once, from the database.
     for (const p of this.pending)
       if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;
@@ -252,7 +296,7 @@ export class LmdbIndex implements LookupIndex {
     this.pending.length = 0;
     this.handed = 0;
     await this.db.clearAsync();
-    this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
+    this.markCurrent();
     this.size = 0;
   }
 

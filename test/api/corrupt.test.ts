@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { artifactId, entryId } from '../../src/core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
-import { LmdbIndex } from '../../src/index/lmdb.js';
+import { LmdbIndex, rowKey } from '../../src/index/lmdb.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { LogReader, type TreeHead } from '../../src/reader.js';
@@ -235,7 +235,7 @@ describe('corrupted storage is never served', () => {
 
 describe('the lookup index against the tree', () => {
   /** Edits the stopped server's LMDB index directly. */
-  const editIndex = async (edit: (db: RootDatabase<number, string>) => void) => {
+  const editIndex = async (edit: (db: RootDatabase<number, string | Buffer>) => void) => {
     const db = open<number, string>({ path: join(dataDir, 'private', 'index'), compression: false });
     await db.transaction(() => edit(db));
     await db.close();
@@ -243,8 +243,8 @@ describe('the lookup index against the tree', () => {
 
   it('a row naming another entry is a 404, never that entry', async () => {
     await editIndex((db) => {
-      db.put(`d:${digestOf(5)}`, 7);
-      db.put(`a:${artifactId('a9')}`, 11);
+      db.put(rowKey('digest', digestOf(5)), 7);
+      db.put(rowKey('artifact', artifactId('a9')), 11);
     });
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
@@ -257,8 +257,8 @@ describe('the lookup index against the tree', () => {
       await server.close();
       server = undefined;
       await editIndex((db) => {
-        db.put(`d:${digestOf(5)}`, 5);
-        db.put(`a:${artifactId('a9')}`, 9);
+        db.put(rowKey('digest', digestOf(5)), 5);
+        db.put(rowKey('artifact', artifactId('a9')), 9);
       });
     }
   });
@@ -267,7 +267,7 @@ describe('the lookup index against the tree', () => {
     const ghost = digestOf(10_000_000);
     await editIndex((db) => {
       db.put('meta:size', N + 100);
-      db.put(`d:${ghost}`, N + 50);
+      db.put(rowKey('digest', ghost), N + 50);
     });
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {

@@ -5,7 +5,9 @@
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MERGED_TYPE, anchorIdentity } from '../../src/core/duplicates.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
+import { rowKey } from '../../src/index/lmdb.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import type { RunningServer } from '../../src/serve.js';
 import type { Json } from '../helpers/json.js';
@@ -171,8 +173,9 @@ describe('across a restart', () => {
     const { dataDir } = server;
     await server.close();
     // What the previous version left: the rows it knew (digest, artifact), no identities, no schema mark.
-    const db = open<number, string>({ path: join(dataDir, 'private', 'index'), compression: false });
-    for (const { key } of db.getRange({ start: 'k:', end: 'k;' })) db.removeSync(key);
+    const db = open<number, string | Buffer>({ path: join(dataDir, 'private', 'index'), compression: false });
+    const identity = anchorIdentity({ type: MERGED_TYPE, ...body });
+    expect(db.removeSync(rowKey('anchor', identity!))).toBe(true);
     for (const { key } of db.getRange({ start: 'n:', end: 'n;' })) db.removeSync(key);
     db.removeSync('meta:schema');
     await db.close();
