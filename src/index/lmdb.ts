@@ -22,11 +22,12 @@ import { type ArtifactMatch, type ArtifactPage, INDEX_SCHEMA, type LookupIndex }
 const SIZE_KEY = 'meta:size';
 const SCHEMA_KEY = 'meta:schema';
 /**
- * How this store lays the rows out, beside the schema of what they are: layout 2 keys the
- * point lookups by their bytes. An index of another layout is rebuilt, as an outdated one is.
+ * What `meta:schema` holds: the rows' schema × 100 + this store's layout of them (layout 2
+ * keys the point lookups by their bytes). An index marked otherwise is rebuilt at start.
+ * Versions before layout 2 wrote the bare INDEX_SCHEMA and rebuild any index not marked so: a
+ * downgrade rebuilds the index, as an upgrade does, and neither misreads the other's rows.
  */
-const LAYOUT_KEY = 'meta:layout';
-const LAYOUT = 2;
+const SCHEMA_MARK = INDEX_SCHEMA * 100 + 2;
 const COMMIT_EVERY_MS = 250;
 
 /**
@@ -212,8 +213,7 @@ export class LmdbIndex implements LookupIndex {
 
   /** Marks an empty database as holding this schema in this layout. */
   private markCurrent(): void {
-    this.db.putSync(SCHEMA_KEY, INDEX_SCHEMA);
-    this.db.putSync(LAYOUT_KEY, LAYOUT);
+    this.db.putSync(SCHEMA_KEY, SCHEMA_MARK);
   }
 
   private findDigest(digest: string): number | undefined {
@@ -261,7 +261,7 @@ export class LmdbIndex implements LookupIndex {
   }
 
   async outdated(): Promise<boolean> {
-    return this.db.get(SCHEMA_KEY) !== INDEX_SCHEMA || this.db.get(LAYOUT_KEY) !== LAYOUT;
+    return this.db.get(SCHEMA_KEY) !== SCHEMA_MARK;
   }
 
   async findByDigest(digest: string): Promise<number | undefined> {
