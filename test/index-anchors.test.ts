@@ -99,41 +99,51 @@ describe('LmdbIndex: anchors and labels', () => {
     await again.close();
   });
 
-  /** An index as an earlier version left it (its text-keyed rows), opened and found outdated, then cleared. */
-  async function clearedOldIndex(rows: Record<string, number>): Promise<{ path: string; index: LmdbIndex }> {
+  /** An index as an earlier version left it: its text-keyed rows. */
+  async function oldIndex(rows: Record<string, number>): Promise<string> {
     const path = join(scratchDir('stele-index-old-'), 'index');
     const db = open<number, string>({ path, compression: false });
     for (const [key, value] of Object.entries(rows)) await db.put(key, value);
     await db.close();
-    const index = new LmdbIndex(path);
-    expect(await index.outdated()).toBe(true);
-    await index.clear();
-    expect(await index.outdated()).toBe(false);
-    expect(await index.indexedSize()).toBe(0);
-    return { path, index };
+    return path;
   }
 
   it('an index written before these rows existed is outdated until cleared', async () => {
     // What a version-1 index holds: rows and a size, no schema.
-    const { index } = await clearedOldIndex({ 'meta:size': 3, [`d:${digest(1)}`]: 0 });
+    const index = new LmdbIndex(await oldIndex({ 'meta:size': 3, [`d:${digest(1)}`]: 0 }));
+    expect(await index.outdated()).toBe(true);
+    await index.clear();
+    expect(await index.outdated()).toBe(false);
+    expect(await index.indexedSize()).toBe(0);
     await index.close();
   });
 
-  it("an index of today's rows keyed as text (layout 1) is outdated until cleared, then keyed by bytes", async () => {
-    const { path, index } = await clearedOldIndex({
-      'meta:size': 1,
-      'meta:schema': INDEX_SCHEMA,
-      [`d:${digest(1)}`]: 0,
-    });
-    await index.onBatch(batch(0, [entry(1, { artifact: 'app.bin' })]));
+  it('reads and extends an index keyed as text (layout 1) as it is; rebuilt, it keys rows by their bytes', async () => {
+    const path = await oldIndex({ 'meta:size': 1, 'meta:schema': INDEX_SCHEMA, [`d:${digest(1)}`]: 0 });
+    const index = new LmdbIndex(path);
+    expect(await index.outdated()).toBe(false);
+    expect(await index.findByDigest(digest(1))).toBe(0);
+    await index.onBatch(batch(1, [entry(2)]));
     await index.close();
+    const text = open<number, string>({ path, compression: false, readOnly: true });
+    expect(text.get(`d:${digest(2)}`)).toBe(1);
+    await text.close();
+
+    const rebuilt = new LmdbIndex(path);
+    await rebuilt.clear();
+    await rebuilt.onBatch(batch(0, [entry(1, { artifact: 'app.bin' })]));
+    await rebuilt.close();
     const rows = open<number, string | Buffer>({ path, compression: false, readOnly: true });
     expect(rows.get(rowKey('digest', digest(1)))).toBe(0);
     expect(rows.get(rowKey('artifact', artifactId('app.bin')))).toBe(0);
     expect(rows.get(`d:${digest(1)}`)).toBeUndefined();
-    // The previous version, which reads text keys, finds this index outdated and rebuilds it.
+    // The previous version, which reads text keys only, finds this index outdated and rebuilds it.
     expect(rows.get('meta:schema')).not.toBe(INDEX_SCHEMA);
     await rows.close();
+    const reopened = new LmdbIndex(path);
+    expect(await reopened.outdated()).toBe(false);
+    expect(await reopened.findByDigest(digest(1))).toBe(0);
+    await reopened.close();
   });
 
   it('keys a row by its bytes, or by its text under another tag when it is not in the usual form', () => {

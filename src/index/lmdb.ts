@@ -17,17 +17,25 @@ import { labelKey } from './keys.js';
 import { type ArtifactMatch, type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from './types.js';
 
 // Rows: a digest → its earliest leaf; an artifact id → its latest leaf; an anchor identity →
-// its earliest leaf (each keyed by rowKey); n:<label key>:<artifact id> → the latest leaf of
-// that artifact (text: a label's ids are one range); t:<type> → entries of the type.
+// its earliest leaf (keyed as the index's layout says); n:<label key>:<artifact id> → the
+// latest leaf of that artifact (text: a label's ids are one range); t:<type> → entries of the type.
 const SIZE_KEY = 'meta:size';
 const SCHEMA_KEY = 'meta:schema';
+
 /**
- * What `meta:schema` holds: the rows' schema × 100 + this store's layout of them (layout 2
- * keys the point lookups by their bytes). An index marked otherwise is rebuilt at start.
- * Versions before layout 2 wrote the bare INDEX_SCHEMA and rebuild any index not marked so: a
- * downgrade rebuilds the index, as an upgrade does, and neither misreads the other's rows.
+ * How the point-lookup rows are keyed. Layout 2 (every index created or rebuilt now): rowKey's
+ * bytes. Layout 1 (indexes written before it): the text `d:<digest>`, `a:<artifact id>`,
+ * `k:<identity>`, still read and extended as they are, so an upgrade never waits for a
+ * rebuild; deleting the index while the server is stopped rebuilds it in layout 2.
  */
-const SCHEMA_MARK = INDEX_SCHEMA * 100 + 2;
+type Layout = 1 | 2;
+const TEXT_PREFIXES = { digest: 'd', artifact: 'a', anchor: 'k' } as const;
+/**
+ * What `meta:schema` holds for each layout: the rows' schema, × 100 + 2 for layout 2. Versions
+ * before layout 2 rebuild any index not marked with the bare schema: a downgrade rebuilds a
+ * layout-2 index, and never misreads its rows.
+ */
+const SCHEMA_MARKS: Readonly<Record<Layout, number>> = { 1: INDEX_SCHEMA, 2: INDEX_SCHEMA * 100 + 2 };
 const COMMIT_EVERY_MS = 250;
 
 /**
@@ -105,6 +113,7 @@ function indexOpenError(path: string, e: unknown): Error {
 
 export class LmdbIndex implements LookupIndex {
   private readonly db: RootDatabase<number, string | Buffer>;
+  private layout: Layout = 2;
   /** Batches not committed yet, oldest first; the first `handed` of them are in a transaction. */
   private readonly pending: Pending[] = [];
   private handed = 0;
@@ -122,7 +131,8 @@ export class LmdbIndex implements LookupIndex {
       mkdirSync(path, { recursive: true });
       this.db = open<number, string | Buffer>({ path, compression: false });
       this.size = this.db.get(SIZE_KEY) ?? 0;
-      if (this.size === 0) this.markCurrent();
+      if (this.size === 0) this.markEmpty();
+      else if (this.db.get(SCHEMA_KEY) === SCHEMA_MARKS[1]) this.layout = 1;
     } catch (e) {
       throw indexOpenError(path, e);
     }
@@ -203,17 +213,23 @@ export class LmdbIndex implements LookupIndex {
     this.handed -= group.length;
   }
 
-  private putRow(kind: keyof typeof ROW_TAGS, value: string, seq: number): void {
-    this.db.putSync(rowKey(kind, value), seq);
+  /** A point-lookup row's key in this index's layout. */
+  private key(kind: keyof typeof TEXT_PREFIXES, value: string): Buffer | string {
+    return this.layout === 2 ? rowKey(kind, value) : `${TEXT_PREFIXES[kind]}:${value}`;
   }
 
-  private getRow(kind: keyof typeof ROW_TAGS, value: string): number | undefined {
-    return this.db.get(rowKey(kind, value));
+  private putRow(kind: keyof typeof TEXT_PREFIXES, value: string, seq: number): void {
+    this.db.putSync(this.key(kind, value), seq);
   }
 
-  /** Marks an empty database as holding this schema in this layout. */
-  private markCurrent(): void {
-    this.db.putSync(SCHEMA_KEY, SCHEMA_MARK);
+  private getRow(kind: keyof typeof TEXT_PREFIXES, value: string): number | undefined {
+    return this.db.get(this.key(kind, value));
+  }
+
+  /** Marks an empty database as holding this schema in layout 2. */
+  private markEmpty(): void {
+    this.layout = 2;
+    this.db.putSync(SCHEMA_KEY, SCHEMA_MARKS[2]);
   }
 
   private findDigest(digest: string): number | undefined {
@@ -261,7 +277,7 @@ export class LmdbIndex implements LookupIndex {
   }
 
   async outdated(): Promise<boolean> {
-    return this.db.get(SCHEMA_KEY) !== SCHEMA_MARK;
+    return this.db.get(SCHEMA_KEY) !== SCHEMA_MARKS[this.layout];
   }
 
   async findByDigest(digest: string): Promise<number | undefined> {
@@ -296,7 +312,7 @@ export class LmdbIndex implements LookupIndex {
     this.pending.length = 0;
     this.handed = 0;
     await this.db.clearAsync();
-    this.markCurrent();
+    this.markEmpty();
     this.size = 0;
   }
 
