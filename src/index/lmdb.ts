@@ -26,7 +26,7 @@ const SCHEMA_KEY = 'meta:schema';
  * How the point-lookup rows are keyed. Layout 2 (every index created or rebuilt now): rowKey's
  * bytes. Layout 1 (indexes written before it): the text `d:<digest>`, `a:<artifact id>`,
  * `k:<identity>`, still read and extended as they are, so an upgrade never waits for a
- * rebuild; deleting the index while the server is stopped rebuilds it in layout 2.
+ * rebuild; `stele index rebuild` writes it again in layout 2.
  */
 type Layout = 1 | 2;
 const TEXT_PREFIXES = { digest: 'd', artifact: 'a', anchor: 'k' } as const;
