@@ -29,7 +29,6 @@ const SCHEMA_KEY = 'meta:schema';
  * rebuild; `stele index rebuild` writes it again in layout 2.
  */
 type Layout = 1 | 2;
-const TEXT_PREFIXES = { digest: 'd', artifact: 'a', anchor: 'k' } as const;
 /**
  * What `meta:schema` holds for each layout: the rows' schema, × 100 + 2 for layout 2. Versions
  * before layout 2 rebuild any index not marked with the bare schema: a downgrade rebuilds a
@@ -43,8 +42,15 @@ const COMMIT_EVERY_MS = 250;
  * writes a string from 0x1b up), so the two never meet. A value not in its usual form (which
  * the log's own entries never hold) is keyed by its text under the tag + 0x10.
  */
-const ROW_TAGS = { digest: 0x01, artifact: 0x02, anchor: 0x03 } as const;
 const TEXT_FORM = 0x10;
+
+/** Each point-lookup row kind's key parts: its tag byte (layout 2) and its text prefix (layout 1). */
+const ROW_KINDS = {
+  digest: { tag: 0x01, prefix: 'd' },
+  artifact: { tag: 0x02, prefix: 'a' },
+  anchor: { tag: 0x03, prefix: 'k' },
+} as const;
+type RowKind = keyof typeof ROW_KINDS;
 const HEX_32 = /^[0-9a-f]{64}$/;
 const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
 
@@ -52,11 +58,11 @@ const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
  * The key of a point-lookup row: its tag byte and the value's bytes (33 or 13 bytes, where the
  * text `d:<64 hex>` took 66: a million entries' tree is a third smaller and a level shallower).
  */
-export function rowKey(kind: keyof typeof ROW_TAGS, value: string): Buffer {
+export function rowKey(kind: RowKind, value: string): Buffer {
   const hex = kind === 'artifact' ? ARTIFACT_HEX.exec(value)?.[1] : HEX_32.test(value) ? value : undefined;
-  if (hex === undefined) return Buffer.concat([Buffer.of(ROW_TAGS[kind] + TEXT_FORM), Buffer.from(value)]);
+  if (hex === undefined) return Buffer.concat([Buffer.of(ROW_KINDS[kind].tag + TEXT_FORM), Buffer.from(value)]);
   const key = Buffer.allocUnsafe(1 + hex.length / 2);
-  key[0] = ROW_TAGS[kind];
+  key[0] = ROW_KINDS[kind].tag;
   key.write(hex, 1, 'hex');
   return key;
 }
@@ -214,15 +220,15 @@ export class LmdbIndex implements LookupIndex {
   }
 
   /** A point-lookup row's key in this index's layout. */
-  private key(kind: keyof typeof TEXT_PREFIXES, value: string): Buffer | string {
-    return this.layout === 2 ? rowKey(kind, value) : `${TEXT_PREFIXES[kind]}:${value}`;
+  private key(kind: RowKind, value: string): Buffer | string {
+    return this.layout === 2 ? rowKey(kind, value) : `${ROW_KINDS[kind].prefix}:${value}`;
   }
 
-  private putRow(kind: keyof typeof TEXT_PREFIXES, value: string, seq: number): void {
+  private putRow(kind: RowKind, value: string, seq: number): void {
     this.db.putSync(this.key(kind, value), seq);
   }
 
-  private getRow(kind: keyof typeof TEXT_PREFIXES, value: string): number | undefined {
+  private getRow(kind: RowKind, value: string): number | undefined {
     return this.db.get(this.key(kind, value));
   }
 
