@@ -18,11 +18,14 @@ import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
 import { entryId } from '../src/core/entry.js';
-import { QUICK, figure, note, pinLoadGenerator, processCpuMs } from './util.js';
+import { QUICK, figure, note, percentile, pinLoadGenerator, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
 const DURATION = QUICK ? 5 : 10;
 const WARMUP = QUICK ? 3 : 10;
+/** Rounds per read route, and the seconds of each slice in a round (see measureRoute). */
+const ROUNDS = QUICK ? 2 : 5;
+const SLICE = QUICK ? 2 : 3;
 const ORIGIN = 'bench.stele/api';
 const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -148,53 +151,102 @@ function serveArgs(dataDir: string): string[] {
   ];
 }
 
-/** One read route on one server: a cold run, then the measured one; figures named `name_…`. */
+/** Server CPU per answer over one load run, and the run. */
+interface Slice extends Run {
+  cpuPerRequest: number;
+}
+
+async function slice(
+  srv: { url: string; child: ChildProcess },
+  paths: () => string,
+  init: Partial<autocannon.Options> = {},
+): Promise<Slice> {
+  const cpu0 = processCpuMs(srv.child.pid);
+  const run = await load(srv.url, CONNECTIONS, paths, { duration: SLICE, ...init });
+  return { ...run, cpuPerRequest: (processCpuMs(srv.child.pid) - cpu0) / run.requests };
+}
+
+const median = (xs: readonly number[]): number => percentile(xs, 50);
+
+/** Bare Koa, the baseline every route is compared with. */
+interface Bare {
+  readonly srv: { url: string; child: ChildProcess };
+  /** Its status line and headers: padding makes up the rest of a route's answer. */
+  readonly headerBytes: number;
+}
+
+/**
+ * One read route on one server: a cold run, then ROUNDS rounds, each a slice of the route
+ * followed by slices of bare Koa flat out, at the route's rate, and at its rate with answers
+ * of its size; figures named `name_…`. This machine's speed drifts by up to 2× over minutes
+ * (a shared host), so each ratio is taken within a round, whose slices see the same machine,
+ * and the median over the rounds is reported.
+ */
 async function measureRoute(
   name: string,
   srv: { url: string; child: ChildProcess },
   paths: () => string,
-  bareCpuPerRequest: number,
-  bareRps: number,
-  bareAtRate: (rps: number, path?: string) => Promise<number>,
-  bareHeaderBytes: number,
+  bare: Bare,
 ): Promise<void> {
   // A freshly started server reads its tiles from storage as it goes: the first run shows
-  // that cold start, the second the steady state of a warm replica (the target).
+  // that cold start, the rounds the steady state of a warm replica (the target).
   const cold = await load(srv.url, CONNECTIONS, paths, { duration: WARMUP });
   figure(`${name}_cold_throughput`, Math.round(cold.rps), `req/s (first ${WARMUP} s after start)`);
   const before = await metrics(srv.url);
-  const cpu0 = processCpuMs(srv.child.pid);
-  const run = await load(srv.url, CONNECTIONS, paths);
-  // The server's own CPU time per answer: unlike req/s, not set by what else the shared machine runs.
-  const cpuPerRequest = (processCpuMs(srv.child.pid) - cpu0) / run.requests;
+  const rounds: { route: Slice; flat: Slice; sameRate: Slice; sameSize: Slice }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const route = await slice(srv, paths);
+    const rate = { overallRate: Math.max(1, Math.round(route.rps)) };
+    // Bare Koa flat out answers several times this route's rate, and CPU per request depends
+    // on the rate (requests per turn of the event loop): at the route's rate the two compare
+    // at one operating point; padded to its size, what is left is the route's own work.
+    const pad = `/pad/${Math.max(1, Math.round(route.bytesPerAnswer - bare.headerBytes))}`;
+    rounds.push({
+      route,
+      flat: await slice(bare.srv, () => '/'),
+      sameRate: await slice(bare.srv, () => '/', rate),
+      sameSize: await slice(bare.srv, () => pad, rate),
+    });
+  }
   const after = await metrics(srv.url);
+  const requests = rounds.reduce((n, r) => n + r.route.requests, 0);
   const delta = (metric: string) => after(metric) - before(metric);
-  const fetched = delta('stele_tile_fetches');
-  const hits = delta('stele_tile_cache_hits');
-  const hashTiles = delta('stele_hash_tile_reads');
-  figure(`${name}_throughput`, Math.round(run.rps), 'req/s');
-  figure(`${name}_vs_bare_koa`, Math.round((run.rps / bareRps) * 100), '%');
-  figure(`${name}_server_cpu_per_request`, Math.round(cpuPerRequest * 1000), 'µs');
+  const ratio = (baseline: 'flat' | 'sameRate' | 'sameSize') =>
+    median(rounds.map((r) => r[baseline].cpuPerRequest / r.route.cpuPerRequest));
+  const us = (ms: number) => Math.round(ms * 1000);
+  note(
+    `${name}, per round (route | bare flat | same rate | same size, µs): ${rounds
+      .map((r) => [r.route, r.flat, r.sameRate, r.sameSize].map((x) => us(x.cpuPerRequest)).join('|'))
+      .join('  ')}`,
+  );
+  figure(`${name}_throughput`, Math.round(median(rounds.map((r) => r.route.rps))), 'req/s');
+  figure(`${name}_vs_bare_koa`, Math.round(median(rounds.map((r) => r.route.rps / r.flat.rps)) * 100), '%');
+  figure(`${name}_server_cpu_per_request`, us(median(rounds.map((r) => r.route.cpuPerRequest))), 'µs');
   // Goal ≥ 0.50: this route costs at most twice a bare Koa JSON route's CPU per request.
-  figure(`${name}_cpu_efficiency_vs_bare_koa`, Number((bareCpuPerRequest / cpuPerRequest).toFixed(2)), '');
-  // Bare Koa flat out answers several times this route's rate, and CPU per request depends
-  // on the rate (requests per turn of the event loop, contention with the load generator on
-  // two cores): the same ratio with bare Koa held to this route's rate compares the two at
-  // one operating point. Both baselines vary by tens of percent between runs here.
-  const bareSameRate = await bareAtRate(run.rps);
-  figure(`${name}_bare_koa_at_same_rate_cpu_per_request`, Math.round(bareSameRate * 1000), 'µs');
-  figure(`${name}_cpu_efficiency_vs_bare_koa_at_same_rate`, Number((bareSameRate / cpuPerRequest).toFixed(2)), '');
-  // And with bare Koa's answers padded to this route's size (headers aside): what is left is
-  // the route's own work, not the cost of sending a few KiB instead of a few bytes.
-  const bytes = Math.round(run.bytesPerAnswer);
-  figure(`${name}_bytes_per_answer`, bytes, 'bytes');
-  const bareSized = await bareAtRate(run.rps, `/pad/${Math.max(1, bytes - bareHeaderBytes)}`);
-  figure(`${name}_bare_koa_same_size_same_rate_cpu_per_request`, Math.round(bareSized * 1000), 'µs');
-  figure(`${name}_cpu_efficiency_vs_bare_koa_same_size_same_rate`, Number((bareSized / cpuPerRequest).toFixed(2)), '');
-  figure(`${name}_p50`, run.p50, 'ms');
-  figure(`${name}_p99`, run.p99, 'ms');
-  figure(`${name}_errors`, run.errors, 'responses');
-  // What stalls the event loop (p99 causes): its delay over the run (prom-client resets it per scrape), and GC time.
+  figure(`${name}_cpu_efficiency_vs_bare_koa`, Number(ratio('flat').toFixed(2)), '');
+  figure(
+    `${name}_bare_koa_at_same_rate_cpu_per_request`,
+    us(median(rounds.map((r) => r.sameRate.cpuPerRequest))),
+    'µs',
+  );
+  figure(`${name}_cpu_efficiency_vs_bare_koa_at_same_rate`, Number(ratio('sameRate').toFixed(2)), '');
+  figure(`${name}_bytes_per_answer`, Math.round(rounds[0]!.route.bytesPerAnswer), 'bytes');
+  figure(
+    `${name}_bare_koa_same_size_same_rate_cpu_per_request`,
+    us(median(rounds.map((r) => r.sameSize.cpuPerRequest))),
+    'µs',
+  );
+  figure(`${name}_cpu_efficiency_vs_bare_koa_same_size_same_rate`, Number(ratio('sameSize').toFixed(2)), '');
+  figure(`${name}_p50`, median(rounds.map((r) => r.route.p50)), 'ms');
+  figure(`${name}_p99`, median(rounds.map((r) => r.route.p99)), 'ms');
+  figure(`${name}_p99_worst_round`, Math.max(...rounds.map((r) => r.route.p99)), 'ms');
+  figure(`${name}_bare_koa_p99`, median(rounds.map((r) => r.flat.p99)), 'ms');
+  figure(
+    `${name}_errors`,
+    rounds.reduce((n, r) => n + r.route.errors, 0),
+    'responses',
+  );
+  // What stalls the event loop (p99 causes): its delay over the rounds (prom-client resets it per scrape), and GC time.
   figure(`${name}_event_loop_delay_p99`, Number((after('nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(1)), 'ms');
   figure(`${name}_event_loop_delay_max`, Number((after('nodejs_eventloop_lag_max_seconds') * 1000).toFixed(1)), 'ms');
   const gcMs = (sums: (m: string) => number) =>
@@ -202,11 +254,20 @@ async function measureRoute(
       (t, k) => t + (sums(`nodejs_gc_duration_seconds_sum{kind="${k}"}`) || 0),
       0,
     ) * 1000;
-  figure(`${name}_gc_per_request`, Number((((gcMs(after) - gcMs(before)) / run.requests) * 1000).toFixed(1)), 'µs');
-  figure(`${name}_tiles_read_per_request`, Number(((fetched + hits) / run.requests).toFixed(2)), 'tiles');
-  figure(`${name}_tiles_fetched_per_request`, Number((fetched / run.requests).toFixed(3)), 'tiles');
+  figure(`${name}_gc_per_request`, Number((((gcMs(after) - gcMs(before)) / requests) * 1000).toFixed(1)), 'µs');
+  const fetched = delta('stele_tile_fetches');
+  figure(
+    `${name}_tiles_read_per_request`,
+    Number(((fetched + delta('stele_tile_cache_hits')) / requests).toFixed(2)),
+    'tiles',
+  );
+  figure(`${name}_tiles_fetched_per_request`, Number((fetched / requests).toFixed(3)), 'tiles');
   // Hash tiles only (bundles aside): about one per tree level per proof path.
-  figure(`${name}_hash_tiles_read_per_request`, Number((hashTiles / run.requests).toFixed(2)), 'tiles');
+  figure(
+    `${name}_hash_tiles_read_per_request`,
+    Number((delta('stele_hash_tile_reads') / requests).toFixed(2)),
+    'tiles',
+  );
 }
 
 export default async function main(): Promise<void> {
@@ -235,20 +296,17 @@ export default async function main(): Promise<void> {
     const bareCpu0 = processCpuMs(bare.child.pid);
     const bareRun = await load(bare.url, CONNECTIONS, () => '/');
     const bareCpuPerRequest = (processCpuMs(bare.child.pid) - bareCpu0) / bareRun.requests;
-    const bareAtRate = async (rps: number, path = '/') => {
-      const cpu0 = processCpuMs(bare.child.pid);
-      const r = await load(bare.url, CONNECTIONS, () => path, { overallRate: Math.max(1, Math.round(rps)) });
-      return (processCpuMs(bare.child.pid) - cpu0) / r.requests;
-    };
     figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
     figure('bare_koa_bytes_per_answer', Math.round(bareRun.bytesPerAnswer), 'bytes');
-    // Its status line and headers: the padding of the same-size baseline makes up the rest of a route's answer.
-    const bareHeaderBytes = bareRun.bytesPerAnswer - Buffer.byteLength(JSON.stringify({ ok: true, n: Math.random() }));
+    const baseline: Bare = {
+      srv: bare,
+      headerBytes: bareRun.bytesPerAnswer - Buffer.byteLength(JSON.stringify({ ok: true, n: Math.random() })),
+    };
     figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
     if (SERVER_NODE_ARGS.length > 0) note(`servers run with node ${SERVER_NODE_ARGS.join(' ')}`);
     note(
-      `reads at ${CONNECTIONS} connections, ${DURATION} s each after ${WARMUP} s of warm-up; load average ${loadavg()
+      `reads at ${CONNECTIONS} connections: ${WARMUP} s of warm-up, then ${ROUNDS} rounds of ${SLICE} s slices; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
@@ -276,16 +334,7 @@ export default async function main(): Promise<void> {
           },
         ],
       ] as const) {
-        for (const srv of servers)
-          await measureRoute(
-            `${srv.prefix}${name}`,
-            srv,
-            paths,
-            bareCpuPerRequest,
-            bareRun.rps,
-            bareAtRate,
-            bareHeaderBytes,
-          );
+        for (const srv of servers) await measureRoute(`${srv.prefix}${name}`, srv, paths, baseline);
       }
     } finally {
       for (const srv of servers) await stop(srv.child);

@@ -146,6 +146,20 @@ describe('LmdbIndex: anchors and labels', () => {
     await reopened.close();
   });
 
+  it('an index marked as text-keyed that holds rows keyed by bytes is outdated, not misread', async () => {
+    const path = join(scratchDir('stele-index-mixed-'), 'index');
+    const written = new LmdbIndex(path);
+    await written.onBatch(batch(0, [entry(1)]));
+    await written.close();
+    // What a development build left: byte-keyed rows under the text layout's mark.
+    const db = open<number, string | Buffer>({ path, compression: false });
+    await db.put('meta:schema', INDEX_SCHEMA);
+    await db.close();
+    const index = new LmdbIndex(path);
+    expect(await index.outdated()).toBe(true);
+    await index.close();
+  });
+
   it('keys a row by its bytes, or by its text under another tag when it is not in the usual form', () => {
     expect(rowKey('digest', digest(7))).toHaveLength(33);
     expect(rowKey('anchor', digest(7))).toHaveLength(33);

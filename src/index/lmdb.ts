@@ -43,6 +43,8 @@ const COMMIT_EVERY_MS = 250;
  * the log's own entries never hold) is keyed by its text under the tag + 0x10.
  */
 const TEXT_FORM = 0x10;
+/** The first byte of every text key as ordered-binary writes it. */
+const TEXT_KEYS_FROM = 0x1b;
 
 /** Each point-lookup row kind's key parts: its tag byte (layout 2) and its text prefix (layout 1). */
 const ROW_KINDS = {
@@ -138,7 +140,9 @@ export class LmdbIndex implements LookupIndex {
       this.db = open<number, string | Buffer>({ path, compression: false });
       this.size = this.db.get(SIZE_KEY) ?? 0;
       if (this.size === 0) this.markEmpty();
-      else if (this.db.get(SCHEMA_KEY) === SCHEMA_MARKS[1]) this.layout = 1;
+      // A mark that says text keys over rows keyed by bytes (a development build wrote such
+      // an index) stays in layout 2, where the mark is wrong: outdated, so it is rebuilt.
+      else if (this.db.get(SCHEMA_KEY) === SCHEMA_MARKS[1] && !this.hasByteRows()) this.layout = 1;
     } catch (e) {
       throw indexOpenError(path, e);
     }
@@ -230,6 +234,12 @@ export class LmdbIndex implements LookupIndex {
 
   private getRow(kind: RowKind, value: string): number | undefined {
     return this.db.get(this.key(kind, value));
+  }
+
+  /** Whether any point-lookup row is keyed by bytes (all sort below every text key). */
+  private hasByteRows(): boolean {
+    for (const _ of this.db.getKeys({ start: Buffer.of(0x01), end: Buffer.of(TEXT_KEYS_FROM), limit: 1 })) return true;
+    return false;
   }
 
   /** Marks an empty database as holding this schema in layout 2. */
