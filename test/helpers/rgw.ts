@@ -287,6 +287,7 @@ async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
     live.add(c);
     c.once('exit', () => live.delete(c));
     daemons.push(c);
+    return c;
   };
   const until = async (what: string, check: () => Promise<boolean>) => {
     step = `waiting for ${what}`;
@@ -319,10 +320,23 @@ async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
     step = 'creating the OSD';
     await run('ceph', ['--connect-timeout', '30', 'osd', 'create']);
     await run('ceph-osd', ['-i', '0', '--mkfs']);
-    daemon('ceph-osd', ['-i', '0']);
-    await until('the OSD to come up', async () =>
-      /\b1 up\b/.test(await run('ceph', ['--connect-timeout', '10', 'osd', 'stat'])),
-    );
+    // Now and then the OSD asks the monitor to place it before it has the cluster's fsid
+    // ('wrong fsid' in its log) and exits; started again, it comes up (a CI run had every
+    // start of the whole cluster fail on it), so the OSD alone is started up to four times.
+    for (let start = 1; ; start++) {
+      const osd = daemon('ceph-osd', ['-i', '0']);
+      try {
+        await until('the OSD to come up', async () =>
+          /\b1 up\b/.test(await run('ceph', ['--connect-timeout', '10', 'osd', 'stat'])),
+        );
+        break;
+      } catch (e) {
+        const exited = osd.exitCode !== null || osd.signalCode !== null;
+        if (start >= 4 || !exited || daemons.some((d) => d !== osd && (d.exitCode !== null || d.signalCode !== null)))
+          throw e;
+        daemons.splice(daemons.indexOf(osd), 1);
+      }
+    }
     step = 'starting the gateway';
     daemon('radosgw', ['-n', 'client.rgw.a']);
     await until('the gateway port', () => portOpen(rgwPort));
