@@ -30,6 +30,17 @@ describe('stele serve --help', () => {
       else expect(env, name).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
     }
   });
+
+  it('names in its option descriptions only variables the server reads', async () => {
+    const r = await sb.run(['serve', '--help']);
+    expect(r.code, r.stderr).toBe(0);
+    // Commander wraps descriptions at spaces: joined again, each "(env NAME" is whole.
+    const options = r.stdout.slice(0, r.stdout.indexOf('Environment')).replace(/\s+/g, ' ');
+    const read = new Set(['src/config.ts', 'src/aws/log.ts', 'src/pkcs11/token.ts'].flatMap((f) => variablesIn(f)));
+    const named = [...options.matchAll(/env (STELE_[A-Z0-9_]+)/g)].map((m) => m[1]!);
+    expect(named).toContain('STELE_ORIGIN');
+    for (const name of named) expect(read, name).toContain(name);
+  });
 });
 
 describe('STELE_RECONFIGURE', () => {
