@@ -68,6 +68,9 @@ export function rgwAvailable(): boolean {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether a daemon has exited. */
+const gone = (d: ChildProcess) => d.exitCode !== null || d.signalCode !== null;
+
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ host: '127.0.0.1', port });
@@ -293,14 +296,12 @@ async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
     step = `waiting for ${what}`;
     while (!(await check().catch(() => false))) {
       if (Date.now() >= deadline) throw new RgwStartError(`timed out ${step}`);
-      if (daemons.some((d) => d.exitCode !== null || d.signalCode !== null))
-        throw new RgwStartError(`a daemon exited while ${step}`);
+      if (daemons.some(gone)) throw new RgwStartError(`a daemon exited while ${step}`);
       await sleep(250);
     }
   };
   const stop = async () => {
-    for (const d of daemons.reverse()) if (d.exitCode === null && d.signalCode === null) d.kill('SIGTERM');
-    const gone = (d: ChildProcess) => d.exitCode !== null || d.signalCode !== null;
+    for (const d of daemons.reverse()) if (!gone(d)) d.kill('SIGTERM');
     for (let i = 0; i < 40 && !daemons.every(gone); i++) await sleep(100);
     for (const d of daemons) if (!gone(d)) d.kill('SIGKILL');
     for (let i = 0; i < 40 && !daemons.every(gone); i++) await sleep(50);
@@ -321,8 +322,8 @@ async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
     await run('ceph', ['--connect-timeout', '30', 'osd', 'create']);
     await run('ceph-osd', ['-i', '0', '--mkfs']);
     // Now and then the OSD asks the monitor to place it before it has the cluster's fsid
-    // ('wrong fsid' in its log) and exits; started again, it comes up (a CI run had every
-    // start of the whole cluster fail on it), so the OSD alone is started up to four times.
+    // ('wrong fsid' in its log) and exits (a CI run failed on it after three starts of the
+    // whole cluster), so the OSD alone is started again, up to four times in all.
     for (let start = 1; ; start++) {
       const osd = daemon('ceph-osd', ['-i', '0']);
       try {
@@ -331,9 +332,7 @@ async function startRgwOnce(options: RgwOptions): Promise<RgwServer> {
         );
         break;
       } catch (e) {
-        const exited = osd.exitCode !== null || osd.signalCode !== null;
-        if (start >= 4 || !exited || daemons.some((d) => d !== osd && (d.exitCode !== null || d.signalCode !== null)))
-          throw e;
+        if (start >= 4 || !gone(osd) || daemons.some((d) => d !== osd && gone(d))) throw e;
         daemons.splice(daemons.indexOf(osd), 1);
       }
     }
