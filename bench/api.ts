@@ -60,7 +60,13 @@ async function buildLog(dataDir: string): Promise<void> {
 // Set once the log is built (which uses both CPUs), before any server starts.
 let pinned: ReturnType<typeof pinLoadGenerator>;
 
-async function startChild(args: string[], cwd = ROOT): Promise<{ url: string; child: ChildProcess }> {
+/** A server under load: its URL and its process (whose CPU time /proc gives). */
+interface Server {
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+async function startChild(args: string[], cwd = ROOT): Promise<Server> {
   const node: [string, string[]] = [process.execPath, [...SERVER_NODE_ARGS, ...args]];
   const [command, commandArgs] = pinned ? pinned.wrap(...node) : node;
   const child = spawn(command, commandArgs, { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -151,16 +157,12 @@ function serveArgs(dataDir: string): string[] {
   ];
 }
 
-/** Server CPU per answer over one load run, and the run. */
+/** A load run, with the server's CPU per answer over it. */
 interface Slice extends Run {
   cpuPerRequest: number;
 }
 
-async function slice(
-  srv: { url: string; child: ChildProcess },
-  paths: () => string,
-  init: Partial<autocannon.Options> = {},
-): Promise<Slice> {
+async function slice(srv: Server, paths: () => string, init: Partial<autocannon.Options> = {}): Promise<Slice> {
   const cpu0 = processCpuMs(srv.child.pid);
   const run = await load(srv.url, CONNECTIONS, paths, { duration: SLICE, ...init });
   return { ...run, cpuPerRequest: (processCpuMs(srv.child.pid) - cpu0) / run.requests };
@@ -170,7 +172,7 @@ const median = (xs: readonly number[]): number => percentile(xs, 50);
 
 /** Bare Koa, the baseline every route is compared with. */
 interface Bare {
-  readonly srv: { url: string; child: ChildProcess };
+  readonly srv: Server;
   /** Its status line and headers: padding makes up the rest of a route's answer. */
   readonly headerBytes: number;
 }
@@ -182,12 +184,7 @@ interface Bare {
  * (a shared host), so each ratio is taken within a round, whose slices see the same machine,
  * and the median over the rounds is reported.
  */
-async function measureRoute(
-  name: string,
-  srv: { url: string; child: ChildProcess },
-  paths: () => string,
-  bare: Bare,
-): Promise<void> {
+async function measureRoute(name: string, srv: Server, paths: () => string, bare: Bare): Promise<void> {
   // A freshly started server reads its tiles from storage as it goes: the first run shows
   // that cold start, the rounds the steady state of a warm replica (the target).
   const cold = await load(srv.url, CONNECTIONS, paths, { duration: WARMUP });
@@ -293,9 +290,7 @@ export default async function main(): Promise<void> {
     // same load generator): on a shared machine req/s says as much about the neighbours.
     const bare = await startChild(['--import', 'tsx', '--input-type=module', '-e', BARE_KOA]);
     await load(bare.url, CONNECTIONS, () => '/', { duration: WARMUP });
-    const bareCpu0 = processCpuMs(bare.child.pid);
-    const bareRun = await load(bare.url, CONNECTIONS, () => '/');
-    const bareCpuPerRequest = (processCpuMs(bare.child.pid) - bareCpu0) / bareRun.requests;
+    const bareRun = await slice(bare, () => '/', { duration: DURATION });
     figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
     figure('bare_koa_json_p99', bareRun.p99, 'ms');
     figure('bare_koa_bytes_per_answer', Math.round(bareRun.bytesPerAnswer), 'bytes');
@@ -303,7 +298,7 @@ export default async function main(): Promise<void> {
       srv: bare,
       headerBytes: bareRun.bytesPerAnswer - Buffer.byteLength(JSON.stringify({ ok: true, n: Math.random() })),
     };
-    figure('bare_koa_server_cpu_per_request', Math.round(bareCpuPerRequest * 1000), 'µs');
+    figure('bare_koa_server_cpu_per_request', Math.round(bareRun.cpuPerRequest * 1000), 'µs');
     if (SERVER_NODE_ARGS.length > 0) note(`servers run with node ${SERVER_NODE_ARGS.join(' ')}`);
     note(
       `reads at ${CONNECTIONS} connections: ${WARMUP} s of warm-up, then ${ROUNDS} rounds of ${SLICE} s slices; load average ${loadavg()
@@ -313,7 +308,7 @@ export default async function main(): Promise<void> {
 
     // The servers under test: this checkout's and, with BENCH_STELE_BASE, the base's, each
     // route measured on one then the other so both see the same machine.
-    const servers: { prefix: string; url: string; child: ChildProcess }[] = [];
+    const servers: (Server & { prefix: string })[] = [];
     try {
       for (const [prefix, cwd] of BASE ? [['base_', BASE] as const, ['', ROOT] as const] : [['', ROOT] as const]) {
         note(`${prefix || 'this '}server: ${cwd}`);
