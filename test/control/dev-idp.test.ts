@@ -164,8 +164,9 @@ describe('stele dev-idp', () => {
     });
     let seen = '';
     follow.stdout!.on('data', (d) => (seen += d));
+    // Epoch 1's key_epoch event comes first (it is recorded at start-up); wait for the rotation's, the last event.
     const deadline = Date.now() + 30_000;
-    while (!/key_epoch/.test(seen) && Date.now() < deadline && follow.exitCode === null)
+    while (!/key_epoch epoch 2 /.test(seen) && Date.now() < deadline && follow.exitCode === null)
       await new Promise((r) => setTimeout(r, 100));
     expect(follow.exitCode).toBeNull(); // still following
     follow.kill('SIGTERM');
@@ -175,6 +176,7 @@ describe('stele dev-idp', () => {
     for (const l of lines) expect(l).toMatch(/^ok {3}#/);
     expect(seen).toMatch(/policy_evaluation/);
     expect(seen).toMatch(/access_decision/);
+    expect(seen).toMatch(/key_epoch epoch 2 /);
     outputs.push({ code: 0, stdout: seen, stderr: '' });
 
     // --no-follow ends after the stored events.
