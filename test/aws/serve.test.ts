@@ -111,9 +111,9 @@ describe('stele serve on the AWS backend', () => {
 
     // The replica follows new checkpoints.
     const next = await postAnchor(seq.url, { digest: digestOf(1000) }, auth);
-    await new Promise((r) => setTimeout(r, 1500));
-    const cp = (await getJson(`${replica.url}/api/ledger/checkpoint`)).body;
-    expect(cp.treeSize).toBe(next.body.checkpoint.treeSize);
+    await expect
+      .poll(async () => (await getJson(`${replica.url}/api/ledger/checkpoint`)).body.treeSize, { timeout: 15_000 })
+      .toBe(next.body.checkpoint.treeSize);
     expect((await fetch(`${replica.url}/checkpoint`)).status).toBe(200);
 
     // Duplicates on AWS: the DynamoDB index holds the first copy; identical anchors sent at once make one entry.
