@@ -1,11 +1,9 @@
 // `stele serve`: the HTTP server over a log backend (src/serve/backends.ts): the JSON API,
 // the log's objects as the CDN serves them, metrics, and graceful shutdown.
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
-import { clientErrorHandler, connectHandler } from './api/edge.js';
+import { type HttpServer, listenHttp } from './api/http-server.js';
 import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
@@ -69,19 +67,19 @@ export async function startServer(
       { settings: settings.applied },
       `using the ${settings.applied.join(', ')} stored with the log (${stored!.home.where})`,
     );
-  const server = await listen(cfg).catch(async (e: unknown) => {
+  const http = await listen(cfg).catch(async (e: unknown) => {
     await unwind();
     throw e;
   });
   const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
-    await new Promise<void>((r) => server.close(() => r()));
+    await http.close();
     await unwind();
     throw e;
   });
   // Only a log that opened (verified, not refused) gets its settings recorded.
   await settings?.record().catch(async (e: unknown) => {
     await backend.close();
-    await new Promise<void>((r) => server.close(() => r()));
+    await http.close();
     await unwind();
     throw e;
   });
@@ -94,7 +92,7 @@ export async function startServer(
           .openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger)
           .catch(async (e: unknown) => {
             await backend.close();
-            await new Promise<void>((r) => server.close(() => r()));
+            await http.close();
             await dirLock?.release();
             throw new ConfigError(`anchor policy: ${(e as Error).message}`);
           })
@@ -137,20 +135,18 @@ export async function startServer(
       }).catch(async (e: unknown) => {
         anchorPolicy?.close();
         await backend.close();
-        await new Promise<void>((r) => server.close(() => r()));
+        await http.close();
         await dirLock?.release();
         throw e;
       })
     : undefined;
-  const handle = app.callback();
+  const { server } = http;
   server.removeAllListeners('request');
-  server.on('request', handle);
-  const { port } = server.address() as AddressInfo;
-  const host = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
+  server.on('request', app.callback());
 
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${port}`,
+    url: http.url,
     origin: ledger.origin,
     keyId: keyIdOf(ledger.publicKey),
     vkey: formatVkey(makeVerifier(ledger.origin, SIG_ED25519, ledger.publicKey)),
@@ -181,9 +177,9 @@ export async function startServer(
 }
 
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */
-function listen(cfg: ServeConfig): Promise<Server> {
-  return new Promise<Server>((resolve, reject) => {
-    const s = createServer((_req, res) => {
+function listen(cfg: ServeConfig): Promise<HttpServer> {
+  return listenHttp(
+    (_req, res) => {
       res.writeHead(503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Retry-After': '1' });
       res.end(
         JSON.stringify({
@@ -193,17 +189,10 @@ function listen(cfg: ServeConfig): Promise<Server> {
           },
         }),
       );
-    });
-    s.keepAliveTimeout = 65_000;
-    // Node's own parse errors (431, 400) get the JSON error shape too, not an empty body.
-    s.on('clientError', clientErrorHandler);
-    s.on('connect', connectHandler);
-    s.once('error', reject);
-    s.listen(cfg.port, cfg.host, () => {
-      s.off('error', reject);
-      resolve(s);
-    });
-  });
+    },
+    cfg.host,
+    cfg.port,
+  );
 }
 
 function guardFor(cfg: ServeConfig): GuardOptions {

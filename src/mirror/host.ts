@@ -3,8 +3,7 @@
 // copies, and the HTTP server. Used by `stele mirror serve`, tests and benches.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenHttp } from '../api/http-server.js';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -72,25 +71,9 @@ export async function startMirror(o: MirrorHostOptions): Promise<RunningMirror> 
     ticketKey,
     copyOf: (hash) => new FsObjectStore(copyDir(hash), { fsync }),
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = mirrorApp(mirror, o.logger).listen(o.port, o.host, () => resolve(s));
-    s.once('error', reject);
-  });
-  const { port } = server.address() as AddressInfo;
+  const http = await listenHttp(mirrorApp(mirror, o.logger).callback(), o.host, o.port);
   const verifier = makeVerifier(o.name, SIG_COSIGNATURE_V1, signer.publicKey);
-  return {
-    url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
-    name: o.name,
-    verifier,
-    vkey: formatVkey(verifier),
-    mirror,
-    copyDir,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { url: http.url, name: o.name, verifier, vkey: formatVkey(verifier), mirror, copyDir, close: http.close };
 }
 
 /** A log vkey (Ed25519, type 0x01) for --log. */

@@ -1,7 +1,5 @@
 // Running a witness: its key (created on first start, mode 0600), its durable per-log
 // state, and the HTTP server. Used by `stele witness serve` and by demo mode.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -12,7 +10,7 @@ import {
   makeVerifier,
   parseVkey,
 } from '../core/note.js';
-import { clientErrorHandler, connectHandler } from '../api/edge.js';
+import { listenHttp } from '../api/http-server.js';
 import { loadOrCreateKey } from '../signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { witnessApp } from './server.js';
@@ -45,27 +43,9 @@ export async function startWitness(o: WitnessHostOptions): Promise<RunningWitnes
   const state = new FsObjectStore(join(o.dataDir, 'state'));
   await state.removeTempFiles(); // of state swaps cut short by a crash
   const witness = new Witness({ signer, logs: o.logs, state });
-  const app = witnessApp(witness, o.logger);
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(o.port, o.host, () => resolve(s));
-    s.on('clientError', clientErrorHandler);
-    s.on('connect', connectHandler);
-    s.once('error', reject);
-  });
-  const { port } = server.address() as AddressInfo;
+  const http = await listenHttp(witnessApp(witness, o.logger).callback(), o.host, o.port);
   const verifier = makeVerifier(o.name, SIG_COSIGNATURE_V1, signer.publicKey);
-  return {
-    url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
-    name: o.name,
-    verifier,
-    vkey: formatVkey(verifier),
-    witness,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { url: http.url, name: o.name, verifier, vkey: formatVkey(verifier), witness, close: http.close };
 }
 
 /** Parses `<vkey>=<url>` witness settings (vkeys of type 0x04). */

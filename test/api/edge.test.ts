@@ -1,10 +1,15 @@
 // The HTTP edge, tried as an attacker would (issue 16): every malformed request (methods,
 // encodings, charsets, headers, framing, bodies, query strings, labels), sent over a raw
 // socket, gets the JSON error shape with a 4xx status, and none changes the log.
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMirror } from '../../src/mirror/host.js';
 import type { RunningServer } from '../../src/serve.js';
+import { startWitness } from '../../src/witness/host.js';
 import { rawExchange, rawRequest } from '../helpers/raw-http.js';
+import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
 
 const ANCHOR = '/api/ledger/anchor';
@@ -314,5 +319,39 @@ describe('an edge that always answers JSON', () => {
   it('counts none of them as a server error in /metrics', async () => {
     const metrics = await (await fetch(`${srv.url}/metrics`)).text();
     expect(metrics).not.toMatch(/stele_http_requests_total\{[^}]*status="5\d\d"/);
+  });
+});
+
+// Node answers these itself, before any handler: src/api/http-server.ts gives every server
+// (the API above, the witness, the mirror) the listeners that answer them in the JSON shape.
+const BEFORE_ANY_HANDLER: Case[] = [
+  METHODS.find((c) => c[0] === 'CONNECT')!,
+  METHODS.find((c) => c[0] === 'an unknown method token')!,
+  ...FRAMING.slice(0, 3),
+];
+
+describe.each([
+  ['witness', startWitness],
+  ['mirror', startMirror],
+] as const)('the %s runs behind the same edge', (name, start) => {
+  let srv: { url: string; close(): Promise<void> };
+  beforeAll(async () => {
+    const dataDir = join(scratchDir(`stele-edge-${name}-`), name);
+    srv = await start({
+      dataDir,
+      name: `${name}.test`,
+      logs: [],
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+    });
+  });
+  afterAll(() => srv?.close());
+
+  it.each(BEFORE_ANY_HANDLER)('%s', async (_name, request, status, code) => {
+    const r = await rawExchange(srv.url, request);
+    expect(r.status).toBe(status);
+    expect(r.headers['content-type']).toMatch(/^application\/json/);
+    expect(r.json).toEqual({ error: { code, message: expect.any(String) } });
   });
 });
