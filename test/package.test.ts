@@ -129,3 +129,11 @@ describe('the stele/verify package', () => {
     await expect(tryImport('stele/dist/src/core/hash.js')).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   }, 60_000);
 });
+
+describe('installing the repository', () => {
+  // npm 11.16+ lists unreviewed install scripts after every install; npm 12 skips them.
+  it('has every dependency install script reviewed in package.json allowScripts', async () => {
+    const { stdout } = await npm(['install-scripts', 'ls', '--json'], repoRoot);
+    expect((JSON.parse(stdout) as { allowScripts: unknown[] }).allowScripts).toEqual([]);
+  }, 60_000);
+});
