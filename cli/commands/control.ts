@@ -8,7 +8,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
 import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, ControlClientError } from '../../src/control/client.js';
@@ -22,6 +21,7 @@ import { verifyInclusion } from '../../src/core/merkle.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
+import { logLevelOption, stderrLogger } from '../logger.js';
 
 interface ClientOptions {
   endpoint?: string;
@@ -131,7 +131,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     .option('--anchor-tokens <list>', 'bearer tokens for the ledger anchor route (env STELE_ANCHOR_TOKENS)')
     .option('--demo-witnesses <n>', 'local demo witnesses (env STELE_DEMO_WITNESSES)')
     .option('--config <file>', 'TOML file with a [server] table')
-    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .addOption(logLevelOption())
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .action(async (opts: Record<string, unknown>) => {
       const { batchInterval, json, logLevel, controlConfig, ...rest } = opts;
@@ -143,7 +143,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         if (e instanceof ConfigError) throw new CliError(EXIT.USAGE, e.message);
         throw e;
       }
-      const log = pino({ level: String(logLevel), base: undefined }, pino.destination(2));
+      const log = await stderrLogger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const server = await startServer({ ...cfg, enterprise: true }, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError)
@@ -253,7 +253,12 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
               EXIT.USAGE,
               'unwrap works with the local demo KEK only; with AWS KMS, call KMS Decrypt with the lease encryption context',
             );
-          const epochs = await KeyEpochs.readOnly(state.epochStore, state.signer, state.kek, pino({ level: 'silent' }));
+          const epochs = await KeyEpochs.readOnly(
+            state.epochStore,
+            state.signer,
+            state.kek,
+            await stderrLogger('silent'),
+          );
           result = await unwrapLease(epochs, o.leaseId, wrapped, { allowExpired: o.allowExpired === true });
         } catch (e) {
           if (e instanceof KekError) throw new CliError(EXIT.VERIFY_FAILED, `unwrap failed (${e.code}): ${e.message}`);

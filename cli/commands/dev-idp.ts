@@ -6,7 +6,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { parse as parseToml } from 'smol-toml';
 import { SERVE_DEFAULTS } from '../../src/config.js';
 import { DEV_ROLES, DevIdpError, type DevRole, requestToken, startDevIdp } from '../../src/control/dev-idp.js';
@@ -14,6 +13,7 @@ import { createSecretFile, replaceFile } from '../../src/store/files.js';
 import { CliError, EXIT } from '../errors.js';
 import { invocation } from '../invocation.js';
 import { closeOnSignal } from '../lifecycle.js';
+import { stderrLogger } from '../logger.js';
 import { isQuiet } from '../verbosity.js';
 
 const DEFAULT_PORT = 8090;
@@ -155,7 +155,7 @@ data directory); 3 the port is in use or the dev-idp does not answer.`,
         }
         if (existsSync(join(dataDir, 'control', 'control.key')) && cfg.status === 'written')
           process.stderr.write('stele: restart `serve --enterprise` so it reads the new control.toml\n');
-        const log = pino({ level: 'info', base: undefined }, pino.destination(2));
+        const log = await stderrLogger('info');
         await closeOnSignal(idp, log, 'dev-idp shutting down');
       },
     );

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
+import { logLevelOption, stderrLogger } from '../logger.js';
 
 export function registerMirrorCommands(program: Command): void {
   program
@@ -27,7 +28,7 @@ export function registerMirrorCommands(program: Command): void {
     )
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--port <port>', 'listen port, 0 for any', '8082')
-    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .addOption(logLevelOption())
     .option('--json', 'print one JSON line {url, name, vkey, logs: [{origin, prefix}]} when ready')
     .action(
       async (o: {
@@ -54,8 +55,7 @@ export function registerMirrorCommands(program: Command): void {
         const port = Number(o.port);
         if (!Number.isInteger(port) || port < 0 || port > 65_535)
           throw new CliError(EXIT.USAGE, '--port must be 0..65535');
-        const { pino } = await import('pino');
-        const logger = pino({ level: o.logLevel, base: undefined }, pino.destination(2));
+        const logger = await stderrLogger(o.logLevel);
         const m = await startMirror({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger }).catch(
           (e: unknown) => {
             if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);

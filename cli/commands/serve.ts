@@ -6,12 +6,8 @@ import type { Command } from 'commander';
 import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/config.js';
 import { CliError, EXIT, hsmError } from '../errors.js';
 import { invocation } from '../invocation.js';
+import { logLevelOption, stderrLogger } from '../logger.js';
 import { closeOnSignal } from '../lifecycle.js';
-
-async function logger(level: string) {
-  const { pino } = await import('pino');
-  return pino({ level, base: undefined, redact: ['req.headers.authorization'] }, pino.destination(2));
-}
 
 function config(opts: Record<string, unknown>) {
   try {
@@ -109,7 +105,7 @@ export function registerServeCommands(program: Command): void {
       'also serve the enterprise control plane (/v1) recording into this log (env STELE_ENTERPRISE)',
     )
     .option('--config <file>', 'TOML file with a [server] table (data_dir, origin, host, port, batch_interval_ms, …)')
-    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .addOption(logLevelOption())
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
     .addHelpText('after', `\n${serveEnvironmentHelp()}`)
     .action(async (opts: Record<string, unknown>) => {
@@ -124,7 +120,7 @@ export function registerServeCommands(program: Command): void {
         witnesses: (witness as string[] | undefined)?.join(','),
         mirrors: (mirror as string[] | undefined)?.join(','),
       });
-      const log = await logger(String(logLevel));
+      const log = await stderrLogger(String(logLevel));
       const { startServer } = await import('../../src/serve.js');
       const { KeyFileError } = await import('../../src/signer.js');
       const server = await startServer(cfg, log).catch((e: unknown) => {
@@ -186,7 +182,7 @@ export function registerServeCommands(program: Command): void {
       const { LmdbIndex } = await import('../../src/index/lmdb.js');
       const { catchUpIndex } = await import('../../src/index/catchup.js');
       const { LogReader, logCorruptObjects } = await import('../../src/reader.js');
-      const log = await logger('warn');
+      const log = await stderrLogger('warn');
       const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: log });
       const dir = join(cfg.dataDir, 'private', 'index');
       rmSync(dir, { recursive: true, force: true });

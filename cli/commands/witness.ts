@@ -4,6 +4,7 @@ import { SIG_ED25519, parseVkey } from '../../src/core/note.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT, hsmError } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
+import { logLevelOption, stderrLogger } from '../logger.js';
 
 export function registerWitnessCommands(program: Command): void {
   program
@@ -21,7 +22,7 @@ export function registerWitnessCommands(program: Command): void {
     ])
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--port <port>', 'listen port, 0 for any', '8081')
-    .option('--log-level <level>', 'pino log level on stderr', 'info')
+    .addOption(logLevelOption())
     .option(
       '--signer <file|pkcs11:…>',
       'the cosigning key: "file" (<data-dir>/witness.key; default) or the PKCS#11 URI of an Ed25519 key in an HSM (PIN by pin-source or env STELE_PKCS11_PIN) (env STELE_WITNESS_SIGNER)',
@@ -50,9 +51,8 @@ export function registerWitnessCommands(program: Command): void {
         const port = Number(o.port);
         if (!Number.isInteger(port) || port < 0 || port > 65_535)
           throw new CliError(EXIT.USAGE, '--port must be 0..65535');
-        const { pino } = await import('pino');
         const { startWitness } = await import('../../src/witness/host.js');
-        const logger = pino({ level: o.logLevel, base: undefined }, pino.destination(2));
+        const logger = await stderrLogger(o.logLevel);
         const spec = o.signer ?? process.env.STELE_WITNESS_SIGNER;
         if (spec !== undefined && spec !== 'file' && !/^pkcs11:/i.test(spec))
           throw new CliError(EXIT.USAGE, '--signer must be "file" or a pkcs11: URI');

@@ -158,6 +158,20 @@ const cases: Case[] = [
   ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'files'/],
   ['an unknown option', () => ['ledger', 'verify', 'present.txt', '--bogus'], 2, /unknown option '--bogus'/],
   ['a size below 1', () => ['ledger', 'consistency', '--from', '0'], 2, /--from must be an integer ≥ 1/],
+  // every server command takes the same log levels (cli/logger.ts)
+  ...[
+    ['serve'],
+    ['control', 'serve'],
+    ['witness', 'serve', '--name', 'w.test'],
+    ['mirror', 'serve', '--name', 'm.test'],
+  ].map(
+    (command): Case => [
+      `${command.slice(0, 2).join(' ')} with an unknown log level`,
+      () => [...command, '--data-dir', at('server'), '--log-level', 'verbose'],
+      2,
+      /^error: option '--log-level <level>' argument 'verbose' is invalid\. Allowed choices are fatal, error, warn, info/,
+    ],
+  ),
   [
     'no key to trust',
     () => ['ledger', 'init', '--endpoint', down],
