@@ -148,8 +148,6 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       const server = await startServer({ ...cfg, enterprise: true }, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError)
           throw new CliError(EXIT.USAGE, e.message);
-        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
-          throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         throw e;
       });
       if (json)

@@ -59,8 +59,6 @@ export function registerMirrorCommands(program: Command): void {
         const m = await startMirror({ dataDir: o.dataDir, name: o.name, logs, host: o.host, port, logger }).catch(
           (e: unknown) => {
             if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
-            if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
-              throw new CliError(EXIT.IO, `${o.host}:${port} is already in use`);
             throw e;
           },
         );

@@ -128,8 +128,6 @@ export function registerServeCommands(program: Command): void {
         if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
         const hsm = hsmError(e);
         if (hsm) throw hsm;
-        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
-          throw new CliError(EXIT.IO, `${cfg.host}:${cfg.port} is already in use`);
         if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
           throw new CliError(
             EXIT.IO,

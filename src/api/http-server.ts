@@ -11,6 +11,27 @@ import { clientErrorHandler, connectHandler } from './edge.js';
  */
 export const KEEP_ALIVE_MS = 65_000;
 
+/** Why an address could not be bound, in words (Node says `listen EADDRINUSE: …`). */
+const CANNOT_LISTEN: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the address is already in use (another server on that port?)',
+  EACCES: 'permission denied (a port below 1024 needs privileges)',
+  EADDRNOTAVAIL: 'no network interface of this machine has that address',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'the host name could not be resolved now',
+};
+
+/** The server could not bind its address; nothing was started. */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+  constructor(
+    readonly address: string,
+    readonly code: string | undefined,
+    reason: string,
+  ) {
+    super(`cannot listen on ${address}: ${reason}`);
+  }
+}
+
 export interface HttpServer {
   readonly server: Server;
   /** `http://host:port`, an IPv6 host in brackets. */
@@ -19,20 +40,22 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-/** Listens on host:port (0: any free port); rejects if the port cannot be bound. */
+/** Listens on host:port (0: any free port); rejects with a ListenError if it cannot. */
 export function listenHttp(handler: RequestListener, host: string, port: number): Promise<HttpServer> {
+  const name = host.includes(':') ? `[${host}]` : host; // an IPv6 address in a URL
   return new Promise((resolve, reject) => {
     const server = createServer(handler);
     server.keepAliveTimeout = KEEP_ALIVE_MS;
     server.on('clientError', clientErrorHandler);
     server.on('connect', connectHandler);
-    server.once('error', reject);
+    const refused = (e: NodeJS.ErrnoException) =>
+      reject(new ListenError(`${name}:${port}`, e.code, (e.code && CANNOT_LISTEN[e.code]) || e.message));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
-      const bound = (server.address() as AddressInfo).port;
+      server.off('error', refused);
       resolve({
         server,
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+        url: `http://${name}:${(server.address() as AddressInfo).port}`,
         close: () =>
           new Promise<void>((closed) => {
             server.close(() => closed());

@@ -35,12 +35,17 @@ function oneLineError(r: CliRun, code: number, pattern: RegExp): void {
 
 let sb: Sandbox;
 let down: string;
+/** A loopback port a server of this process holds. */
+const holder = createServer();
+let taken: number;
 const at = (name: string) => join(sb.root, name);
 
 beforeAll(async () => {
   await ensureBuilt();
   sb = new Sandbox('stele-errors-');
   down = `http://127.0.0.1:${await closedPort()}`;
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+  taken = (holder.address() as { port: number }).port;
   mkdirSync(join(sb.configHome, 'stele'), { recursive: true });
   writeFileSync(
     sb.configFile,
@@ -68,7 +73,10 @@ beforeAll(async () => {
   writeFileSync(at('no-trust.toml'), `[ledger]\nendpoint = "${down}"\n`);
 }, 120_000);
 
-afterAll(() => sb?.cleanup());
+afterAll(() => {
+  holder.close();
+  sb?.cleanup();
+});
 
 type Case = [title: string, args: () => string[], code: number, pattern: RegExp];
 
@@ -172,6 +180,26 @@ const cases: Case[] = [
       /^error: option '--log-level <level>' argument 'verbose' is invalid\. Allowed choices are fatal, error, warn, info/,
     ],
   ),
+  // an address a server cannot listen on: I/O, said in words
+  ...[
+    ['serve'],
+    ['control', 'serve'],
+    ['witness', 'serve', '--name', 'w.test', '--log', vkey],
+    ['mirror', 'serve', '--name', 'm.test', '--log', vkey],
+  ].map(
+    (command): Case => [
+      `${command.slice(0, 2).join(' ')} on a port in use`,
+      () => [...command, '--data-dir', at(`taken-${command[0]}`), '--port', String(taken)],
+      3,
+      /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use/,
+    ],
+  ),
+  [
+    'serve on a host that does not resolve',
+    () => ['serve', '--data-dir', at('nohost'), '--host', 'no-such-host.invalid', '--port', '0'],
+    3,
+    /^stele: cannot listen on no-such-host\.invalid:0: no such host$/,
+  ],
   [
     'no key to trust',
     () => ['ledger', 'init', '--endpoint', down],
