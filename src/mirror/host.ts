@@ -15,6 +15,7 @@ import {
   SIG_ED25519,
 } from '../core/note.js';
 import { loadOrCreateKey } from '../signer.js';
+import { makeDataDir } from '../store/files.js';
 import { FsObjectStore } from '../store/fs.js';
 import { type MirroredLog, Mirror } from './mirror.js';
 import { mirrorApp } from './server.js';
@@ -57,7 +58,7 @@ async function loadOrCreateSecret(path: string): Promise<Uint8Array> {
 }
 
 export async function startMirror(o: MirrorHostOptions): Promise<RunningMirror> {
-  await fs.mkdir(o.dataDir, { recursive: true, mode: 0o700 });
+  await makeDataDir(o.dataDir, 0o700);
   const { signer } = await loadOrCreateKey(join(o.dataDir, 'mirror.key'), o.name);
   const ticketKey = await loadOrCreateSecret(join(o.dataDir, 'ticket.key'));
   const fsync = o.fsync ?? true;

@@ -5,10 +5,11 @@
 // and is told the holder's pid. Elsewhere (no abstract namespace) the socket is a file in
 // the temporary directory, and a file nobody answers on is taken as stale.
 import { createHash } from 'node:crypto';
-import { mkdir, realpath, unlink } from 'node:fs/promises';
+import { realpath, unlink } from 'node:fs/promises';
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeDataDir } from './files.js';
 
 export class DataDirInUseError extends Error {
   override name = 'DataDirInUseError';
@@ -37,7 +38,7 @@ function address(real: string): string {
 
 /** Takes the exclusive lock on `dataDir` (created if missing) or throws DataDirInUseError. */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
-  await mkdir(dataDir, { recursive: true });
+  await makeDataDir(dataDir);
   const real = await realpath(dataDir);
   const path = address(real);
   let server: Server;

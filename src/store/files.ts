@@ -21,6 +21,36 @@ export function isAbsent(e: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP';
 }
 
+/** Why a directory cannot serve as a data directory, in words (Node says `EEXIST: file already exists, mkdir …`). */
+const NOT_A_DATA_DIR: Readonly<Record<string, string>> = {
+  EEXIST: 'it is a file, not a directory',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the filesystem is read-only',
+  ELOOP: 'its path loops through symlinks',
+};
+
+/** A data directory that cannot be created or used; nothing was written. */
+export class DataDirError extends Error {
+  override readonly name = 'DataDirError';
+}
+
+/**
+ * Creates a data directory and its parents, unless it is there already. A full disk keeps its
+ * ENOSPC (the callers say which filesystem is full); any other refusal is a DataDirError.
+ */
+export async function makeDataDir(dir: string, mode?: number): Promise<void> {
+  try {
+    await fs.mkdir(dir, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC') throw e;
+    const reason = (code && NOT_A_DATA_DIR[code]) || (e as Error).message;
+    throw new DataDirError(`cannot use ${dir} as a data directory: ${reason}`);
+  }
+}
+
 /** `<path>.tmp-<pid>-<random>`: beside its final name (so a link or rename is atomic), naming its writer. */
 export function tempName(path: string): string {
   return `${path}${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;

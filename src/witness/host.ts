@@ -12,6 +12,7 @@ import {
 } from '../core/note.js';
 import { listenHttp } from '../api/http-server.js';
 import { loadOrCreateKey } from '../signer.js';
+import { makeDataDir } from '../store/files.js';
 import { FsObjectStore } from '../store/fs.js';
 import { witnessApp } from './server.js';
 import { Witness } from './witness.js';
@@ -38,6 +39,7 @@ export interface RunningWitness {
 }
 
 export async function startWitness(o: WitnessHostOptions): Promise<RunningWitness> {
+  await makeDataDir(o.dataDir, 0o700);
   const signer = o.signer ?? (await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name)).signer;
   if (signer.name !== o.name) throw new Error(`the witness key is named ${signer.name}, not ${o.name}`);
   const state = new FsObjectStore(join(o.dataDir, 'state'));

@@ -194,6 +194,18 @@ const cases: Case[] = [
       /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use/,
     ],
   ),
+  ...[
+    ['serve'],
+    ['witness', 'serve', '--name', 'w.test', '--log', vkey],
+    ['mirror', 'serve', '--name', 'm.test', '--log', vkey],
+  ].map(
+    (command): Case => [
+      `${command.slice(0, 2).join(' ')} with a file as its data directory`,
+      () => [...command, '--data-dir', at('bad.toml'), '--port', '0'],
+      3,
+      /^stele: cannot use \S+bad\.toml as a data directory: it is a file, not a directory$/,
+    ],
+  ),
   [
     'serve on a host that does not resolve',
     () => ['serve', '--data-dir', at('nohost'), '--host', 'no-such-host.invalid', '--port', '0'],
