@@ -41,6 +41,7 @@ import { DynamoIndex } from './dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
 import { KmsSigner } from './kms.js';
 import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from '../store/s3.js';
+import { fsReason } from '../store/files.js';
 
 /**
  * Default shortest time between batch starts on AWS, in ms: a batch costs a KMS signature, a
@@ -460,9 +461,7 @@ function publicKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
   try {
     return { kind: 'vkey', vkey: readFileSync(env.STELE_VKEY_FILE!, 'utf8').trim() };
   } catch (e) {
-    throw new AwsConfigError(
-      `cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
+    throw new AwsConfigError(`cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${fsReason(e)}`);
   }
 }
 

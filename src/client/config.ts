@@ -14,6 +14,7 @@ import { type NoteVerifier, SIG_ED25519, keyIdOf, parseCosignerVkey, parseVkey }
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
 import { type Quorum, policyQuorum } from './verify.js';
+import { fsReason } from '../store/files.js';
 
 export interface TrustPin {
   /** Lowercase hex SHA-256 of the log's raw Ed25519 public key. */
@@ -265,10 +266,7 @@ function readError(path: string, e: unknown): ConfigError {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT')
     return new ConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
-  if (code === 'EACCES' || code === 'EPERM')
-    return new ConfigError(`cannot read configuration ${path}: permission denied`);
-  if (code === 'EISDIR') return new ConfigError(`cannot read configuration ${path}: it is a directory`);
-  return new ConfigError(`cannot read configuration ${path}: ${code ?? (e as Error).message}`);
+  return new ConfigError(`cannot read configuration ${path}: ${fsReason(e)}`);
 }
 
 /** Reads and validates the file (no environment overrides). */
@@ -293,9 +291,7 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     try {
       policyText = await fs.readFile(file, 'utf8');
     } catch (e) {
-      throw new ConfigError(
-        `cannot read the trust policy ${file} named in ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      );
+      throw new ConfigError(`cannot read the trust policy ${file} named in ${path}: ${fsReason(e)}`);
     }
     cfg.trust.policy = policyFromText(policyText, file);
     const vkey = checkPolicy(cfg.trust.policy, cfg.trust.keyId, file);
@@ -347,10 +343,7 @@ export async function saveConfig(path: string, c: LedgerConfig, policyText?: str
     await writeAtomically(path, text);
   } catch (e) {
     if (e instanceof ConfigError) throw e;
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new ConfigError(
-      `cannot write configuration ${path}: ${code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message)}`,
-    );
+    throw new ConfigError(`cannot write configuration ${path}: ${fsReason(e)}`);
   }
 }
 

@@ -11,7 +11,7 @@ import { type CanonicalEntry, parseCanonicalEntry } from '../core/entry.js';
 import { toHex } from '../core/hash.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import type { LogReader } from '../reader.js';
-import { replaceFile } from '../store/files.js';
+import { fsReason, replaceFile } from '../store/files.js';
 import { DirObjectReader } from './objects.js';
 import { orderedPipeline } from './pipeline.js';
 
@@ -129,8 +129,7 @@ async function writeCache(path: string, ix: EntryIndexData, onNotice?: (line: st
     await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
     await replaceFile(path, JSON.stringify(ix));
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-    onNotice?.(`cannot cache the mirror index at ${path} (${code}): carrying on without it`);
+    onNotice?.(`cannot cache the mirror index at ${path} (${fsReason(e)}): carrying on without it`);
   }
 }
 

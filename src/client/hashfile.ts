@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import { ClientError, UsageError } from './errors.js';
+import { fsReason } from '../store/files.js';
 
 /** Chunk size of the read stream (1 MiB: fewer syscalls and hash calls than the 64 KiB default). */
 export const HASH_CHUNK_BYTES = 1 << 20;
@@ -57,14 +58,5 @@ async function sha256Stream(
 
 function fileError(path: string, e: unknown): Error {
   if (e instanceof UsageError) return e;
-  const code = (e as NodeJS.ErrnoException)?.code;
-  const why =
-    code === 'ENOENT'
-      ? 'no such file'
-      : code === 'EACCES' || code === 'EPERM'
-        ? 'permission denied'
-        : code === 'EISDIR'
-          ? 'is a directory'
-          : ((e as Error)?.message ?? String(e));
-  return new ClientError('io', `cannot read ${path}: ${why}`);
+  return new ClientError('io', `cannot read ${path}: ${fsReason(e)}`);
 }

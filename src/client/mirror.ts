@@ -37,6 +37,7 @@ import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';
 import { orderedPipeline, parallelRange } from './pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
+import { fsReason, makeDataDir } from '../store/files.js';
 
 export interface MirrorOptions {
   readonly source: ObjectReader;
@@ -79,10 +80,7 @@ class Dest {
       return new Uint8Array(await fs.readFile(join(this.root, key)));
     } catch (e) {
       if (isMissing(e)) return null;
-      throw new ClientError(
-        'io',
-        `cannot read ${join(this.root, key)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      );
+      throw new ClientError('io', `cannot read ${join(this.root, key)}: ${fsReason(e)}`);
     }
   }
 
@@ -98,7 +96,7 @@ class Dest {
       await fs.writeFile(tmp, data);
       await fs.rename(tmp, path);
     } catch (e) {
-      throw new ClientError('io', `cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ClientError('io', `cannot write ${path}: ${fsReason(e)}`);
     }
   }
 
@@ -208,6 +206,7 @@ export async function mirrorLog(opts: MirrorOptions): Promise<MirrorResult> {
   const t0 = performance.now();
   const { source, sourceName, trust } = opts;
   const concurrency = opts.concurrency ?? 16;
+  await makeDataDir(opts.dest, { what: 'the mirror directory' });
   const dest = new Dest(opts.dest);
 
   // 1. The source's checkpoint, verified.

@@ -6,6 +6,7 @@ import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader } from '../store/store.js';
 import { ClientError, NetworkError, UsageError } from './errors.js';
 import { type HttpOptions, type HttpStats, request } from './http.js';
+import { fsReason } from '../store/files.js';
 
 /** Reads objects over HTTP: 404 (and 410) → null, other failures → NetworkError. */
 export class HttpObjectReader implements ObjectReader {
@@ -60,8 +61,7 @@ export class DirObjectReader implements ObjectReader {
       if (data) this.stats.bytes += data.length;
       return data;
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new ClientError('io', `cannot read ${key} in ${this.dir}: ${code ?? (e as Error).message}`);
+      throw new ClientError('io', `cannot read ${key} in ${this.dir}: ${fsReason(e)}`);
     }
   }
 }

@@ -9,6 +9,7 @@ import { hashFromHex } from '../core/hash.js';
 import { TLOG_PROOF_EXTENSION, steleTlogProof } from '../core/tlog-proof.js';
 import { type EntryProofView, parseCheckpointView, parseEntryView } from './api.js';
 import { ClientError, UsageError } from './errors.js';
+import { fsReason } from '../store/files.js';
 
 export const PROOF_FORMAT = 'stele-proof/v1';
 
@@ -99,10 +100,7 @@ export class ProofStore {
       const tlog = tlogProofOf(bundle);
       if (tlog !== null) await writeAtomic(this.tlogPathOf(bundle.entry.id), tlog);
     } catch (e) {
-      throw new ClientError(
-        'io',
-        `cannot store proof bundle in ${this.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      );
+      throw new ClientError('io', `cannot store proof bundle in ${this.dir}: ${fsReason(e)}`);
     }
     return path;
   }
@@ -114,7 +112,7 @@ export class ProofStore {
       text = await fs.readFile(path, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new ClientError('io', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ClientError('io', `cannot read ${path}: ${fsReason(e)}`);
     }
     let value: unknown;
     try {

@@ -11,6 +11,7 @@ import { parseTlogProof, TlogProofError, type TlogProof } from '../core/tlog-pro
 import type { EntryView } from './api.js';
 import { ClientError, VerificationError } from './errors.js';
 import type { Session, VerifyResult } from './ledger.js';
+import { fsReason } from '../store/files.js';
 
 /** Reads and parses a proof file: unreadable → io (exit 3), malformed → verification (exit 1). */
 export async function readTlogProof(path: string): Promise<TlogProof> {
@@ -18,7 +19,7 @@ export async function readTlogProof(path: string): Promise<TlogProof> {
   try {
     text = await fs.readFile(path, 'utf8');
   } catch (e) {
-    throw new ClientError('io', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ClientError('io', `cannot read ${path}: ${fsReason(e)}`);
   }
   try {
     return parseTlogProof(text);

@@ -58,7 +58,7 @@ async function loadOrCreateSecret(path: string): Promise<Uint8Array> {
 }
 
 export async function startMirror(o: MirrorHostOptions): Promise<RunningMirror> {
-  await makeDataDir(o.dataDir, 0o700);
+  await makeDataDir(o.dataDir, { mode: 0o700 });
   const { signer } = await loadOrCreateKey(join(o.dataDir, 'mirror.key'), o.name);
   const ticketKey = await loadOrCreateSecret(join(o.dataDir, 'ticket.key'));
   const fsync = o.fsync ?? true;

@@ -29,6 +29,7 @@ import { type WitnessEndpoint, WitnessCollector } from '../witness/collector.js'
 import { type RunningWitness, parseWitnessSpec, startWitness } from '../witness/host.js';
 import { WitnessPolicyError, servedPolicy, thresholdServedPolicy } from '../witness/policy.js';
 import { originHash } from '../witness/protocol.js';
+import { fsReason } from '../store/files.js';
 
 /** The witness and mirror settings of one start, parsed and read, not yet bound to a log. */
 export interface WitnessSettings {
@@ -88,9 +89,7 @@ export function readWitnessSettings(cfg: ServeConfig): WitnessSettings {
   try {
     text = readFileSync(cfg.witnessPolicy, 'utf8');
   } catch (e) {
-    throw new ConfigError(
-      `cannot read the witness policy ${cfg.witnessPolicy}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
+    throw new ConfigError(`cannot read the witness policy ${cfg.witnessPolicy}: ${fsReason(e)}`);
   }
   try {
     return { ...common, policy: { path: cfg.witnessPolicy, parsed: parsePolicy(text) } };

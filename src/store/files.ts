@@ -21,15 +21,28 @@ export function isAbsent(e: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP';
 }
 
-/** Why a directory cannot serve as a data directory, in words (Node says `EEXIST: file already exists, mkdir …`). */
-const NOT_A_DATA_DIR: Readonly<Record<string, string>> = {
-  EEXIST: 'it is a file, not a directory',
-  ENOTDIR: 'a part of its path is a file, not a directory',
+/** File-system errors in words, for one-line messages (Node's read `ENOENT: no such file or directory, open '…'`). */
+const FS_REASONS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  EEXIST: 'it already exists',
   EROFS: 'the filesystem is read-only',
-  ELOOP: 'its path loops through symlinks',
+  ELOOP: 'it is a symlink (or its path loops through them)',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is used up',
+  ENAMETOOLONG: 'the name is too long',
+  EMFILE: 'too many open files',
+  EIO: 'the device reported an I/O error',
 };
+
+/** Why a file-system call failed, in words; the error's own message for a code not listed. */
+export function fsReason(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return (code !== undefined && FS_REASONS[code]) || ((e as Error)?.message ?? String(e));
+}
 
 /** A data directory that cannot be created or used; nothing was written. */
 export class DataDirError extends Error {
@@ -37,17 +50,18 @@ export class DataDirError extends Error {
 }
 
 /**
- * Creates a data directory and its parents, unless it is there already. A full disk keeps its
- * ENOSPC (the callers say which filesystem is full); any other refusal is a DataDirError.
+ * Creates a data directory (`what`, for the message) and its parents, unless it is there
+ * already. A full disk keeps its ENOSPC (the callers say which filesystem is full); any other
+ * refusal is a DataDirError.
  */
-export async function makeDataDir(dir: string, mode?: number): Promise<void> {
+export async function makeDataDir(dir: string, o: { mode?: number; what?: string } = {}): Promise<void> {
   try {
-    await fs.mkdir(dir, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
+    await fs.mkdir(dir, { recursive: true, ...(o.mode !== undefined ? { mode: o.mode } : {}) });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC') throw e;
-    const reason = (code && NOT_A_DATA_DIR[code]) || (e as Error).message;
-    throw new DataDirError(`cannot use ${dir} as a data directory: ${reason}`);
+    const reason = code === 'EEXIST' ? 'it is a file, not a directory' : fsReason(e);
+    throw new DataDirError(`cannot use ${dir} as ${o.what ?? 'a data directory'}: ${reason}`);
   }
 }
 

@@ -39,7 +39,7 @@ export interface RunningWitness {
 }
 
 export async function startWitness(o: WitnessHostOptions): Promise<RunningWitness> {
-  await makeDataDir(o.dataDir, 0o700);
+  await makeDataDir(o.dataDir, { mode: 0o700 });
   const signer = o.signer ?? (await loadOrCreateKey(join(o.dataDir, 'witness.key'), o.name)).signer;
   if (signer.name !== o.name) throw new Error(`the witness key is named ${signer.name}, not ${o.name}`);
   const state = new FsObjectStore(join(o.dataDir, 'state'));

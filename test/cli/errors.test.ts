@@ -161,6 +161,18 @@ const cases: Case[] = [
   ['verify against an unreachable endpoint', () => ['ledger', 'verify', 'present.txt'], 3, /connection refused/],
   ['anchor against an unreachable endpoint', () => ['ledger', 'anchor', 'present.txt'], 3, /connection refused/],
   ['mirror from an unreachable endpoint', () => ['ledger', 'mirror', at('m')], 3, /connection refused/],
+  [
+    'mirror into a file',
+    () => ['ledger', 'mirror', at('bad.toml')],
+    3,
+    /^stele: cannot use \S+bad\.toml as the mirror directory: it is a file, not a directory$/,
+  ],
+  [
+    'a trust policy file that is not there',
+    () => ['ledger', 'trust-config', '--policy', at('nope.policy')],
+    2,
+    /^stele: cannot read the policy \S+nope\.policy: no such file$/,
+  ],
   ['audit of a missing directory', () => ['ledger', 'audit', at('no-such-dir')], 3, /no such directory/],
   // parser errors: usage
   ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'files'/],

@@ -6,6 +6,7 @@ import { ClientError, UsageError } from '../../../src/client/errors.js';
 import { type ProofBundle, tlogProofOf, writeAtomic } from '../../../src/client/proofs.js';
 import { proveEntry } from '../../../src/client/ledger.js';
 import { type CommonOptions, common, emitJson, exitFor, openSession, out, renderReport, reportJson } from './common.js';
+import { fsReason } from '../../../src/store/files.js';
 
 interface ProofOptions extends CommonOptions {
   offline?: boolean;
@@ -22,7 +23,7 @@ async function exportTlogProof(bundle: ProofBundle, path: string): Promise<strin
   try {
     await writeAtomic(path, text);
   } catch (e) {
-    throw new ClientError('io', `cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ClientError('io', `cannot write ${path}: ${fsReason(e)}`);
   }
   return path;
 }

@@ -40,6 +40,7 @@ import {
   tilesOption,
   logView,
 } from './common.js';
+import { fsReason } from '../../../src/store/files.js';
 
 interface TrustOptions extends CommonOptions {
   advance?: boolean;
@@ -130,8 +131,8 @@ export function registerTrustConfig(ledger: Command): void {
         throw new UsageError(
           '--policy sets the witnesses and their quorum: do not combine it with --add-witness, --remove-witness or --witness-threshold',
         );
-      const text = await fs.readFile(opts.policy, 'utf8').catch((e: NodeJS.ErrnoException) => {
-        throw new ConfigError(`cannot read the policy ${opts.policy}: ${e.code ?? e.message}`);
+      const text = await fs.readFile(opts.policy, 'utf8').catch((e: unknown) => {
+        throw new ConfigError(`cannot read the policy ${opts.policy}: ${fsReason(e)}`);
       });
       const policy = policyFromText(text, opts.policy);
       const vkey = checkPolicy(policy, file.trust.keyId, opts.policy);
