@@ -9,7 +9,7 @@ import { clientErrorHandler, connectHandler } from './edge.js';
  * Above the idle timeout of the load balancers put in front (ALB: 60 s), so they, not we,
  * close an idle connection: none sends a request on a socket the server is closing.
  */
-export const KEEP_ALIVE_MS = 65_000;
+const KEEP_ALIVE_MS = 65_000;
 
 /** Why an address could not be bound, in words (Node says `listen EADDRINUSE: …`). */
 const CANNOT_LISTEN: Readonly<Record<string, string>> = {

@@ -21,7 +21,7 @@ export function isAbsent(e: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP';
 }
 
-/** File-system errors in words, for one-line messages (Node's read `ENOENT: no such file or directory, open '…'`). */
+/** File-system errors in words, for one-line messages (Node's own read `ENOENT: no such file or directory, open '…'`). */
 const FS_REASONS: Readonly<Record<string, string>> = {
   ENOENT: 'no such file',
   EACCES: 'permission denied',
