@@ -1,6 +1,7 @@
 // Exit codes of the `stele` command (documented in README.md and `stele --help`).
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
 import { LogStateError } from '../src/sequencer/contract.js';
+import { fsReason } from '../src/store/files.js';
 
 export const EXIT = {
   OK: 0,
@@ -27,6 +28,22 @@ export class CliError extends Error {
   }
 }
 
+/** What a failed file-system call was doing, for its message. */
+const FS_CALLS: Readonly<Record<string, string>> = {
+  open: 'open',
+  read: 'read',
+  write: 'write',
+  mkdir: 'create the directory',
+  rename: 'rename',
+  link: 'link',
+  unlink: 'remove',
+  rmdir: 'remove',
+  scandir: 'list',
+  stat: 'read',
+  lstat: 'read',
+  fsync: 'sync',
+};
+
 /** Maps any thrown value to an exit code and a one-line message (never a stack trace). */
 export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
@@ -51,6 +68,9 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
     'EISDIR',
     'ENOSPC',
   ];
+  // A file-system call's error names its call and path: said in words, not `EACCES: permission denied, mkdir '…'`.
+  if (err?.syscall && err.path !== undefined)
+    return { code: EXIT.IO, message: `cannot ${FS_CALLS[err.syscall] ?? err.syscall} ${err.path}: ${fsReason(err)}` };
   if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
   if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {
     const cause = (err as { cause?: { message?: string } }).cause?.message;

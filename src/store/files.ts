@@ -40,7 +40,8 @@ const FS_REASONS: Readonly<Record<string, string>> = {
 
 /** Why a file-system call failed, in words; the error's own message for a code not listed. */
 export function fsReason(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException)?.code;
+  const { code, syscall } = (e ?? {}) as NodeJS.ErrnoException;
+  if (code === 'EEXIST' && syscall === 'mkdir') return 'it is a file, not a directory';
   return (code !== undefined && FS_REASONS[code]) || ((e as Error)?.message ?? String(e));
 }
 
@@ -60,8 +61,7 @@ export async function makeDataDir(dir: string, o: { mode?: number; what?: string
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC') throw e;
-    const reason = code === 'EEXIST' ? 'it is a file, not a directory' : fsReason(e);
-    throw new DataDirError(`cannot use ${dir} as ${o.what ?? 'a data directory'}: ${reason}`);
+    throw new DataDirError(`cannot use ${dir} as ${o.what ?? 'a data directory'}: ${fsReason(e)}`);
   }
 }
 

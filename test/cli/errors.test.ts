@@ -65,6 +65,8 @@ beforeAll(async () => {
   );
   sb.file('present.txt', 'present\n');
   mkdirSync(at('a-directory'));
+  mkdirSync(at('private-is-a-file'));
+  writeFileSync(join(at('private-is-a-file'), 'private'), '');
   writeFileSync(at('bad.toml'), '[ledger\nendpoint = 3\n');
   writeFileSync(
     at('wrong-key.toml'),
@@ -218,6 +220,12 @@ const cases: Case[] = [
       /^stele: cannot use \S+bad\.toml as a data directory: it is a file, not a directory$/,
     ],
   ),
+  [
+    'serve on a data directory whose private/ is a file (a file-system error in words)',
+    () => ['serve', '--data-dir', at('private-is-a-file'), '--port', '0'],
+    3,
+    /^stele: cannot create the directory \S+private-is-a-file\/private: it is a file, not a directory$/,
+  ],
   [
     'serve on a host that does not resolve',
     () => ['serve', '--data-dir', at('nohost'), '--host', 'no-such-host.invalid', '--port', '0'],
