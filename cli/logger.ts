@@ -8,9 +8,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** `--log-level`: one of pino's levels (commander refuses others as a usage error), default info. */
 export const logLevelOption = (): Option =>
-  new Option('--log-level <level>', 'level of the JSON log lines on stderr (debug adds a line per request)')
-    .choices(LEVELS)
-    .default('info');
+  new Option('--log-level <level>', 'level of the JSON log lines on stderr').choices(LEVELS).default('info');
 
 /** Loaded when a server starts, so the other commands do not pay for pino. */
 export async function stderrLogger(level: string): Promise<Logger> {
