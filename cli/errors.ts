@@ -50,7 +50,6 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };
-  if (err?.name === 'ListenError') return { code: EXIT.IO, message: err.message };
   if (err?.code === 'ENOSPC')
     return {
       code: EXIT.IO,

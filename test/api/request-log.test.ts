@@ -4,10 +4,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { SERVE_DEFAULTS } from '../../src/config.js';
-import { startServer } from '../../src/serve.js';
-import { scratchDir } from '../helpers/tmp.js';
-import { digestOf, postAnchor } from './server.js';
+import { digestOf, postAnchor, startTestServer } from './server.js';
 
 /** A server whose log lines, at `level`, are collected. */
 async function serveLogging(level: string) {
@@ -18,8 +15,7 @@ async function serveLogging(level: string) {
       done();
     },
   });
-  const cfg = { ...SERVE_DEFAULTS, dataDir: scratchDir('stele-reqlog-'), port: 0, batchIntervalMs: 20, fsync: false };
-  const server = await startServer(cfg, pino({ level }, sink));
+  const server = await startTestServer({}, pino({ level }, sink));
   return { server, requests: () => lines.filter((l) => l.msg === 'request') };
 }
 

@@ -1,11 +1,14 @@
 // Starts `startServer` in-process on a loopback port over a fresh data directory.
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { SERVE_DEFAULTS } from '../../src/config.js';
 import { type RunningServer, type ServeConfig, startServer } from '../../src/serve.js';
 import { scratchDir } from '../helpers/tmp.js';
 import type { Json } from '../helpers/json.js';
 
-export async function startTestServer(overrides: Partial<ServeConfig> = {}): Promise<RunningServer> {
+export async function startTestServer(
+  overrides: Partial<ServeConfig> = {},
+  logger: Logger = pino({ level: 'silent' }),
+): Promise<RunningServer> {
   const cfg: ServeConfig = {
     ...SERVE_DEFAULTS,
     dataDir: scratchDir('stele-api-'),
@@ -15,7 +18,7 @@ export async function startTestServer(overrides: Partial<ServeConfig> = {}): Pro
     fsync: false,
     ...overrides,
   };
-  return startServer(cfg, pino({ level: 'silent' }));
+  return startServer(cfg, logger);
 }
 
 export async function getJson(

@@ -82,6 +82,14 @@ afterAll(() => {
 
 type Case = [title: string, args: () => string[], code: number, pattern: RegExp];
 
+/** The long-running commands, with the options each requires. */
+const SERVER_COMMANDS = [
+  ['serve'],
+  ['control', 'serve'],
+  ['witness', 'serve', '--name', 'w.test', '--log', vkey],
+  ['mirror', 'serve', '--name', 'm.test', '--log', vkey],
+];
+
 const cases: Case[] = [
   // a missing file: I/O error
   [
@@ -180,46 +188,31 @@ const cases: Case[] = [
   ['a missing argument', () => ['ledger', 'anchor'], 2, /missing required argument 'files'/],
   ['an unknown option', () => ['ledger', 'verify', 'present.txt', '--bogus'], 2, /unknown option '--bogus'/],
   ['a size below 1', () => ['ledger', 'consistency', '--from', '0'], 2, /--from must be an integer ≥ 1/],
-  // every server command takes the same log levels (cli/logger.ts)
-  ...[
-    ['serve'],
-    ['control', 'serve'],
-    ['witness', 'serve', '--name', 'w.test'],
-    ['mirror', 'serve', '--name', 'm.test'],
-  ].map(
-    (command): Case => [
-      `${command.slice(0, 2).join(' ')} with an unknown log level`,
-      () => [...command, '--data-dir', at('server'), '--log-level', 'verbose'],
-      2,
-      /^error: option '--log-level <level>' argument 'verbose' is invalid\. Allowed choices are fatal, error, warn, info/,
-    ],
-  ),
-  // an address a server cannot listen on: I/O, said in words
-  ...[
-    ['serve'],
-    ['control', 'serve'],
-    ['witness', 'serve', '--name', 'w.test', '--log', vkey],
-    ['mirror', 'serve', '--name', 'm.test', '--log', vkey],
-  ].map(
-    (command): Case => [
-      `${command.slice(0, 2).join(' ')} on a port in use`,
-      () => [...command, '--data-dir', at(`taken-${command[0]}`), '--port', String(taken)],
-      3,
-      /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use/,
-    ],
-  ),
-  ...[
-    ['serve'],
-    ['witness', 'serve', '--name', 'w.test', '--log', vkey],
-    ['mirror', 'serve', '--name', 'm.test', '--log', vkey],
-  ].map(
-    (command): Case => [
-      `${command.slice(0, 2).join(' ')} with a file as its data directory`,
-      () => [...command, '--data-dir', at('bad.toml'), '--port', '0'],
-      3,
-      /^stele: cannot use \S+bad\.toml as a data directory: it is a file, not a directory$/,
-    ],
-  ),
+  // every server command: the same log levels (cli/logger.ts), the same words for an address
+  // it cannot listen on and for a data directory it cannot use
+  ...SERVER_COMMANDS.flatMap((command): Case[] => {
+    const name = command.slice(0, 2).join(' ');
+    return [
+      [
+        `${name} with an unknown log level`,
+        () => [...command, '--data-dir', at('server'), '--log-level', 'verbose'],
+        2,
+        /^error: option '--log-level <level>' argument 'verbose' is invalid\. Allowed choices are fatal, error, warn, info/,
+      ],
+      [
+        `${name} on a port in use`,
+        () => [...command, '--data-dir', at(`taken-${command[0]}`), '--port', String(taken)],
+        3,
+        /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use/,
+      ],
+      [
+        `${name} with a file as its data directory`,
+        () => [...command, '--data-dir', at('bad.toml'), '--port', '0'],
+        3,
+        /^stele: cannot use \S+bad\.toml as a data directory: it is a file, not a directory$/,
+      ],
+    ];
+  }),
   [
     'serve on a data directory whose private/ is a file (a file-system error in words)',
     () => ['serve', '--data-dir', at('private-is-a-file'), '--port', '0'],
