@@ -35,4 +35,7 @@ export default defineConfig({
     reportCompressedSize: true,
   },
   server: { host: '127.0.0.1' },
+  // The page uses the verifier package from its source, so the core modules it shares with the
+  // rest of the page are bundled once.
+  resolve: { alias: { '@stele/verify': fileURLToPath(new URL('./packages/verify/src/index.ts', import.meta.url)) } },
 });

@@ -1,6 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Tests read the verifier package from its source (test/package.test.ts installs the packed one).
+  resolve: { alias: { '@stele/verify': fileURLToPath(new URL('./packages/verify/src/index.ts', import.meta.url)) } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 120_000,

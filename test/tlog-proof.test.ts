@@ -3,17 +3,15 @@
 // tlog-checkpoint, RFC 6962, and DESIGN.md §1.1) — not Stele's parser. Tampering with each
 // part fails on the check that covers it, in both verifiers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseVkey } from '../src/core/note.js';
+import { type Report, type Trust, trustFromPolicy, verifyTlogProof } from '@stele/verify';
 import type { RunningServer } from '../src/serve.js';
-import {
-  TLOG_PROOF_HEADER,
-  TlogProofError,
-  formatTlogProof,
-  parseTlogProof,
-  verifyTlogProof,
-} from '../src/core/tlog-proof.js';
+import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof } from '../src/core/tlog-proof.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
 import { type IndependentResult, independentVerify } from './helpers/tlog-proof.js';
+
+/** The first of rules 1, 3 and 4 that did not pass (null: all three passed). */
+const firstFailed = (r: Report): string | null =>
+  (['signature', 'leaf', 'inclusion'] as const).find((k) => r.get(k)?.status !== 'PASS') ?? null;
 
 // ---- Tampering, one part at a time --------------------------------------------------------
 
@@ -67,7 +65,10 @@ describe('tlog-proof codec', () => {
 describe('tlog-proof files from the API', () => {
   let srv: RunningServer;
   let vkey: string;
+  let trust: Trust;
   const ids: string[] = [];
+  const verify = (text: string, digest?: string) =>
+    verifyTlogProof(text, trust, digest !== undefined ? { digest } : {}).then((r) => r.report);
 
   beforeAll(async () => {
     srv = await startTestServer();
@@ -77,6 +78,7 @@ describe('tlog-proof files from the API', () => {
       ids.push(res.body.entry.id as string);
     }
     vkey = (await getJson(`${srv.url}/api/ledger/key`)).body.vkey as string;
+    trust = trustFromPolicy(`log ${vkey}\nquorum none\n`);
   });
   afterAll(() => srv?.close());
 
@@ -103,10 +105,11 @@ describe('tlog-proof files from the API', () => {
     async (leaf) => {
       const text = await (await fetchProof(`leaf=${leaf}&format=tlog-proof`)).text();
       expect(independentVerify(text, vkey, digestOf(leaf))).toBe('ok');
-      const r = verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(leaf), 'hex'));
-      expect(r.failed).toBeUndefined();
-      expect(r.ok).toBe(true);
-      expect(Object.keys(r.checks)).toEqual(['signature', 'entry', 'inclusion', 'digest']);
+      const r = await verify(text, digestOf(leaf));
+      expect(firstFailed(r)).toBeNull();
+      expect(r.result).toBe('PASS');
+      // Offline with nothing pinned: rule 2 is SKIPped and says so; nothing witnessed under `quorum none`.
+      expect(r.verdict).toBe('PASS (rule 2 not checked: offline; not witnessed)');
       // The codec gives back the served bytes exactly.
       expect(formatTlogProof(parseTlogProof(text))).toBe(text);
     },
@@ -145,7 +148,7 @@ describe('tlog-proof files from the API', () => {
       'the entry digest in extra',
       (t) => editExtra(t, (b) => Buffer.from(b.toString('latin1').replace(/"digest":"0/, '"digest":"1'), 'latin1')),
       'inclusion',
-      'inclusion',
+      'leaf',
     ],
   ];
 
@@ -154,20 +157,21 @@ describe('tlog-proof files from the API', () => {
     const bad = tamper(text);
     expect(bad).not.toBe(text);
     expect(independentVerify(bad, vkey, digestOf(5))).toBe(independent);
-    const r = verifyTlogProof(parseTlogProof(bad), parseVkey(vkey), [], Buffer.from(digestOf(5), 'hex'));
-    expect(r.ok).toBe(false);
-    expect(r.failed).toBe(stele);
+    const r = await verify(bad, digestOf(5));
+    expect(r.result).toBe('FAIL');
+    expect(firstFailed(r)).toBe(stele);
   });
 
   it('an extra that is not a canonical entry fails the entry check; a different file fails the digest check', async () => {
     const text = await (await fetchProof(`leaf=5&format=tlog-proof`)).text();
     const spaced = editExtra(text, (b) => Buffer.concat([b.subarray(0, 32), Buffer.from(' '), b.subarray(32)]));
-    expect(verifyTlogProof(parseTlogProof(spaced), parseVkey(vkey)).failed).toBe('entry');
+    expect(firstFailed(await verify(spaced))).toBe('leaf');
     const notJson = editExtra(text, (b) => Buffer.concat([b.subarray(0, 32), Buffer.from('nope')]));
-    expect(verifyTlogProof(parseTlogProof(notJson), parseVkey(vkey)).failed).toBe('entry');
+    expect(firstFailed(await verify(notJson))).toBe('leaf');
     expect(independentVerify(text, vkey, digestOf(6))).toBe('digest');
-    expect(verifyTlogProof(parseTlogProof(text), parseVkey(vkey), [], Buffer.from(digestOf(6), 'hex')).failed).toBe(
-      'digest',
-    );
+    const other = await verify(text, digestOf(6));
+    expect(firstFailed(other)).toBe('leaf');
+    // The proof itself still holds: only the file is not the one recorded.
+    expect(other.get('inclusion')?.status).toBe('PASS');
   });
 });

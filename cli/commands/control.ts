@@ -17,7 +17,7 @@ import { KekError } from '../../src/control/kek.js';
 import { unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
-import { verifyInclusion } from '../../src/core/merkle.js';
+import { checkInclusion } from '../../src/core/verify/index.js';
 import { KeyFileError } from '../../src/signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
@@ -419,12 +419,12 @@ async function checkAnchor(ledger: string, id: string, digest: string): Promise<
     entry: { digest: string; proof: { entryHash: string } };
   };
   if (r.entry.digest !== digest) return `ledger entry ${id} holds digest ${r.entry.digest}, not the record hash`;
-  const ok = verifyInclusion(
+  const included = checkInclusion(
     r.leafIndex,
     r.treeSize,
     leafHash(hashFromHex(r.entry.proof.entryHash)),
     r.auditPath.map(hashFromHex),
-    hashFromHex(r.rootHash),
+    { size: r.treeSize, root: hashFromHex(r.rootHash) },
   );
-  return ok ? null : `inclusion proof of ${id} does not verify`;
+  return included.ok ? null : `inclusion proof of ${id} does not verify: ${included.detail}`;
 }

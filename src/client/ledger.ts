@@ -1,12 +1,11 @@
 // The client's operations (spec §4.3), independent of the command line: each returns a
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
-import { formatCheckpointBody, parseCheckpointBody } from '../core/checkpoint.js';
+import { parseCheckpointBody } from '../core/checkpoint.js';
 import { type LabelField, checkLabel } from '../core/labels.js';
-import { ZERO_HASH, entryHash as computeEntryHash, presentEntry } from '../core/entry.js';
+import { ZERO_HASH, presentEntry } from '../core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../core/hash.js';
-import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey, signatureLine } from '../core/note.js';
-import { rootsFromConsistencyProof } from '../core/merkle.js';
+import { type NoteVerifier, SIG_ED25519, keyIdOf, parseNote, parseVkey } from '../core/note.js';
 import { LogReader } from '../reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
@@ -27,11 +26,11 @@ import {
   checkCheckpoint,
   type StatusOutcome,
   checkConsistency,
+  checkConsistencyProof,
   checkConsistencyWithPin,
   checkCopyConsistency,
-  checkEntryBinding,
+  checkEntry,
   checkInclusion,
-  checkLeaf,
   hashes,
 } from './verify.js';
 
@@ -164,7 +163,11 @@ export async function priorEntryHash(source: ObjectReader, seq: number, size: nu
   return items[(seq - 1) % TILE_WIDTH]!;
 }
 
-/** Rule 3 for an API answer: the leaf/id/digest checks plus the binding of the entry's fields to its hash. */
+/**
+ * Rule 3 for an API answer (src/core/verify/entry.ts): the entry's fields, with entry
+ * seq − 1's hash read from the tiles (or known from a stored proof), must hash to the entry
+ * hash; the leaf hash and id the log sent must agree, and the entry must record the file's digest.
+ */
 export async function leafRule(
   s: Session,
   entry: EntryView,
@@ -174,8 +177,6 @@ export async function leafRule(
   fileDigest: string | undefined,
   knownPrior?: string,
 ): Promise<Outcome & { prior?: string }> {
-  const leaf = checkLeaf(entry, seq, leafHashHex, fileDigest);
-  if (!leaf.ok) return leaf;
   let prior: Uint8Array;
   try {
     if (knownPrior !== undefined) prior = hashFromHex(knownPrior);
@@ -184,16 +185,22 @@ export async function leafRule(
     else
       return {
         ok: false,
-        detail: `${leaf.detail}; but no tiles to read entry ${seq - 1}'s hash from, so the entry's fields are unproven`,
+        detail: `no tiles to read entry ${seq - 1}'s hash from, so the entry's fields are unproven`,
       };
   } catch (e) {
     return {
       ok: false,
-      detail: `${leaf.detail}; but entry ${seq - 1}'s hash could not be read to bind the entry's fields: ${(e as Error).message}`,
+      detail: `entry ${seq - 1}'s hash could not be read to bind the entry's fields: ${(e as Error).message}`,
     };
   }
-  const binding = checkEntryBinding(entry, seq, prior);
-  return binding.ok ? { ok: true, detail: `${leaf.detail}; ${binding.detail}`, prior: toHex(prior) } : binding;
+  const checked = checkEntry({
+    seq,
+    entry,
+    prior,
+    claimed: { entryHash: hashFromHex(entry.proof.entryHash), leafHash: hashFromHex(leafHashHex), id: entry.id },
+    ...(fileDigest !== undefined ? { fileDigest } : {}),
+  });
+  return checked.ok ? { ok: true, detail: checked.detail, prior: toHex(prior) } : checked;
 }
 
 export interface PinMove {
@@ -341,7 +348,7 @@ async function verifyFileApi(
       ok: false,
       detail: `no entry in the log has the file's digest ${digest}: it is not anchored`,
     });
-    report.add('inclusion', { status: 'SKIP', detail: 'no entry to prove' });
+    report.add('inclusion', { ok: false, detail: 'not checked: no entry to prove' });
     report.finish();
     return { ...base, checkpoint: checkpointSummary(cc), pinMoved };
   }
@@ -393,8 +400,9 @@ async function locateDigest(
 
 /**
  * Rules 3 and 4 for leaf `seq` read from the tiles of the verified checkpoint `cc`: the
- * record hashes (with the previous entry hash) to the entry hash in the entry bundle, it
- * records `digest` when one is given, and the audit path from the hash tiles rebuilds the root.
+ * record (with the previous entry hash) is the entry hash in the entry bundle and records
+ * `digest` when one is given (src/core/verify/entry.ts), and the audit path from the hash
+ * tiles rebuilds the root (src/core/verify/inclusion.ts).
  */
 export async function checkTilesEntry(
   view: TilesView,
@@ -406,57 +414,50 @@ export async function checkTilesEntry(
   const size = cc.size;
   if (seq >= size) {
     report.add('leaf', { ok: false, detail: `leaf index ${seq} is not in the tree of size ${size}` });
-    report.add('inclusion', { status: 'SKIP', detail: 'no leaf to prove' });
+    report.add('inclusion', { ok: false, detail: 'not checked: no leaf to prove' });
     return undefined;
   }
-  let entry: EntryView | undefined;
-  let eh: Uint8Array | undefined;
+  const isTransport = (e: unknown) => {
+    const kind = (e as { kind?: string }).kind;
+    return kind === 'network' || kind === 'io';
+  };
+  let checked: ReturnType<typeof checkEntry> | undefined;
   try {
     const at = await view.reader.entry(seq, size);
-    eh = at.entryHash;
     const n = Math.floor((seq - 1) / TILE_WIDTH);
     const prior =
       seq === 0
         ? ZERO_HASH
-        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[
-            (seq - 1) % TILE_WIDTH
-          ]!;
-    entry = presentEntry(at.entry, seq, eh) as EntryView;
-    const problems: string[] = [];
-    if (digest !== undefined && at.entry.digest !== digest)
-      problems.push(
-        `entry ${seq} records digest ${at.entry.digest.slice(0, 16)}…, not the file's ${digest.slice(0, 16)}…`,
-      );
-    if (!bytesEqual(computeEntryHash(seq, at.canonical, prior), eh))
-      problems.push(`record ${seq} does not hash (with entry ${seq - 1}'s hash) to its entry hash in the entry bundle`);
-    report.add(
-      'leaf',
-      problems.length
-        ? { ok: false, detail: problems.join('; ') }
-        : {
-            ok: true,
-            detail: `entry ${entry.id}${digest !== undefined ? " records the file's digest;" : ':'} its record hashes to the entry hash, and leaf ${seq} = SHA-256(0x00 ‖ entry hash)`,
-          },
-    );
+        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[(seq - 1) % TILE_WIDTH]!;
+    checked = checkEntry({
+      seq,
+      entry: at.canonical,
+      prior,
+      claimed: { entryHash: at.entryHash },
+      ...(digest !== undefined ? { fileDigest: digest } : {}),
+    });
+    report.add('leaf', checked);
   } catch (e) {
-    if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
+    if (isTransport(e)) throw e;
     report.add('leaf', { ok: false, detail: `entry ${seq}: ${(e as Error).message}` });
   }
-  if (eh) {
+  if (checked?.leaf) {
     try {
       const path = await view.reader.inclusionProof(seq, size);
-      report.add('inclusion', checkInclusion(seq, size, leafHash(eh), path, cc));
+      report.add('inclusion', checkInclusion(seq, size, checked.leaf, path, cc));
     } catch (e) {
-      if ((e as { kind?: string }).kind === 'network' || (e as { kind?: string }).kind === 'io') throw e;
+      if (isTransport(e)) throw e;
       report.add('inclusion', {
         ok: false,
         detail: `cannot compute the audit path from the tiles: ${(e as Error).message}`,
       });
     }
   } else {
-    report.add('inclusion', { status: 'SKIP', detail: 'no verified entry hash to prove' });
+    report.add('inclusion', { ok: false, detail: 'not checked: no entry hash read to prove' });
   }
-  return entry;
+  return checked?.entry && checked.entryHash
+    ? (presentEntry(checked.entry, seq, checked.entryHash) as EntryView)
+    : undefined;
 }
 
 async function verifyFileTiles(
@@ -486,7 +487,7 @@ async function verifyFileTiles(
       ok: false,
       detail: `no entry of ${view.name} (tree size ${cc.size}) records the file's digest ${digest}: it is not anchored in this copy of the log`,
     });
-    report.add('inclusion', { status: 'SKIP', detail: 'no entry to prove' });
+    report.add('inclusion', { ok: false, detail: 'not checked: no entry to prove' });
     report.finish();
     return base;
   }
@@ -694,26 +695,6 @@ export interface CheckpointResult {
   readonly pinnedBefore: number;
 }
 
-/** The note for a JSON checkpoint without one: the body plus the log's (and witnesses') lines. */
-export function noteFromJson(cp: CheckpointView, trust: Trust): string {
-  const body = formatCheckpointBody({ origin: cp.logId, size: cp.treeSize, root: hashFromHex(cp.rootHash) });
-  const sig = Buffer.from(cp.signature.replace(/^ed25519:/, ''), 'base64');
-  let lines = signatureLine(cp.logId, trust.log.keyHash, sig);
-  for (const w of cp.witnesses) {
-    const v = trust.witnesses.find((x) => x.name === w.name);
-    const t = typeof w.timestamp === 'number' ? w.timestamp : Date.parse(String(w.timestamp)) / 1000;
-    if (!v || !Number.isSafeInteger(t)) continue;
-    const ts = Buffer.alloc(8);
-    ts.writeBigUInt64BE(BigInt(t));
-    lines += signatureLine(
-      w.name,
-      v.keyHash,
-      Buffer.concat([ts, Buffer.from(w.signature.replace(/^ed25519:/, ''), 'base64')]),
-    );
-  }
-  return `${body}\n${lines}`;
-}
-
 function unsignedFields(j: CheckpointView): UnsignedFields {
   return {
     ...(j.timestamp ? { timestamp: j.timestamp } : {}),
@@ -724,11 +705,11 @@ function unsignedFields(j: CheckpointView): UnsignedFields {
 }
 
 export async function verifyCheckpoint(s: Session, view: LogView): Promise<CheckpointResult> {
-  const report = new Report();
+  const report = new Report('checkpoint');
   const input = await view.checkpoint();
   const { cc, pinMoved } = await checkpointRules(s, report, input, view.prove, view);
   report.finish();
-  const note = input.note ?? input.json?.note ?? noteFromJson(input.json!, s.trust);
+  const note = cc.note ?? '';
   return {
     report,
     checkpoint: {
@@ -762,14 +743,20 @@ export async function proveConsistency(
   from: number | undefined,
   to: number | undefined,
 ): Promise<ConsistencyResult> {
-  const report = new Report();
+  const report = new Report('checkpoint');
   const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove, view);
   const a = from ?? s.trust.pin.size;
   const b = to ?? cc.size;
+  const base = { report, from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
+  // Sizes the user gave are checked as usage; a log smaller than the pin is rule 2's FAIL
+  // (a rollback, already in the report), not a usage error.
+  if (from === undefined && to === undefined && a > b) {
+    report.finish();
+    return base;
+  }
   if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a < 1 || a > b)
     throw new UsageError(`need 1 ≤ --from ≤ --to (got ${a} → ${b})`);
   if (b > cc.size) throw new UsageError(`--to ${b} exceeds the current tree size ${cc.size}`);
-  const base = { report, from: a, to: b, checkpoint: checkpointSummary(cc), pinMoved };
 
   let firstRoot: Uint8Array;
   let secondRoot: Uint8Array;
@@ -789,22 +776,7 @@ export async function proveConsistency(
     report.finish();
     return base;
   }
-  const roots =
-    a === b
-      ? proof.length === 0
-        ? { first: firstRoot, second: firstRoot }
-        : null
-      : rootsFromConsistencyProof(a, b, proof, firstRoot);
-  const requested: Outcome =
-    roots && bytesEqual(roots.first, firstRoot) && bytesEqual(roots.second, secondRoot)
-      ? {
-          ok: true,
-          detail: `sizes ${a} → ${b}: both roots (${toHex(firstRoot).slice(0, 16)}…, ${toHex(secondRoot).slice(0, 16)}…) recomputed from the ${proof.length}-hash proof`,
-        }
-      : {
-          ok: false,
-          detail: `the ${proof.length}-hash proof does not rebuild the claimed roots of sizes ${a} and ${b}: the log is not append-only between them`,
-        };
+  const requested = checkConsistencyProof({ size: a, root: firstRoot }, { size: b, root: secondRoot }, proof);
   report.addCheck(7, `Consistency ${a} → ${b}`, requested);
   const anchored = await checkConsistency(
     { size: b, root: secondRoot },

@@ -243,7 +243,7 @@ async function tilesLeaves(
 }
 
 async function getFromTiles(s: Session, view: TilesView, l: Lookup, onScanProgress?: ScanProgress): Promise<GetResult> {
-  const first = new Report();
+  const first = new Report('checkpoint');
   const { cc, consistency, pinMoved } = await checkpointRules(s, first, await view.checkpoint(), view.prove, view);
   const checkpoint = checkpointSummary(cc);
   const matches: Match[] = [];

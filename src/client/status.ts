@@ -30,7 +30,7 @@ export interface StatusResult {
 
 async function checkSource(s: Session, view: ApiView | TilesView): Promise<SourceStatus> {
   try {
-    const report = new Report();
+    const report = new Report('checkpoint');
     const { cc } = await checkpointRules(s, report, await view.checkpoint(), view.prove, view);
     report.finish();
     return { source: view.name, report, checkpoint: checkpointSummary(cc) };

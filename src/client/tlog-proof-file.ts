@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import { presentEntry } from '../core/entry.js';
 import { hashFromHex, toHex } from '../core/hash.js';
-import { checkTlogProof } from '../core/rules.js';
+import { checkTlogProof } from '../core/verify/index.js';
 import { parseTlogProof, TlogProofError, type TlogProof } from '../core/tlog-proof.js';
 import type { EntryView } from './api.js';
 import { ClientError, VerificationError } from './errors.js';
@@ -38,11 +38,12 @@ export async function verifyFileWithTlogProof(
 ): Promise<VerifyResult> {
   const proof = await readTlogProof(proofPath);
   const pin = s.trust.pin;
-  // The rules themselves are the core's (src/core/rules.ts), as in the explorer.
+  // The rules themselves are the core's (src/core/verify/), as in the explorer and the package.
   const {
     report,
     checkpoint: cc,
-    result: r,
+    entry: provenEntry,
+    entryHash,
   } = await checkTlogProof(proof, s.trust, {
     fileDigest: hashFromHex(digest),
     offline: (size) => ({
@@ -51,7 +52,7 @@ export async function verifyFileWithTlogProof(
     }),
   });
   const entry =
-    r.entry && r.entryHash ? (presentEntry(r.entry, proof.index, r.entryHash) as unknown as EntryView) : undefined;
+    provenEntry && entryHash ? (presentEntry(provenEntry, proof.index, entryHash) as unknown as EntryView) : undefined;
   return {
     file,
     digest,

@@ -1,5 +1,5 @@
 // Client-side verification (spec §4.3 rules 1–6): the rules and their report live in the pure
-// core (src/core/rules.ts), shared with the explorer; this module binds them to the client's
+// core (src/core/verify/), shared with the explorer; this module binds them to the client's
 // errors, so a network or I/O failure while fetching a consistency proof is reported as such
 // (exit 3), not as a FAIL of the log.
 import {
@@ -9,7 +9,8 @@ import {
   checkConsistency as coreCheckConsistency,
   checkConsistencyWithPin as coreCheckConsistencyWithPin,
   checkCopyConsistency as coreCheckCopyConsistency,
-} from '../core/rules.js';
+} from '../core/verify/index.js';
+import { hashFromHex } from '../core/hash.js';
 import type { CheckpointView } from './api.js';
 import { ApiError, ClientError } from './errors.js';
 
@@ -22,7 +23,7 @@ export {
   type Outcome,
   type ProveConsistency,
   type Quorum,
-  type RuleKey,
+  type RuleName,
   type Status,
   type StatusOutcome,
   type Trust,
@@ -30,18 +31,20 @@ export {
   RULES,
   Report,
   checkCheckpoint,
-  checkEntryBinding,
+  checkConsistencyProof,
+  checkEntry,
   checkInclusion,
-  checkLeaf,
-  hashes,
   policyQuorum,
-} from '../core/rules.js';
+} from '../core/verify/index.js';
+
+/** Hashes as the API sends them (lowercase hex) as bytes. */
+export const hashes = (hex: readonly string[]): Uint8Array[] => hex.map(hashFromHex);
 
 /** A failure of the transport (not an answer of the log): the caller reports it, no verdict. */
 export const isTransportError = (e: unknown): boolean =>
   e instanceof ClientError && (e.kind === 'network' || e.kind === 'io') && !(e instanceof ApiError);
 
-/** Rule 2 (src/core/rules.ts), with transport failures thrown to the caller. */
+/** Rule 2 (src/core/verify/consistency.ts), with transport failures thrown to the caller. */
 export function checkConsistency(
   older: { size: number; root: Uint8Array },
   newer: { size: number; root: Uint8Array },

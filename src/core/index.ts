@@ -15,4 +15,4 @@ export * from './tlog-proof.js';
 export * from './tlog-policy.js';
 export * from './entry.js';
 export * from './anchor.js';
-export * from './rules.js';
+export * from './verify/index.js';

@@ -310,6 +310,46 @@ function mlDsa44Verify(signature: Uint8Array, message: Uint8Array, publicKey: Ui
   }
 }
 
+/** The signature lines of a note sorted by what a verifier knows of them. */
+export interface SortedSignatures {
+  /** Lines by a known key that verify (at most one per key: the latest cosignature time). */
+  readonly valid: VerifiedSignature[];
+  /** Lines that name a known key (name and key hash) but do not verify. */
+  readonly invalid: NoteSignature[];
+  /** Lines by keys the verifier does not know: never counted, never a reason to refuse. */
+  readonly unknown: NoteSignature[];
+}
+
+/**
+ * Sorts each signature line of a note by the verifiers that know it. signed-note: "If a
+ * signature from a known key fails to verify, clients SHOULD reject the whole note" — every
+ * caller that opens or checks a note reads `invalid` from here (one home for the rule).
+ */
+export function sortSignatures(
+  body: string,
+  signatures: readonly NoteSignature[],
+  known: readonly NoteVerifier[],
+): SortedSignatures {
+  const valid = new Map<NoteVerifier, VerifiedSignature>();
+  const invalid: NoteSignature[] = [];
+  const unknown: NoteSignature[] = [];
+  for (const sig of signatures) {
+    const candidates = known.filter((v) => v.name === sig.name && bytesEqual(v.keyHash, sig.keyHash));
+    if (candidates.length === 0) {
+      unknown.push(sig);
+      continue;
+    }
+    const ok = candidates.map((v) => verifySignature(body, sig, v)).find((r) => r !== null);
+    if (!ok) {
+      invalid.push(sig);
+      continue;
+    }
+    const before = valid.get(ok.verifier);
+    if (!before || (ok.timestamp ?? 0) > (before.timestamp ?? 0)) valid.set(ok.verifier, ok);
+  }
+  return { valid: [...valid.values()], invalid, unknown };
+}
+
 /**
  * Opens a note: the signature by `logKey` (type 0x01) must be present and valid; each
  * witness key's cosignature is checked if present. A line that names a known key but
@@ -321,22 +361,17 @@ export function openNote(
   witnesses: readonly NoteVerifier[] = [],
 ): { body: string; log: VerifiedSignature; cosignatures: VerifiedSignature[]; unknown: NoteSignature[] } {
   const note = parseNote(text);
-  let log: VerifiedSignature | null = null;
-  const cosignatures: VerifiedSignature[] = [];
-  const unknown: NoteSignature[] = [];
-  for (const sig of note.signatures) {
-    const candidates = [logKey, ...witnesses].filter((v) => v.name === sig.name && bytesEqual(v.keyHash, sig.keyHash));
-    if (candidates.length === 0) {
-      unknown.push(sig);
-      continue;
-    }
-    const ok = candidates.map((v) => verifySignature(note.body, sig, v)).find((r) => r !== null);
-    if (!ok) throw new NoteError(`invalid signature by ${sig.name}`);
-    if (ok.verifier === logKey) log = ok;
-    else if (!cosignatures.some((c) => c.verifier === ok.verifier)) cosignatures.push(ok);
-  }
+  const sorted = sortSignatures(note.body, note.signatures, [logKey, ...witnesses]);
+  const bad = sorted.invalid[0];
+  if (bad) throw new NoteError(`invalid signature by ${bad.name}`);
+  const log = sorted.valid.find((v) => v.verifier === logKey);
   if (!log) throw new NoteError(`note has no signature by the log key ${logKey.name}`);
-  return { body: note.body, log, cosignatures, unknown };
+  return {
+    body: note.body,
+    log,
+    cosignatures: sorted.valid.filter((v) => v.verifier !== logKey),
+    unknown: sorted.unknown,
+  };
 }
 
 /** A signer over an Ed25519 private seed held in memory. */

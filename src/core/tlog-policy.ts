@@ -108,6 +108,8 @@ export function parsePolicy(text: string): Policy {
   let quorum: string | undefined;
   const defined = new Set<string>();
   const keys = new Map<string, string>();
+  // "Each defined name can be listed as a group member at most once": name → the group and line that list it.
+  const listedIn = new Map<string, string>();
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   lines.forEach((raw, i) => {
@@ -174,9 +176,13 @@ export function parsePolicy(text: string): Policy {
           if (m === QUORUM_NONE) fail(`group ${name}: "none" cannot be a group member`);
           if (!defined.has(m)) fail(`group ${name}: ${m} is not a witness or group defined on a preceding line`);
           if (seen.has(m)) fail(`group ${name}: ${m} is listed twice`);
+          const earlier = listedIn.get(m);
+          if (earlier !== undefined)
+            fail(`group ${name}: ${m} is already a member of ${earlier} (a name may be listed in one group only)`);
           seen.add(m);
         }
         newName(name);
+        for (const m of members) listedIn.set(m, `group ${name} (line ${i + 1})`);
         groups.push({ name, k, members });
         return;
       }
@@ -238,8 +244,8 @@ export function quorumMet(p: Policy, cosigned: ReadonlySet<string>): boolean {
 
 /**
  * The quorum in words, e.g. `2 of (w1, w2, w3)` or `all of (X: 2 of (…), Y: any of (…))`.
- * A group met a second time is named, not spelt out again (groups may share members, and
- * spelling every path out could grow exponentially with a hostile policy).
+ * Each name is a member of one group at most (parsePolicy), so the words grow linearly; a
+ * group met twice (only a policy built by hand could) is named, not spelt out again.
  */
 export function describeQuorum(p: Policy): string {
   if (p.quorum === QUORUM_NONE) return 'none';
@@ -257,9 +263,8 @@ export function describeQuorum(p: Policy): string {
 
 /**
  * The fewest cosignatures that can meet the quorum, for a published M-of-N figure beside
- * the policy text: exact when no witness is reachable through two groups (every M of N
- * policy); otherwise the per-group sums may count a shared witness twice, so it is capped
- * at the number of witnesses, and the policy text stays the authority.
+ * the policy text. Exact for every policy parsePolicy accepts (no name is in two groups);
+ * capped at the number of witnesses for one built by hand that shares members.
  */
 export function minimumCosigners(p: Policy): number {
   if (p.quorum === QUORUM_NONE) return 0;

@@ -9,12 +9,8 @@
 // base64-encoded. The prior hash has a fixed length, so the split is unambiguous; the
 // canonical entry is exactly what entry_hash commits to, so nothing is re-serialised.
 // It is "not authenticated" (spec): it is trusted only once the entry hash recomputed from
-// it is the leaf that the inclusion proof binds to the signed root.
-import { canonicalEntryBytes, entryHash, parseCanonicalEntry, type CanonicalEntry } from './entry.js';
-import { HASH_SIZE, bytesEqual, fromBase64, leafHash, toBase64, toHex } from './hash.js';
-import { verifyInclusion } from './merkle.js';
-import { NoteError, type NoteVerifier } from './note.js';
-import { openCheckpoint } from './checkpoint.js';
+// it is the leaf that the inclusion proof binds to the signed root (src/core/verify/tlog-proof.ts).
+import { HASH_SIZE, fromBase64, toBase64 } from './hash.js';
 
 export const TLOG_PROOF_HEADER = 'c2sp.org/tlog-proof@v1';
 /** The media type Stele serves a proof file as (the spec names none; its suggested extension is `.tlog-proof`). */
@@ -108,84 +104,4 @@ export function steleTlogProof(
   note: string,
 ): string {
   return formatTlogProof({ extra: steleExtra(prior, canonical), index, proof, checkpoint: note });
-}
-
-export type TlogProofCheck = 'signature' | 'entry' | 'inclusion' | 'digest';
-
-export interface TlogProofOutcome {
-  readonly ok: boolean;
-  readonly detail: string;
-}
-
-export interface TlogProofResult {
-  readonly ok: boolean;
-  /**
-   * Each check, in order; `digest` is absent when no file digest was given. Checks stop at a
-   * failed signature or entry (nothing after them is meaningful); inclusion and digest are
-   * independent and both run.
-   */
-  readonly checks: Partial<Record<TlogProofCheck, TlogProofOutcome>>;
-  /** The first check that failed. */
-  readonly failed?: TlogProofCheck;
-  readonly entry?: CanonicalEntry;
-  readonly entryHash?: Uint8Array;
-  readonly checkpoint?: ReturnType<typeof openCheckpoint>;
-}
-
-/**
- * Verifies a Stele tlog-proof the way tlog-proof §"Verifying a tlog proof" orders it:
- * the checkpoint signature by the pinned log key (step 2; cosignatures of `witnesses` are
- * checked too, step 3 — their quorum is the caller's policy), the leaf hash recomputed from
- * the extra data (step 1: entry_hash of index, canonical entry and prior hash), the inclusion
- * proof to the signed root (step 4), and, given the file's SHA-256, that the entry records it.
- */
-export function verifyTlogProof(
-  proof: TlogProof,
-  logKey: NoteVerifier,
-  witnesses: readonly NoteVerifier[] = [],
-  fileDigest?: Uint8Array,
-): TlogProofResult {
-  const checks: Partial<Record<TlogProofCheck, TlogProofOutcome>> = {};
-  const fail = (c: TlogProofCheck, detail: string, rest: Partial<TlogProofResult> = {}): TlogProofResult => {
-    checks[c] = { ok: false, detail };
-    return { ok: false, checks, failed: c, ...rest };
-  };
-  let cp: ReturnType<typeof openCheckpoint>;
-  try {
-    cp = openCheckpoint(proof.checkpoint, logKey, witnesses);
-  } catch (e) {
-    if (e instanceof NoteError) return fail('signature', e.message);
-    throw e;
-  }
-  checks.signature = { ok: true, detail: `checkpoint ${cp.origin} size ${cp.size} signed by the pinned log key` };
-  const parts = parseSteleExtra(proof.extra);
-  if (!parts)
-    return fail('entry', 'the extra data does not hold a prior entry hash and a canonical entry', { checkpoint: cp });
-  let entry: CanonicalEntry;
-  try {
-    entry = parseCanonicalEntry(parts.canonical);
-  } catch (e) {
-    return fail('entry', `the extra data's entry is not an entry (${(e as Error).message})`, { checkpoint: cp });
-  }
-  // Re-serialising must give the same bytes: otherwise the entry shown is not the one hashed.
-  if (!bytesEqual(canonicalEntryBytes(entry), parts.canonical))
-    return fail('entry', "the extra data's entry is not RFC 8785 canonical JSON", { checkpoint: cp });
-  const eh = entryHash(proof.index, parts.canonical, parts.prior);
-  checks.entry = {
-    ok: true,
-    detail: `entry hash ${toHex(eh)} recomputed from index ${proof.index}, the entry and prior hash ${toHex(parts.prior)}`,
-  };
-  // Inclusion and the digest are both checked, so a report can show each; `failed` names the first.
-  checks.inclusion = verifyInclusion(proof.index, cp.size, leafHash(eh), proof.proof, cp.root)
-    ? { ok: true, detail: `leaf ${proof.index} is included in the tree of size ${cp.size}` }
-    : { ok: false, detail: `the inclusion proof does not bind leaf ${proof.index} to the root of size ${cp.size}` };
-  if (fileDigest !== undefined) {
-    checks.digest =
-      entry.digest === toHex(fileDigest)
-        ? { ok: true, detail: `the entry records the file's SHA-256 ${entry.digest}` }
-        : { ok: false, detail: `the entry records digest ${entry.digest}, the file's is ${toHex(fileDigest)}` };
-  }
-  const failed = (['inclusion', 'digest'] as const).find((c) => checks[c]?.ok === false);
-  if (failed) return { ok: false, checks, failed, checkpoint: cp, entry, entryHash: eh };
-  return { ok: true, checks, entry, entryHash: eh, checkpoint: cp };
 }

@@ -1,9 +1,8 @@
-// An inclusion proof folded step by step, so the page can both check it and draw it:
-// each step names the sibling's leaf range and side and the hash it produces. The result
-// is cross-checked against src/core/merkle.ts's RFC 9162 verifier.
-import { leafHash, nodeHash } from '../core/hash.js';
-import { rootFromInclusionProof, splitPoint } from '../core/merkle.js';
-import { bytesEqual } from './bytes.js';
+// An audit path laid out step by step, so the page can draw it: each step names the
+// sibling's leaf range and side and the node it produces. Drawing only: whether the path
+// proves the leaf is rule 4's (src/core/verify/inclusion.ts), which the page reports.
+import { nodeHash } from '../core/hash.js';
+import { splitPoint } from '../core/merkle.js';
 
 export interface Step {
   /** The sibling subtree's leaf range [lo, hi) and hash (from the tiles). */
@@ -16,9 +15,8 @@ export interface Step {
 
 export interface FoldedProof {
   readonly leaf: { readonly index: number; readonly hash: Uint8Array };
+  /** Empty when the path has the wrong length for (index, size). */
   readonly steps: Step[];
-  /** The root the path rebuilds; null if the path has the wrong length for (index, size). */
-  readonly root: Uint8Array | null;
 }
 
 /** Sibling ranges of PATH(m, D[lo:hi]), leaf side first (RFC 9162 §2.1.3.1). */
@@ -39,15 +37,10 @@ export function siblingRanges(m: number, size: number): Array<[number, number]> 
   return out;
 }
 
-export function foldInclusion(
-  index: number,
-  size: number,
-  entryHash: Uint8Array,
-  path: readonly Uint8Array[],
-): FoldedProof {
-  const leaf = leafHash(entryHash);
+/** The steps of `path` from leaf `index` (its leaf hash `leaf`) of a tree of `size`. */
+export function foldInclusion(index: number, size: number, leaf: Uint8Array, path: readonly Uint8Array[]): FoldedProof {
   const ranges = index >= 0 && index < size ? siblingRanges(index, size) : null;
-  if (!ranges || ranges.length !== path.length) return { leaf: { index, hash: leaf }, steps: [], root: null };
+  if (!ranges || ranges.length !== path.length) return { leaf: { index, hash: leaf }, steps: [] };
   const steps: Step[] = [];
   let lo = index;
   let hi = index + 1;
@@ -60,8 +53,5 @@ export function foldInclusion(
     hi = Math.max(hi, shi);
     steps.push({ sibling: { lo: slo, hi: shi, hash: sib }, side, node: { lo, hi, hash: h } });
   });
-  // Independent check with the RFC 9162 algorithm of src/core/merkle.ts.
-  const rfc = rootFromInclusionProof(index, size, leaf, path);
-  const root = rfc && bytesEqual(rfc, h) ? h : null;
-  return { leaf: { index, hash: leaf }, steps, root };
+  return { leaf: { index, hash: leaf }, steps };
 }

@@ -5,7 +5,7 @@
 //      `stele serve` from its own key), else the site's /api/ledger/key.
 // A pin always wins; when the site then presents a different key the page says so loudly.
 // Also keeps the last checkpoint this browser verified, per log origin.
-import { policyQuorum } from '../core/rules.js';
+import { policyQuorum } from '../core/verify/index.js';
 import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
 import { NoteError, SIG_ED25519, type Verifier, parseCosignerVkey, parseVkey } from './note.js';
 import type { SeenCheckpoint, Trust } from './verify.js';

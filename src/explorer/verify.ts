@@ -3,11 +3,12 @@
 // last checkpoint this browser saw), single entries and whole record bundles (record →
 // entry_hash chain → leaf → audit path computed from the tiles → signed root), and the
 // PASS/FAIL report of `stele ledger verify` for a file.
-import { entryHash, entryId } from '../core/entry.js';
+import { entryId, parseCanonicalEntry } from '../core/entry.js';
 import { EMPTY_ROOT, leafHash } from '../core/hash.js';
 import { proveConsistency, proveInclusion, treeHash } from '../core/merkle.js';
 import {
   type Cosigner,
+  type EntryEvidence,
   type KeyTrust,
   type Outcome,
   type ProveConsistency,
@@ -17,17 +18,18 @@ import {
   type StatusOutcome,
   checkCheckpoint,
   checkConsistency,
-  checkTlogProof,
-} from '../core/rules.js';
+  checkEntry,
+  checkInclusion,
+} from '../core/verify/index.js';
+import { VerifyError, verifyTlogProof } from '@stele/verify';
 import { TILE_WIDTH } from '../core/tiles.js';
 import type { Policy } from '../core/tlog-policy.js';
-import { type TlogProof, parseTlogProof } from '../core/tlog-proof.js';
-import { bytesEqual, fromHex, short, toHex } from './bytes.js';
+import { bytesEqual, short, toHex } from './bytes.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { type Verifier, parseCheckpointBody, parseNote } from './note.js';
 import { type FoldedProof, foldInclusion } from './proof.js';
 
-export type { Status } from '../core/rules.js';
+export type { Status } from '../core/verify/index.js';
 
 /** One line of a report as the page shows it (the rule number, when it is one of §4.3's). */
 export interface Check {
@@ -227,15 +229,8 @@ export async function verifyCheckpoint(
 
 export type EntryFields = Record<string, unknown>;
 
-export function parseRecord(record: Uint8Array): EntryFields {
-  const v: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(record));
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TypeError('record is not a JSON object');
-  const e = v as EntryFields;
-  if (e.v !== 1) throw new TypeError('record has no "v": 1');
-  for (const k of ['type', 'result', 'digest', 'timestamp'])
-    if (typeof e[k] !== 'string') throw new TypeError(`record has no string "${k}"`);
-  return e;
-}
+/** A record's fields (the core's reading of a canonical entry); throws on anything else. */
+export const parseRecord = (record: Uint8Array): EntryFields => parseCanonicalEntry(record);
 
 /** The records and entry hashes of bundle `tile` (and the entry hash just before it). */
 export interface BundleData {
@@ -272,9 +267,16 @@ export interface EntryResult {
   /** Rule 4: the audit path read from the tiles rebuilds the signed root. */
   readonly inclusion: Check;
   readonly ok: boolean;
+  /** What rule 3 was given, to check it again for a file's digest. */
+  readonly evidence?: EntryEvidence;
 }
 
-/** Verifies entry `seq` of a bundle already loaded against the checkpoint (size, root). */
+/**
+ * Verifies entry `seq` of a bundle already loaded against the checkpoint (size, root): rule
+ * 3 (src/core/verify/entry.ts: the record, chained to the previous entry hash, is the entry
+ * hash of the entry bundle, and its leaf is the one in the level-0 hash tile) and rule 4
+ * (src/core/verify/inclusion.ts: the audit path computed from the tiles rebuilds the root).
+ */
 export async function verifyLoadedEntry(
   client: LogClient,
   b: BundleData,
@@ -292,64 +294,42 @@ export async function verifyLoadedEntry(
       fields: null,
       proof: null,
       leaf: c,
-      inclusion: skip(CHECK_NAMES.inclusion, 'no entry'),
+      inclusion: fail(CHECK_NAMES.inclusion, 'not checked: no entry'),
       ok: false,
     };
   }
-  let fields: EntryFields | null = null;
-  const problems: string[] = [];
+  const tileNo = Math.floor(seq / TILE_WIDTH);
+  let tileLeaf: Uint8Array | undefined;
+  let tileProblem: string | undefined;
   try {
-    fields = parseRecord(record);
+    tileLeaf = (await client.hashTile(0, tileNo, bundleWidth(tileNo, cp.size))).hashAt(0, seq % TILE_WIDTH);
   } catch (e) {
-    problems.push(`the record is not a valid entry: ${(e as Error).message}`);
+    tileProblem = `cannot read the level-0 hash tile: ${(e as Error).message}`;
   }
-  const prior = i === 0 ? b.prior : b.entryHashes[i - 1]!;
-  const recomputed = entryHash(seq, record, prior);
-  if (!bytesEqual(recomputed, eh))
-    problems.push(
-      `the record hashes (with the previous entry hash) to ${short(toHex(recomputed))}, not the entry hash ${short(toHex(eh))} the leaf commits to: the record was altered`,
-    );
-  const leaf = leafHash(eh);
-  try {
-    const tile = await client.hashTile(
-      0,
-      Math.floor(seq / TILE_WIDTH),
-      bundleWidth(Math.floor(seq / TILE_WIDTH), cp.size),
-    );
-    if (!bytesEqual(tile.hashAt(0, seq % TILE_WIDTH), leaf))
-      problems.push(
-        `the hash tile holds ${short(toHex(tile.hashAt(0, seq % TILE_WIDTH)))} for leaf ${seq}, not SHA-256(0x00 ‖ entry hash) = ${short(toHex(leaf))}`,
-      );
-  } catch (e) {
-    problems.push(`cannot read the level-0 hash tile: ${(e as Error).message}`);
-  }
-  const leafCheck = problems.length
-    ? fail(CHECK_NAMES.leaf, problems.join('; '))
-    : pass(
-        CHECK_NAMES.leaf,
-        `record → entry hash ${short(toHex(eh))} (chained to entry ${seq - 1 < 0 ? 'none' : seq - 1}) → leaf ${short(toHex(leaf))}, as in the hash tile`,
-      );
+  const evidence: EntryEvidence = {
+    seq,
+    entry: record,
+    prior: i === 0 ? b.prior : b.entryHashes[i - 1]!,
+    claimed: { entryHash: eh, ...(tileLeaf ? { leafHash: tileLeaf } : {}) },
+  };
+  const checked = checkEntry(evidence);
+  const leafCheck =
+    tileProblem !== undefined
+      ? fail(CHECK_NAMES.leaf, checked.ok ? tileProblem : `${checked.detail}; ${tileProblem}`)
+      : asCheck(CHECK_NAMES.leaf, checked);
+  const fields = (checked.entry as EntryFields | undefined) ?? null;
 
   let proof: FoldedProof | null = null;
   let inclusion: Check;
-  const where = `leaf index ${seq}, tree size ${cp.size}`;
+  const leaf = leafHash(eh);
   try {
     const path = await proveInclusion(seq, cp.size, client.reader(cp.size));
-    proof = foldInclusion(seq, cp.size, eh, path);
-    inclusion =
-      proof.root && bytesEqual(proof.root, cp.root)
-        ? pass(
-            CHECK_NAMES.inclusion,
-            `${where}: the ${path.length}-hash audit path, read from the tiles, rebuilds the signed root ${short(toHex(cp.root))}`,
-          )
-        : fail(
-            CHECK_NAMES.inclusion,
-            `${where}: the ${path.length}-hash audit path rebuilds ${proof.root ? short(toHex(proof.root)) : 'nothing'}, not the signed root ${short(toHex(cp.root))}`,
-          );
+    proof = foldInclusion(seq, cp.size, leaf, path);
+    inclusion = asCheck(CHECK_NAMES.inclusion, checkInclusion(seq, cp.size, leaf, path, cp));
   } catch (e) {
     inclusion = fail(
       CHECK_NAMES.inclusion,
-      `${where}: cannot compute the audit path from the tiles: ${(e as Error).message}`,
+      `leaf index ${seq}, tree size ${cp.size}: cannot compute the audit path from the tiles: ${(e as Error).message}`,
     );
   }
   return {
@@ -359,6 +339,7 @@ export async function verifyLoadedEntry(
     leaf: leafCheck,
     inclusion,
     ok: leafCheck.status === 'PASS' && inclusion.status === 'PASS',
+    ...(tileProblem === undefined ? { evidence } : {}),
   };
 }
 
@@ -408,17 +389,10 @@ const statusOutcome = (c: Check): Outcome | StatusOutcome =>
  * verdict. With `fileDigest`, rule 3 also requires the entry to record that digest.
  */
 export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: string): Report {
-  let leaf = e.leaf;
-  if (fileDigest !== undefined) {
-    const d = typeof e.fields?.digest === 'string' ? e.fields.digest : '';
-    leaf =
-      d !== fileDigest
-        ? fail(CHECK_NAMES.leaf, `the entry's digest ${short(d)} is not the file's ${short(fileDigest)}`)
-        : e.leaf.status === 'PASS'
-          ? pass(CHECK_NAMES.leaf, `entry ${e.id} records the file's digest ${short(fileDigest)}; ${e.leaf.detail}`)
-          : e.leaf;
-  }
-  const r = new CoreReport();
+  // With a file, rule 3 is asked again of the same evidence, now with the file's digest.
+  const leaf =
+    fileDigest !== undefined && e.evidence ? asCheck(CHECK_NAMES.leaf, checkEntry({ ...e.evidence, fileDigest })) : e.leaf;
+  const r = new CoreReport('entry');
   r.add('signature', statusOutcome(cp.signature));
   r.add('consistency', statusOutcome(cp.consistency));
   r.add('leaf', statusOutcome(leaf));
@@ -439,9 +413,10 @@ export interface TlogProofView {
 }
 
 /**
- * A dropped C2SP tlog-proof, checked by the core's rules (src/core/rules.ts) exactly as
- * `stele ledger verify --proof` does: against the trusted key and witness policy, with rule
- * 2 proved from the tiles against the checkpoint this page verified (when it has one).
+ * A dropped C2SP tlog-proof, checked by the verifier package (`@stele/verify`, the core's
+ * rules) exactly as `stele ledger verify --proof` does: against the trusted key and witness
+ * policy, with rule 2 proved from the tiles against the checkpoint this page verified (when
+ * it has one).
  */
 export async function verifyTlogProofFile(
   text: string,
@@ -450,33 +425,23 @@ export async function verifyTlogProofFile(
   current: { size: number; root: Uint8Array } | null,
   fileDigest?: string,
 ): Promise<TlogProofView> {
-  let proof: TlogProof;
   try {
-    proof = parseTlogProof(text);
+    const r = await verifyTlogProof(text, { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } }, {
+      ...(fileDigest !== undefined ? { digest: fileDigest } : {}),
+      ...(current ? { prove: tilesProver(client) } : {}),
+    });
+    return {
+      report: reportView(r.report),
+      index: r.index,
+      size: r.treeSize,
+      entry: (r.entry as EntryFields | undefined) ?? null,
+      entryHash: r.entryHash ?? null,
+    };
   } catch (e) {
-    const r = new CoreReport();
-    r.add('signature', { ok: false, detail: (e as Error).message });
+    if (!(e instanceof VerifyError)) throw e;
+    const r = new CoreReport('entry');
+    r.add('signature', { ok: false, detail: e.message });
     r.finish();
     return { report: reportView(r), index: -1, size: 0, entry: null, entryHash: null };
   }
-  const digest = fileDigest !== undefined ? fromHex(fileDigest) : null;
-  const { report, checkpoint, result } = await checkTlogProof(
-    proof,
-    { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } },
-    {
-      ...(digest ? { fileDigest: digest } : {}),
-      prove: current ? tilesProver(client) : null,
-      offline: () => ({
-        reason: 'no verified checkpoint',
-        detail: 'not checked: this page has no verified checkpoint of the log to compare with',
-      }),
-    },
-  );
-  return {
-    report: reportView(report),
-    index: proof.index,
-    size: checkpoint.size,
-    entry: (result.entry as EntryFields | undefined) ?? null,
-    entryHash: result.entryHash ?? null,
-  };
 }

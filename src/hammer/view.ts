@@ -7,7 +7,7 @@
 // tiles, everything it returns is checked here against signed roots).
 import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual, leafHash, toHex } from '../core/hash.js';
-import { verifyConsistency, verifyInclusion } from '../core/merkle.js';
+import { checkConsistencyProof, checkInclusion } from '../core/verify/index.js';
 import type { NoteVerifier } from '../core/note.js';
 import type { LogReader } from '../reader.js';
 import { TILE_WIDTH } from '../core/tiles.js';
@@ -97,9 +97,10 @@ export class SharedView {
         const leaf = tile.hashAt(0, seq % TILE_WIDTH);
         const proof = await this.reader.inclusionProof(seq, head.size);
         this.counts.spotChecks++;
-        if (!verifyInclusion(seq, head.size, leaf, proof, head.root))
+        const included = checkInclusion(seq, head.size, leaf, proof, head);
+        if (!included.ok)
           this.fail(
-            `leaf ${seq} as the tiles give it is not included in checkpoint ${head.size}: the tiles do not match the signed root`,
+            `leaf ${seq} as the tiles give it is not included in checkpoint ${head.size}: the tiles do not match the signed root (${included.detail})`,
           );
       } catch (e) {
         this.fail(`leaf ${seq} of checkpoint ${head.size}: ${(e as Error).message}`);
@@ -137,9 +138,10 @@ export class SharedView {
         const [small, big] = head.size < view.size ? [head, view] : [view, head];
         const proof = await this.reader.consistencyProof(small.size, big.size);
         this.counts.consistencyProofs++;
-        if (!verifyConsistency(small.size, big.size, proof, small.root, big.root)) {
+        const consistent = checkConsistencyProof(small, big, proof);
+        if (!consistent.ok) {
           this.fail(
-            `${source}: checkpoint ${head.size} is not consistent with checkpoint ${view.size} of the shared view`,
+            `${source}: checkpoint ${head.size} is not consistent with checkpoint ${view.size} of the shared view (${consistent.detail})`,
           );
           return null;
         }
@@ -169,9 +171,10 @@ export class SharedView {
       try {
         const proof = await this.reader.inclusionProof(seq, head.size);
         this.counts.inclusionProofs++;
-        if (!verifyInclusion(seq, head.size, leafHash(entryHash), proof, head.root)) {
+        const included = checkInclusion(seq, head.size, leafHash(entryHash), proof, head);
+        if (!included.ok) {
           this.fail(
-            `anchor at leaf ${seq} (entry hash ${toHex(entryHash)}) is not included in checkpoint ${head.size}`,
+            `anchor at leaf ${seq} (entry hash ${toHex(entryHash)}) is not included in checkpoint ${head.size}: ${included.detail}`,
           );
         }
       } catch (e) {

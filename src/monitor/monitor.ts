@@ -14,7 +14,8 @@ import { promises as fs } from 'node:fs';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { entryHash } from '../core/entry.js';
 import { bytesEqual, leafHash, toHex } from '../core/hash.js';
-import { proveConsistency, verifyConsistency } from '../core/merkle.js';
+import { proveConsistency } from '../core/merkle.js';
+import { checkConsistencyProof } from '../core/verify/index.js';
 import type { NoteVerifier } from '../core/note.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader } from '../core/tiles.js';
@@ -196,14 +197,12 @@ export class Monitor {
           large.size,
           new TileHashReader(large.size, storeTileFetcher(tiles)),
         );
-        const ok = verifyConsistency(
-          small.size,
-          large.size,
+        const checked = checkConsistencyProof(
+          { size: small.size, root: Buffer.from(small.root, 'hex') },
+          { size: large.size, root: Buffer.from(large.root, 'hex') },
           proof,
-          Buffer.from(small.root, 'hex'),
-          Buffer.from(large.root, 'hex'),
         );
-        if (ok) return null;
+        if (checked.ok) return null;
       } catch (e) {
         return {
           kind: 'invalid',

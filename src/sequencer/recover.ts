@@ -3,7 +3,8 @@
 import { ZERO_HASH, entryHash } from '../core/entry.js';
 import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../core/hash.js';
 import { TileHashReader, TILE_WIDTH, levelHashCount } from '../core/tiles.js';
-import { proveInclusion, verifyInclusion } from '../core/merkle.js';
+import { proveInclusion } from '../core/merkle.js';
+import { checkInclusion } from '../core/verify/index.js';
 import type { ObjectStore } from '../store/store.js';
 import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
 import { RightEdge } from './edge.js';
@@ -53,7 +54,7 @@ export async function loadEdge(store: ObjectStore, size: number, root: Uint8Arra
   } else {
     // The last entry sits in a full bundle: authenticate it through an inclusion proof.
     const proof = await proveInclusion(size - 1, size, new TileHashReader(size, storeTileFetcher(store)));
-    if (!verifyInclusion(size - 1, size, leafHash(lastEntryHash), proof, root)) {
+    if (!checkInclusion(size - 1, size, leafHash(lastEntryHash), proof, { size, root }).ok) {
       throw new LogIntegrityError(`last entry ${size - 1} is not in the tree of root ${toHex(root)}`);
     }
   }

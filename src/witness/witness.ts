@@ -5,7 +5,7 @@
 // cosignature is returned. The status of every refusal is chosen in protocol.ts (`refuse`).
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
-import { verifyConsistency } from '../core/merkle.js';
+import { checkConsistencyProof } from '../core/verify/index.js';
 import { type NoteSigner, type NoteVerifier, type NoteError, cosignBody, openNote, parseNote } from '../core/note.js';
 import type { ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
@@ -179,7 +179,7 @@ export function checkAgainstHeld(
     if (req.proof.length > 0) throw refuse.badProof(held.size, cp.size);
   } else if (
     held.size > 0 &&
-    !verifyConsistency(held.size, cp.size, req.proof, Buffer.from(held.root, 'hex'), cp.root)
+    !checkConsistencyProof({ size: held.size, root: Buffer.from(held.root, 'hex') }, cp, req.proof).ok
   ) {
     throw refuse.badProof(held.size, cp.size);
   }

@@ -2,7 +2,7 @@
 // order (issue 20 found `ledger consistency` printing 1, 2, 5, 7, 8, 6), whatever order the
 // checks were added in; a SKIP is never counted as passed.
 import { describe, expect, it } from 'vitest';
-import { Report } from '../../src/core/rules.js';
+import { Report } from '../../src/core/verify/index.js';
 
 describe('the core report', () => {
   it('keeps its lines in rule order, rule 6 among them', () => {
