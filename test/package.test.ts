@@ -1,9 +1,10 @@
-// `stele/verify` as a user gets it: `npm pack` of this repository, installed offline (from the
-// npm cache `npm ci` filled) into a scratch project that knows nothing else of Stele, which
-// then verifies a tlog-proof served by a real log with nothing but `import … from 'stele/verify'`.
-// A tampered proof must fail there too, so the check cannot pass by not checking.
+// `@stele/verify` as a user gets it: `npm pack` of packages/verify, installed offline (from
+// the npm cache `npm ci` filled) into a scratch project that knows nothing else of Stele, which
+// then verifies a tlog-proof served by a real log with nothing but `import … from '@stele/verify'`.
+// A tampered proof must fail there too, so the check cannot pass by not checking; and the
+// install must hold the package's four runtime dependencies, none of the log's.
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,77 +17,99 @@ import { scratchDir } from './helpers/tmp.js';
 const exec = promisify(execFile);
 const npm = (args: string[], cwd: string) =>
   exec('npm', args, { cwd, maxBuffer: 64 << 20, env: { ...process.env, npm_config_update_notifier: 'false' } });
+const pkgDir = join(repoRoot, 'packages', 'verify');
 
-/** The scratch project's lock: the repository's production dependencies, resolved as `npm ci` resolved them. */
+type LockEntry = Record<string, unknown> & { dependencies?: Record<string, string> };
+
+/** The scratch project's lock: the package and the closure of its dependencies, as `npm ci` resolved them here. */
 function scratchLock(tarball: string): object {
   const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, Record<string, unknown>>;
+    packages: Record<string, LockEntry>;
   };
-  const root = lock.packages['']!;
+  const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as LockEntry & { version: string };
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
   const packages: Record<string, unknown> = {
-    '': { name: 'scratch', dependencies: { stele: 'file:stele.tgz' } },
-    'node_modules/stele': {
-      version: root.version,
-      license: root.license,
-      dependencies: root.dependencies,
-      bin: root.bin,
-      engines: root.engines,
-      resolved: 'file:stele.tgz',
+    '': { name: 'scratch', dependencies: { '@stele/verify': 'file:stele-verify.tgz' } },
+    'node_modules/@stele/verify': {
+      version: manifest.version,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      resolved: 'file:stele-verify.tgz',
       integrity,
     },
   };
-  for (const [path, entry] of Object.entries(lock.packages))
-    if (path !== '' && !entry.dev && !entry.link) packages[path] = entry;
+  const queue = Object.keys(manifest.dependencies ?? {});
+  while (queue.length > 0) {
+    const name = queue.shift()!;
+    const path = `node_modules/${name}`;
+    if (packages[path]) continue;
+    const entry = lock.packages[path];
+    if (!entry) throw new Error(`${name} is not in the repository's lock`);
+    packages[path] = { ...entry, dev: undefined };
+    queue.push(...Object.keys(entry.dependencies ?? {}));
+  }
   return { name: 'scratch', lockfileVersion: 3, requires: true, packages };
 }
 
-// Only what a user of the package would write: the module specifier is the package's subpath.
+// Only what a user of the package writes (the README's example, with the policy inline).
 const VERIFY_SCRIPT = `
 import { readFileSync } from 'node:fs';
-import { fromHex, parseTlogProof, parseVkey, verifyTlogProof } from 'stele/verify';
+import { trustFromPolicy, verifyTlogProof } from '@stele/verify';
 const [proofFile, vkey, digest] = process.argv.slice(2);
-const result = verifyTlogProof(parseTlogProof(readFileSync(proofFile, 'utf8')), parseVkey(vkey), [], fromHex(digest));
-console.log(JSON.stringify({ ok: result.ok, checks: Object.keys(result.checks), failed: result.failed ?? null }));
+const trust = trustFromPolicy(\`log \${vkey}\\nquorum none\\n\`);
+const { report } = await verifyTlogProof(readFileSync(proofFile, 'utf8'), trust, { digest });
+const failed = report.checks.filter((c) => c.status === 'FAIL' && c.rule !== 6).map((c) => c.rule);
+console.log(JSON.stringify({ result: report.result, verdict: report.verdict, failed }));
 `;
 
-describe('the stele/verify package', () => {
+describe('the @stele/verify package', () => {
   let srv: RunningServer;
   let project = '';
   let vkey = '';
   let proof = '';
+  let packedBytes = 0;
 
   beforeAll(async () => {
     const dir = scratchDir('stele-package-');
     project = join(dir, 'project');
-    // The build `npm pack` ships: the core's JavaScript and declarations.
-    await exec(
-      process.execPath,
-      [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.verify.json')],
-      { cwd: repoRoot },
-    );
+    await npm(['run', '-s', 'build', '-w', '@stele/verify'], repoRoot);
     const packed = JSON.parse(
-      (await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', dir], repoRoot)).stdout,
-    ) as { filename: string; files: { path: string }[] }[];
+      (await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', dir], pkgDir)).stdout,
+    ) as { filename: string; size: number; files: { path: string }[] }[];
+    packedBytes = packed[0]!.size;
     const files = packed[0]!.files.map((f) => f.path);
     expect(files).toEqual(
       expect.arrayContaining([
         'LICENSE',
         'README.md',
         'package.json',
-        'dist/src/core/index.js',
-        'dist/src/core/index.d.ts',
+        'dist/index.js',
+        'dist/types/packages/verify/src/index.d.ts',
       ]),
     );
     expect(files.filter((f) => !/^(dist\/|LICENSE$|README\.md$|package\.json$)/.test(f))).toEqual([]);
+    // Writers' code stays in the log: no signer, no proof planning, no bundle packing.
+    const js = readFileSync(join(pkgDir, 'dist', 'index.js'), 'utf8');
+    for (const writer of [
+      'class SeedSigner',
+      'function planInclusion',
+      'class RightEdgeMemo',
+      'function packCanonicals',
+    ])
+      expect(js).not.toContain(writer);
 
     mkdirSync(project);
-    copyFileSync(join(dir, packed[0]!.filename), join(project, 'stele.tgz'));
+    copyFileSync(join(dir, packed[0]!.filename), join(project, 'stele-verify.tgz'));
     writeFileSync(
       join(project, 'package.json'),
-      JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: { stele: 'file:stele.tgz' } }),
+      JSON.stringify({
+        name: 'scratch',
+        private: true,
+        type: 'module',
+        dependencies: { '@stele/verify': 'file:stele-verify.tgz' },
+      }),
     );
-    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(scratchLock(join(project, 'stele.tgz'))));
+    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(scratchLock(join(project, 'stele-verify.tgz'))));
     await npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], project);
     writeFileSync(join(project, 'verify.mjs'), VERIFY_SCRIPT);
 
@@ -102,14 +125,26 @@ describe('the stele/verify package', () => {
   const verifyIn = async (text: string, digest: string) => {
     writeFileSync(join(project, 'entry.tlog-proof'), text);
     const { stdout } = await exec(process.execPath, ['verify.mjs', 'entry.tlog-proof', vkey, digest], { cwd: project });
-    return JSON.parse(stdout) as { ok: boolean; checks: string[]; failed: string | null };
+    return JSON.parse(stdout) as { result: string; verdict: string; failed: number[] };
   };
 
-  it('verifies a served proof with the file digest, importing only stele/verify', async () => {
+  it("installs with only its own dependencies: none of the log's", () => {
+    const installed = readdirSync(join(project, 'node_modules')).flatMap((d) =>
+      d.startsWith('@') ? readdirSync(join(project, 'node_modules', d)).map((n) => `${d}/${n}`) : [d],
+    );
+    expect(installed.filter((n) => !n.startsWith('.'))).toEqual(
+      expect.arrayContaining(['@stele/verify', '@noble/ed25519', '@noble/hashes', 'canonicalize']),
+    );
+    for (const heavy of ['lmdb', 'pkcs11js', '@aws-sdk', 'koa', 'pino', 'commander'])
+      expect(existsSync(join(project, 'node_modules', heavy)), heavy).toBe(false);
+    expect(packedBytes).toBeGreaterThan(0);
+  });
+
+  it('verifies a served proof with the file digest, importing only @stele/verify', async () => {
     expect(await verifyIn(proof, digestOf(1))).toEqual({
-      ok: true,
-      checks: ['signature', 'entry', 'inclusion', 'digest'],
-      failed: null,
+      result: 'PASS',
+      verdict: 'PASS (rule 2 not checked: offline; not witnessed)',
+      failed: [],
     });
   }, 60_000);
 
@@ -118,15 +153,15 @@ describe('the stele/verify package', () => {
     const flipped = Buffer.from(lines[3]!, 'base64');
     flipped[0]! ^= 1;
     lines[3] = flipped.toString('base64');
-    expect(await verifyIn(lines.join('\n'), digestOf(1))).toMatchObject({ ok: false, failed: 'inclusion' });
-    expect(await verifyIn(proof, digestOf(2))).toMatchObject({ ok: false, failed: 'digest' });
+    expect(await verifyIn(lines.join('\n'), digestOf(1))).toMatchObject({ result: 'FAIL', failed: [4] });
+    expect(await verifyIn(proof, digestOf(2))).toMatchObject({ result: 'FAIL', failed: [3] });
   }, 60_000);
 
-  it('resolves only the documented subpath: the package root and deep paths are closed', async () => {
+  it('resolves only the package root: deep paths are closed', async () => {
     const tryImport = (spec: string) =>
       exec(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(spec)})`], { cwd: project });
-    await expect(tryImport('stele/verify')).resolves.toBeDefined();
-    await expect(tryImport('stele/dist/src/core/hash.js')).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
+    await expect(tryImport('@stele/verify')).resolves.toBeDefined();
+    await expect(tryImport('@stele/verify/dist/index.js')).rejects.toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   }, 60_000);
 });
 

@@ -103,10 +103,14 @@ describe('tlog-policy codec', () => {
     // The issue's policy: X1 alone would meet `all a b` if it counted for both groups.
     const shared = `witness X1 ${W.X1}\nwitness X2 ${W.X2}\nwitness X3 ${W.X3}\ngroup a any X1 X2\ngroup b any X1 X3\ngroup c all a b\nquorum c\n`;
     expect(() => parsePolicy(shared)).toThrow(/^line 5: group b: X1 is already a member of group a \(line 4\)/);
-    expect(() => parsePolicy(`witness X1 ${W.X1}\ngroup a any X1 X1\nquorum a\n`)).toThrow(/^line 2: .*X1 is listed twice/);
+    expect(() => parsePolicy(`witness X1 ${W.X1}\ngroup a any X1 X1\nquorum a\n`)).toThrow(
+      /^line 2: .*X1 is listed twice/,
+    );
     // A group is a name too: listed in two groups, refused the same way.
     expect(() =>
-      parsePolicy(`witness X1 ${W.X1}\nwitness X2 ${W.X2}\ngroup a any X1\ngroup b all a X2\ngroup c any a\nquorum b\n`),
+      parsePolicy(
+        `witness X1 ${W.X1}\nwitness X2 ${W.X2}\ngroup a any X1\ngroup b all a X2\ngroup c any a\nquorum b\n`,
+      ),
     ).toThrow(/^line 5: group c: a is already a member of group b/);
     // Each name once: accepted, and only the real quorum meets it.
     const p = parsePolicy(

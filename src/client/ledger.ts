@@ -428,7 +428,9 @@ export async function checkTilesEntry(
     const prior =
       seq === 0
         ? ZERO_HASH
-        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[(seq - 1) % TILE_WIDTH]!;
+        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[
+            (seq - 1) % TILE_WIDTH
+          ]!;
     checked = checkEntry({
       seq,
       entry: at.canonical,

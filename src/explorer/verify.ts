@@ -391,7 +391,9 @@ const statusOutcome = (c: Check): Outcome | StatusOutcome =>
 export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: string): Report {
   // With a file, rule 3 is asked again of the same evidence, now with the file's digest.
   const leaf =
-    fileDigest !== undefined && e.evidence ? asCheck(CHECK_NAMES.leaf, checkEntry({ ...e.evidence, fileDigest })) : e.leaf;
+    fileDigest !== undefined && e.evidence
+      ? asCheck(CHECK_NAMES.leaf, checkEntry({ ...e.evidence, fileDigest }))
+      : e.leaf;
   const r = new CoreReport('entry');
   r.add('signature', statusOutcome(cp.signature));
   r.add('consistency', statusOutcome(cp.consistency));
@@ -426,10 +428,14 @@ export async function verifyTlogProofFile(
   fileDigest?: string,
 ): Promise<TlogProofView> {
   try {
-    const r = await verifyTlogProof(text, { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } }, {
-      ...(fileDigest !== undefined ? { digest: fileDigest } : {}),
-      ...(current ? { prove: tilesProver(client) } : {}),
-    });
+    const r = await verifyTlogProof(
+      text,
+      { ...trust, pin: current ?? { size: 0, root: EMPTY_ROOT } },
+      {
+        ...(fileDigest !== undefined ? { digest: fileDigest } : {}),
+        ...(current ? { prove: tilesProver(client) } : {}),
+      },
+    );
     return {
       report: reportView(r.report),
       index: r.index,

@@ -230,15 +230,23 @@ describe('checkpoint, witness, consistency and inclusion checks', () => {
       valid: 0,
       quorum: 'none',
     });
-    // a forged cosignature does not count
+    // A forged cosignature under a pinned witness's key rejects the whole note (signed-note:
+    // "If a signature from a known key fails to verify, clients SHOULD reject the whole note"),
+    // also when the policy would need only the other witness.
     const lines = note.split('\n');
     const i = lines.findIndex((l) => l.startsWith('— w2.test '));
     const b = Buffer.from(lines[i]!.split(' ')[2]!, 'base64');
     b[20] = b[20]! ^ 1;
     lines[i] = `— w2.test ${b.toString('base64')}`;
-    expect(
-      checkCheckpoint({ note: lines.join('\n') }, trustFor(logKey, undefined, [w1, w2], 2)).witnesses,
-    ).toMatchObject({ ok: false, valid: 1 });
+    for (const k of [2, 1]) {
+      const forged = checkCheckpoint({ note: lines.join('\n') }, trustFor(logKey, undefined, [w1, w2], k));
+      expect(forged.signature.ok).toBe(false);
+      expect(forged.signature.detail).toMatch(/cosignature by w2\.test .*does not verify: the whole note is rejected/);
+      expect(forged.witnesses).toMatchObject({ ok: false, valid: 0 });
+      expect(forged.cosigners.find((c) => c.name === 'w2.test')?.status).toBe('invalid');
+    }
+    // A key the trust does not know is never a reason to refuse.
+    expect(checkCheckpoint({ note: lines.join('\n') }, trustFor(logKey, undefined, [w1], 1)).signature.ok).toBe(true);
   });
 
   it('verifies JSON-only checkpoints and their witness entries', async () => {

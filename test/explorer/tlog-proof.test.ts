@@ -3,7 +3,7 @@
 // proof exported by `stele ledger proof --export` (the CLI as a subprocess) against the key
 // and witness policy the site names, alone and beside the file it proves; a proof with one
 // inclusion hash altered FAILs rule 4, and beside the wrong file FAILs rule 3. The rules are
-// src/core/rules.ts's, the same the CLI's `verify --proof` reports.
+// the core's (src/core/verify/, through the @stele/verify package), the same the CLI's `verify --proof` reports.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -82,7 +82,7 @@ describe.skipIf(!hasChromium())('explorer: a dropped .tlog-proof', () => {
     await page.waitForSelector('[data-testid=file-digest]');
     expect(await result(page)).toBe('PASS');
     expect(await page.locator('[data-testid=verify-report] [data-check=rule-3]').innerText()).toMatch(
-      /records the file's SHA-256/,
+      /records the file's digest/,
     );
     expect(errors).toEqual([]);
     await page.close();

@@ -63,6 +63,39 @@ describe('lint: import boundaries of biome.jsonc', () => {
     expect(messages(r.get('src/core/fine.ts'))).toEqual([]);
   });
 
+  it('src/core/verify keeps the core boundary one level down; @stele/verify reaches only into src/core', async () => {
+    const r = await lint({
+      'src/core/verify/upward.ts': "import { LogReader } from '../../reader.js';\nexport const a = LogReader;\n",
+      'src/core/verify/builtin.ts': "import { readFileSync } from 'node:fs';\nexport const a = readFileSync;\n",
+      'src/core/verify/fine.ts':
+        "import { leafHash } from '../hash.js';\nimport { RULES } from './rules.js';\nexport const a = [leafHash, RULES];\n",
+      'packages/verify/src/client.ts':
+        "import { LogReader } from '../../../src/reader.js';\nexport const a = LogReader;\n",
+      'packages/verify/src/cli.ts': "import { main } from '../../../cli/main.js';\nexport const a = main;\n",
+      'packages/verify/src/builtin.ts': "import { createHash } from 'node:crypto';\nexport const a = createHash;\n",
+      'packages/verify/src/buffer.ts': "export const a = Buffer.from('x');\n",
+      'packages/verify/src/fine.ts':
+        "import { leafHash } from '../../../src/core/hash.js';\nimport { RULES } from '../../../src/core/verify/index.js';\nexport const a = [leafHash, RULES];\n",
+    });
+    expect(messages(r.get('src/core/verify/upward.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: src\/core is the bottom layer/),
+    ]);
+    expect(messages(r.get('src/core/verify/builtin.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: src\/core is browser-safe/),
+    ]);
+    expect(messages(r.get('src/core/verify/fine.ts'))).toEqual([]);
+    const onlyCore = /noRestrictedImports: @stele\/verify is built from src\/core alone/;
+    expect(messages(r.get('packages/verify/src/client.ts'))).toEqual([expect.stringMatching(onlyCore)]);
+    expect(messages(r.get('packages/verify/src/cli.ts'))).toEqual([expect.stringMatching(onlyCore)]);
+    expect(messages(r.get('packages/verify/src/builtin.ts'))).toEqual([
+      expect.stringMatching(/noRestrictedImports: @stele\/verify is browser-safe/),
+    ]);
+    expect(messages(r.get('packages/verify/src/buffer.ts'))).toEqual([
+      expect.stringMatching(/^lint\/style\/noRestrictedGlobals: /),
+    ]);
+    expect(messages(r.get('packages/verify/src/fine.ts'))).toEqual([]);
+  });
+
   it('outside src/sequencer, sequencer.ts is imported only for the Sequencer class; its vocabulary comes from contract.ts', async () => {
     const r = await lint({
       'src/api/vocabulary.ts':

@@ -195,11 +195,19 @@ export async function verifyCheckpoint(
   const cc = checkCheckpoint({ note }, trust);
   report.add('signature', cc.signature);
   if (trust.pin.size === 0)
-    report.add('consistency', { status: 'SKIP', reason: 'nothing pinned', detail: 'no checkpoint is pinned to compare with' });
+    report.add('consistency', {
+      status: 'SKIP',
+      reason: 'nothing pinned',
+      detail: 'no checkpoint is pinned to compare with',
+    });
   else if (opts.prove || cc.size === trust.pin.size)
     report.add('consistency', await checkConsistency(trust.pin, cc, opts.prove ?? null));
   else
-    report.add('consistency', { status: 'SKIP', reason: 'offline', detail: 'no consistency proof to the pinned checkpoint' });
+    report.add('consistency', {
+      status: 'SKIP',
+      reason: 'offline',
+      detail: 'no consistency proof to the pinned checkpoint',
+    });
   report.add('witnesses', cc.witnesses);
   report.finish();
   return { report, origin: cc.origin, treeSize: cc.size, root: cc.root };

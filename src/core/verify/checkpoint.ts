@@ -183,12 +183,18 @@ export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust)
   if (body !== null) {
     const sorted = sortSignatures(body, sigs, [trust.log, ...trust.witnesses]);
     logOk = sorted.valid.some((v) => v.verifier === trust.log);
-    const bad = [...new Set(sorted.invalid.map((s) => s.name))];
-    if (bad.length > 0)
+    const isLog = (s: NoteSignature) => s.name === trust.log.name && bytesEqual(s.keyHash, trust.log.keyHash);
+    const badLog = sorted.invalid.some(isLog);
+    const badWitnesses = [...new Set(sorted.invalid.filter((s) => !isLog(s)).map((s) => s.name))];
+    if (badLog)
       problems.push(
-        `a signature line by ${bad.join(', ')} (a key you trust) does not verify: the whole note is rejected (forged or altered checkpoint)`,
+        `a signature does not verify under the pinned key ${short(trust.keyId)} (forged or altered checkpoint): the whole note is rejected`,
       );
-    else if (!logOk) {
+    if (badWitnesses.length > 0)
+      problems.push(
+        `a cosignature by ${badWitnesses.join(', ')} (a witness you trust) does not verify: the whole note is rejected (signed-note)`,
+      );
+    if (!badLog && badWitnesses.length === 0 && !logOk) {
       const others = [...new Set(sigs.map((s) => s.name))];
       problems.push(
         `no signature by the pinned key ${short(trust.keyId)}${others.length ? ` (signed by: ${others.join(', ')}, other keys)` : ''}`,

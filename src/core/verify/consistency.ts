@@ -16,7 +16,12 @@ export function checkConsistencyProof(
   proof: readonly Uint8Array[],
 ): Outcome {
   const range = `sizes ${first.size} → ${second.size}`;
-  if (!Number.isSafeInteger(first.size) || !Number.isSafeInteger(second.size) || first.size < 0 || first.size > second.size)
+  if (
+    !Number.isSafeInteger(first.size) ||
+    !Number.isSafeInteger(second.size) ||
+    first.size < 0 ||
+    first.size > second.size
+  )
     return { ok: false, detail: `${range}: not a growing pair of tree sizes` };
   if (first.size === second.size)
     return proof.length === 0 && bytesEqual(first.root, second.root)
@@ -184,4 +189,3 @@ export async function checkCopyConsistency(
   const older = await checkConsistency(cp, pin, async () => given, "mirror's", rethrow);
   return older.ok ? { ok: true, detail: `the mirror's checkpoint is ${stale}; ${older.detail}` } : older;
 }
-

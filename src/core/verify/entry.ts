@@ -66,7 +66,7 @@ export function checkEntry(e: EntryEvidence): CheckedEntry {
   if (c.id !== undefined && c.id !== entryId(e.seq, eh))
     problems.push(`entry id ${c.id} does not match leaf index ${e.seq} and its entry hash`);
   if (e.fileDigest !== undefined && entry.digest !== e.fileDigest)
-    problems.push(`the entry records digest ${short(entry.digest)}, not the file's ${short(e.fileDigest)}`);
+    problems.push(`entry ${e.seq} records digest ${short(entry.digest)}, not the file's ${short(e.fileDigest)}`);
   if (problems.length > 0) return { ok: false, entry, entryHash: eh, leaf, detail: problems.join('; ') };
   return {
     ok: true,

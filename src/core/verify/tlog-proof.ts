@@ -37,7 +37,11 @@ const offlineDefault = (size: number) => ({
   detail: `not checked offline: the proof's checkpoint (size ${size}) is not the pinned one`,
 });
 
-export async function checkTlogProof(proof: TlogProof, trust: Trust, opts: TlogProofOptions = {}): Promise<TlogProofReport> {
+export async function checkTlogProof(
+  proof: TlogProof,
+  trust: Trust,
+  opts: TlogProofOptions = {},
+): Promise<TlogProofReport> {
   const report = new Report('entry');
   const cc = checkCheckpoint({ note: proof.checkpoint }, trust);
   report.add('signature', cc.signature);

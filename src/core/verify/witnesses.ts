@@ -67,8 +67,7 @@ export function checkWitnesses(
       detail: `not witnessed: the trust policy requires no cosignatures (quorum none; ${seen}); ${quorum.hint ?? 'pin witnesses with `stele ledger trust-config --policy <file>`'}`,
     };
   }
-  if (quorum.met(valid))
-    return { ...base, ok: true, status: 'PASS', detail: `${counted}; quorum met: ${quorum.text}` };
+  if (quorum.met(valid)) return { ...base, ok: true, status: 'PASS', detail: `${counted}; quorum met: ${quorum.text}` };
   const missing = witnesses.filter((w) => !valid.has(w)).map((w) => quorum.label(w));
   return {
     ...base,
