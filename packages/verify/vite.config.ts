@@ -11,7 +11,6 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'es2022',
     minify: false,
-    sourcemap: true,
     lib: { entry: 'src/index.ts', formats: ['es'], fileName: () => 'index.js' },
     rollupOptions: { external: [/^@noble\//, 'canonicalize'] },
   },

@@ -89,7 +89,7 @@ export interface CheckpointResult {
 }
 
 /**
- * The page's names for its checks: the §4.3 rules' own (src/core/rules.ts), except rule 2,
+ * The page's names for its checks: the §4.3 rules' own (src/core/verify/rules.ts), except rule 2,
  * whose pinned checkpoint is here the last one this browser saw; and the page's own check
  * that the tiles hash to the signed root.
  */
@@ -182,7 +182,7 @@ export async function verifyCheckpoint(
   client: LogClient,
   seen: SeenCheckpoint | null,
 ): Promise<CheckpointResult> {
-  // Rules 1 and 5 are the core's (src/core/rules.ts), as in `stele ledger verify`.
+  // Rules 1 and 5 are the core's (src/core/verify/checkpoint.ts), as in `stele ledger verify`.
   const cc = checkCheckpoint({ note: noteText }, trust);
   const signature = asCheck(CHECK_NAMES.signature, cc.signature);
   const witnesses = asCheck(CHECK_NAMES.witnesses, cc.witnesses);

@@ -180,6 +180,16 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     });
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toMatch(/witness w2 has no URL/);
+    // A witness listed in two groups: w1 alone would meet `all a b` (tlog-policy forbids it).
+    writeFileSync(
+      bad,
+      `witness w1 ${w1.vkey} ${w1.url}\nwitness w2 ${w2.vkey} ${w2.url}\nwitness w3 ${w3vkey} ${down}\ngroup a any w1 w2\ngroup b any w1 w3\ngroup c all a b\nquorum c\n`,
+    );
+    const shared = await sb.run(['serve', '--data-dir', join(root, 'bad'), '--origin', 'bad.test/log', '--port', '0'], {
+      STELE_WITNESS_POLICY: bad,
+    });
+    expect(shared.code).toBe(2);
+    expect(shared.stderr).toMatch(/bad\.policy: line 5: group b: w1 is already a member of group a \(line 4\)/);
   }, 60_000);
 
   it('ledger init wrote the policy the log advertises: its key, the witnesses and their quorum', async () => {
@@ -297,6 +307,15 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(
       /broken\.policy: line 2: group g: Z is not a witness or group defined on a preceding line/,
+    );
+    sb.file(
+      'shared.policy',
+      `witness A ${w1.vkey}\nwitness B ${w2.vkey}\nwitness C ${w3vkey}\ngroup a any A B\ngroup b any A C\ngroup c all a b\nquorum c\n`,
+    );
+    const shared = await sb.run(['ledger', 'trust-config', '--policy', 'shared.policy']);
+    expect(shared.code).toBe(2);
+    expect(shared.stderr.trim()).toMatch(
+      /shared\.policy: line 5: group b: A is already a member of group a \(line 4\)/,
     );
     sb.file(
       'other-log.policy',
