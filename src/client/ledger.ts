@@ -1,6 +1,7 @@
 // The client's operations (spec §4.3), independent of the command line: each returns a
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
+import { basename } from 'node:path';
 import { parseCheckpointBody } from '../core/checkpoint.js';
 import { type LabelField, checkLabel } from '../core/labels.js';
 import { ZERO_HASH, presentEntry } from '../core/entry.js';
@@ -344,10 +345,7 @@ async function verifyFileApi(
     if (!(e instanceof ApiError && e.status === 404)) throw e;
     // Not anchored: still show whether the log itself checks out.
     const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
-    report.add('leaf', {
-      ok: false,
-      detail: `no entry in the log has the file's digest ${digest}: it is not anchored`,
-    });
+    report.add('leaf', { ok: false, detail: await notAnchored(view.api, file, digest) });
     report.add('inclusion', { ok: false, detail: 'not checked: no entry to prove' });
     report.finish();
     return { ...base, checkpoint: checkpointSummary(cc), pinMoved };
@@ -375,6 +373,29 @@ async function verifyFileApi(
     pinMoved,
     ...(savedProof ? { savedProof } : {}),
   };
+}
+
+/**
+ * Rule 3's words for a file whose digest no entry records. When the log holds an anchor under
+ * the file's name, the file is most likely a changed copy of that release: say so, and name
+ * the digest the log recorded (what the log says, as a pointer: a FAIL either way).
+ */
+async function notAnchored(api: LedgerApi, file: string, digest: string): Promise<string> {
+  const none = `no entry in the log has the file's digest ${digest}: it is not anchored`;
+  const label = file === '-' ? undefined : basename(file);
+  if (label === undefined || !checkLabel('artifact', label).ok) return none;
+  try {
+    // The latest entry under that name in each scope (a few at most); the first that records another digest.
+    for (const leaf of (await api.searchArtifact(label)).slice(0, 4)) {
+      const { entry } = await api.entry({ leaf });
+      if (entry.artifact === label && entry.digest !== digest)
+        return `${label} is anchored with digest ${entry.digest} (entry ${entry.id}); this file's digest is ${digest}: it differs from the anchored file`;
+    }
+    return none;
+  } catch (e) {
+    if (e instanceof ApiError) return none; // no anchor under that name, or the log cannot say
+    throw e;
+  }
 }
 
 /**

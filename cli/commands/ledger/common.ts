@@ -207,10 +207,7 @@ export function renderReport(r: Report): string {
     lines.push(
       `Result: ${green('PASS')} (${[...skipped, ...(r.unwitnessed ? ['not witnessed'] : [])].join('; ')}) — the checks that ran passed; not done: ${r.notChecked.map((c) => `rule ${c.rule}`).join(', ')}`,
     );
-  } else if (r.unwitnessed)
-    lines.push(
-      `Result: ${green('PASS')} (not witnessed) — verified against the log's own signature only; no witness cosignature was required`,
-    );
+  } else if (r.unwitnessed) lines.push(`Result: ${green('PASS')} (not witnessed)`);
   else lines.push(`Result: ${green('PASS')} — verified`);
   return lines.join('\n');
 }

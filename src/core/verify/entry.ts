@@ -34,6 +34,8 @@ export interface CheckedEntry extends Outcome {
   readonly leaf?: Uint8Array;
 }
 
+const chained = (seq: number) => (seq === 0 ? 'no prior entry' : `entry ${seq - 1}'s hash`);
+
 /** Rule 3 for one entry: the recomputed leaf, and every claim about it checked. */
 export function checkEntry(e: EntryEvidence): CheckedEntry {
   let entry: CanonicalEntry;
@@ -59,7 +61,7 @@ export function checkEntry(e: EntryEvidence): CheckedEntry {
   const c = e.claimed ?? {};
   if (c.entryHash && !bytesEqual(c.entryHash, eh))
     problems.push(
-      `the entry's fields hash (with entry ${e.seq - 1}'s hash) to ${short(toHex(eh))}, not the entry hash ${short(toHex(c.entryHash))}: the entry shown is not the one in the log`,
+      `the entry's fields hash (with ${chained(e.seq)}) to ${short(toHex(eh))}, not the entry hash ${short(toHex(c.entryHash))}: the entry shown is not the one in the log`,
     );
   if (c.leafHash && !bytesEqual(c.leafHash, leaf))
     problems.push(`leaf hash ${short(toHex(c.leafHash))} is not SHA-256(0x00 ‖ entry hash) = ${short(toHex(leaf))}`);
@@ -73,6 +75,6 @@ export function checkEntry(e: EntryEvidence): CheckedEntry {
     entry,
     entryHash: eh,
     leaf,
-    detail: `entry ${entryId(e.seq, eh)}${e.fileDigest !== undefined ? ` records the file's digest ${short(e.fileDigest)};` : ':'} its fields hash (RFC 8785, with entry ${e.seq - 1}'s hash) to the entry hash ${short(toHex(eh))}, and leaf ${e.seq} = SHA-256(0x00 ‖ entry hash)`,
+    detail: `entry ${entryId(e.seq, eh)}${e.fileDigest !== undefined ? ` records the file's digest ${short(e.fileDigest)};` : ':'} its fields hash (RFC 8785, with ${chained(e.seq)}) to the entry hash ${short(toHex(eh))}, and leaf ${e.seq} = SHA-256(0x00 ‖ entry hash)`,
   };
 }
