@@ -1018,6 +1018,28 @@ async function viewVerify(main: HTMLElement): Promise<void> {
 
 let verifyRun = 0;
 
+/**
+ * The anchored file a changed copy most likely is: the latest entry under the file's name
+ * (the site's search) that records another digest, verified (rules 3 and 4) against the
+ * checkpoint before it is named. Null when there is none, or the site cannot say.
+ */
+async function anchoredUnderName(
+  name: string,
+  digest: string,
+  cp: { size: number; root: Uint8Array },
+): Promise<{ digest: string; id: string } | null> {
+  const answer = await apiSearch(base, name, 4);
+  if (!('matches' in answer)) return null;
+  for (const m of answer.matches) {
+    if (m.seq >= cp.size) continue;
+    const e = await verifyEntry(client, m.seq, cp);
+    const recorded = e.fields?.digest;
+    if (e.ok && e.id && e.fields?.artifact === name && typeof recorded === 'string' && recorded !== digest)
+      return { digest: recorded, id: e.id };
+  }
+  return null;
+}
+
 async function verifyFile(file: File, out: HTMLElement): Promise<void> {
   const run = ++verifyRun;
   clear(out);
@@ -1049,6 +1071,15 @@ async function verifyFile(file: File, out: HTMLElement): Promise<void> {
         { class: 'panel panel-notfound', 'data-testid': 'verify-result', 'data-status': 'NOTFOUND' },
         badge('NOTFOUND'),
         h('p', null, `Not found: no entry of this log records the digest of ${file.name} (${r.why}).`),
+      ),
+    );
+    const original = cp.root ? await anchoredUnderName(file.name, digest, { size: cp.size, root: cp.root }) : null;
+    if (run !== verifyRun || !original) return;
+    out.append(
+      h(
+        'p',
+        { class: 'differs', 'data-testid': 'differs' },
+        `${file.name} is anchored with digest ${original.digest} (entry ${original.id}, verified against the signed checkpoint); this file's digest is ${digest}: it differs from the anchored file.`,
       ),
     );
     return;

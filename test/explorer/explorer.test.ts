@@ -254,7 +254,24 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     await page.locator('[data-testid=file-input]').setInputFiles(unknownFile);
     expect(await statusOf(page, '[data-testid=verify-result]')).toBe('NOTFOUND');
     expect(await page.locator('[data-testid=verify-result]').innerText()).toMatch(/not found/i);
+    expect(await page.locator('[data-testid=differs]').count()).toBe(0);
     await screenshot(page, 'verify-not-found');
+
+    // A changed copy under the anchored file's name: the verified original is named.
+    await page.evaluate(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File(['a release someone changed\n'], 'release-1.2.3.tgz'));
+      document
+        .querySelector('[data-testid=dropzone]')!
+        .dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    });
+    await page.waitForSelector('[data-testid=differs]', { timeout: 30_000 });
+    expect(await statusOf(page, '[data-testid=verify-result]')).toBe('NOTFOUND');
+    expect(await page.locator('[data-testid=differs]').innerText()).toMatch(
+      new RegExp(
+        `^release-1\\.2\\.3\\.tgz is anchored with digest ${FILE_DIGEST} \\(entry led_\\d+_[0-9a-f]{12}, verified against the signed checkpoint\\); this file's digest is [0-9a-f]{64}: it differs from the anchored file\\.$`,
+      ),
+    );
     await page.close();
   });
 
