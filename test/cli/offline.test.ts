@@ -170,6 +170,9 @@ describe('offline verifiers: init from a vkey and tiles, verify by digest, mirro
       expect(text).not.toMatch(/rolled back/);
     expect(a.code).toBe(0);
     expect(a.stdout).toMatch(/SKIP {2}pinned checkpoint: the mirror's checkpoint is older than your pin \(5 < 6\)/);
+    // No witnesses pinned: audit says SKIP for them, as verify does, never PASS.
+    expect(a.stdout).toMatch(/^ {2}SKIP {2}witnesses: not witnessed/m);
+    expect(t.stdout).toMatch(/^ {2}SKIP {2}5\. Witness cosignatures: not witnessed/m);
     expect(aj.out).toMatchObject({ ok: true, complete: false, pin: { status: 'SKIP' } });
     expect((parseToml(readFileSync(sb.configFile, 'utf8')) as Json).ledger.trust.tree_size).toBe(6);
   });

@@ -78,7 +78,9 @@ export function registerAudit(ledger: Command): void {
       const mark = (ok: boolean) => (ok ? green('PASS') : red('FAIL'));
       out(`Audit of ${r.origin} at ${where}: tree size ${r.treeSize}`);
       out(`  ${mark(r.signature.ok)}  checkpoint signature: ${r.signature.detail}`);
-      out(`  ${mark(r.witnesses.ok)}  witnesses: ${r.witnesses.detail}`);
+      // Rule 5's own status: SKIP ("not witnessed") as `ledger verify` prints it, never a PASS.
+      const witnessBadge = r.witnesses.status === 'SKIP' ? dim('SKIP') : mark(r.witnesses.ok);
+      out(`  ${witnessBadge}  witnesses: ${r.witnesses.detail}`);
       out(`  ${mark(r.tree.ok)}  tree: ${r.tree.detail}`);
       out(`  ${r.pin.status === 'SKIP' ? dim('SKIP') : mark(r.pin.ok)}  pinned checkpoint: ${r.pin.detail}`);
       if (r.failure)
