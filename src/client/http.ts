@@ -105,16 +105,23 @@ export async function request(
 export function jsonBody(url: string, res: RawResponse): unknown {
   const text = new TextDecoder().decode(res.body);
   if (res.status < 200 || res.status >= 300) {
-    let code = `http_${res.status}`;
-    let message = `HTTP ${res.status}`;
+    type ErrorDocument = { error?: { code?: unknown; message?: unknown } } | null;
+    let e: NonNullable<ErrorDocument>['error'];
     try {
-      const doc = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-      if (doc?.error && typeof doc.error.code === 'string') code = doc.error.code;
-      if (doc?.error && typeof doc.error.message === 'string') message = doc.error.message;
+      e = (JSON.parse(text) as ErrorDocument)?.error;
     } catch {
-      // not a JSON error document; keep the status line
+      // not a JSON error document
     }
-    throw new ApiError(res.status, code, `${safeOrigin(url)}: ${message} (HTTP ${res.status}, ${code})`, url);
+    if (e && typeof e.code === 'string') {
+      const message = typeof e.message === 'string' ? e.message : `HTTP ${res.status}`;
+      throw new ApiError(res.status, e.code, `${safeOrigin(url)}: ${message} (HTTP ${res.status}, ${e.code})`, url);
+    }
+    // No error document: whatever answered is not a Stele log API (a witness, a mirror, a static site…).
+    const what =
+      res.status === 404 && new URL(url).pathname.includes('/api/ledger/')
+        ? `HTTP 404, and no Stele error document: ${new URL(url).origin} does not serve a Stele log API (a witness, a mirror or another server?); give the log's API as --endpoint, or read a copy of its tiles with --tiles`
+        : `HTTP ${res.status}, and no Stele error document`;
+    throw new ApiError(res.status, `http_${res.status}`, `${safeOrigin(url)}: ${what}`, url);
   }
   try {
     return JSON.parse(text);
