@@ -198,6 +198,11 @@ describe('stele ledger, end to end against stele serve', () => {
     const t = await sb.run(['verify', 'release-1.2.3.tgz', '--anchor']);
     expect(t.code).toBe(0);
     expect(t.stdout).toMatch(/^verify --anchor: verified, recorded document_verified$/m);
+    // One full report (the verification); the record it adds is one line.
+    expect(t.stdout.match(/^Result: /gm)).toHaveLength(1);
+    expect(t.stdout).toMatch(
+      /^Recorded document_verified: entry led_\d+_[0-9a-f]{12}, leaf \d+ of tree size \d+, PASS/m,
+    );
   });
 
   it('verify --anchor on a file the log does not hold anchors it and verifies the new entry, in one step', async () => {
@@ -221,6 +226,8 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(j.out).toMatchObject({ result: 'PASS', anchor: 'anchored' });
     expect(j.out.entry).toMatchObject({ type: 'ledger_anchor', digest: j.out.digest });
     expect(rule(j.out.verification, 3).status).toBe('FAIL');
+    // The look-up before anchoring FAILs rules 3 and 4 (no entry yet), never SKIPs them.
+    expect(rule(j.out.verification, 4).status).toBe('FAIL');
   });
 
   it("ledger checkpoint does not show the JSON checkpoint's unsigned timestamp and lifetimeEntries as verified", async () => {

@@ -47,10 +47,16 @@ describe('several files, standard input, and paths in filesystem errors', () => 
     const r = await sb.run(['ledger', 'anchor', 'a.bin', 'missing.bin', 'b.bin']);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^PASS {2}a\.bin {2}led_0_[0-9a-f]{12} {2}leaf 0 {2}PASS \(not witnessed\)$/);
+    expect(lines[0]).toMatch(/^PASS {2}a\.bin {2}anchored {2}led_0_[0-9a-f]{12} {2}leaf 0 {2}PASS \(not witnessed\)$/);
     expect(lines[1]).toBe('ERROR missing.bin: cannot read missing.bin: no such file');
-    expect(lines[2]).toMatch(/^PASS {2}b\.bin {2}led_1_/);
+    expect(lines[2]).toMatch(/^PASS {2}b\.bin {2}anchored {2}led_1_/);
     expect(r.code).toBe(3); // no FAIL: the highest of the others (an I/O error)
+    // Each line says whether the file was new or already in the log.
+    const again = await sb.run(['ledger', 'anchor', 'a.bin', 'b.bin']);
+    expect(again.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^PASS {2}a\.bin {2}already anchored {2}led_0_/),
+      expect.stringMatching(/^PASS {2}b\.bin {2}already anchored {2}led_1_/),
+    ]);
   });
 
   it('verifies several files: --json has every file, the exit code is 1 when any FAILs', async () => {

@@ -103,7 +103,8 @@ the exit code is 1 if any failed verification, else the highest of the others.`,
         outcomes,
         opts.json,
         anchorJson,
-        (r) => `${r.entry.id}  leaf ${r.leafIndex}  ${verdictLine(r.report)}`,
+        (r) =>
+          `${r.existing ? 'already anchored' : 'anchored'}  ${r.entry.id}  leaf ${r.leafIndex}  ${verdictLine(r.report)}`,
       );
       return;
     }
