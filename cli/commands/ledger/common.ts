@@ -252,7 +252,7 @@ export function progress(label: string, json: boolean | undefined, unit = ''): P
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
-      format: `${label} [{bar}] {percentage}% | {value}/{total}${unit ? ` ${unit}` : ''} | {duration_formatted}`,
+      format: `${label} [{bar}] {percentage}% | {value}/{total}${unit ? ` ${unit}` : ''} | {duration_formatted} elapsed, {eta_formatted} left`,
       hideCursor: true,
       clearOnComplete: true,
       etaBuffer: 50,
@@ -261,18 +261,27 @@ export function progress(label: string, json: boolean | undefined, unit = ''): P
     cliProgress.Presets.shades_classic,
   );
   let started = false;
+  // Ctrl-C while the bar is drawn: end its line, say so, and exit as a shell expects (128 + 2).
+  const interrupted = () => {
+    bar.stop();
+    process.stderr.write(`\n${label}: interrupted\n`);
+    process.exit(130);
+  };
   return {
     update(done, total) {
       if (!started) {
         bar.start(total, done);
         started = true;
+        process.once('SIGINT', interrupted);
       } else {
         bar.setTotal(total);
         bar.update(done);
       }
     },
     stop() {
-      if (started) bar.stop();
+      if (!started) return;
+      process.off('SIGINT', interrupted);
+      bar.stop();
     },
   };
 }
