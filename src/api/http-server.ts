@@ -13,7 +13,7 @@ const KEEP_ALIVE_MS = 65_000;
 
 /** Why an address could not be bound, in words (Node says `listen EADDRINUSE: …`). */
 const CANNOT_LISTEN: Readonly<Record<string, string>> = {
-  EADDRINUSE: 'the address is already in use (another server on that port?)',
+  EADDRINUSE: 'the address is already in use (another server on that port?); choose another with --port',
   EACCES: 'permission denied (a port below 1024 needs privileges)',
   EADDRNOTAVAIL: 'no network interface of this machine has that address',
   ENOTFOUND: 'no such host',

@@ -203,7 +203,7 @@ const cases: Case[] = [
         `${name} on a port in use`,
         () => [...command, '--data-dir', at(`taken-${command[0]}`), '--port', String(taken)],
         3,
-        /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use/,
+        /^stele: cannot listen on 127\.0\.0\.1:\d+: the address is already in use \(another server on that port\?\); choose another with --port$/,
       ],
       [
         `${name} with a file as its data directory`,
