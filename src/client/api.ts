@@ -1,7 +1,7 @@
 // The JSON API client (spec §4.1 plus GET /api/ledger/key): every response is checked for
 // the contract's shape before anything reads it; nothing here trusts the content — the
 // verification lives in verify.ts.
-import { ResponseError, UsageError } from './errors.js';
+import { NetworkError, ResponseError, UsageError } from './errors.js';
 import { type HttpOptions, type HttpStats, jsonBody, request } from './http.js';
 
 export type {
@@ -226,7 +226,16 @@ export class LedgerApi {
 
   private async get(path: string, query?: Record<string, string | number>): Promise<{ url: string; body: unknown }> {
     const url = this.url(path, query);
-    const res = await request(url, { headers: { accept: 'application/json' } }, this.options, this.stats);
+    const res = await request(url, { headers: { accept: 'application/json' } }, this.options, this.stats).catch(
+      (e: unknown) => {
+        // A read can go on without the API: say how, once, on the line that reports it down.
+        if (e instanceof NetworkError)
+          throw new NetworkError(
+            `${e.message} (the log's API is down? verify from a copy of its tiles with --tiles <dir|url>)`,
+          );
+        throw e;
+      },
+    );
     return { url, body: jsonBody(url, res) };
   }
 

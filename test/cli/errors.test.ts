@@ -166,9 +166,14 @@ const cases: Case[] = [
     'init against an unreachable endpoint',
     () => ['ledger', 'init', '--endpoint', down, '--trust-key', keyId, '--config', at('n.toml')],
     3,
-    /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused$/,
+    /^stele: cannot reach http:\/\/127\.0\.0\.1:\d+\/api\/ledger\/key: connection refused \(the log's API is down\? verify from a copy of its tiles with --tiles <dir\|url>\)$/,
   ],
-  ['verify against an unreachable endpoint', () => ['ledger', 'verify', 'present.txt'], 3, /connection refused/],
+  [
+    'verify against an unreachable endpoint',
+    () => ['ledger', 'verify', 'present.txt'],
+    3,
+    /connection refused \(the log's API is down\? verify from a copy of its tiles with --tiles <dir\|url>\)$/,
+  ],
   ['anchor against an unreachable endpoint', () => ['ledger', 'anchor', 'present.txt'], 3, /connection refused/],
   ['mirror from an unreachable endpoint', () => ['ledger', 'mirror', at('m')], 3, /connection refused/],
   [
