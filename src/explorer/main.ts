@@ -434,7 +434,11 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
   }
   try {
     const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
-    const rows = await verifyBundle(client, lastTile, { size: cp.size, root: cp.root });
+    const tree = { size: cp.size, root: cp.root };
+    let rows = await verifyBundle(client, lastTile, tree);
+    // A last bundle of fewer than LATEST_ROWS entries: the rest come from the bundle before it.
+    if (rows.length < LATEST_ROWS && lastTile > 0)
+      rows = [...(await verifyBundle(client, lastTile - 1, tree)), ...rows];
     const last = rows[rows.length - 1]!;
     timeCell.replaceChildren(
       last.ok && typeof last.fields?.timestamp === 'string'
@@ -446,7 +450,7 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
           )
         : badge('FAIL', 'the latest entry does not verify'),
     );
-    const newest = rows.slice(-8).reverse();
+    const newest = rows.slice(-LATEST_ROWS).reverse();
     latest.append(
       entriesTable(newest),
       h('p', null, h('a', { href: '#/entries' }, `Browse all ${fmtInt(cp.size)} entries →`)),
@@ -457,6 +461,9 @@ async function viewCheckpoint(main: HTMLElement): Promise<void> {
     setFailure('latest', `The latest entries cannot be read: ${(e as Error).message}`);
   }
 }
+
+/** How many of the newest entries the overview lists. */
+const LATEST_ROWS = 8;
 
 const failedEntries = new Map<number, string>();
 

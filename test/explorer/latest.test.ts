@@ -1,0 +1,39 @@
+// The overview's "Latest entries" lists the eight newest entries, verified, also when the
+// last record bundle holds a single entry (257 entries: leaf 256 alone in bundle 1), where it
+// listed that one entry only.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestBrowser, hasChromium, launchBrowser } from '../helpers/browser.js';
+import { type SteleChild, anchorMany, ensureBuilt, sha256hex, startStele } from '../helpers/explorer-servers.js';
+
+describe.skipIf(!hasChromium())('explorer: latest entries across a bundle boundary', () => {
+  let stele: SteleChild;
+  let browser: TestBrowser;
+
+  beforeAll(async () => {
+    ensureBuilt();
+    [stele, browser] = await Promise.all([startStele({ origin: 'latest.test/log' }), launchBrowser()]);
+    await anchorMany(
+      stele.url,
+      Array.from({ length: 257 }, (_, i) => ({ digest: sha256hex(`latest ${i}`), artifact: `build-${i}.tgz` })),
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stele?.stop();
+  });
+
+  it('shows the eight newest, newest first, each verified', async () => {
+    const size = (await (await fetch(`${stele.url}/api/ledger/checkpoint`)).json()).treeSize as number;
+    expect(size % 256).toBe(1);
+    const { page, errors } = await browser.page();
+    await page.goto(`${stele.url}/`);
+    await page.waitForSelector('[data-testid=cp-time]', { timeout: 30_000 });
+    const rows = page.locator('section[aria-labelledby=latest-h] [data-testid=entries] tbody tr');
+    const seqs = await rows.evaluateAll((trs) => trs.map((r) => Number(r.getAttribute('data-seq'))));
+    expect(seqs).toEqual(Array.from({ length: 8 }, (_, i) => size - 1 - i));
+    expect(await rows.evaluateAll((trs) => trs.every((r) => r.getAttribute('data-status') === 'PASS'))).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
