@@ -1423,6 +1423,9 @@ async function route(): Promise<void> {
     if (a.dataset.route === (section || 'checkpoint')) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
+  // The header's search box shows the query of the search page, and nothing elsewhere.
+  const box = document.querySelector<HTMLInputElement>('#header [data-testid=search-input]');
+  if (box) box.value = section === 'search' ? (params.get('q') ?? '') : '';
   const titles: Record<string, string> = {
     '': 'Checkpoint',
     entries: 'Entries',

@@ -1,6 +1,6 @@
 // The overview's "Latest entries" lists the eight newest entries, verified, also when the
 // last record bundle holds a single entry (257 entries: leaf 256 alone in bundle 1), where it
-// listed that one entry only.
+// listed that one entry only. The header's search box is cleared off the search page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBrowser, hasChromium, launchBrowser } from '../helpers/browser.js';
 import { type SteleChild, anchorMany, ensureBuilt, sha256hex, startStele } from '../helpers/explorer-servers.js';
@@ -34,6 +34,21 @@ describe.skipIf(!hasChromium())('explorer: latest entries across a bundle bounda
     expect(seqs).toEqual(Array.from({ length: 8 }, (_, i) => size - 1 - i));
     expect(await rows.evaluateAll((trs) => trs.every((r) => r.getAttribute('data-status') === 'PASS'))).toBe(true);
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("keeps the header's search box to the search page: no stale text on other pages", async () => {
+    const { page } = await browser.page();
+    await page.goto(`${stele.url}/`);
+    const box = page.locator('#header [data-testid=search-input]');
+    await box.fill('build-7.tgz');
+    await box.press('Enter');
+    await page.waitForURL(/#\/search\?q=build-7\.tgz/);
+    expect(await box.inputValue()).toBe('build-7.tgz');
+    await page.goto(`${stele.url}/#/entries`);
+    await expect.poll(() => box.inputValue()).toBe('');
+    await page.goBack();
+    await expect.poll(() => box.inputValue()).toBe('build-7.tgz');
     await page.close();
   });
 });
