@@ -227,6 +227,19 @@ async function nonEmptyLog(main: HTMLElement) {
   return { l, cp: l.cp, root: l.cp.root };
 }
 
+/** The entry's fields in words (DESIGN.md §1.5); a field the page does not know keeps its name. */
+const FIELD_LABELS: Readonly<Record<string, string>> = {
+  v: 'Format version',
+  type: 'Type',
+  result: 'Result',
+  digest: 'Digest (SHA-256)',
+  timestamp: 'Recorded at',
+  artifact: 'Artifact',
+  artifactId: 'Artifact id',
+  scope: 'Scope',
+  tenant: 'Tenant',
+};
+
 /** Renders the fields, the report and the audit path of a verified entry. */
 function entryPanel(
   cp: CheckpointResult,
@@ -244,8 +257,14 @@ function entryPanel(
     ['Entry id', h('code', null, e.id ?? '?')],
     ['Leaf index', fmtInt(e.seq)],
     ...Object.entries(fields).map(([k, v]): [string, Child] => [
-      k,
-      k === 'digest' ? hashText(String(v)) : typeof v === 'string' ? v : JSON.stringify(v),
+      FIELD_LABELS[k] ?? k,
+      k === 'digest'
+        ? hashText(String(v))
+        : k === 'timestamp' && typeof v === 'string'
+          ? h('time', { datetime: v, title: v }, fmtTime(v))
+          : typeof v === 'string'
+            ? v
+            : JSON.stringify(v),
     ]),
     ['Entry hash', e.entryHash ? hashText(toHex(e.entryHash)) : '?'],
     ['Leaf hash', e.proof ? hashText(toHex(e.proof.leaf.hash)) : '?'],

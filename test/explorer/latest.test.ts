@@ -1,6 +1,7 @@
 // The overview's "Latest entries" lists the eight newest entries, verified, also when the
 // last record bundle holds a single entry (257 entries: leaf 256 alone in bundle 1), where it
-// listed that one entry only. The header's search box is cleared off the search page.
+// listed that one entry only. An entry's fields are named in words; the header's search box
+// is cleared off the search page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBrowser, hasChromium, launchBrowser } from '../helpers/browser.js';
 import { type SteleChild, anchorMany, ensureBuilt, sha256hex, startStele } from '../helpers/explorer-servers.js';
@@ -34,6 +35,21 @@ describe.skipIf(!hasChromium())('explorer: latest entries across a bundle bounda
     expect(seqs).toEqual(Array.from({ length: 8 }, (_, i) => size - 1 - i));
     expect(await rows.evaluateAll((trs) => trs.every((r) => r.getAttribute('data-status') === 'PASS'))).toBe(true);
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("names an entry's fields in words, its time as a time", async () => {
+    const { page } = await browser.page();
+    await page.goto(`${stele.url}/#/entry/3`);
+    await page.waitForSelector('[data-testid=entry][data-status=PASS]', { timeout: 30_000 });
+    const terms = await page.locator('[data-testid=entry] dl.fields dt').allInnerTexts();
+    expect(terms).toEqual(
+      expect.arrayContaining(['Format version', 'Type', 'Result', 'Digest (SHA-256)', 'Recorded at', 'Artifact']),
+    );
+    expect(terms).not.toContain('artifactId');
+    expect(await page.locator('[data-testid=entry] dl.fields time').getAttribute('datetime')).toMatch(
+      /^\d{4}-\d\d-\d\dT/,
+    );
     await page.close();
   });
 
