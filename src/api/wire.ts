@@ -116,4 +116,6 @@ export interface ExplorerJson {
   witnessThreshold: number;
   /** The C2SP tlog-policy text, when there is one: the authority over the count. */
   policy?: string;
+  /** False when the site serves no /api/ledger/* (a mirror, a copy of the tiles): the page reads the tiles alone. */
+  api?: boolean;
 }

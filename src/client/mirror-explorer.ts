@@ -33,6 +33,8 @@ export function mirrorExplorerConfig(pin: TrustPin): ExplorerJson {
     witnesses: pin.policy.witnesses.map((w) => w.vkey),
     witnessThreshold: minimumCosigners(pin.policy),
     policy: formatPolicy(pin.policy),
+    // A mirror is static files: the page must not ask it for /api/ledger/*.
+    api: false,
   };
 }
 

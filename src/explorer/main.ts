@@ -79,6 +79,12 @@ declare global {
 
 let offered: Promise<Awaited<ReturnType<typeof offeredConfig>>> | null = null;
 let loading: Promise<Loaded> | null = null;
+
+/** Whether the site serves /api/ledger/* (a mirror's explorer.json says `"api": false`). */
+async function siteHasApi(): Promise<boolean> {
+  offered ??= offeredConfig(base, new URLSearchParams(location.search));
+  return (await offered)?.api !== false;
+}
 const failures = new Map<string, string>();
 
 // ------------------------------------------------------------------ banner
@@ -689,7 +695,7 @@ async function locate(
   maxEntries = DEFAULT_SCAN_ENTRIES,
   skipApi = false,
 ): Promise<{ found: Found | null; why: string; scannedAll: boolean; scanned: number }> {
-  if (!skipApi) {
+  if (!skipApi && (await siteHasApi())) {
     const api = await apiLookup(
       base,
       q.kind === 'digest' ? 'hash' : 'artifact',
@@ -885,7 +891,7 @@ async function runLabelSearch(
   let via = '';
   let scanned = 0;
   let scannedAll = false;
-  if (!skipApi) {
+  if (!skipApi && (await siteHasApi())) {
     const api = await apiSearch(base, q.label);
     if ('matches' in api) {
       matches = api.matches;
@@ -1054,6 +1060,7 @@ async function anchoredUnderName(
   digest: string,
   cp: { size: number; root: Uint8Array },
 ): Promise<{ digest: string; id: string } | null> {
+  if (!(await siteHasApi())) return null;
   const answer = await apiSearch(base, name, 4);
   if (!('matches' in answer)) return null;
   for (const m of answer.matches) {

@@ -180,22 +180,21 @@ async function fetchJson(url: URL, fetchFn: typeof fetch): Promise<unknown> {
   }
 }
 
-/** What the site (or the link) offers, first found wins. */
+/** What the site (or the link) offers, first found wins; `api` false when the site says it serves no API. */
 export async function offeredConfig(
   base: URL,
   params: URLSearchParams,
   fetchFn: typeof fetch = (...a) => fetch(...a),
-): Promise<{ config: TrustConfig; source: TrustSource } | null> {
+): Promise<{ config: TrustConfig; source: TrustSource; api: boolean } | null> {
+  const site = await fetchJson(new URL('explorer.json', base), fetchFn);
+  const api = !(site && typeof site === 'object' && (site as { api?: unknown }).api === false);
   const link = configFromLink(params);
-  if (link) return { config: link, source: 'link' };
-  const [site, api] = await Promise.all([
-    fetchJson(new URL('explorer.json', base), fetchFn),
-    fetchJson(new URL('api/ledger/key', base), fetchFn),
-  ]);
+  if (link) return { config: link, source: 'link', api };
   const fromSite = parseConfig(site);
-  if (fromSite) return { config: fromSite, source: 'site-config' };
-  const fromApi = parseConfig(api);
-  if (fromApi) return { config: fromApi, source: 'site-api' };
+  if (fromSite) return { config: fromSite, source: 'site-config', api };
+  // Only a site with an API is asked for its key (a static copy would answer 404).
+  const fromApi = api ? parseConfig(await fetchJson(new URL('api/ledger/key', base), fetchFn)) : null;
+  if (fromApi) return { config: fromApi, source: 'site-api', api };
   return null;
 }
 
