@@ -513,6 +513,11 @@ function reportEntryFailures(rows: EntryResult[]): void {
 
 /** A scrolling data table: one header row, then a row per item. */
 function dataTable(testid: string, headers: readonly string[], rows: HTMLElement[]): HTMLElement {
+  // Each cell names its column: a narrow screen shows a row as a card of labelled lines.
+  for (const row of rows)
+    [...row.children].forEach((cell, i) => {
+      if (headers[i] !== undefined) cell.setAttribute('data-label', headers[i]);
+    });
   return h(
     'div',
     { class: 'scroll' },

@@ -311,6 +311,21 @@ describe.skipIf(!hasChromium())('explorer in a real browser', () => {
     );
     expect(overflow).toBeLessThanOrEqual(1);
     await screenshot(page, 'narrow-checkpoint');
+    // The entries table fits too: each row a card of labelled lines, the verdict of each in view.
+    await page.goto(`${stele.url}/#/entries`);
+    expect(await statusOf(page, settled('page-status'))).toBe('PASS');
+    const fit = await page.evaluate(() => {
+      const t = document.querySelector<HTMLElement>('[data-testid=entries]')!;
+      return { table: t.scrollWidth, box: t.parentElement!.clientWidth };
+    });
+    expect(fit.table).toBeLessThanOrEqual(fit.box);
+    const firstRow = page.locator('[data-testid=entries] tbody tr').first();
+    expect(await firstRow.locator('td[data-label=Verified]').isVisible()).toBe(true);
+    expect(await firstRow.locator('td[data-label=Time]').isVisible()).toBe(true);
+    await screenshot(page, 'narrow-entries');
+    await page.goto(`${stele.url}/#/`);
+    await page.reload();
+    expect(await statusOf(page, settled('cp-status'))).toBe('PASS');
 
     await page.setViewportSize({ width: 1200, height: 900 });
     await page.keyboard.press('Tab');
