@@ -173,6 +173,7 @@ export async function openWitnessing(
       s.mirrors.length > 0
         ? new MirrorPusher({
             mirrors: s.mirrors,
+            log,
             required: s.mirrorQuorum,
             objects,
             logger,
