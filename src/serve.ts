@@ -27,6 +27,12 @@ export interface RunningServer {
   readonly keyCreated: boolean;
   /** vkeys of the witnesses whose cosignatures the log collects. */
   readonly witnesses: readonly string[];
+  /** The mirrors it pushes to: vkey and where each serves its copy. */
+  readonly mirrors: readonly { readonly vkey: string; readonly tiles: string }[];
+  /** The quorum lines of the policy it advertises (group … and quorum …), joined by "; ". */
+  readonly quorum: string;
+  /** How many of the witnesses are demo witnesses (in this process, their state in the data directory). */
+  readonly demoWitnesses: number;
   /** Stops accepting requests, integrates the anchors already accepted, closes storage. */
   close(): Promise<void>;
   /** Resolves if the log stops on its own (another writer, a changed lock): the process should exit. */
@@ -153,6 +159,9 @@ export async function startServer(
     dataDir: cfg.dataDir,
     keyCreated: backend.keyCreated,
     witnesses: backend.witnessEndpoints.map((e) => formatVkey(e.verifier)),
+    mirrors: (ledger.mirrors ?? []).map((m) => ({ vkey: m.vkey, tiles: m.tiles })),
+    quorum: quorumLines(ledger.witnessPolicy),
+    demoWitnesses: cfg.demoWitnesses ?? 0,
     close() {
       closing ??= (async () => {
         // Stop accepting connections; answers still owed are sent with Connection: close.
@@ -174,6 +183,15 @@ export async function startServer(
     },
     stopped: new Promise<Error>((resolve) => backend.onStopped(resolve)),
   };
+}
+
+/** The group and quorum lines of a policy text, on one line: who must cosign before a checkpoint is published. */
+function quorumLines(policy: string | undefined): string {
+  if (policy === undefined) return 'none';
+  return policy
+    .split('\n')
+    .filter((l) => l.startsWith('group ') || l.startsWith('quorum '))
+    .join('; ');
 }
 
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */

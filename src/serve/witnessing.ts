@@ -244,8 +244,16 @@ function mirrorInfo(mirrors: readonly MirrorEndpoint[], origin: string): MirrorI
   });
 }
 
-/** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
+/**
+ * Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. Their state
+ * is in the data directory on purpose (their keys must move with it, or the policy clients
+ * pinned would change), so they protect against nothing a restore of it does: said at start.
+ */
 function startDemoWitnesses(n: number, dataDir: string, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
+  if (n > 0)
+    logger.warn(
+      'the demo witnesses run in this process with their state in the data directory: they protect against nothing a restore of it does; use witnesses run by others (--witness) for that',
+    );
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
       startWitness({
