@@ -70,11 +70,10 @@ export class MirrorPusher {
     this.clients = o.mirrors.map((m) => new MirrorClient(m, { logKey: o.log }));
   }
 
-  /** Records a mirror's rollback report once (logged once), and stops the log if it can. */
+  /** Records a mirror's rollback report once, and stops the log (which says why) if it is open. */
   private rolledBack(err: WitnessRollbackError): WitnessRollbackError {
     if (this.rollback) return this.rollback;
     this.rollback = err;
-    this.o.logger?.error({ mirror: err.witness, mirrorSize: err.witnessSize, logSize: err.logSize }, err.message);
     this.stop?.(err);
     return err;
   }
@@ -124,10 +123,10 @@ export class MirrorPusher {
       this.clients.map((c) => {
         const wait = background ? this.retry.get(c.name) : undefined;
         if (wait && wait.at > now)
-          return { name: c.name, ok: false, line: '', error: new Error('backing off after failed pushes') };
+          return { name: c.name, ok: false, line: '', error: new Error('waiting after failed pushes'), skipped: true };
         return c.push(note, data, signal).then(
-          (line) => ({ name: c.name, ok: true, line, error: undefined }),
-          (e: unknown) => ({ name: c.name, ok: false, line: '', error: e as Error }),
+          (line) => ({ name: c.name, ok: true, line, error: undefined, skipped: false }),
+          (e: unknown) => ({ name: c.name, ok: false, line: '', error: e as Error, skipped: false }),
         );
       }),
     );
@@ -139,6 +138,7 @@ export class MirrorPusher {
         this.retry.delete(r.name);
         continue;
       }
+      if (r.skipped) continue;
       this.o.logger?.warn({ mirror: r.name, size, reason: r.error?.message }, 'mirror push failed');
       if (!background) continue;
       const failures = (this.retry.get(r.name)?.failures ?? 0) + 1;
