@@ -158,10 +158,9 @@ export class Mirror {
         throw refuse.staleOldSize(held.size, `mirror holds a pending size ${held.size}, not ${req.oldSize}`);
       checkAgainstHeld(held, req, cp);
       if (last && last.size === cp.size) return this.merge(cp.origin, st, kept);
-      const pending = [
-        ...st.pending,
-        { size: cp.size, root: toHex(cp.root), note: withLines(cp.note, kept) },
-      ].slice(-HISTORY);
+      const pending = [...st.pending, { size: cp.size, root: toHex(cp.root), note: withLines(cp.note, kept) }].slice(
+        -HISTORY,
+      );
       await this.save(cp.origin, { ...st, pending }, st.version);
     });
   }

@@ -183,7 +183,11 @@ export class WitnessCollector implements CheckpointWitnessing {
  * make a party that never saw the log take this checkpoint, the one case where a rolled-back
  * log could bind it to its state.) Network failures come back as status unknown.
  */
-export async function probeHeldSize(w: WitnessEndpoint, cp: SignedCheckpoint, signal: AbortSignal): Promise<WitnessedSize> {
+export async function probeHeldSize(
+  w: WitnessEndpoint,
+  cp: SignedCheckpoint,
+  signal: AbortSignal,
+): Promise<WitnessedSize> {
   const name = w.verifier.name;
   let answer: Answer;
   try {

@@ -142,7 +142,9 @@ describe('stele serve refuses settings added to the stored ones (exit 2, one lin
     const mirrored = await sb.run(serveArgs('--mirror', `${mirror.vkey}=${mirror.url}`));
     expect(mirrored.code).toBe(2);
     expect(mirrored.stderr.trim().split('\n')).toHaveLength(1);
-    expect(mirrored.stderr).toMatch(/started with mirrors \(--mirror\) none, and this start gives mirror1\.example\.com/);
+    expect(mirrored.stderr).toMatch(
+      /started with mirrors \(--mirror\) none, and this start gives mirror1\.example\.com/,
+    );
 
     const again = await startServe({ dataDir, origin });
     expect(await policyOf(again.url)).toBe(pinned);

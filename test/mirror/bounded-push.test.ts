@@ -101,7 +101,9 @@ describe('a bounded mirror push', () => {
     );
     expect(err).toBeInstanceOf(WitnessRollbackError);
     expect(err).toMatchObject({ witness: 'mirror.test/bounded', witnessSize: 30, logSize: 20, role: 'mirror' });
-    expect((err as Error).message).toMatch(/^mirror mirror\.test\/bounded has seen size 30 of this log, more than .* size 20/);
+    expect((err as Error).message).toMatch(
+      /^mirror mirror\.test\/bounded has seen size 30 of this log, more than .* size 20/,
+    );
     expect(total(proxy.counts)).toBeLessThanOrEqual(3);
     expect(proxy.counts.get('/add-entries') ?? 0).toBe(0);
   });
@@ -128,7 +130,7 @@ describe('a bounded mirror push', () => {
     });
   });
 
-  it("gives up on a mirror whose next entry never moves after a few requests, each after a longer pause", async () => {
+  it('gives up on a mirror whose next entry never moves after a few requests, each after a longer pause', async () => {
     const at20 = await logAt(20);
     // A mirror that takes the checkpoint and then answers every upload "202, next entry 0".
     const stuck = await countingProxy(
@@ -145,7 +147,11 @@ describe('a bounded mirror push', () => {
     servers.push(stuck.server);
     const started = Date.now();
     await expect(
-      new MirrorClient({ verifier: mirror.verifier, url: stuck.url }).push(at20.note, at20.data, AbortSignal.timeout(10_000)),
+      new MirrorClient({ verifier: mirror.verifier, url: stuck.url }).push(
+        at20.note,
+        at20.data,
+        AbortSignal.timeout(10_000),
+      ),
     ).rejects.toThrow(/without progress at entry 0/);
     expect(stuck.counts.get('/add-entries')).toBe(3);
     expect(total(stuck.counts)).toBeLessThanOrEqual(4);

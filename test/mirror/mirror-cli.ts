@@ -55,4 +55,3 @@ export async function startMirrorCli(dataDir: string, port: number, logSpec: str
     },
   };
 }
-
