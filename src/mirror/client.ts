@@ -14,7 +14,7 @@ import { TILE_WIDTH, TileHashReader, type HashTile } from '../core/tiles.js';
 import { readBundle, storeTileFetcher } from '../tilestore.js';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual } from '../core/hash.js';
-import { WitnessRollbackError, postAddCheckpoint } from '../witness/collector.js';
+import { MalformedSizeError, WitnessRollbackError, postAddCheckpoint } from '../witness/collector.js';
 import { originHash } from '../witness/protocol.js';
 import { backoffMs, pause } from './backoff.js';
 import {
@@ -148,7 +148,7 @@ export class MirrorClient {
       const old = Math.min(this.pendingSize, log.size);
       const proof = old === 0 || old === log.size ? [] : await log.consistencyProof(old);
       const answer = await postAddCheckpoint(this.endpoint.url, old, proof, note, signal).catch((e: unknown) => {
-        throw /malformed/.test((e as Error).message) ? new MirrorPushError(`mirror ${(e as Error).message}`) : e;
+        throw e instanceof MalformedSizeError ? new MirrorPushError(`mirror ${e.message}`) : e;
       });
       if (answer.status === 200) {
         this.pendingSize = log.size;

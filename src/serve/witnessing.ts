@@ -5,8 +5,9 @@
 // sequencer calls before it publishes, and what /api/ledger/key and explorer.json advertise.
 // The settings are read (and a bad one refused) before the log opens; they bind to the log
 // once its key and its public objects are known. A witness's last cosigned size is not kept
-// here: the collector asks the witnesses at start (checkWitnessedSizes) and learns from a 409,
-// so a restarted or replacing sequencer needs nothing from the one before it.
+// here: the collector asks the witnesses at start (checkWitnessedSizes), the mirror pusher its
+// mirrors, and both learn from a 409, so a restarted or replacing sequencer needs nothing from
+// the one before it (and one restored from a backup meets the party that saw more).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';

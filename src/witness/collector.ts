@@ -205,6 +205,11 @@ export async function probeHeldSize(
   return { name, status: 'behind', size: answer.size };
 }
 
+/** A 409 whose body is not a size: the party answered outside the protocol. */
+export class MalformedSizeError extends Error {
+  override name = 'MalformedSizeError';
+}
+
 /** POSTs one add-checkpoint to `url`; a 409 carrying the party's size (text/x.tlog.size) comes back as `size`. */
 export async function postAddCheckpoint(
   url: string,
@@ -223,6 +228,6 @@ export async function postAddCheckpoint(
     return { status: res.status, text };
   const size = Number(text.trim());
   if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size))
-    throw new Error(`sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
+    throw new MalformedSizeError(`sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
   return { status: res.status, text, size };
 }
