@@ -2,12 +2,14 @@
 // with `stele serve` and `stele mirror serve` as subprocesses: the mirror (quorum 0) saw size
 // 30; the restored log is at 20. Started with the mirror up, serve refuses (exit 4, one line
 // naming the mirror and both sizes) and signs nothing; started while the mirror is down, it
-// stops (exit 4) as soon as a push meets the mirror again.
+// stops (exit 4) as soon as a push meets the mirror again; in process, /readyz then says 503
+// and why.
 import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { originHash } from '../../src/witness/protocol.js';
+import { startTestServer } from '../api/server.js';
 import { writeTestKey } from '../helpers/audit.js';
 import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
 import { digestOf } from '../helpers/logs.js';
@@ -109,24 +111,54 @@ describe('a restored data directory whose only outside party is a mirror', () =>
       mirror = await startMirrorCli(mirrorDir, mirrorPort, `${logVkey}=http://127.0.0.1:${logPort}`);
       // Each publish pushes (after a failed push, a mirror is retried with a growing pause).
       const deadline = Date.now() + 30_000;
-      let readyz: number | undefined;
       while (log.proc.exitCode === null && Date.now() < deadline) {
         await fetch(`${log.url}/api/ledger/anchor`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ digest: digestOf('restore-more', Date.now()) }),
         }).catch(() => null);
-        const status = (await fetch(`${log.url}/readyz`).catch(() => null))?.status;
-        if (status !== undefined && status !== 200) readyz = status;
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('running'), 5_000))]), stderr).toBe(4);
       expect(stderr).toMatch(/stele: the log stopped: mirror mirror\.test\/m1 has seen size 30 of this log/);
-      if (readyz !== undefined) expect(readyz).toBe(503);
       // The mirror kept what it had: its copy never moved back or forked.
       expect(await sizeAt(copy())).toBe(30);
     } finally {
       await log.stop();
+    }
+  }, 90_000);
+
+  it('in process: /readyz answers 503 naming the mirror once a push meets it, and the log stops', async () => {
+    await mirror.stop();
+    await rm(dataDir, { recursive: true });
+    await cp(backup, dataDir, { recursive: true });
+    const server = await startTestServer({ dataDir, origin: ORIGIN, port: logPort, mirrors: mirrorSpec });
+    try {
+      await anchor(server.url, 200, 3);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      mirror = await startMirrorCli(mirrorDir, mirrorPort, `${logVkey}=http://127.0.0.1:${logPort}`);
+      const stopped = await new Promise<Error | null>((resolve) => {
+        const deadline = Date.now() + 30_000;
+        server.stopped.then(resolve, () => resolve(null));
+        const poke = async () => {
+          if (Date.now() > deadline) return resolve(null);
+          await fetch(`${server.url}/api/ledger/anchor`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ digest: digestOf('restore-in-process', Date.now()) }),
+          }).catch(() => null);
+          setTimeout(poke, 200);
+        };
+        void poke();
+      });
+      expect(stopped?.message).toMatch(/^mirror mirror\.test\/m1 has seen size 30 of this log/);
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reason: string }).reason).toMatch(
+        /sequencer stopped: mirror mirror\.test\/m1 has seen size 30 of this log, more than the checkpoint of size 2\d/,
+      );
+    } finally {
+      await server.close();
     }
   }, 90_000);
 });
