@@ -9,6 +9,7 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
+import { describeQuorum, parsePolicy } from './core/tlog-policy.js';
 import { openBackend, openSettingsHome, withDeadline } from './serve/backends.js';
 import { reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
@@ -29,7 +30,7 @@ export interface RunningServer {
   readonly witnesses: readonly string[];
   /** The mirrors it pushes to: vkey and where each serves its copy. */
   readonly mirrors: readonly { readonly vkey: string; readonly tiles: string }[];
-  /** The quorum lines of the policy it advertises (group … and quorum …), joined by "; ". */
+  /** The quorum of the policy it advertises, in words: "none", "all of (w1, w2)", "1 of (w1, m1)"…. */
   readonly quorum: string;
   /** How many of the witnesses are demo witnesses (in this process, their state in the data directory). */
   readonly demoWitnesses: number;
@@ -160,7 +161,7 @@ export async function startServer(
     keyCreated: backend.keyCreated,
     witnesses: backend.witnessEndpoints.map((e) => formatVkey(e.verifier)),
     mirrors: (ledger.mirrors ?? []).map((m) => ({ vkey: m.vkey, tiles: m.tiles })),
-    quorum: quorumLines(ledger.witnessPolicy),
+    quorum: ledger.witnessPolicy === undefined ? 'none' : describeQuorum(parsePolicy(ledger.witnessPolicy)),
     demoWitnesses: cfg.demoWitnesses ?? 0,
     close() {
       closing ??= (async () => {
@@ -183,15 +184,6 @@ export async function startServer(
     },
     stopped: new Promise<Error>((resolve) => backend.onStopped(resolve)),
   };
-}
-
-/** The group and quorum lines of a policy text, on one line: who must cosign before a checkpoint is published. */
-function quorumLines(policy: string | undefined): string {
-  if (policy === undefined) return 'none';
-  return policy
-    .split('\n')
-    .filter((l) => l.startsWith('group ') || l.startsWith('quorum '))
-    .join('; ');
 }
 
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */

@@ -170,8 +170,24 @@ describe('stele serve refuses settings added to the stored ones (exit 2, one lin
     );
     expect(text).toContain(`  witness   ${witness.vkey}\n`);
     expect(text).toContain(`  mirror    ${mirror.vkey} (copy at ${mirror.url}/${originHash(origin)}/)\n`);
-    expect(text).toMatch(/ {2}quorum {4}.*witness1\.example\.com.*\n/);
-    expect(text).toMatch(/ {2}quorum {4}.*quorum /);
+    // The mirror is listed in the policy but not required: the quorum is the witness's.
+    expect(text).toContain('  quorum    all of (witness1.example.com)\n');
+    expect(text).not.toContain('demo witnesses');
+    // Demo witnesses keep their state in the data directory: the summary says what that means.
+    const demo = await summaryOf([
+      'serve',
+      '--data-dir',
+      join(sb.root, 'demo'),
+      '--origin',
+      'demo.guard.test/log',
+      '--port',
+      '0',
+      '--demo-witnesses',
+      '2',
+    ]);
+    expect(demo).toMatch(/ {2}witness {3}witness1\.demo\.stele\+.*\n {2}witness {3}witness2\.demo\.stele\+/);
+    expect(demo).toContain('  quorum    all of (witness1.demo.stele, witness2.demo.stele)\n');
+    expect(demo).toContain('they protect against nothing a restore of it does');
   }, 60_000);
 });
 
