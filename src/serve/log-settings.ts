@@ -43,9 +43,10 @@ export interface ReconciledSettings {
 
 /**
  * Applies the settings stored in `home` to `cfg` where this start omits them, and refuses a
- * start that gives any setting other than the stored one (a setting added, changed, or given
- * as none) unless `cfg.reconfigure`, in which case this start's settings (given or not)
- * replace them. Adding counts: witnesses added to a log change the quorum its clients pinned.
+ * start that gives any setting other than the stored one (added or changed; removing one takes
+ * --reconfigure without it) unless `cfg.reconfigure`, in which case this start's settings
+ * (given or not) replace them. Adding counts: witnesses added to a log change the quorum its
+ * clients pinned.
  */
 export async function reconcileLogSettings(cfg: ServeConfig, home: SettingsHome): Promise<ReconciledSettings> {
   const given = await settingsOf(cfg);
