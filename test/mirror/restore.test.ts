@@ -3,7 +3,8 @@
 // 30; the restored log is at 20. Started with the mirror up, serve refuses (exit 4, one line
 // naming the mirror and both sizes) and signs nothing; started while the mirror is down, it
 // stops (exit 4) as soon as a push meets the mirror again; in process, /readyz then says 503
-// and why.
+// and why. With one mirror cosignature required the same start is refused, and a log started
+// while the mirror is down publishes nothing and stops once its round meets the mirror.
 import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,19 +18,21 @@ import { freePort } from '../helpers/ports.js';
 import { type RunningMirrorCli, startMirrorCli } from './mirror-cli.js';
 
 const ORIGIN = 'restore.test/log';
-const logVkey = formatVkey(
-  makeVerifier(ORIGIN, SIG_ED25519, new SeedSigner(ORIGIN, new Uint8Array(32).fill(37)).publicKey),
-);
+const vkeyOf = (origin: string, fill: number) =>
+  formatVkey(makeVerifier(origin, SIG_ED25519, new SeedSigner(origin, new Uint8Array(32).fill(fill)).publicKey));
+const logVkey = vkeyOf(ORIGIN, 37);
 
 async function anchor(url: string, from: number, n: number): Promise<void> {
-  for (let i = from; i < from + n; i++) {
-    const res = await fetch(`${url}/api/ledger/anchor`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ digest: digestOf('restore', i) }),
-    });
-    if (res.status !== 201) throw new Error(`anchor ${i}: HTTP ${res.status} ${await res.text()}`);
-  }
+  await Promise.all(Array.from({ length: n }, (_, i) => anchorOne(url, from + i)));
+}
+
+async function anchorOne(url: string, i: number): Promise<void> {
+  const res = await fetch(`${url}/api/ledger/anchor`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ digest: digestOf('restore', i) }),
+  });
+  if (res.status !== 201) throw new Error(`anchor ${i}: HTTP ${res.status} ${await res.text()}`);
 }
 
 async function sizeAt(url: string): Promise<number> {
@@ -159,6 +162,90 @@ describe('a restored data directory whose only outside party is a mirror', () =>
       );
     } finally {
       await server.close();
+    }
+  }, 90_000);
+});
+
+describe('a restored data directory whose mirror is required (--mirror-quorum 1)', () => {
+  const origin = 'restore-quorum.test/log';
+  const vkey = vkeyOf(origin, 47);
+  const sb = new Sandbox('stele-mirror-restore-q-');
+  const dataDir = join(sb.root, 'log');
+  const backup = join(sb.root, 'log-backup');
+  const mirrorDir = join(sb.root, 'mirror');
+  let logPort: number;
+  let mirrorPort: number;
+  let mirror: RunningMirrorCli;
+  let mirrorSpec: string;
+  const copy = () => `http://127.0.0.1:${mirrorPort}/${originHash(origin)}/checkpoint`;
+  const serveArgs = () => [
+    '--port',
+    String(logPort),
+    '--mirror',
+    mirrorSpec,
+    '--mirror-quorum',
+    '1',
+    '--mirror-timeout',
+    '2000',
+    '--anchor-timeout',
+    '1500',
+  ];
+  const published = async () => (await readFile(join(dataDir, 'log', 'checkpoint'), 'utf8')).split('\n')[1];
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    await writeTestKey(dataDir, origin, 47);
+    [logPort, mirrorPort] = [await freePort(), await freePort()];
+    mirror = await startMirrorCli(mirrorDir, mirrorPort, `${vkey}=http://127.0.0.1:${logPort}`);
+    mirrorSpec = `${mirror.vkey}=${mirror.url}`;
+    let log: RunningServe = await startServe({ dataDir, origin, args: serveArgs() });
+    await anchor(log.url, 0, 20);
+    await log.stop();
+    await cp(dataDir, backup, { recursive: true });
+    log = await startServe({ dataDir, origin, args: serveArgs() });
+    await anchor(log.url, 20, 10);
+    await log.stop();
+    expect(await sizeAt(copy())).toBe(30);
+    await rm(dataDir, { recursive: true });
+    await cp(backup, dataDir, { recursive: true });
+  }, 180_000);
+
+  afterAll(async () => {
+    await mirror?.stop();
+    sb.cleanup();
+  });
+
+  it('refuses to start (exit 4), naming the mirror and both sizes', async () => {
+    const r = await sb.run(['serve', '--data-dir', dataDir, '--origin', origin, '--host', '127.0.0.1', ...serveArgs()]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^stele: mirror mirror\.test\/m1 has seen size 30 of this log, more than .* size 20 /);
+    expect(await published()).toBe('20');
+  }, 60_000);
+
+  it('started while the mirror is down, publishes nothing, and stops (exit 4) when its round meets the mirror', async () => {
+    await mirror.stop();
+    const log = await startServe({ dataDir, origin, args: serveArgs() });
+    let stderr = '';
+    log.proc.stderr!.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => log.proc.once('exit', (code) => r(code)));
+    try {
+      const res = await fetch(`${log.url}/api/ledger/anchor`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ digest: digestOf('restore-quorum', 1) }),
+      });
+      expect(res.status).toBe(503);
+      expect(await published()).toBe('20');
+      mirror = await startMirrorCli(mirrorDir, mirrorPort, `${vkey}=http://127.0.0.1:${logPort}`);
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('running'), 30_000))]);
+      expect(code, stderr).toBe(4);
+      expect(stderr).toMatch(/stele: the log stopped: mirror mirror\.test\/m1 has seen size 30 of this log/);
+      // The anchor committed at 21 was never published: no fork reached anyone.
+      expect(await published()).toBe('20');
+      expect(await sizeAt(copy())).toBe(30);
+    } finally {
+      await log.stop();
     }
   }, 90_000);
 });
