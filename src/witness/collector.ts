@@ -62,10 +62,15 @@ export class WitnessRollbackError extends LogStateError {
     readonly role: 'witness' | 'mirror' = 'witness',
     readonly forked = false,
   ) {
+    // A mirror's copy holds the entries the log lost; a witness holds only a checkpoint.
+    const recover =
+      role === 'mirror'
+        ? `the mirror's copy holds the entries this log lost: restore the log from a newer backup or from that copy`
+        : 'recover the log from its published state';
     super(
       forked
-        ? `${role} ${witness} holds a checkpoint of size ${witnessSize} signed by this log with another root than the log's own at that size (the log is at size ${logSize}): the log was rolled back and grew another tree; refusing to publish (recover the log from its published state)`
-        : `${role} ${witness} has ${role === 'witness' ? 'cosigned' : 'seen'} size ${witnessSize} of this log, more than the checkpoint of size ${logSize} now presented: the log was rolled back; refusing to publish below ${witnessSize} (recover the log from its published state)`,
+        ? `${role} ${witness} holds a checkpoint of size ${witnessSize} signed by this log with another root than the log's own at that size (the log is at size ${logSize}): the log was rolled back and grew another tree; refusing to publish (${recover})`
+        : `${role} ${witness} has ${role === 'witness' ? 'cosigned' : 'seen'} size ${witnessSize} of this log, more than the checkpoint of size ${logSize} now presented: the log was rolled back; refusing to publish below ${witnessSize} (${recover})`,
     );
   }
 }
