@@ -9,6 +9,7 @@ import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
+import { describeQuorum, parsePolicy } from './core/tlog-policy.js';
 import { openBackend, openSettingsHome, withDeadline } from './serve/backends.js';
 import { reconcileLogSettings } from './serve/log-settings.js';
 import { lockDataDir } from './store/dir-lock.js';
@@ -27,6 +28,12 @@ export interface RunningServer {
   readonly keyCreated: boolean;
   /** vkeys of the witnesses whose cosignatures the log collects. */
   readonly witnesses: readonly string[];
+  /** The mirrors it pushes to: vkey and where each serves its copy. */
+  readonly mirrors: readonly { readonly vkey: string; readonly tiles: string }[];
+  /** The quorum of the policy it advertises, in words: "none", "all of (w1, w2)", "1 of (w1, m1)"…. */
+  readonly quorum: string;
+  /** How many of the witnesses are demo witnesses (in this process, their state in the data directory). */
+  readonly demoWitnesses: number;
   /** Stops accepting requests, integrates the anchors already accepted, closes storage. */
   close(): Promise<void>;
   /** Resolves if the log stops on its own (another writer, a changed lock): the process should exit. */
@@ -153,6 +160,9 @@ export async function startServer(
     dataDir: cfg.dataDir,
     keyCreated: backend.keyCreated,
     witnesses: backend.witnessEndpoints.map((e) => formatVkey(e.verifier)),
+    mirrors: (ledger.mirrors ?? []).map((m) => ({ vkey: m.vkey, tiles: m.tiles })),
+    quorum: ledger.witnessPolicy === undefined ? 'none' : describeQuorum(parsePolicy(ledger.witnessPolicy)),
+    demoWitnesses: cfg.demoWitnesses ?? 0,
     close() {
       closing ??= (async () => {
         // Stop accepting connections; answers still owed are sent with Connection: close.

@@ -165,7 +165,8 @@ describe('the log refuses what would fork it', () => {
     });
     const withWitness = ['--witness', `${witness.vkey}=${witness.url}`];
     try {
-      s = await startServe({ dataDir, origin: ORIGIN, args: withWitness });
+      // The first start only made the key: adding a witness to its stored settings is on purpose.
+      s = await startServe({ dataDir, origin: ORIGIN, args: [...withWitness, '--reconfigure'] });
       await anchorMany(s, 0, 10);
       await s.stop();
       const backup = `${dataDir}-backup`;
@@ -203,7 +204,7 @@ describe('the log refuses what would fork it', () => {
     s = await startServe({
       dataDir,
       origin: ORIGIN,
-      args: ['--witness', `${witness.vkey}=${witness.url}`, '--anchor-timeout', '1500'],
+      args: ['--witness', `${witness.vkey}=${witness.url}`, '--anchor-timeout', '1500', '--reconfigure'],
     });
     try {
       await anchorMany(s, 0, 3);

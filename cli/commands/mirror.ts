@@ -23,7 +23,7 @@ export function registerMirrorCommands(program: Command): void {
     .requiredOption('--name <name>', 'mirror name (its key name, e.g. mirror.example.com)')
     .requiredOption(
       '--log <vkey[=url]>',
-      'vkey of a log to mirror, repeatable; for a Stele log add =<its URL> so the mirror also copies (and checks) its record bundles, which `stele ledger audit` needs',
+      'vkey of a log to mirror, repeatable; for a Stele log add =<its URL> so the mirror also copies (and checks) its record bundles, which `stele ledger audit` needs, and keeps the cosignatures of the witnesses and mirrors the log advertises, so the copy verifies under its policy',
       (v: string, acc: string[] = []) => [...acc, v],
     )
     .option('--host <host>', 'listen address', '127.0.0.1')
@@ -43,11 +43,14 @@ export function registerMirrorCommands(program: Command): void {
         const { parseLogVkey, startMirror } = await import('../../src/mirror/host.js');
         const { HttpObjectReader } = await import('../../src/client/objects.js');
         const { originHash } = await import('../../src/witness/protocol.js');
+        const { advertisedCosigners } = await import('../../src/mirror/advertised.js');
         const logs = o.log.map((spec) => {
           const at = spec.indexOf('=http');
           try {
             const verifier = parseLogVkey(at < 0 ? spec : spec.slice(0, at));
-            return at < 0 ? { verifier } : { verifier, records: new HttpObjectReader(spec.slice(at + 1)) };
+            if (at < 0) return { verifier };
+            const url = spec.slice(at + 1);
+            return { verifier, records: new HttpObjectReader(url), cosigners: advertisedCosigners(url) };
           } catch (e) {
             throw new CliError(EXIT.USAGE, `--log ${spec}: ${(e as Error).message}`);
           }

@@ -153,6 +153,13 @@ export function registerServeCommands(program: Command): void {
             `  key id    ${server.keyId}`,
             `  vkey      ${server.vkey}`,
             ...server.witnesses.map((w) => `  witness   ${w}`),
+            ...server.mirrors.map((m) => `  mirror    ${m.vkey} (copy at ${m.tiles})`),
+            `  quorum    ${server.quorum}`,
+            ...(server.demoWitnesses > 0
+              ? [
+                  '  note      the demo witnesses run in this process and keep their state in the data directory: they protect against nothing a restore of it does',
+                ]
+              : []),
             `  try       ${invocation()} ledger init --endpoint ${server.url} --tenant demo --scope demo --trust-key ${server.keyId}`,
             '',
           ].join('\n'),

@@ -2,13 +2,21 @@
 // consistency proof from the pending size the mirror last told us), then add-entries in
 // requests of at most 32 packages, gzip-compressed, resuming from the next entry and ticket
 // of each 202 or 409, until the mirror answers 200 with its cosignature, which must verify.
+// Bounded: an answer counts as progress only if the mirror's next entry moved; a few answers
+// without it (each after a jittered, doubling pause) end the push. A mirror that holds more of
+// the log than the checkpoint pushed (a larger pending size, a checkpoint of the log's with
+// another root) is a rollback of the log (WitnessRollbackError, as a witness's), never retried.
 import { gzipSync } from 'node:zlib';
 import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
-import { proveConsistency } from '../core/merkle.js';
+import { proveConsistency, treeHash } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader, type HashTile } from '../core/tiles.js';
 import { readBundle, storeTileFetcher } from '../tilestore.js';
-import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../witness/protocol.js';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { bytesEqual } from '../core/hash.js';
+import { MalformedSizeError, WitnessRollbackError, postAddCheckpoint } from '../witness/collector.js';
+import { originHash } from '../witness/protocol.js';
+import { backoffMs, pause } from './backoff.js';
 import {
   CLIENT_PACKAGES_PER_REQUEST,
   MIRROR_INFO_CONTENT_TYPE,
@@ -33,6 +41,8 @@ export interface LogData {
   entries(start: number, end: number): Promise<Uint8Array[]>;
   subtreeProof(start: number, end: number): Promise<Uint8Array[]>;
   consistencyProof(oldSize: number): Promise<Uint8Array[]>;
+  /** The root of the log's tree at `n` ≤ size. */
+  rootAt(n: number): Promise<Uint8Array>;
 }
 
 /** LogData read from a log's tlog-tiles objects (its store, a directory, a URL). */
@@ -55,6 +65,7 @@ export function logDataFromObjects(objects: ObjectReader, size: number): LogData
     },
     subtreeProof: (start, end) => proveSubtree(start, end, size, reader),
     consistencyProof: (old) => proveConsistency(old, size, reader),
+    rootAt: (n) => treeHash(n, reader),
   };
 }
 
@@ -66,10 +77,15 @@ export interface MirrorClientOptions {
   readonly packagesPerRequest?: number;
   /** gzip the add-entries bodies (default true). */
   readonly gzip?: boolean;
+  /** The log's key: with it, the mirror's served copy is checked for a fork (checkCopy). */
+  readonly logKey?: NoteVerifier;
 }
 
-/** Requests that made no progress before the push gives up. */
+/** Answers without progress before a push gives up. */
 const MAX_STALLS = 3;
+/** The pause after the first answer without progress; it doubles up to the cap. */
+const RETRY_BASE_MS = 200;
+const RETRY_CAP_MS = 2_000;
 
 export class MirrorClient {
   /** The pending size the mirror last reported or accepted; 0 asks it. */
@@ -93,37 +109,61 @@ export class MirrorClient {
     return `${this.endpoint.url.replace(/\/$/, '')}/${path}`;
   }
 
-  /** Uploads the log up to `checkpoint` (of `log.size`) and returns the mirror's cosignature line. */
+  private rollback(size: number, logSize: number, forked = false): WitnessRollbackError {
+    return new WitnessRollbackError(this.name, size, logSize, 'mirror', forked);
+  }
+
+  /**
+   * Uploads the log up to `note` (of `log.size`) and returns the mirror's cosignature line.
+   * Throws WitnessRollbackError if the mirror holds more of the log (see the file's head).
+   */
   async push(note: string, log: LogData, signal?: AbortSignal): Promise<string> {
     await this.addCheckpoint(note, log, signal);
     return this.upload(note, log, signal);
   }
 
+  /**
+   * Throws WitnessRollbackError if the copy the mirror serves (monitoring prefix = its URL,
+   * as Stele mirrors have it) holds a checkpoint of this log, under the log's key (option logKey),
+   * beyond `log` or with another root at its size. A copy that cannot be read or opened says nothing.
+   */
+  async checkCopy(log: LogData, signal?: AbortSignal): Promise<void> {
+    const logKey = this.options.logKey;
+    if (!logKey) return;
+    let served;
+    try {
+      const res = await fetch(this.url(`${originHash(logKey.name)}/checkpoint`), signal ? { signal } : {});
+      if (res.status !== 200) return;
+      served = openCheckpoint(await res.text(), logKey);
+    } catch {
+      return;
+    }
+    if (served.size > log.size) throw this.rollback(served.size, log.size);
+    if (!bytesEqual(served.root, await log.rootAt(served.size))) throw this.rollback(served.size, log.size, true);
+  }
+
   private async addCheckpoint(note: string, log: LogData, signal?: AbortSignal): Promise<void> {
     for (let attempt = 0; attempt < MAX_STALLS; attempt++) {
+      if (attempt > 0) await pause(backoffMs(attempt, RETRY_BASE_MS, RETRY_CAP_MS), signal);
       const old = Math.min(this.pendingSize, log.size);
       const proof = old === 0 || old === log.size ? [] : await log.consistencyProof(old);
-      const res = await fetch(this.url('add-checkpoint'), {
-        method: 'POST',
-        body: formatAddCheckpoint({ oldSize: old, proof, checkpoint: note }),
-        ...(signal ? { signal } : {}),
+      const answer = await postAddCheckpoint(this.endpoint.url, old, proof, note, signal).catch((e: unknown) => {
+        throw e instanceof MalformedSizeError ? new MirrorPushError(`mirror ${e.message}`) : e;
       });
-      const text = await res.text();
-      if (res.status === 200) {
+      if (answer.status === 200) {
         this.pendingSize = log.size;
         return;
       }
-      if (res.status === 409 && res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE)) {
-        const held = Number(text.trim());
-        if (!Number.isSafeInteger(held))
-          throw new MirrorPushError(`mirror sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
-        // A mirror already pending beyond this checkpoint may still take entries up to it
-        // (a past pending size); add-entries says so with a 409 if not.
-        if (held >= log.size) return;
-        this.pendingSize = held;
+      // A larger pending size is a checkpoint the log signed and no longer has.
+      if (answer.size !== undefined && answer.size > log.size) throw this.rollback(answer.size, log.size);
+      if (answer.size !== undefined && answer.size !== old) {
+        this.pendingSize = answer.size;
         continue;
       }
-      throw new MirrorPushError(`mirror add-checkpoint answered ${res.status}: ${text.trim().slice(0, 200)}`);
+      // Refused at the size it holds (another root there, no consistency from it): its copy
+      // may show that the log forked; else the refusal is reported as it came.
+      if (answer.status === 409 || answer.status === 422) await this.checkCopy(log, signal);
+      throw new MirrorPushError(`mirror add-checkpoint answered ${answer.status}: ${answer.text.trim().slice(0, 200)}`);
     }
     throw new MirrorPushError('mirror kept reporting a stale pending size');
   }
@@ -181,15 +221,18 @@ export class MirrorClient {
         } catch (e) {
           throw new MirrorPushError(`mirror sent malformed mirror-info: ${(e as Error).message}`);
         }
-        const progressed = info.next > start || (res.status === 409 && info.next !== start);
+        // Pending beyond this checkpoint: the log signed more than it has (never retried).
+        if (info.size > log.size) throw this.rollback(info.size, log.size);
+        // Progress is the mirror's next entry moving, nothing else.
+        const moved = info.next !== this.next;
         this.next = info.next;
         this.ticket = info.ticket;
-        if (res.status === 409 && info.size !== log.size && info.next <= start) {
+        if (res.status === 409 && info.size !== log.size && !moved)
           throw new MirrorPushError(`mirror refused upload_end ${log.size} (its pending size is ${info.size})`);
-        }
-        stalls = progressed ? 0 : stalls + 1;
+        stalls = moved ? 0 : stalls + 1;
         if (stalls >= MAX_STALLS)
           throw new MirrorPushError(`mirror answered ${res.status} without progress at entry ${start}`);
+        if (stalls > 0) await pause(backoffMs(stalls, RETRY_BASE_MS, RETRY_CAP_MS), signal);
         continue;
       }
       throw new MirrorPushError(`mirror add-entries answered ${res.status}: ${text.trim().slice(0, 200)}`);

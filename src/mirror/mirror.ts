@@ -5,11 +5,15 @@
 // add-entries authenticates each package against a pending checkpoint by its subtree
 // consistency proof before its bundle and tiles are written, and cosigns (tlog-cosignature,
 // the mirror's own key) only once every entry up to the checkpoint is stored.
+// Besides the log's signature, a checkpoint keeps every cosignature it was given that verifies
+// under a key the log advertises (MirroredLog.cosigners: its witnesses and other mirrors),
+// merged as the same checkpoint comes again, so the copy verifies under the log's own policy.
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { type ExtendedCheckpointBody, parseExtendedCheckpointBody } from '../core/checkpoint.js';
 import { bytesEqual, concatBytes, leafHash, toHex } from '../core/hash.js';
-import { type NoteSigner, type NoteVerifier, cosignBody, parseNote } from '../core/note.js';
+import { type NoteSigner, type NoteVerifier, cosignBody, parseNote, verifySignature } from '../core/note.js';
+import type { CosignerKeys } from './advertised.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
@@ -50,6 +54,8 @@ export interface MirroredLog {
    * audit` can run on the copy. Absent for a plain tlog-tiles log.
    */
   readonly records?: ObjectReader;
+  /** The cosigners the log advertises, whose cosignatures the copy keeps (none if absent). */
+  readonly cosigners?: CosignerKeys;
 }
 
 export interface MirrorOptions {
@@ -71,6 +77,8 @@ const HISTORY = 32;
 /** Entries a client may resend below the next entry (one package's worth and change). */
 const MAX_EXCESS = 2 * TILE_WIDTH;
 const TICKET_MAC = 16;
+/** Cosignatures kept with a checkpoint, beyond the log's own signature (signed-note asks verifiers for 16 at least). */
+const MAX_KEPT = 15;
 
 export type AddEntriesResult = { status: 200; cosignature: string } | { status: 202; info: MirrorInfo };
 
@@ -141,6 +149,7 @@ export class Mirror {
   async addCheckpoint(req: AddCheckpointRequest): Promise<void> {
     const cp = this.open(req.checkpoint);
     checkRequest(req, cp);
+    const kept = await this.keptCosignatures(cp.origin, req.checkpoint, cp.body);
     await this.serial(cp.origin, async () => {
       const st = await this.stateOf(cp.origin);
       const last = st.pending[st.pending.length - 1];
@@ -148,19 +157,54 @@ export class Mirror {
       if (req.oldSize !== held.size)
         throw refuse.staleOldSize(held.size, `mirror holds a pending size ${held.size}, not ${req.oldSize}`);
       checkAgainstHeld(held, req, cp);
-      if (last && last.size === cp.size) return;
-      const pending = [...st.pending, { size: cp.size, root: toHex(cp.root), note: cp.note }].slice(-HISTORY);
+      if (last && last.size === cp.size) return this.merge(cp.origin, st, kept);
+      const pending = [...st.pending, { size: cp.size, root: toHex(cp.root), note: withLines(cp.note, kept) }].slice(
+        -HISTORY,
+      );
       await this.save(cp.origin, { ...st, pending }, st.version);
     });
   }
 
+  /** The cosignature lines of `text` (over `body`) under the log's advertised keys, this mirror's own excepted. */
+  private async keptCosignatures(origin: string, text: string, body: string): Promise<string[]> {
+    const cosigners = this.logs.get(origin)?.cosigners;
+    const sigs = parseNote(text).signatures.filter((s) => s.name !== origin && s.name !== this.name);
+    if (!cosigners || sigs.length === 0) return [];
+    const under = (keys: readonly NoteVerifier[]) =>
+      sigs.filter((s) => keys.some((k) => k.name !== this.name && verifySignature(body, s, k) !== null));
+    let kept = under(await cosigners());
+    if (kept.length < sigs.length) kept = under(await cosigners(true));
+    return kept.map((s) => s.line);
+  }
+
+  /**
+   * The same checkpoint again, maybe with more cosignatures: they join its pending note and,
+   * if it is the mirror checkpoint already, the checkpoint the copy serves.
+   */
+  private async merge(origin: string, st: LogState & { version: string | null }, kept: string[]): Promise<void> {
+    const last = st.pending[st.pending.length - 1]!;
+    const note = withLines(last.note, kept);
+    if (note === last.note) return;
+    const pending = [...st.pending.slice(0, -1), { ...last, note }];
+    let mirror = st.mirror;
+    if (mirror && mirror.size === last.size) {
+      mirror = { ...mirror, note };
+      await this.copyFor(origin).store.swap(
+        'checkpoint',
+        Buffer.from(`${note}${mirror.cosignature}`),
+        await this.version(origin),
+      );
+    }
+    await this.save(origin, { pending, next: st.next, mirror }, st.version);
+  }
+
   /** The presented checkpoint, its log's signature checked, with the note the mirror keeps (body and log lines). */
-  private open(text: string): ExtendedCheckpointBody & { note: string } {
+  private open(text: string): ExtendedCheckpointBody & { body: string; note: string } {
     const { body, logLines, ...checkpoint } = openPresentedCheckpoint(
       text,
       (origin) => this.logs.get(origin)?.verifier,
     );
-    return { ...checkpoint, note: `${body}\n${logLines}` };
+    return { ...checkpoint, body, note: `${body}\n${logLines}` };
   }
 
   private ticketMac(origin: string, note: string): Uint8Array {
@@ -378,4 +422,18 @@ export class Mirror {
     if (!(seconds > 0)) throw new Error(`refusing to cosign at time ${seconds}: the clock is wrong`);
     return seconds;
   }
+}
+
+/** `note` with the cosignature lines `more` added: one per key name (those it has stay), at most MAX_KEPT beyond the log's. */
+function withLines(note: string, more: readonly string[]): string {
+  const parsed = parseNote(note);
+  const lines = parsed.signatures.map((s) => s.line);
+  const names = new Set(parsed.signatures.map((s) => s.name));
+  for (const line of more) {
+    const name = line.slice(2, line.indexOf(' ', 2));
+    if (names.has(name) || lines.length > MAX_KEPT) continue;
+    names.add(name);
+    lines.push(line);
+  }
+  return `${parsed.body}\n${lines.join('')}`;
 }

@@ -96,6 +96,11 @@ export interface CheckpointWitnessing {
    * tree of this log than `checkpoint`, the one the log resumes from: the log was rolled back.
    */
   checkWitnessedSizes?(checkpoint: SignedCheckpoint): Promise<unknown>;
+  /**
+   * Once open, the sequencer hands over how to stop it: for a rollback a party reports outside
+   * a round (a mirror fed in the background), the same stop a LogStateError from cosign causes.
+   */
+  stopWith?(stop: (err: LogStateError) => void): void;
   cosign(
     checkpoint: SignedCheckpoint,
     consistencyFrom: (oldSize: number) => Promise<Uint8Array[]>,

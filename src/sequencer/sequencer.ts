@@ -166,6 +166,7 @@ export class Sequencer {
     try {
       await s.recover(true);
       await opts.witnessing?.checkWitnessedSizes?.(s.committed);
+      opts.witnessing?.stopWith?.((e) => s.fail(new SequencerStoppedError(e.message), []));
       s.pool.reset(s.tip());
       // A brand-new log has no public checkpoint until its first one is cosigned.
       const deadline = Date.now() + FIRST_PUBLISH_TIMEOUT_MS;

@@ -2,9 +2,11 @@
 // cosign its checkpoints and what quorum publishes one) are stored with the log at its first
 // start: private/log-settings.json in a local data directory, the same name under the private
 // prefix of an S3 log (src/serve/settings-home.ts). A later start that omits them uses the
-// stored ones; one that gives different ones is refused unless it says --reconfigure. So a
-// restart that forgets `--witness` never silently publishes checkpoints that clients who
-// pinned the witnesses reject (issue 20: persistent log settings).
+// stored ones; one that gives any other (adds a witness, a mirror, demo witnesses, a
+// threshold or a policy the log was not started with, or changes one) is refused unless it
+// says --reconfigure. So a restart never silently changes the policy clients pinned: one
+// that forgets `--witness` would publish checkpoints they reject, one that adds witnesses
+// would change the quorum under them (issue 20, issue 31).
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { ConfigError, type ServeConfig } from '../config.js';
@@ -41,9 +43,10 @@ export interface ReconciledSettings {
 
 /**
  * Applies the settings stored in `home` to `cfg` where this start omits them, and refuses a
- * start that changes or removes a stored setting unless `cfg.reconfigure`, in which case this
- * start's settings (given or not) replace them. Adding a setting the log never had (witnesses
- * to an unwitnessed log) needs no flag: no client relied on its absence.
+ * start that gives any setting other than the stored one (added or changed; removing one takes
+ * --reconfigure without it) unless `cfg.reconfigure`, in which case this start's settings
+ * (given or not) replace them. Adding counts: witnesses added to a log change the quorum its
+ * clients pinned.
  */
 export async function reconcileLogSettings(cfg: ServeConfig, home: SettingsHome): Promise<ReconciledSettings> {
   const given = await settingsOf(cfg);
@@ -55,7 +58,7 @@ export async function reconcileLogSettings(cfg: ServeConfig, home: SettingsHome)
   let settings: LogSettings = given;
   if (stored !== null) {
     for (const key of Object.keys(NAMES) as (keyof LogSettings)[]) {
-      if (stored[key] === null || JSON.stringify(given[key]) === JSON.stringify(stored[key])) continue;
+      if (JSON.stringify(given[key]) === JSON.stringify(stored[key])) continue;
       if (given[key] !== null) {
         throw new ConfigError(
           `this log was started with ${NAMES[key]} ${describe(stored[key])}, and this start gives ${describe(given[key])}: ` +

@@ -5,8 +5,9 @@
 // sequencer calls before it publishes, and what /api/ledger/key and explorer.json advertise.
 // The settings are read (and a bad one refused) before the log opens; they bind to the log
 // once its key and its public objects are known. A witness's last cosigned size is not kept
-// here: the collector asks the witnesses at start (checkWitnessedSizes) and learns from a 409,
-// so a restarted or replacing sequencer needs nothing from the one before it.
+// here: the collector asks the witnesses at start (checkWitnessedSizes), the mirror pusher its
+// mirrors, and both learn from a 409, so a restarted or replacing sequencer needs nothing from
+// the one before it (and one restored from a backup meets the party that saw more).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -173,6 +174,7 @@ export async function openWitnessing(
       s.mirrors.length > 0
         ? new MirrorPusher({
             mirrors: s.mirrors,
+            log,
             required: s.mirrorQuorum,
             objects,
             logger,
@@ -243,8 +245,16 @@ function mirrorInfo(mirrors: readonly MirrorEndpoint[], origin: string): MirrorI
   });
 }
 
-/** Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. */
+/**
+ * Demo mode's witnesses: in-process, on loopback, so the default log is witnessed. Their state
+ * is in the data directory on purpose (their keys must move with it, or the policy clients
+ * pinned would change), so they protect against nothing a restore of it does: said at start.
+ */
 function startDemoWitnesses(n: number, dataDir: string, log: NoteVerifier, logger: Logger): Promise<RunningWitness[]> {
+  if (n > 0)
+    logger.warn(
+      'the demo witnesses run in this process with their state in the data directory: they protect against nothing a restore of it does; use witnesses run by others (--witness) for that',
+    );
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
       startWitness({

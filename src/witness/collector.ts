@@ -39,16 +39,19 @@ export interface WitnessOutcome {
 const MAX_ATTEMPTS = 3;
 
 /**
- * A witness has cosigned a larger tree of this log (`witnessSize`) than the checkpoint the
- * log is presenting (`logSize`): the log's state went backwards (a lock restored from an old
- * backup, or lost and started again), and entries the witness saw are missing from it.
+ * A cosigner (a witness, or a mirror) holds a larger tree of this log (`witnessSize`) than the
+ * checkpoint the log is presenting (`logSize`), or, `forked`, a checkpoint the log signed at a
+ * size it has with another root: the log's state went backwards (a lock or a data directory
+ * restored from an old backup, or lost and started again), and entries that party saw are
+ * missing from it.
  *
- * Contract: thrown by WitnessCollector.cosign() and checkWitnessedSizes() instead of a
- * failed round. It is not transient: the caller must not retry or publish anything below
- * `witnessSize` (that would fork the log in the witnesses' eyes); the sequencer stops with
- * it and the operator recovers the log from what was published (`stele log recover`). The
- * size is the witness's 409 answer, which the protocol does not sign: a configured witness
- * that lies can halt the log this way, which is the safe direction (a halt, never a fork).
+ * Contract: thrown by WitnessCollector.cosign() and checkWitnessedSizes(), and by the mirror
+ * pusher (src/mirror/pusher.ts) for a mirror, instead of a failed round. It is not transient:
+ * the caller must not retry or publish anything below `witnessSize` (that would fork the log
+ * in that party's eyes); the sequencer stops with it and the operator recovers the log from
+ * what was published (`stele log recover`). The size is the party's 409 answer, which the
+ * protocol does not sign: a configured party that lies can halt the log this way, which is
+ * the safe direction (a halt, never a fork).
  */
 export class WitnessRollbackError extends LogStateError {
   override name = 'WitnessRollbackError';
@@ -56,9 +59,18 @@ export class WitnessRollbackError extends LogStateError {
     readonly witness: string,
     readonly witnessSize: number,
     readonly logSize: number,
+    readonly role: 'witness' | 'mirror' = 'witness',
+    readonly forked = false,
   ) {
+    // A mirror's copy holds the entries the log lost; a witness holds only a checkpoint.
+    const recover =
+      role === 'mirror'
+        ? `the mirror's copy holds the entries this log lost: restore the log from a newer backup or from that copy`
+        : 'recover the log from its published state';
     super(
-      `witness ${witness} has cosigned size ${witnessSize} of this log, more than the checkpoint of size ${logSize} now presented: the log was rolled back; refusing to publish below ${witnessSize} (recover the log from its published state)`,
+      forked
+        ? `${role} ${witness} holds a checkpoint of size ${witnessSize} signed by this log with another root than the log's own at that size (the log is at size ${logSize}): the log was rolled back and grew another tree; refusing to publish (${recover})`
+        : `${role} ${witness} has ${role === 'witness' ? 'cosigned' : 'seen'} size ${witnessSize} of this log, more than the checkpoint of size ${logSize} now presented: the log was rolled back; refusing to publish below ${witnessSize} (${recover})`,
     );
   }
 }
@@ -77,7 +89,7 @@ export interface WitnessedSize {
 }
 
 /** One add-checkpoint exchange: the status, and the witness's size when it sent one (409). */
-interface Answer {
+export interface Answer {
   readonly status: number;
   readonly text: string;
   readonly size?: number;
@@ -121,49 +133,18 @@ export class WitnessCollector implements CheckpointWitnessing {
   }
 
   /**
-   * Asks every witness which size of this log it last cosigned, for a log starting up with
-   * `checkpoint` (its latest, already signed; size 0 for a new log), and throws
-   * WitnessRollbackError if one holds more. It publishes nothing and moves no witness: it
-   * sends add-checkpoint with old size = the checkpoint's own size, which a witness accepts
-   * only if it already holds exactly that checkpoint (it then cosigns it again, its state
-   * unchanged); at any other size it answers 409 with the size it holds, before looking at
-   * the tree. (Old size 0 would instead make a witness that never saw the log cosign this
-   * checkpoint, the one case where a rolled-back log could bind a witness to its state.)
-   * The sizes learnt also save the first cosign round its 409s.
+   * Asks every witness which size of this log it last cosigned (probeHeldSize, which moves no
+   * witness), for a log starting up with `checkpoint` (its latest, already signed; size 0 for
+   * a new log), and throws WitnessRollbackError if one holds more. The sizes learnt also save
+   * the first cosign round its 409s.
    */
   async checkWitnessedSizes(checkpoint: SignedCheckpoint): Promise<WitnessedSize[]> {
     const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
-    const found = await Promise.all(
-      this.policy.witnesses.map((w) =>
-        this.sizeAt(w, checkpoint, signal).catch(
-          (e: unknown): WitnessedSize => ({ name: w.verifier.name, status: 'unknown', reason: (e as Error).message }),
-        ),
-      ),
-    );
+    const found = await Promise.all(this.policy.witnesses.map((w) => probeHeldSize(w, checkpoint, signal)));
+    for (const f of found) if (f.status === 'same' || f.status === 'behind') this.known.set(f.name, f.size!);
     const ahead = found.find((f) => f.status === 'ahead');
     if (ahead) throw new WitnessRollbackError(ahead.name, ahead.size!, checkpoint.size);
     return found;
-  }
-
-  private async sizeAt(w: WitnessEndpoint, cp: SignedCheckpoint, signal: AbortSignal): Promise<WitnessedSize> {
-    const name = w.verifier.name;
-    const answer = await this.post(w, cp.size, [], cp.note, signal);
-    if (answer.status === 200) {
-      this.known.set(name, cp.size);
-      return { name, status: 'same', size: cp.size };
-    }
-    // The current tlog-witness text answers 422 for another root at the same size; v1.0.0 answered 409 with that size.
-    if (answer.status === 422 || answer.size === cp.size)
-      return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
-    if (answer.size === undefined)
-      return {
-        name,
-        status: 'unknown',
-        reason: `witness answered ${answer.status}: ${answer.text.trim().slice(0, 200)}`,
-      };
-    if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };
-    this.known.set(name, answer.size);
-    return { name, status: 'behind', size: answer.size };
   }
 
   private async ask(
@@ -176,7 +157,7 @@ export class WitnessCollector implements CheckpointWitnessing {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const old = Math.min(this.known.get(w.verifier.name) ?? 0, cp.size);
       const proof = old === 0 || old === cp.size ? [] : await consistencyFrom(old);
-      const { status, text, size } = await this.post(w, old, proof, cp.note, signal);
+      const { status, text, size } = await postAddCheckpoint(w.url, old, proof, cp.note, signal);
       if (size !== undefined) {
         if (size > cp.size) throw new WitnessRollbackError(w.verifier.name, size, cp.size);
         if (size === old) throw new Error(`witness refused size ${cp.size}: it cosigned a different root`);
@@ -196,26 +177,62 @@ export class WitnessCollector implements CheckpointWitnessing {
     }
     throw new Error('witness kept reporting a stale size');
   }
+}
 
-  /** POSTs one add-checkpoint; a 409 carrying the witness's size (text/x.tlog.size) comes back as `size`. */
-  private async post(
-    w: WitnessEndpoint,
-    oldSize: number,
-    proof: Uint8Array[],
-    note: string,
-    signal: AbortSignal,
-  ): Promise<Answer> {
-    const res = await fetch(`${w.url.replace(/\/$/, '')}/add-checkpoint`, {
-      method: 'POST',
-      body: formatAddCheckpoint({ oldSize, proof, checkpoint: note }),
-      signal,
-    });
-    const text = await res.text();
-    if (res.status !== 409 || !res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE))
-      return { status: res.status, text };
-    const size = Number(text.trim());
-    if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size))
-      throw new Error(`witness sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
-    return { status: res.status, text, size };
+/**
+ * Which size of this log the cosigner at `w` (a witness or a mirror: both answer
+ * add-checkpoint alike) holds, for a log presenting `cp`, its latest signed checkpoint. It
+ * moves nobody: old size = the checkpoint's own size is accepted only by a party that already
+ * holds exactly that checkpoint (it answers 200, its state unchanged); at any other size it
+ * answers 409 with the size it holds, before looking at the tree. (Old size 0 would instead
+ * make a party that never saw the log take this checkpoint, the one case where a rolled-back
+ * log could bind it to its state.) Network failures come back as status unknown.
+ */
+export async function probeHeldSize(
+  w: WitnessEndpoint,
+  cp: SignedCheckpoint,
+  signal: AbortSignal,
+): Promise<WitnessedSize> {
+  const name = w.verifier.name;
+  let answer: Answer;
+  try {
+    answer = await postAddCheckpoint(w.url, cp.size, [], cp.note, signal);
+  } catch (e) {
+    return { name, status: 'unknown', reason: (e as Error).message };
   }
+  if (answer.status === 200) return { name, status: 'same', size: cp.size };
+  // The current tlog-witness text answers 422 for another root at the same size; v1.0.0 answered 409 with that size.
+  if (answer.status === 422 || answer.size === cp.size)
+    return { name, status: 'forked', size: cp.size, reason: answer.text.trim().slice(0, 200) };
+  if (answer.size === undefined)
+    return { name, status: 'unknown', reason: `answered ${answer.status}: ${answer.text.trim().slice(0, 200)}` };
+  if (answer.size > cp.size) return { name, status: 'ahead', size: answer.size };
+  return { name, status: 'behind', size: answer.size };
+}
+
+/** A 409 whose body is not a size: the party answered outside the protocol. */
+export class MalformedSizeError extends Error {
+  override name = 'MalformedSizeError';
+}
+
+/** POSTs one add-checkpoint to `url`; a 409 carrying the party's size (text/x.tlog.size) comes back as `size`. */
+export async function postAddCheckpoint(
+  url: string,
+  oldSize: number,
+  proof: Uint8Array[],
+  note: string,
+  signal?: AbortSignal,
+): Promise<Answer> {
+  const res = await fetch(`${url.replace(/\/$/, '')}/add-checkpoint`, {
+    method: 'POST',
+    body: formatAddCheckpoint({ oldSize, proof, checkpoint: note }),
+    ...(signal ? { signal } : {}),
+  });
+  const text = await res.text();
+  if (res.status !== 409 || !res.headers.get('content-type')?.startsWith(SIZE_CONTENT_TYPE))
+    return { status: res.status, text };
+  const size = Number(text.trim());
+  if (!/^[0-9]+\n?$/.test(text) || !Number.isSafeInteger(size))
+    throw new MalformedSizeError(`sent a malformed size ${JSON.stringify(text.slice(0, 40))}`);
+  return { status: res.status, text, size };
 }

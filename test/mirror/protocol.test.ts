@@ -52,6 +52,7 @@ async function logAt(size: number, entries = ENTRIES): Promise<{ note: string; d
     entries: async (s, e) => entries.slice(s, e),
     subtreeProof: (s, e) => proveSubtree(s, e, size, reader),
     consistencyProof: (old) => proveConsistency(old, size, reader),
+    rootAt: (n) => treeHash(n, reader),
   };
   return { note, data, root };
 }

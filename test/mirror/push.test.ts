@@ -3,71 +3,17 @@
 // passes on the copy's directory (records included, each checked by the mirror); a log that
 // requires one mirror cosignature publishes nothing while its mirror is down, and publishes
 // with the mirror's cosignature once it is back.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
 import { parsePolicy, quorumMet } from '../../src/core/tlog-policy.js';
 import { originHash } from '../../src/witness/protocol.js';
 import { writeTestKey } from '../helpers/audit.js';
-import { CLI, type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
+import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { runTlogcheck } from '../helpers/tlogcheck.js';
 import { digestOf } from '../helpers/logs.js';
 import { freePort } from '../helpers/ports.js';
-
-interface RunningMirrorCli {
-  url: string;
-  vkey: string;
-  stop(): Promise<void>;
-}
-
-/** `stele mirror serve --json` as a subprocess, ready once it prints its line. */
-async function startMirrorCli(dataDir: string, port: number, logSpec: string): Promise<RunningMirrorCli> {
-  const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('STELE_')) delete env[k];
-  const proc: ChildProcess = spawn(
-    process.execPath,
-    [
-      CLI,
-      'mirror',
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--name',
-      'mirror.test/m1',
-      '--log',
-      logSpec,
-      '--port',
-      String(port),
-      '--log-level',
-      'warn',
-      '--json',
-    ],
-    {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let stderr = '';
-  proc.stderr!.on('data', (d) => (stderr += d));
-  const info = await new Promise<{ url: string; vkey: string }>((resolve, reject) => {
-    let buf = '';
-    proc.stdout!.on('data', (d) => {
-      buf += d;
-      if (buf.includes('\n')) resolve(JSON.parse(buf.slice(0, buf.indexOf('\n'))) as { url: string; vkey: string });
-    });
-    proc.once('exit', (code) => reject(new Error(`stele mirror serve exited with ${code}: ${stderr}`)));
-  });
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  return {
-    ...info,
-    async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    },
-  };
-}
+import { type RunningMirrorCli, startMirrorCli } from './mirror-cli.js';
 
 async function anchorMany(url: string, label: string, n: number): Promise<void> {
   for (let i = 0; i < n; i += 50) {
