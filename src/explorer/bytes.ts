@@ -1,18 +1,11 @@
 // Byte helpers for the explorer: hex, base64 and comparisons are src/core/hash.ts's (they work
-// without Buffer); UTF-8, 64-bit integers and display shortening are here.
-export { bytesEqual, concatBytes as concat, fromBase64, fromHex, toBase64, toHex } from '../core/hash.js';
-
-const enc = new TextEncoder();
-export const utf8 = (s: string): Uint8Array => enc.encode(s);
+// without Buffer); 64-bit integers and display shortening are here.
+export { bytesEqual, fromBase64, fromHex, toBase64, toHex } from '../core/hash.js';
 
 export function u64be(n: number): Uint8Array {
   const b = new Uint8Array(8);
   new DataView(b.buffer).setBigUint64(0, BigInt(n));
   return b;
-}
-
-export function readU64be(b: Uint8Array, off = 0): number {
-  return Number(new DataView(b.buffer, b.byteOffset + off, 8).getBigUint64(0));
 }
 
 /** First 16 hex characters and an ellipsis, for tables. */
