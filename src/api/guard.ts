@@ -96,7 +96,7 @@ export function withTenant(request: AnchorRequest, who: AnchorClient, rule: Tena
     throw new ApiError(
       403,
       'tenant_not_granted',
-      `token ${who.client} is bound to no tenant and cannot write tenant ${JSON.stringify(sent)}`,
+      `token ${who.client} is bound to no tenant and cannot write tenant ${JSON.stringify(sent)} (bind it on the server: ${who.client}=<secret>@<tenant> in STELE_ANCHOR_TOKENS; or anchor without a tenant)`,
     );
   }
   return request;
@@ -135,9 +135,14 @@ export function anchorGuard(options: GuardOptions) {
     if (options.authenticate) {
       const found = await options.authenticate(ctx);
       if (!found) {
-        throw new ApiError(401, 'unauthorized', 'a valid bearer token is required to anchor', {
-          'WWW-Authenticate': 'Bearer realm="stele"',
-        });
+        throw new ApiError(
+          401,
+          'unauthorized',
+          'a valid bearer token is required to anchor (Authorization: Bearer <token>; the stele CLI sends STELE_LEDGER_TOKEN)',
+          {
+            'WWW-Authenticate': 'Bearer realm="stele"',
+          },
+        );
       }
       who = found;
     }

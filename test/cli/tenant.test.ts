@@ -84,6 +84,14 @@ describe('tenants in production: the token decides', () => {
         (await sb.run(['ledger', 'init', '--endpoint', serve.url, '--tenant', 'globex', '--trust-key', serve.keyId]))
           .code,
       ).toBe(0);
+      // No token: the 401 says how to give one.
+      const anonymous = await sb.run(['ledger', 'anchor', 'pkg.tgz']);
+      expect(anonymous.code).toBe(2);
+      expect(anonymous.stderr).toMatch(
+        /^stele: http:\/\/\S+\/api\/ledger\/anchor: the log requires a bearer token to anchor: set STELE_LEDGER_TOKEN to a token its operator issued \(STELE_ANCHOR_TOKENS on the server\)\n$/,
+      );
+      const wrong = await sb.run(['ledger', 'anchor', 'pkg.tgz'], { STELE_LEDGER_TOKEN: 'not-the-token-at-all' });
+      expect(wrong.stderr).toMatch(/refused the one in STELE_LEDGER_TOKEN\n$/);
       const token = { STELE_LEDGER_TOKEN: '0123456789abcdef0123' };
       const refused = await sb.run(['ledger', 'anchor', 'pkg.tgz'], token);
       expect(refused.code).toBe(2);
