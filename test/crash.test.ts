@@ -1,4 +1,4 @@
-// Crash safety (DESIGN.md §3.2, §3.3): a real sequencer (fsync on) in a child process is
+// Crash safety (docs/design.md §3.2, §3.3): a real sequencer (fsync on) in a child process is
 // SIGKILLed at random moments under continuous load and restarted, several times. Then:
 // every anchor that was ever acknowledged is in the log at its acknowledged leaf index with
 // the same entry hash; the entry chain and the root verify from scratch; the checkpoint

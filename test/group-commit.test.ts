@@ -1,4 +1,4 @@
-// Group commit (DESIGN.md §1.5): a batch starts as soon as the last one is acknowledged when
+// Group commit (docs/design.md §1.5): a batch starts as soon as the last one is acknowledged when
 // anchors wait, no sooner than the minimum spacing after the last start, and no later than
 // the batch interval after the oldest anchor arrived. The intervals here are a minute, so a
 // sequencer that waits for the interval instead misses the test timeout; the assertions are

@@ -1,6 +1,6 @@
 // C2SP tlog-proof files: Stele's codec round-trips, and a proof the API serves verifies with
 // an independent verifier (test/helpers/tlog-proof.ts, from the C2SP texts alone: tlog-proof, signed-note,
-// tlog-checkpoint, RFC 6962, and DESIGN.md §1.1) — not Stele's parser. Tampering with each
+// tlog-checkpoint, RFC 6962, and docs/design.md §1.1) — not Stele's parser. Tampering with each
 // part fails on the check that covers it, in both verifiers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Report, type Trust, trustFromPolicy, verifyTlogProof } from '@stele/verify';

@@ -1,4 +1,4 @@
-// `stele ledger …` (spec §4.3 and, for verifiers, mirror and audit) and `stele verify …`.
+// `stele ledger …` (docs/interface.md §4.3 and, for verifiers, mirror and audit) and `stele verify …`.
 import type { Command } from 'commander';
 import { registerAnchor } from './ledger/anchor.js';
 import { registerAudit } from './ledger/audit.js';

@@ -1,5 +1,5 @@
 // `stele verify <file> [--anchor]`: check a file against the log (is its digest anchored,
-// does its inclusion verify). With --anchor, spec §4.3's "verification plus anchoring in one
+// does its inclusion verify). With --anchor, docs/interface.md §4.3's "verification plus anchoring in one
 // step": a file that verifies gets a document_verified entry; a file the log does not hold
 // yet is anchored (ledger_anchor); either new entry's proof is verified.
 import { basename } from 'node:path';

@@ -1,4 +1,4 @@
-// The anchor policy (spec §1.7, §4.1 rule 2: in production the anchor route "validates the
+// The anchor policy (docs/interface.md §1.7, §4.1 rule 2: in production the anchor route "validates the
 // digest against policy"). Each anchor is one Cedar request, decided by the engine the
 // control plane uses (src/control/policy.ts: the same files, hot reload, and a broken set
 // leaves the previous one active):

@@ -1,4 +1,4 @@
-// Guards for the anchor route (spec §4.1 rule 2, §5.3): bearer-token authentication,
+// Guards for the anchor route (docs/interface.md §4.1 rule 2, §5.3): bearer-token authentication,
 // per-client rate limiting, the tenant an anchor is recorded under, and the anchor policy.
 // Authentication and rate limits are off in demo mode and on in production mode.
 import { createHash, timingSafeEqual } from 'node:crypto';

@@ -1,4 +1,4 @@
-// The /api/ledger routes of spec §4.1, computed from the tiles (through LogReader's
+// The /api/ledger routes of docs/interface.md §4.1, computed from the tiles (through LogReader's
 // cache) and the lookup index. No route reads more than a few tiles per tree level.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';

@@ -1,5 +1,5 @@
 // Serves the log's public objects as the CDN would: /checkpoint and /tile/… with the
-// Cache-Control of DESIGN.md §1.2, so verifiers and mirrors can read tiles locally.
+// Cache-Control of docs/design.md §1.2, so verifiers and mirrors can read tiles locally.
 import type { Context, Next } from 'koa';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
 import type { ObjectReader } from '../store/store.js';

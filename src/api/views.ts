@@ -1,4 +1,4 @@
-// JSON views of spec §2.2–2.6 built from published data.
+// JSON views of docs/interface.md §2.2–2.6 built from published data.
 import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../core/entry.js';
 import { leafHash, toBase64, toHex } from '../core/hash.js';
 import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../core/note.js';
@@ -25,7 +25,7 @@ export function cosignaturesOf(note: string, witnessKeys: ReadonlyMap<string, Ui
   return out;
 }
 
-/** Checkpoint JSON (spec §2.2) plus the signed note itself, so clients can check it byte for byte. */
+/** Checkpoint JSON (docs/interface.md §2.2) plus the signed note itself, so clients can check it byte for byte. */
 export function checkpointView(
   cp: PublishedCheckpoint,
   publicKey: Uint8Array,
@@ -79,7 +79,7 @@ export class CheckpointViews {
 }
 
 /**
- * The entry-proof view (spec §2.3–2.4, EntryProofView) as JSON bytes. `checkpointJson` is
+ * The entry-proof view (docs/interface.md §2.3–2.4, EntryProofView) as JSON bytes. `checkpointJson` is
  * `checkpoint` serialised (once per checkpoint, by the caller).
  */
 export function entryProofJson(
@@ -146,7 +146,7 @@ function writeEntryView(
   w.spliced(key, `{"id":"${entryIdOfHex(seq, hex)}",`, canonical.subarray(1, last), `,"proof":{"entryHash":"${hex}"}}`);
 }
 
-/** The anchor response (spec §2.5) as JSON bytes; `checkpointJson` as for entryProofJson. */
+/** The anchor response (docs/interface.md §2.5) as JSON bytes; `checkpointJson` as for entryProofJson. */
 export function anchorJson(
   seq: number,
   entry: CanonicalEntry,

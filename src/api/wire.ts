@@ -1,4 +1,4 @@
-// The JSON contract of /api/ledger (spec §2.2–2.6, DESIGN.md §1.4): what the server emits
+// The JSON contract of /api/ledger (docs/interface.md §2.2–2.6, docs/design.md §1.4): what the server emits
 // (src/api/views.ts) and what the client reads (src/client/api.ts, which validates every
 // answer against these shapes before trusting anything in it).
 
@@ -10,7 +10,7 @@ export interface WitnessSigView {
   timestamp?: string | number;
 }
 
-/** Checkpoint JSON (spec §2.2); `note` is the full signed note when the server adds it. */
+/** Checkpoint JSON (docs/interface.md §2.2); `note` is the full signed note when the server adds it. */
 export interface CheckpointView {
   logId: string;
   treeSize: number;
@@ -23,7 +23,7 @@ export interface CheckpointView {
   note?: string;
 }
 
-/** Entry JSON (spec §2.3): the canonical fields plus id and proof.entryHash. */
+/** Entry JSON (docs/interface.md §2.3): the canonical fields plus id and proof.entryHash. */
 export interface EntryView {
   id: string;
   type: string;

@@ -1,4 +1,4 @@
-// The JSON API client (spec §4.1 plus GET /api/ledger/key): every response is checked for
+// The JSON API client (docs/interface.md §4.1 plus GET /api/ledger/key): every response is checked for
 // the contract's shape before anything reads it; nothing here trusts the content — the
 // verification lives in verify.ts.
 import { ApiError, NetworkError, ResponseError, UsageError } from './errors.js';

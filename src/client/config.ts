@@ -1,4 +1,4 @@
-// The client's trust configuration: ~/.config/stele/ledger.toml (spec §4.3), honouring
+// The client's trust configuration: ~/.config/stele/ledger.toml (docs/interface.md §4.3), honouring
 // XDG_CONFIG_HOME and --config, with STELE_LEDGER_ENDPOINT / STELE_LEDGER_TENANT
 // overriding the file. It pins the log key (by key id, with the vkey it was checked
 // against), a checkpoint (size and root), and the witnesses with their quorum: a C2SP

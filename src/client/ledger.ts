@@ -1,4 +1,4 @@
-// The client's operations (spec §4.3), independent of the command line: each returns a
+// The client's operations (docs/interface.md §4.3), independent of the command line: each returns a
 // result with a PASS/FAIL report; the CLI renders it. Nothing the log says is used before
 // it is verified against the pinned key, the pinned checkpoint and the pinned witnesses.
 import { basename } from 'node:path';
@@ -243,7 +243,7 @@ export async function checkpointRules(
 /**
  * The checkpoint as verified: origin, size and root are signed; `witnessedAt` is the signed
  * time of a valid policy witness's cosignature. The JSON `timestamp` is signed by no one
- * (DESIGN.md §1.4), so it is kept apart, under `unsigned`.
+ * (docs/design.md §1.4), so it is kept apart, under `unsigned`.
  */
 export interface CheckpointSummary {
   origin: string;

@@ -236,7 +236,7 @@ async function tilesLeaves(
     );
   }
   if (l.by === 'digest') return digestAt === undefined ? [] : [digestAt];
-  // Scope "" is no scope, as in the artifact id (DESIGN.md §1.4).
+  // Scope "" is no scope, as in the artifact id (docs/design.md §1.4).
   const scope = l.by === 'artifact' && l.scope !== undefined ? (l.scope === '' ? null : l.scope) : undefined;
   if (scope === null) hits = hits.filter(([sc]) => sc === null || sc === '');
   return latestByScope(hits, scope === null ? undefined : scope).map(([, seq]) => seq);

@@ -59,7 +59,7 @@ export function parseBundle(value: unknown, where: string): ProofBundle {
  */
 export function tlogProofOf(b: ProofBundle): string | null {
   if (b.priorEntryHash === undefined || b.checkpoint.note === undefined) return null;
-  // The entry view is the entry object the log shows (DESIGN.md §1.4): canonical fields, id and proof.
+  // The entry view is the entry object the log shows (docs/design.md §1.4): canonical fields, id and proof.
   const canonical = canonicalEntryBytes(b.entry as unknown as Entry);
   return steleTlogProof(
     b.leafIndex,

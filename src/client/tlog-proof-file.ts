@@ -1,4 +1,4 @@
-// `ledger verify <file> --proof <file.tlog-proof>`: the report of spec §4.3 from a C2SP
+// `ledger verify <file> --proof <file.tlog-proof>`: the report of docs/interface.md §4.3 from a C2SP
 // tlog-proof alone, with no network. The proof file's checkpoint note, inclusion proof and
 // extra data (src/core/tlog-proof.ts) carry everything rules 1, 3, 4 and 5 need; rule 2 needs a
 // consistency proof the file does not hold, so it is checked only when the proof's

@@ -1,4 +1,4 @@
-// Client-side verification (spec §4.3 rules 1–6): the rules and their report live in the pure
+// Client-side verification (docs/interface.md §4.3 rules 1–6): the rules and their report live in the pure
 // core (src/core/verify/), shared with the explorer; this module binds them to the client's
 // errors, so a network or I/O failure while fetching a consistency proof is reported as such
 // (exit 3), not as a FAIL of the log.

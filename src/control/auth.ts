@@ -1,4 +1,4 @@
-// Authentication (spec §5): OIDC access tokens (JWT, RFC 9068) verified with jose against
+// Authentication (docs/interface.md §5): OIDC access tokens (JWT, RFC 9068) verified with jose against
 // the issuer's discovery document and JWKS, then authorised by role with an MFA rule.
 //
 // - Discovery: <issuer>/.well-known/openid-configuration is fetched once (retried after a

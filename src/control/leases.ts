@@ -1,4 +1,4 @@
-// Access leases (spec §2.7): a fresh 256-bit data-encryption key (DEK) wrapped under the
+// Access leases (docs/interface.md §2.7): a fresh 256-bit data-encryption key (DEK) wrapped under the
 // current KEK epoch. The DEK itself is never stored, logged or returned in the clear.
 //
 // wrapped_dek = base64url of the envelope

@@ -1,4 +1,4 @@
-// Anchor requests: validation of what a client may submit (DESIGN.md §1.5) and the
+// Anchor requests: validation of what a client may submit (docs/design.md §1.5) and the
 // canonical entry the sequencer builds from it.
 import { type CanonicalEntry, artifactId } from './entry.js';
 import { LABEL_MAX_BYTES, type LabelField, checkLabel } from './labels.js';

@@ -1,4 +1,4 @@
-// Stele's entry and record bundles (DESIGN.md §1.2): the tlog-tiles data tiles hold one
+// Stele's entry and record bundles (docs/design.md §1.2): the tlog-tiles data tiles hold one
 // bundle per 256 entries, each item framed by a 2-byte big-endian length.
 import { TILE_WIDTH, TileFormatError } from './tiles.js';
 

@@ -42,7 +42,7 @@ export function parseExtendedCheckpointBody(body: string): ExtendedCheckpointBod
   return { origin, size: Number(sizeText), root, extensions };
 }
 
-/** Parses a Stele checkpoint body: extension lines are refused (a Stele log writes none, DESIGN.md §1.3). */
+/** Parses a Stele checkpoint body: extension lines are refused (a Stele log writes none, docs/design.md §1.3). */
 export function parseCheckpointBody(body: string): CheckpointBody {
   const { extensions, ...c } = parseExtendedCheckpointBody(body);
   if (extensions.length > 0) throw new NoteError('checkpoint body must be exactly origin, size and root lines');

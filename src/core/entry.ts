@@ -1,5 +1,5 @@
 // Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
-// entry ids and artifact ids (DESIGN.md §1.1, §1.4, §1.5).
+// entry ids and artifact ids (docs/design.md §1.1, §1.4, §1.5).
 import { utf8ToBytes } from '@noble/hashes/utils.js';
 import canonicalizeCjs from 'canonicalize';
 import { HASH_SIZE, leafHash, sha256, toHex } from './hash.js';

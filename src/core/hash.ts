@@ -1,4 +1,4 @@
-// SHA-256 and the RFC 6962 hashing rules (DESIGN.md §1.1).
+// SHA-256 and the RFC 6962 hashing rules (docs/design.md §1.1).
 //
 // On Node the digests come from its native OpenSSL binding: the sequencer's hot path is
 // three small hashes per entry, where @noble/hashes' per-call setup costs ~3× the work.

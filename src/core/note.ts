@@ -1,6 +1,6 @@
 // C2SP signed-note: Ed25519 signatures (type 0x01), tlog-cosignature cosignatures
 // (cosignature/v1 Ed25519, type 0x04; subtree/v1 ML-DSA-44, type 0x06), key hashes, and
-// verifier keys in vkey form (DESIGN.md §1.3).
+// verifier keys in vkey form (docs/design.md §1.3).
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
@@ -405,7 +405,7 @@ export class SeedSigner implements NoteSigner {
   }
 }
 
-/** keyId = lowercase hex SHA-256 of the raw 32-byte public key (DESIGN.md §1.4). */
+/** keyId = lowercase hex SHA-256 of the raw 32-byte public key (docs/design.md §1.4). */
 export function keyIdOf(publicKey: Uint8Array): string {
   return toHex(sha256(publicKey));
 }

@@ -1,5 +1,5 @@
 // C2SP tlog-tiles: tile paths, hash tiles with their interior hashes, the tile a subtree
-// hash lives in, and a HashReader that reads each needed tile once (DESIGN.md §1.2).
+// hash lives in, and a HashReader that reads each needed tile once (docs/design.md §1.2).
 import { HASH_SIZE, nodeHash } from './hash.js';
 import { type HashReader, RightEdgeMemo, type SubtreeRef, subtreeWidth } from './merkle.js';
 

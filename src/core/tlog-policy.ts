@@ -1,4 +1,4 @@
-// C2SP tlog-policy (../shared/spec/c2sp/tlog-policy.md): the text format naming the logs a
+// C2SP tlog-policy (https://c2sp.org/tlog-policy): the text format naming the logs a
 // verifier accepts, the witnesses it knows, and the quorum of cosignatures it requires.
 // Pure and browser-safe (no Buffer, no node: imports), so the explorer can use it too.
 //

@@ -1,7 +1,7 @@
-// C2SP tlog-proof (`c2sp.org/tlog-proof@v1`, ../shared/spec/c2sp/tlog-proof.md): an
+// C2SP tlog-proof (`c2sp.org/tlog-proof@v1`, https://c2sp.org/tlog-proof): an
 // offline-verifiable proof that an entry is in the log — index, inclusion proof, and the
 // checkpoint note verbatim with its cosignatures — plus Stele's `extra` data, which takes a
-// verifier from a package's SHA-256 to the leaf (DESIGN.md §1.1).
+// verifier from a package's SHA-256 to the leaf (docs/design.md §1.1).
 //
 // `extra` (the spec: "opaque extra data ... additional data necessary to reconstruct the
 // record hash") is, in Stele, the bytes

@@ -76,7 +76,7 @@ export class LogClient {
     return p;
   }
 
-  /** A tile at `width`, falling back to the full tile when the partial one is gone (DESIGN.md §1.5). */
+  /** A tile at `width`, falling back to the full tile when the partial one is gone (docs/design.md §1.5). */
   private async tileBytes(
     kind: number | BundleKind,
     index: number,

@@ -20,7 +20,7 @@ export {
 export interface Verifier extends NoteVerifier {
   /** The vkey text it was parsed from. */
   readonly vkey: string;
-  /** Lowercase hex SHA-256 of the raw public key (DESIGN.md §1.4 keyId). */
+  /** Lowercase hex SHA-256 of the raw public key (docs/design.md §1.4 keyId). */
   readonly keyId: string;
 }
 

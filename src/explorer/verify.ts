@@ -384,7 +384,7 @@ const statusOutcome = (c: Check): Outcome | StatusOutcome =>
     : { status: c.status, detail: c.detail };
 
 /**
- * The six rules of `stele ledger verify` (spec §4.3) in the core's report: checkpoint
+ * The six rules of `stele ledger verify` (docs/interface.md §4.3) in the core's report: checkpoint
  * signature, consistency, leaf hash, inclusion, witnesses, and the overall client-side
  * verdict. With `fileDigest`, rule 3 also requires the entry to record that digest.
  */

@@ -97,7 +97,7 @@ const MAX_RETRY_AFTER_MS = 2000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const withSlash = (u: string) => (u.endsWith('/') ? u : `${u}/`);
 
-/** The anchor answer's fields the hammer uses (spec §2.5), checked before use. */
+/** The anchor answer's fields the hammer uses (docs/interface.md §2.5), checked before use. */
 interface AnchorAnswer {
   leafIndex: number;
   entryHash: Uint8Array;

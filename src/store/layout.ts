@@ -1,4 +1,4 @@
-// Object names and HTTP metadata of the published log (DESIGN.md §1.2).
+// Object names and HTTP metadata of the published log (docs/design.md §1.2).
 import { parseTilePath } from '../core/tiles.js';
 
 export const CHECKPOINT_KEY = 'checkpoint';

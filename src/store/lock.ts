@@ -1,6 +1,6 @@
 // The sequencer's lock record: the one place a new tree size becomes authoritative.
 // Publishing is a compare-and-swap on it, so two sequencers can never both extend the
-// same size (DESIGN.md §3.1). Backed by an ObjectStore swap (local file, S3 If-Match)
+// same size (docs/design.md §3.1). Backed by an ObjectStore swap (local file, S3 If-Match)
 // or DynamoDB conditional writes.
 import type { ObjectStore } from './store.js';
 

@@ -71,7 +71,7 @@ export interface S3StoreOptions extends S3ConnectionOptions {
   readonly conflictRetries?: number;
   /** How If-Match carries the ETag, if known (default quoted, corrected by probe or by a refused current ETag). */
   readonly ifMatchForm?: IfMatchForm;
-  /** Content-Type and Cache-Control per key (default objectMeta of DESIGN.md §1.2). */
+  /** Content-Type and Cache-Control per key (default objectMeta of docs/design.md §1.2). */
   readonly meta?: (key: string) => ObjectMeta;
 }
 

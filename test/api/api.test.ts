@@ -1,4 +1,4 @@
-// The compatibility API over real sockets: spec §2 shapes, proofs that verify against the
+// The compatibility API over real sockets: docs/interface.md §2 shapes, proofs that verify against the
 // library verifier, lookups, concurrency, bad input, and restarts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCheckpointBody } from '../../src/core/checkpoint.js';
@@ -91,7 +91,7 @@ describe('compatibility API', () => {
   });
   afterAll(() => srv?.close());
 
-  it('anchor responses have the spec §2.6 fields and verify', async () => {
+  it('anchor responses have the docs/interface.md §2.6 fields and verify', async () => {
     for (const [i, a] of anchored.entries()) {
       expect(Object.keys(a).sort()).toEqual(['checkpoint', 'entry', 'inclusionProof', 'leafIndex']);
       expect(a.leafIndex).toBe(i);
@@ -123,7 +123,7 @@ describe('compatibility API', () => {
     }
   });
 
-  it('checkpoint route matches spec §2.2 and the published note', async () => {
+  it('checkpoint route matches docs/interface.md §2.2 and the published note', async () => {
     const { status, body, headers } = await getJson(`${srv.url}/api/ledger/checkpoint`);
     expect(status).toBe(200);
     expect(headers.get('cache-control')).toBe('no-store');

@@ -47,7 +47,7 @@ async function head(store: S3ObjectStore, key: string) {
 }
 
 describe('S3ObjectStore on s3rver (loopback)', () => {
-  it('writes tiles and checkpoints under its prefix with the Content-Type and Cache-Control of DESIGN §1.2', async () => {
+  it('writes tiles and checkpoints under its prefix with the Content-Type and Cache-Control of docs/design.md §1.2', async () => {
     const store = makeStore();
     const tile = bytes(3 * 32, 7);
     await store.createAll([

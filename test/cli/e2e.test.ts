@@ -36,7 +36,7 @@ describe('stele ledger, end to end against stele serve', () => {
     sb?.cleanup();
   });
 
-  it('init pins the key and the checkpoint, and writes the spec §4.3 tables', async () => {
+  it('init pins the key and the checkpoint, and writes the docs/interface.md §4.3 tables', async () => {
     const r = await sb.run([
       'ledger',
       'init',
@@ -117,7 +117,7 @@ describe('stele ledger, end to end against stele serve', () => {
     expect(j.out.proof.auditPath.length).toBeGreaterThan(0);
   });
 
-  it('verify reports PASS for each rule of spec §4.3', async () => {
+  it('verify reports PASS for each rule of docs/interface.md §4.3', async () => {
     const [r, j] = await Promise.all([
       sb.run(['ledger', 'verify', 'release-1.2.3.tgz']),
       sb.json(['ledger', 'verify', 'release-1.2.3.tgz']),

@@ -11,7 +11,7 @@ import { NaiveTree, naiveLeafHash, sha256 } from './naive.js';
 const TILE = 256;
 const DOMAIN = Buffer.from('stele/entry/v1\n', 'ascii');
 
-/** 5 → "005", 1234067 → "x001/x234/067" (DESIGN.md §1.2), written out again here on purpose. */
+/** 5 → "005", 1234067 → "x001/x234/067" (docs/design.md §1.2), written out again here on purpose. */
 export function indexPath(n: number): string {
   const groups: string[] = [];
   do {

@@ -1,5 +1,5 @@
 // An independent C2SP tlog-proof verifier for the tests, written from the spec texts alone
-// (tlog-proof, signed-note, tlog-checkpoint, RFC 6962/9162) and DESIGN.md §1.1: node:crypto
+// (tlog-proof, signed-note, tlog-checkpoint, RFC 6962/9162) and docs/design.md §1.1: node:crypto
 // only, no Stele module, so it cannot share a bug with src/core/tlog-proof.ts.
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
 
@@ -80,7 +80,7 @@ export function independentVerify(text: string, vkey: string, fileDigestHex?: st
   if (!signed || origin !== name) return 'signature';
   const size = Number(sizeText);
   const root = b64(rootB64!)!;
-  // DESIGN.md §1.1: entry_hash = SHA-256("stele/entry/v1\n" ‖ u64be(seq) ‖ canonical ‖ prior); leaf input = entry_hash.
+  // docs/design.md §1.1: entry_hash = SHA-256("stele/entry/v1\n" ‖ u64be(seq) ‖ canonical ‖ prior); leaf input = entry_hash.
   const prior = extra.subarray(0, 32);
   const canonical = extra.subarray(32);
   const seq = Buffer.alloc(8);

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// ledgerAPI fetches Stele's JSON proofs (spec §2.4, §2.5) to compare them, byte for byte,
+// ledgerAPI fetches Stele's JSON proofs (docs/interface.md §2.4, §2.5) to compare them, byte for byte,
 // with the proofs Go's tlog computes from the tiles.
 type ledgerAPI struct {
 	base   string
@@ -63,7 +63,7 @@ func (a *ledgerAPI) getJSON(path string, into interface{}) error {
 	return nil
 }
 
-// entryID is Stele's entry id, led_<seq>_<first 12 hex of entry_hash> (DESIGN.md §1.4).
+// entryID is Stele's entry id, led_<seq>_<first 12 hex of entry_hash> (docs/design.md §1.4).
 func entryID(seq int64, entryHash []byte) string {
 	return fmt.Sprintf("led_%d_%s", seq, hex.EncodeToString(entryHash)[:12])
 }

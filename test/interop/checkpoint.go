@@ -20,7 +20,7 @@ type checkpoint struct {
 
 // openCheckpoint verifies a signed note with x/mod's note.Open and parses its body: the
 // origin, the decimal size and the base64 root, each on its own line, and nothing else
-// (Stele writes no extension lines, DESIGN.md §1.3). tlog.ParseTree is not used: it
+// (Stele writes no extension lines, docs/design.md §1.3). tlog.ParseTree is not used: it
 // expects the Go checksum database's own first line.
 func openCheckpoint(msg []byte, verifier note.Verifier, origin string) (checkpoint, error) {
 	n, err := note.Open(msg, note.VerifierList(verifier))

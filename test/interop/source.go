@@ -12,7 +12,7 @@ import (
 )
 
 // errNotFound means the log has no object at that path (a partial tile may have been
-// deleted once its full tile exists, DESIGN.md §1.5).
+// deleted once its full tile exists, docs/design.md §1.5).
 var errNotFound = errors.New("not found")
 
 // maxObject bounds what one read may return: the largest object is a 256-entry bundle of

@@ -97,7 +97,7 @@ func (r *tileReader) SaveTiles([]tlog.Tile, [][]byte) {}
 
 // readEntryHashes reads every entry bundle of a tree of the given size and returns the
 // entry_hash of each leaf. A bundle frames each entry as a 2-byte big-endian length and
-// its bytes; Stele's leaf input is the 32-byte entry_hash (DESIGN.md §1.1, §1.2).
+// its bytes; Stele's leaf input is the 32-byte entry_hash (docs/design.md §1.1, §1.2).
 func readEntryHashes(src source, size int64) ([][]byte, error) {
 	hashes := make([][]byte, 0, size)
 	for n := int64(0); n*256 < size; n++ {

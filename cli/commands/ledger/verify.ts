@@ -1,4 +1,4 @@
-// `stele ledger verify <file>…` (`-`: standard input): the PASS/FAIL report of spec §4.3 rules 1–6, from the JSON
+// `stele ledger verify <file>…` (`-`: standard input): the PASS/FAIL report of docs/interface.md §4.3 rules 1–6, from the JSON
 // API or (--tiles) straight from the tiles with every proof computed client-side.
 import type { Command } from 'commander';
 import { UsageError } from '../../../src/client/errors.js';
@@ -30,7 +30,7 @@ import {
 import { labelsLine } from './anchor.js';
 
 export const RULES_HELP = `
-The report (spec §4.3), each check PASS or FAIL, computed on this machine:
+The report (docs/interface.md §4.3), each check PASS or FAIL, computed on this machine:
   1  checkpoint signature: by the pinned key id (and the note agrees with the JSON)
   2  consistency: the checkpoint extends the pinned one (old size → new size), both roots
      recomputed from one proof; the pin then moves forward

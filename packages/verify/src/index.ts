@@ -2,7 +2,7 @@
  * `@stele/verify`: verify what a Stele log (or any C2SP tlog-tiles log with Stele's entry
  * format) says, in Node or a browser, with nothing but `@noble/*` and `canonicalize`.
  *
- * Every check is one of spec §4.3's rules, each implemented once (the log's own
+ * Every check is one of docs/interface.md §4.3's rules, each implemented once (the log's own
  * `src/core/verify/`), and every result is a {@link Report} whose verdict is PASS only when
  * the rules that make the claim ran and passed. Inputs that cannot be read throw a
  * {@link VerifyError} with a machine-readable {@link VerifyErrorCode}.

@@ -33,7 +33,7 @@ export interface JsonCosignature {
   readonly timestamp?: string | number;
 }
 
-/** The JSON checkpoint (spec §2.2) as the API serves it; `note` is the signed note when present. */
+/** The JSON checkpoint (docs/interface.md §2.2) as the API serves it; `note` is the signed note when present. */
 export interface JsonCheckpoint {
   readonly logId: string;
   readonly treeSize: number;
@@ -75,7 +75,7 @@ export interface CheckedCheckpoint {
   readonly root: Uint8Array;
   /** The signed note as given, or rebuilt from a JSON checkpoint's body and signature fields. */
   readonly note?: string;
-  /** The JSON's `timestamp`: served beside the note, signed by no one (DESIGN.md §1.4). */
+  /** The JSON's `timestamp`: served beside the note, signed by no one (docs/design.md §1.4). */
   readonly unsignedTimestamp?: string;
   /** The latest time a policy witness signed in a valid cosignature (tlog-cosignature), Unix seconds. */
   readonly cosignedAt?: number;

@@ -1,5 +1,5 @@
 // Rule 3: the entry shown is the leaf. Its canonical bytes (RFC 8785), with the previous
-// entry's hash, hash to the entry hash (DESIGN.md §1.1); the leaf is SHA-256(0x00 ‖ entry
+// entry's hash, hash to the entry hash (docs/design.md §1.1); the leaf is SHA-256(0x00 ‖ entry
 // hash); whatever else a source claims about it (an entry hash, a leaf hash, an id) must
 // agree; and, for a file, the entry records the file's digest. The previous hash needs no
 // authentication of its own: the entry hash is fixed by the leaf that rule 4 binds to the

@@ -1,4 +1,4 @@
-// The verifier: spec §4.3's rules, each in one file, under one set of names (rules.ts), and
+// The verifier: docs/interface.md §4.3's rules, each in one file, under one set of names (rules.ts), and
 // the report whose verdict cannot read PASS unless the claim was checked (report.ts).
 export * from './rules.js';
 export * from './report.js';

@@ -1,4 +1,4 @@
-// The rules of spec §4.3 by one set of names: every verifier path (the CLI over the API,
+// The rules of docs/interface.md §4.3 by one set of names: every verifier path (the CLI over the API,
 // `--tiles` and `--proof`, mirror and audit, the explorer, the monitor, the hammer, and the
 // `stele-verify` package) reports its checks under these keys and numbers.
 export const RULES = {
