@@ -35,9 +35,10 @@ function sections(doc: string): Set<string> {
 }
 
 describe('citations', () => {
-  const files = ['src', 'cli', 'packages', 'infra', 'bench', 'test', 'docs'].flatMap((d) => [
-    ...sources(join(repoRoot, d)),
-  ]);
+  const files = [
+    join(repoRoot, 'README.md'),
+    ...['src', 'cli', 'packages', 'infra', 'bench', 'test', 'docs'].flatMap((d) => [...sources(join(repoRoot, d))]),
+  ];
 
   it('cite only documents of this repository', () => {
     const outside = files.flatMap((f) =>
