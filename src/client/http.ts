@@ -1,6 +1,7 @@
 // HTTP for the client: global fetch with a timeout on every request, errors mapped to one
 // clear line (NetworkError / ApiError), bounded retries for idempotent GETs, and counters.
 import { ApiError, NetworkError, ResponseError } from './errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const USER_AGENT = 'stele-cli/0.1.0';
@@ -54,8 +55,6 @@ function safeOrigin(url: string): string {
     return url;
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface RawResponse {
   readonly status: number;

@@ -147,6 +147,13 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/** `n` as an unsigned 64-bit big-endian integer (exact up to 2^53), as notes and proofs encode it. */
+export function u64be(n: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(n));
+  return b;
+}
+
 export function concatBytes(...parts: Uint8Array[]): Uint8Array {
   let n = 0;
   for (const p of parts) n += p.length;

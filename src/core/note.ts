@@ -5,7 +5,7 @@ import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
 import { parseExtendedCheckpointBody } from './checkpoint-body.js';
-import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex } from './hash.js';
+import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex, u64be } from './hash.js';
 import { NoteError } from './note-error.js';
 
 export { NoteError } from './note-error.js';
@@ -175,11 +175,11 @@ export function subtreeCosignatureMessage(m: {
     utf8.encode('subtree/v1\n\0'),
     Uint8Array.of(name.length),
     name,
-    u64(m.timestamp),
+    u64be(m.timestamp),
     Uint8Array.of(origin.length),
     origin,
-    u64(m.start),
-    u64(m.end),
+    u64be(m.start),
+    u64be(m.end),
     m.hash,
   );
 }
@@ -205,13 +205,7 @@ export function cosignBodyMlDsa44(
   const message = checkpointSubtreeMessage(name, body, timestamp);
   if (!message) throw new NoteError('an ML-DSA-44 cosignature covers a checkpoint body');
   const sig = ml_dsa44.sign(message, secretKey);
-  return signatureLine(name, keyHash(name, SIG_SUBTREE_MLDSA44, publicKey), concatBytes(u64(timestamp), sig));
-}
-
-function u64(n: number): Uint8Array {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(n));
-  return b;
+  return signatureLine(name, keyHash(name, SIG_SUBTREE_MLDSA44, publicKey), concatBytes(u64be(timestamp), sig));
 }
 
 /** One signature line: `— <name> <base64(key hash ‖ signature)>`. */
@@ -232,7 +226,7 @@ export async function cosignBody(body: string, signer: NoteSigner, timestamp: nu
   return signatureLine(
     signer.name,
     keyHash(signer.name, SIG_COSIGNATURE_V1, signer.publicKey),
-    concatBytes(u64(timestamp), sig),
+    concatBytes(u64be(timestamp), sig),
   );
 }
 

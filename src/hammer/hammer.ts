@@ -11,6 +11,7 @@ import { LogReader } from '../reader.js';
 import { HttpObjectReader } from '../client/objects.js';
 import { JsonPoster, type PostAnswer } from './poster.js';
 import { SharedView } from './view.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface HammerOptions {
   /** The log's API base URL (POST /api/ledger/anchor). */
@@ -94,7 +95,6 @@ export class HammerSetupError extends Error {
 const KEPT_PROBLEMS = 20;
 const READ_PAUSE_MS = 100;
 const MAX_RETRY_AFTER_MS = 2000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const withSlash = (u: string) => (u.endsWith('/') ? u : `${u}/`);
 
 /** The anchor answer's fields the hammer uses (docs/interface.md §2.5), checked before use. */

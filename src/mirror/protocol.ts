@@ -2,7 +2,7 @@
 // sequence of entry packages aligned to 256 entries, each with its subtree consistency
 // proof), the text/x.tlog.mirror-info answer of a 409 or 202, and the status of each refusal.
 // Pure: no node:*, no Buffer. add-checkpoint is tlog-witness's (src/witness/protocol.ts).
-import { HASH_SIZE, fromBase64, toBase64 } from '../core/hash.js';
+import { HASH_SIZE, fromBase64, toBase64, u64be } from '../core/hash.js';
 
 export const PACKAGE_WIDTH = 256;
 /** "num_hashes, which MUST be at most 63". */
@@ -76,12 +76,6 @@ export function canonicalPackages(start: number, end: number): PackageSpan[] {
 
 const utf8 = new TextEncoder();
 
-function u64(n: number): Uint8Array {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(n));
-  return b;
-}
-
 function u16(n: number): Uint8Array {
   return new Uint8Array([n >> 8, n & 0xff]);
 }
@@ -89,7 +83,7 @@ function u16(n: number): Uint8Array {
 export function encodeHeader(h: AddEntriesHeader): Uint8Array {
   const origin = utf8.encode(h.origin);
   if (origin.length > 0xffff || h.ticket.length > 0xffff) throw new RangeError('origin or ticket too long');
-  return concat([u16(origin.length), origin, u64(h.start), u64(h.end), u16(h.ticket.length), h.ticket]);
+  return concat([u16(origin.length), origin, u64be(h.start), u64be(h.end), u16(h.ticket.length), h.ticket]);
 }
 
 export function encodePackage(entries: readonly Uint8Array[], proof: readonly Uint8Array[]): Uint8Array {
@@ -163,7 +157,7 @@ export class AddEntriesReader {
     return (b[0]! << 8) | b[1]!;
   }
 
-  private async u64(): Promise<number> {
+  private async u64be(): Promise<number> {
     const v = new DataView(Uint8Array.from(await this.take(8)).buffer).getBigUint64(0);
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new MirrorError(400, 'upload bounds beyond 2^53');
     return Number(v);
@@ -171,8 +165,8 @@ export class AddEntriesReader {
 
   async header(): Promise<AddEntriesHeader> {
     const origin = new TextDecoder('utf-8', { fatal: true }).decode(await this.take(await this.u16()));
-    const start = await this.u64();
-    const end = await this.u64();
+    const start = await this.u64be();
+    const end = await this.u64be();
     const ticket = Uint8Array.from(await this.take(await this.u16()));
     return { origin, start, end, ticket };
   }

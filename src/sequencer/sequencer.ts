@@ -47,6 +47,7 @@ import { PublishedBatch, type Unpublished } from './receipts.js';
 import { assertLockCurrent, assertNothingPublished, publishedCheckpointOf } from './guard.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface SequencerOptions {
   readonly origin: string;
@@ -95,7 +96,6 @@ const RETRY_DELAY_MS = 500;
 const FIRST_PUBLISH_TIMEOUT_MS = 30_000;
 /** Characters of the base64 text of `n` bytes. */
 const base64Length = (n: number) => 4 * Math.ceil(n / 3);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Another writer, or an operator, changed the log under this sequencer: it must stop, never retry. */
 const isConflict = (e: unknown) =>
   e instanceof VersionConflictError || e instanceof ImmutableConflictError || e instanceof LogStateError;

@@ -43,6 +43,7 @@ import {
   assertValidKey,
 } from './store.js';
 import { TILE_WIDTH, type TileKind, levelHashCount, partialTilesAt, tilePath } from '../core/tiles.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface S3ConnectionOptions {
   readonly region?: string;
@@ -112,8 +113,6 @@ export interface ConditionalWriteSupport {
   /** The form in which the right ETag was accepted (quoted tried first). */
   readonly ifMatchForm?: IfMatchForm;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface AwsError {
   name?: string;

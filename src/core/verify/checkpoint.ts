@@ -5,7 +5,7 @@
 // "clients SHOULD reject the whole note"); cosignatures by policy witnesses are then counted
 // against the quorum.
 import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint-body.js';
-import { bytesEqual, fromBase64, hashFromHex, toHex } from '../hash.js';
+import { bytesEqual, fromBase64, hashFromHex, toHex, u64be } from '../hash.js';
 import { type NoteSignature, type NoteVerifier, parseNote, signatureLine, sortSignatures } from '../note.js';
 import { type Outcome, short } from './rules.js';
 import { type Quorum, type WitnessOutcome, checkWitnesses } from './witnesses.js';
@@ -88,12 +88,6 @@ function decodeSig(s: string): Uint8Array | null {
   return b && b.length === 64 ? b : null;
 }
 
-function u64(n: number): Uint8Array {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(n));
-  return b;
-}
-
 function witnessSeconds(t: string | number | undefined): number | null {
   if (typeof t === 'number') return Number.isSafeInteger(t) && t >= 0 ? t : null;
   if (typeof t !== 'string') return null;
@@ -117,7 +111,7 @@ function linesFromJson(json: JsonCheckpoint, trust: KeyTrust, problems: string[]
     if (!v) continue;
     const s = decodeSig(w.signature);
     const t = witnessSeconds(w.timestamp);
-    const payload = s && t !== null ? new Uint8Array([...u64(t), ...s]) : new Uint8Array(0);
+    const payload = s && t !== null ? new Uint8Array([...u64be(t), ...s]) : new Uint8Array(0);
     sigs.push({ name: w.name, keyHash: v.keyHash, payload, line: '' });
   }
   return sigs;
