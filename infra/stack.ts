@@ -1222,6 +1222,23 @@ export class SteleStack extends Stack {
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
       "The deployment function's own log group only (AWS managed basic execution policy).",
     );
+    const assetReason = "Reading the explorer's zip from the CDK assets bucket (the asset's own grant).";
+    for (const id of [
+      'AwsSolutions-IAM5[Action::s3:GetObject*]',
+      'AwsSolutions-IAM5[Action::s3:GetBucket*]',
+      'AwsSolutions-IAM5[Action::s3:List*]',
+      'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]',
+    ])
+      acknowledge(role, id, assetReason);
+    for (const k of keys.filter((k) => k.endsWith('/*')))
+      acknowledge(
+        role,
+        `AwsSolutions-IAM5[Resource::<${this.resolveId(this.bucket)}.Arn>/${k}]`,
+        "One of the explorer's own folders (hashed asset names), never a tile or the checkpoint.",
+      );
+    for (const c of this.node.children)
+      if (c.node.id.startsWith('Custom::CDKBucketDeployment'))
+        acknowledge(c, 'AwsSolutions-L1', "CDK's BucketDeployment function; its runtime follows the aws-cdk-lib version.");
   }
 }
 
