@@ -143,7 +143,8 @@ export class SteleStack extends Stack {
     const domainName = new CfnParameter(this, 'DomainName', {
       type: 'String',
       minLength: 1,
-      description: "The log's public name on CloudFront, e.g. ledger.example.com (point it at the LogDomainTarget output)",
+      description:
+        "The log's public name on CloudFront, e.g. ledger.example.com (point it at the LogDomainTarget output)",
     });
     const certificateArn = new CfnParameter(this, 'CertificateArn', {
       type: 'String',
@@ -918,7 +919,12 @@ export class SteleStack extends Stack {
     const cloudTrailKms = (eventNames: string[], extra: Record<string, unknown> = {}): events.EventPattern => ({
       source: ['aws.kms'],
       detailType: ['AWS API Call via CloudTrail'],
-      detail: { eventSource: ['kms.amazonaws.com'], eventName: eventNames, resources: { ARN: [this.key.keyArn] }, ...extra },
+      detail: {
+        eventSource: ['kms.amazonaws.com'],
+        eventName: eventNames,
+        resources: { ARN: [this.key.keyArn] },
+        ...extra,
+      },
     });
     const foreignSign = new events.Rule(this, 'ForeignSignRule', {
       description: 'kms:Sign (or an attempt) on the log key by a principal other than the sequencer role',
@@ -1076,7 +1082,11 @@ export class SteleStack extends Stack {
       'Tiles, bundles and staged batches have computed keys under a prefix; the prefix is the narrowest grant, and the bucket policy refuses overwrites and deletes of tiles (infra/immutability.ts).';
     for (const role of [sequencerRole, api.task.taskRole]) {
       acknowledge(role, `AwsSolutions-IAM5[Resource::<${this.resolveId(this.bucket)}.Arn>/log/*]`, objectKeysReason);
-      acknowledge(role, `AwsSolutions-IAM5[Resource::<${this.resolveId(this.bucket)}.Arn>/private/*]`, objectKeysReason);
+      acknowledge(
+        role,
+        `AwsSolutions-IAM5[Resource::<${this.resolveId(this.bucket)}.Arn>/private/*]`,
+        objectKeysReason,
+      );
     }
     acknowledge(
       tokens,
@@ -1098,9 +1108,12 @@ export class SteleStack extends Stack {
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]';
     const basic =
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]';
-    const managedReason = "AWS managed Lambda execution policies: the function's own log group and its VPC network interfaces.";
+    const managedReason =
+      "AWS managed Lambda execution policies: the function's own log group and its VPC network interfaces.";
     acknowledge(rotation, vpcAccess, managedReason);
-    const awsCall = this.node.tryFindChild(cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '').replace(/^/, 'AWS'));
+    const awsCall = this.node.tryFindChild(
+      cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '').replace(/^/, 'AWS'),
+    );
     if (awsCall) for (const id of [basic, vpcAccess]) acknowledge(awsCall, id, managedReason);
     acknowledge(
       canary,
@@ -1238,7 +1251,11 @@ export class SteleStack extends Stack {
       );
     for (const c of this.node.children)
       if (c.node.id.startsWith('Custom::CDKBucketDeployment'))
-        acknowledge(c, 'AwsSolutions-L1', "CDK's BucketDeployment function; its runtime follows the aws-cdk-lib version.");
+        acknowledge(
+          c,
+          'AwsSolutions-L1',
+          "CDK's BucketDeployment function; its runtime follows the aws-cdk-lib version.",
+        );
   }
 }
 

@@ -60,7 +60,10 @@ const list = (v: string | string[] | undefined): string[] => (v === undefined ? 
 
 /** IAM wildcard match: `*` any run of characters (also `/`), `?` one character. */
 export function wildcard(pattern: string, value: string, ignoreCase = false): boolean {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const re = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${re}$`, ignoreCase ? 'i' : '').test(value);
 }
 
