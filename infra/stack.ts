@@ -372,9 +372,12 @@ export class SteleStack extends Stack {
       resource: 'table',
       resourceName: activeTableName,
     });
-    // Daily backups kept 35 days, monthly kept a year, of the table in use (AWS Backup, beside PITR).
-    const plan = backup.BackupPlan.daily35DayRetention(this, 'TableBackup');
-    plan.addRule(backup.BackupPlanRule.monthly1Year());
+    // Monthly backups kept a year of the table in use (AWS Backup). The last 35 days are
+    // point-in-time recovery's; a DynamoDB backup is a full copy, billed per GB-month, so
+    // daily ones would duplicate PITR at 35 times the storage.
+    const plan = new backup.BackupPlan(this, 'TableBackup', {
+      backupPlanRules: [backup.BackupPlanRule.monthly1Year()],
+    });
     plan.addSelection('Table', {
       resources: [backup.BackupResource.fromArn(activeTableArn)],
     });

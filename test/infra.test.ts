@@ -637,7 +637,7 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     }
   });
 
-  it('the table: deletion protection, daily and monthly backups, the grants clear() needs, and a restored table adopted by name', () => {
+  it('the table: deletion protection, monthly backups kept a year, the grants clear() needs, and a restored table adopted by name', () => {
     const [tableId] = byPrefix('Table', 'AWS::DynamoDB::Table');
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       DeletionProtectionEnabled: true,
@@ -663,7 +663,7 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     const retention = (plan.Properties.BackupPlan.BackupPlanRule as Json[])
       .map((r) => r.Lifecycle.DeleteAfterDays)
       .sort();
-    expect(retention).toEqual([35, 365]);
+    expect(retention).toEqual([365]);
     template.hasResourceProperties('AWS::Backup::BackupSelection', {
       BackupSelection: Match.objectLike({ Resources: [activeArn] }),
     });
