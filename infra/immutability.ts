@@ -22,8 +22,8 @@ export function hotKeys(publicPrefix: string, stagingPrefix: string): string[] {
   return [`${publicPrefix}checkpoint`, `${publicPrefix}checkpoint.json`, `${stagingPrefix}lock.json`];
 }
 
-/** Noncurrent versions of a hot key kept beyond the first day (about 17 minutes at one a second). */
-export const HOT_KEY_VERSIONS = 1000;
+/** Noncurrent versions of a hot key kept beyond the first day (S3 allows at most 100). */
+export const HOT_KEY_VERSIONS = 100;
 
 /**
  * The Deny statements of the bucket policy. `objectArn(pattern)` names objects of the bucket

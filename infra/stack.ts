@@ -334,8 +334,8 @@ export class SteleStack extends Stack {
           abortIncompleteMultipartUploadAfter: Duration.days(1),
         },
         // The hot keys are replaced up to once a second (2.6 M versions a month each; S3
-        // answers 503 SlowDown on keys with millions of versions): past a day, only the
-        // newest HOT_KEY_VERSIONS noncurrent versions stay.
+        // answers 503 SlowDown on keys with millions of versions): a day of noncurrent
+        // versions (≤ 86,400), then only the newest HOT_KEY_VERSIONS.
         ...hotKeys(PUBLIC_PREFIX, STAGING_PREFIX).map((key, i) => ({
           id: `hot-key-${i}`,
           prefix: key,
@@ -895,6 +895,29 @@ export class SteleStack extends Stack {
       metricName: 'CheckpointStallSeconds',
       metricValue: '$.stallSeconds',
     });
+    // The heartbeat's other fields and the witness rounds, for the dashboard (the services'
+    // Prometheus /metrics stay inside the VPC: the ALB routes /api/ledger/* only).
+    const heartbeatField = (metricName: string, field: string) =>
+      seq.logGroup.addMetricFilter(`${metricName}Filter`, {
+        filterPattern: logs.FilterPattern.stringValue('$.msg', '=', 'sequencer heartbeat'),
+        metricNamespace: 'Stele',
+        metricName,
+        metricValue: `$.${field}`,
+      });
+    const treeSize = heartbeatField('TreeSize', 'size');
+    const pending = heartbeatField('PendingAnchors', 'pending');
+    const checkpointAge = heartbeatField('CheckpointAgeSeconds', 'checkpointAgeSeconds');
+    const witnessMisses = seq.logGroup.addMetricFilter('WitnessPolicyNotMetFilter', {
+      filterPattern: logs.FilterPattern.stringValue(
+        '$.msg',
+        '=',
+        'witness policy not met; the checkpoint waits for the next round',
+      ),
+      metricNamespace: 'Stele',
+      metricName: 'WitnessPolicyNotMet',
+      metricValue: '1',
+      defaultValue: 0,
+    });
     new cloudwatch.Alarm(this, 'CheckpointStallAlarm', {
       alarmDescription: 'Anchors are waiting and no checkpoint has been published (or the sequencer is not running)',
       metric: stall.metric({ statistic: 'Maximum', period: Duration.minutes(1) }),
@@ -1025,6 +1048,27 @@ export class SteleStack extends Stack {
             title: 'Checkpoint stall (s) and sequencer errors',
             left: [stall.metric({ statistic: 'Maximum', period: Duration.minutes(1) })],
             right: [errors.metric({ statistic: 'Sum', period: Duration.minutes(5) })],
+          }),
+        ],
+        [
+          new cloudwatch.GraphWidget({
+            title: 'Entries integrated /s (tree size growth) and anchors waiting',
+            left: [
+              new cloudwatch.MathExpression({
+                expression: 'RATE(size)',
+                usingMetrics: { size: treeSize.metric({ statistic: 'Maximum', period: Duration.minutes(1) }) },
+                label: 'entries/s',
+              }),
+            ],
+            right: [pending.metric({ statistic: 'Maximum', period: Duration.minutes(1) })],
+          }),
+          new cloudwatch.GraphWidget({
+            title: 'Checkpoint age (s) at the sequencer',
+            left: [checkpointAge.metric({ statistic: 'Maximum', period: Duration.minutes(1) })],
+          }),
+          new cloudwatch.GraphWidget({
+            title: 'Witness rounds that missed the policy',
+            left: [witnessMisses.metric({ statistic: 'Sum', period: Duration.minutes(5) })],
           }),
         ],
         [

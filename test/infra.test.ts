@@ -382,7 +382,7 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     const hot = rules.filter((r) => r.NoncurrentVersionExpiration?.NewerNoncurrentVersions !== undefined);
     expect(hot.map((r) => r.Prefix).sort()).toEqual(['log/checkpoint', 'log/checkpoint.json', 'private/lock.json']);
     for (const r of hot)
-      expect(r.NoncurrentVersionExpiration).toEqual({ NoncurrentDays: 1, NewerNoncurrentVersions: 1000 });
+      expect(r.NoncurrentVersionExpiration).toEqual({ NoncurrentDays: 1, NewerNoncurrentVersions: 100 });
     const others = rules.filter((r) => r.NoncurrentVersionExpiration && !hot.includes(r));
     expect(others.length).toBeGreaterThan(0);
     for (const r of others) {
@@ -593,8 +593,27 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
       '4xxErrorRate',
       '5xxErrorRate',
       'HTTPCode_Target_5XX_Count',
+      'RATE(size)',
+      'TreeSize',
+      'PendingAnchors',
+      'CheckpointAgeSeconds',
+      'WitnessPolicyNotMet',
     ])
       expect(body, metric).toContain(metric);
+    // The heartbeat's fields and the witness rounds become metrics (metric filters on the sequencer's log).
+    for (const [name, value] of [
+      ['TreeSize', '$.size'],
+      ['PendingAnchors', '$.pending'],
+      ['CheckpointAgeSeconds', '$.checkpointAgeSeconds'],
+    ])
+      template.hasResourceProperties('AWS::Logs::MetricFilter', {
+        FilterPattern: '{ $.msg = "sequencer heartbeat" }',
+        MetricTransformations: [Match.objectLike({ MetricName: name, MetricValue: value })],
+      });
+    template.hasResourceProperties('AWS::Logs::MetricFilter', {
+      FilterPattern: '{ $.msg = "witness policy not met; the checkpoint waits for the next round" }',
+      MetricTransformations: [Match.objectLike({ MetricName: 'WitnessPolicyNotMet', MetricValue: '1' })],
+    });
     const [canaryId, canary] = byPrefix('CheckpointCanary', 'AWS::Synthetics::Canary');
     expect(canary.Properties.RunConfig.EnvironmentVariables).toEqual({
       CHECKPOINT_URL: { 'Fn::Join': ['', ['https://', { Ref: 'DomainName' }, '/checkpoint.json']] },
