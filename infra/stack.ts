@@ -490,7 +490,7 @@ export class SteleStack extends Stack {
         secrets: secrets(role),
         logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: role }),
         portMappings: [{ containerPort: PORT }],
-        stopTimeout: Duration.seconds(30), // time to integrate the anchors already accepted
+        stopTimeout: Duration.seconds(role === 'sequencer' ? 60 : 30), // time to integrate the anchors already accepted
         memoryLimitMiB,
         readonlyRootFilesystem: true,
         user: 'node', // the image's unprivileged user (uid 1000)
@@ -627,17 +627,22 @@ export class SteleStack extends Stack {
     const originSecretValue = originSecret.secretValue.unsafeUnwrap();
     const healthCheck = { path: '/api/ledger/checkpoint', healthyHttpCodes: '200', interval: Duration.seconds(15) };
     const viaCloudFront = elbv2.ListenerCondition.httpHeader(ORIGIN_VERIFY_HEADER, [originSecretValue]);
-    const targetGroup = (id: string, service: ecs.FargateService) =>
+    const targetGroup = (id: string, service: ecs.FargateService, drain: Duration) =>
       new elbv2.ApplicationTargetGroup(this, id, {
         vpc,
         port: PORT,
         protocol: elbv2.ApplicationProtocol.HTTP,
         targets: [service],
         healthCheck,
-        deregistrationDelay: Duration.seconds(10),
+        deregistrationDelay: drain,
       });
-    const sequencerTargets = targetGroup('SequencerTargets', this.sequencerService);
-    const apiTargets = targetGroup('ApiTargets', this.apiService);
+    // A sequencer deployment drains: the ALB stops sending anchors to the old task and lets
+    // those in flight finish (an anchor waits at most a batch interval and a publish), then
+    // ECS stops it (SIGTERM: it integrates what it accepted, within stopTimeout) and starts
+    // the new one. Anchors sent in between get 503 and are retried by clients; none accepted
+    // is lost.
+    const sequencerTargets = targetGroup('SequencerTargets', this.sequencerService, Duration.seconds(35));
+    const apiTargets = targetGroup('ApiTargets', this.apiService, Duration.seconds(10));
     const sequencerRule = new elbv2.ApplicationListenerRule(this, 'SequencerRule', {
       listener,
       priority: 10,

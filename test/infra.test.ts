@@ -183,6 +183,17 @@ describe('infra/stack.ts (CDK assertions)', () => {
       MinimumHealthyPercent: 0,
       MaximumPercent: 100,
     });
+    // A deployment drains the old sequencer (in-flight anchors finish) before stopping it,
+    // and gives it time to integrate what it accepted.
+    const drain = (prefix: string) =>
+      ofType('AWS::ElasticLoadBalancingV2::TargetGroup')
+        .find(([id]) => id.startsWith(prefix))![1]
+        .Properties.TargetGroupAttributes.find((a: Json) => a.Key === 'deregistration_delay.timeout_seconds').Value;
+    expect(Number(drain('SequencerTargets'))).toBeGreaterThanOrEqual(30);
+    const [, seqTaskDef] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith('SequencerTask'))!;
+    expect(seqTaskDef.Properties.ContainerDefinitions[0].StopTimeout).toBeGreaterThan(
+      Number(drain('SequencerTargets')),
+    );
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       ScalableDimension: 'ecs:service:DesiredCount',
       ResourceId: Match.anyValue(),
@@ -638,6 +649,23 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', {
       LoadBalancerAttributes: Match.arrayWith([{ Key: 'access_logs.s3.bucket', Value: { Ref: albLogsId } }]),
     });
+    // ELB writes as its regional account in older regions, as a service principal in newer ones.
+    const [, albLogsPolicy] = ofType('AWS::S3::BucketPolicy').find(([, p]) => p.Properties.Bucket.Ref === albLogsId)!;
+    const [tlsOnly, elbWrites] = albLogsPolicy.Properties.PolicyDocument.Statement as Json[];
+    expect(tlsOnly).toMatchObject({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } });
+    expect(elbWrites).toMatchObject({
+      Sid: 'ElbWritesAccessLogs',
+      Effect: 'Allow',
+      Action: 's3:PutObject',
+      Principal: {
+        'Fn::If': [
+          'ElbLegacyRegion',
+          { AWS: { 'Fn::FindInMap': ['ElbAccounts', { Ref: 'AWS::Region' }, 'account'] } },
+          { Service: 'logdelivery.elasticloadbalancing.amazonaws.com' },
+        ],
+      },
+    });
+    expect((template.toJSON().Mappings as Json).ElbAccounts['us-east-1']).toEqual({ account: '127311923021' });
     template.hasResourceProperties('AWS::EC2::FlowLog', { LogDestinationType: 's3', TrafficType: 'ALL' });
     template.hasResourceProperties('AWS::ECS::Cluster', {
       ClusterSettings: [{ Name: 'containerInsights', Value: 'enabled' }],
