@@ -480,9 +480,11 @@ export class SteleStack extends Stack {
         memoryLimitMiB,
         ...(role === 'sequencer' ? { taskRole: sequencerRole } : {}),
       });
-      // The root file system is read-only; /tmp (the witness policy file, Node's scratch) is a
-      // task volume.
+      // The root file system is read-only; /tmp (the witness policy file, Node's scratch) and
+      // the image's data directory /data (STELE_DATA_DIR: the production anchor policy's
+      // directory) are task volumes, which Fargate fills from the image (owner included).
       task.addVolume({ name: 'tmp' });
+      task.addVolume({ name: 'data' });
       const container = task.addContainer('stele', {
         image,
         command,
@@ -495,7 +497,10 @@ export class SteleStack extends Stack {
         readonlyRootFilesystem: true,
         user: 'node', // the image's unprivileged user (uid 1000)
       });
-      container.addMountPoints({ sourceVolume: 'tmp', containerPath: '/tmp', readOnly: false });
+      container.addMountPoints(
+        { sourceVolume: 'tmp', containerPath: '/tmp', readOnly: false },
+        { sourceVolume: 'data', containerPath: '/data', readOnly: false },
+      );
       acknowledge(
         task,
         'AwsSolutions-ECS2',

@@ -672,13 +672,19 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     });
     template.resourceCountIs('AWS::EC2::NatGateway', 2);
     for (const [, subnet] of ofType('AWS::EC2::Subnet')) expect(subnet.Properties.MapPublicIpOnLaunch).toBe(false);
-    // Containers: read-only root, unprivileged user, /tmp a task volume, a hard memory limit.
+    // Containers: read-only root, unprivileged user, /tmp and the data directory (the image's
+    // STELE_DATA_DIR, where production mode keeps its anchor policy) task volumes, a hard memory limit.
+    const dockerfile = readFileSync(new URL('../infra/Dockerfile', import.meta.url), 'utf8');
+    expect(/STELE_DATA_DIR=(\S+)/.exec(dockerfile)?.[1]).toBe('/data'); // the mount below is the image's data directory
     for (const [id, task] of ofType('AWS::ECS::TaskDefinition')) {
       const c = task.Properties.ContainerDefinitions[0];
       expect(c, id).toMatchObject({
         ReadonlyRootFilesystem: true,
         User: 'node',
-        MountPoints: [{ ContainerPath: '/tmp', SourceVolume: 'tmp', ReadOnly: false }],
+        MountPoints: [
+          { ContainerPath: '/tmp', SourceVolume: 'tmp', ReadOnly: false },
+          { ContainerPath: '/data', SourceVolume: 'data', ReadOnly: false },
+        ],
         Memory: Number(task.Properties.Memory),
       });
     }
