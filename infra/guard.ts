@@ -35,9 +35,9 @@ export const GUARD_EXCEPTIONS: readonly GuardException[] = [
   },
   {
     rule: 'cloudwatch_log_group_encrypted_check',
-    resources: ['SequencerLogs', 'ApiLogs'],
+    resources: ['SequencerLogs', 'ApiLogs', 'PrometheusMetrics'],
     reason:
-      'The service logs hold no secrets (bearer tokens are never logged) and CloudWatch Logs encrypts them at rest; a customer key would only add a key policy to maintain.',
+      'The service logs and the metrics lines hold no secrets (bearer tokens are never logged) and CloudWatch Logs encrypts them at rest; a customer key would only add a key policy to maintain.',
   },
   {
     rule: 's3_bucket_default_encryption_kms_check',

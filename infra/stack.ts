@@ -68,6 +68,7 @@ import type { Construct, IConstruct } from 'constructs';
 import { PolicyError, parsePolicy } from '../src/core/tlog-policy.js';
 import { CANARY_SCRIPT } from './canary.js';
 import { HOT_KEY_VERSIONS, hotKeys, immutabilityStatements } from './immutability.js';
+import { COLLECTOR_IMAGE, COLLECTOR_MEMORY_MIB, METRICS_NAMESPACE, collectorConfig } from './metrics-collector.js';
 import { ROTATION_SCRIPT } from './origin-secret-rotation.js';
 
 export interface SteleStackProps extends StackProps {
@@ -470,6 +471,11 @@ export class SteleStack extends Stack {
     const secrets = (role: 'sequencer' | 'api'): Record<string, ecs.Secret> =>
       role === 'sequencer' ? { STELE_ANCHOR_TOKENS: ecs.Secret.fromSecretsManager(tokens) } : {};
 
+    // Embedded-metric-format lines of the /metrics collectors (both services).
+    const metricsLogGroup = new logs.LogGroup(this, 'PrometheusMetrics', {
+      retention: logs.RetentionDays.ONE_YEAR,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const service = (name: 'Sequencer' | 'Api', role: 'sequencer' | 'api', cpu: number, memoryLimitMiB: number) => {
       const logGroup = new logs.LogGroup(this, `${name}Logs`, {
         retention: logs.RetentionDays.ONE_YEAR,
@@ -493,7 +499,7 @@ export class SteleStack extends Stack {
         logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: role }),
         portMappings: [{ containerPort: PORT }],
         stopTimeout: Duration.seconds(role === 'sequencer' ? 60 : 30), // time to integrate the anchors already accepted
-        memoryLimitMiB,
+        memoryLimitMiB: memoryLimitMiB - COLLECTOR_MEMORY_MIB,
         readonlyRootFilesystem: true,
         user: 'node', // the image's unprivileged user (uid 1000)
       });
@@ -501,10 +507,24 @@ export class SteleStack extends Stack {
         { sourceVolume: 'tmp', containerPath: '/tmp', readOnly: false },
         { sourceVolume: 'data', containerPath: '/data', readOnly: false },
       );
+      // The /metrics collector (infra/metrics-collector.ts): not essential, so a collector
+      // failure never stops the service.
+      task.addContainer('metrics', {
+        image: ecs.ContainerImage.fromRegistry(COLLECTOR_IMAGE),
+        essential: false,
+        memoryLimitMiB: COLLECTOR_MEMORY_MIB,
+        readonlyRootFilesystem: true,
+        user: '10001',
+        environment: {
+          AOT_CONFIG_CONTENT: collectorConfig(`stele-${role}`, PORT, metricsLogGroup.logGroupName),
+        },
+        logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${role}-metrics` }),
+      });
+      metricsLogGroup.grantWrite(task.taskRole);
       acknowledge(
         task,
         'AwsSolutions-ECS2',
-        'The environment holds configuration only (bucket, table, key ARN, origin, witness URLs); the one secret, the anchor tokens, comes from Secrets Manager.',
+        'The environment holds configuration only (bucket, table, key ARN, origin, witness URLs, the collector configuration); the one secret, the anchor tokens, comes from Secrets Manager.',
       );
       return { task, logGroup };
     };
@@ -1079,6 +1099,41 @@ export class SteleStack extends Stack {
           new cloudwatch.GraphWidget({
             title: 'Witness rounds that missed the policy',
             left: [witnessMisses.metric({ statistic: 'Sum', period: Duration.minutes(5) })],
+          }),
+        ],
+        [
+          new cloudwatch.GraphWidget({
+            title: "API replicas' checkpoint age (s): how far behind the published log they answer",
+            left: [
+              new cloudwatch.Metric({
+                namespace: METRICS_NAMESPACE,
+                metricName: 'stele_checkpoint_age_seconds',
+                dimensionsMap: { job: 'stele-api' },
+                statistic: 'Maximum',
+                period: Duration.minutes(1),
+              }),
+            ],
+          }),
+          new cloudwatch.GraphWidget({
+            title: 'Sequencer: tree size and commit failures (/metrics)',
+            left: [
+              new cloudwatch.Metric({
+                namespace: METRICS_NAMESPACE,
+                metricName: 'stele_tree_size',
+                dimensionsMap: { job: 'stele-sequencer' },
+                statistic: 'Maximum',
+                period: Duration.minutes(1),
+              }),
+            ],
+            right: [
+              new cloudwatch.Metric({
+                namespace: METRICS_NAMESPACE,
+                metricName: 'stele_commit_failures_total',
+                dimensionsMap: { job: 'stele-sequencer' },
+                statistic: 'Sum', // the collector sends counters as deltas
+                period: Duration.minutes(5),
+              }),
+            ],
           }),
         ],
         [

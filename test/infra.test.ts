@@ -677,17 +677,65 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     const dockerfile = readFileSync(new URL('../infra/Dockerfile', import.meta.url), 'utf8');
     expect(/STELE_DATA_DIR=(\S+)/.exec(dockerfile)?.[1]).toBe('/data'); // the mount below is the image's data directory
     for (const [id, task] of ofType('AWS::ECS::TaskDefinition')) {
-      const c = task.Properties.ContainerDefinitions[0];
+      const [c, collector] = task.Properties.ContainerDefinitions as Json[];
       expect(c, id).toMatchObject({
+        Essential: true,
         ReadonlyRootFilesystem: true,
         User: 'node',
         MountPoints: [
           { ContainerPath: '/tmp', SourceVolume: 'tmp', ReadOnly: false },
           { ContainerPath: '/data', SourceVolume: 'data', ReadOnly: false },
         ],
-        Memory: Number(task.Properties.Memory),
+        Memory: Number(task.Properties.Memory) - 128,
+      });
+      // The /metrics collector beside it: not essential, read-only, unprivileged, 128 MiB.
+      expect(collector, id).toMatchObject({
+        Name: 'metrics',
+        Essential: false,
+        ReadonlyRootFilesystem: true,
+        User: '10001',
+        Memory: 128,
+        Image: 'public.ecr.aws/aws-observability/aws-otel-collector:latest',
       });
     }
+  });
+
+  it("/metrics is collected: each task's collector scrapes its own service and writes EMF to one log group the task role may write", () => {
+    const [metricsLogId] = byPrefix('PrometheusMetrics', 'AWS::Logs::LogGroup');
+    for (const [prefix, job] of [
+      ['SequencerTask', 'stele-sequencer'],
+      ['ApiTask', 'stele-api'],
+    ]) {
+      const [, task] = ofType('AWS::ECS::TaskDefinition').find(([id]) => id.startsWith(prefix!))!;
+      const collector = (task.Properties.ContainerDefinitions as Json[]).find((c) => c.Name === 'metrics')!;
+      const [config] = collector.Environment.filter((e: Json) => e.Name === 'AOT_CONFIG_CONTENT').map(
+        (e: Json) => e.Value,
+      );
+      const text = JSON.stringify(config);
+      for (const fragment of [
+        `job_name: ${job}`,
+        "targets: ['127.0.0.1:8080']",
+        'metrics_path: /metrics',
+        'namespace: Stele/Prometheus',
+        "metric_name_selectors: ['^stele_']",
+      ])
+        expect(text, `${prefix} ${fragment}`).toContain(fragment);
+      expect(text).toContain(metricsLogId);
+      const role = refId(task.Properties.TaskRoleArn);
+      const writes = ofType('AWS::IAM::Policy')
+        .filter(([, p]) => p.Properties.Roles.some((r: Json) => refId(r) === role))
+        .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[])
+        .filter((st) => actionsOf([st]).includes('logs:PutLogEvents'));
+      expect(writes, prefix).toHaveLength(1);
+      expect(writes[0]!.Resource).toEqual({ 'Fn::GetAtt': [metricsLogId, 'Arn'] });
+    }
+    // The metrics the dashboard reads from it exist in the services' registry (src/api/metrics.ts).
+    const metricsSource = readFileSync(new URL('../src/api/metrics.ts', import.meta.url), 'utf8');
+    const [, dashboard] = byPrefix('Dashboard', 'AWS::CloudWatch::Dashboard');
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    const used = [...body.matchAll(/stele_[a-z_]+/g)].map((m) => m[0]);
+    expect(used.length).toBeGreaterThanOrEqual(3);
+    for (const name of new Set(used)) expect(metricsSource, name).toContain(`'${name}'`);
   });
 
   it('the table: deletion protection, monthly backups kept a year, the grants clear() needs, and a restored table adopted by name', () => {
