@@ -4,12 +4,15 @@
 // the container image from <dir>'s Dockerfile instead of the ImageRepository parameter;
 // stele:lock=bucket keeps the sequencer's lock record in the bucket instead of DynamoDB;
 // stele:witnessPolicy=<file> gives both services that C2SP tlog-policy (read and checked now,
-// kept in the template: README "Deploy with CDK").
+// kept in the template: README "Deploy with CDK"); stele:multiRegionKey=true creates the log
+// key as a multi-Region primary (only when the stack is first created).
 import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
+import { withNag } from './nag.js';
 import { SteleStack } from './stack.js';
 
-const app = new App();
+// cdk-nag (AwsSolutions) runs at synth: an unacknowledged finding fails it.
+const app = withNag(new App());
 const stackName = (app.node.tryGetContext('stele:stackName') as string | undefined) ?? 'Stele';
 const imageAsset = app.node.tryGetContext('stele:imageAsset') as string | undefined;
 const lock = app.node.tryGetContext('stele:lock') as string | undefined;
@@ -24,10 +27,12 @@ if (policyFile) {
     throw new Error(`context stele:witnessPolicy: cannot read ${policyFile}: ${(e as NodeJS.ErrnoException).code}`);
   }
 }
+const multiRegion = app.node.tryGetContext('stele:multiRegionKey') as string | boolean | undefined;
 new SteleStack(app, stackName, {
   description: 'Stele: a C2SP tlog-tiles transparency log on S3, CloudFront, DynamoDB, KMS and Fargate',
   imageAsset,
   lock,
   witnessPolicy,
+  multiRegionKey: multiRegion === true || multiRegion === 'true',
 });
 app.synth();
