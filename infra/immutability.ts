@@ -1,11 +1,11 @@
-// What the bucket itself enforces about the log's objects (DESIGN §1.2, invariant 3), for every
+// What the bucket itself enforces about the log's objects (docs/design.md §1.2, invariant 3), for every
 // principal — the sequencer's task role, the explorer's deployment, an account administrator
 // (short of rewriting the bucket policy, which CloudTrail records):
 //   - nothing under tile/ (hash tiles, entry and record bundles, full or partial) is written
 //     without `If-None-Match: *`, so a PUT can only create, never overwrite: S3 answers 412
 //     to a create over an existing object (the store then compares bytes, src/store/s3.ts);
 //   - nothing under the public prefix is deleted except partial tiles (`tile/…/<N>.p/<W>`,
-//     swept once their full tile exists: DESIGN §1.5), so a full tile or bundle, once
+//     swept once their full tile exists: docs/design.md §1.5), so a full tile or bundle, once
 //     written, stays the current version; no version of a public object is ever deleted
 //     by a request (noncurrent versions go by the lifecycle rules only).
 // The staging prefix (staged batches, the bucket lock, the start-up probe) stays writable.
