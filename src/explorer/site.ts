@@ -5,7 +5,7 @@ import { toHex } from './bytes.js';
 import { clear, h } from './dom.js';
 import { FetchError, LogClient } from './log.js';
 import { offeredConfig, type ResolvedTrust, readSeen, resolveTrust, writeSeen } from './trust.js';
-import { type CheckpointResult, verifyCheckpoint } from './verify.js';
+import { type CheckpointResult, verifyPageCheckpoint } from './verify.js';
 
 export const base = new URL('./', location.href);
 export const client = new LogClient(base);
@@ -101,7 +101,7 @@ export function load(force = false): Promise<Loaded> {
     }
     const origin = resolved.trust.log.name;
     const previous = readSeen(storage, origin);
-    const cp = await verifyCheckpoint(text, resolved.trust, client, previous);
+    const cp = await verifyPageCheckpoint(text, resolved.trust, client, previous);
     for (const [k, c] of [
       ['signature', cp.signature],
       ['witnesses', cp.witnesses],

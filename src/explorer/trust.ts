@@ -8,7 +8,7 @@
 import { policyQuorum } from '../core/verify/index.js';
 import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
 import { NoteError, SIG_ED25519, type Verifier, parseCosignerVkey, parseVkey } from './note.js';
-import type { SeenCheckpoint, Trust } from './verify.js';
+import type { SeenCheckpoint, PageTrust } from './verify.js';
 
 export interface TrustConfig {
   readonly vkey: string;
@@ -32,7 +32,7 @@ export const SOURCE_LABEL: Record<TrustSource, string> = {
 };
 
 export interface ResolvedTrust {
-  readonly trust: Trust | null;
+  readonly trust: PageTrust | null;
   readonly config: TrustConfig | null;
   readonly source: TrustSource | null;
   /** What the site (or link) configures, when a pin overrides it. */
@@ -73,7 +73,7 @@ function safeSet(store: KV | null, key: string, value: string | null): void {
  * Builds a Trust from vkeys; throws NoteError on a malformed or wrong-type key. The witness
  * quorum is a C2SP tlog-policy: the configured policy text, else k of the listed witnesses.
  */
-export function toTrust(c: TrustConfig): Trust {
+export function toTrust(c: TrustConfig): PageTrust {
   const log = parseVkey(c.vkey);
   if (log.type !== SIG_ED25519) throw new NoteError('the log key must be an Ed25519 (type 0x01) vkey');
   let policy: Policy;
@@ -217,7 +217,7 @@ export function resolveTrust(
   const pinned = origin !== null ? pins[origin] : Object.values(pins)[0];
   const chosen = pinned ? { config: pinned, source: 'pin' as const } : origin !== null ? offered : null;
   if (!chosen) return { trust: null, config: null, source: null, offered, mismatch: null, problems };
-  let trust: Trust | null = null;
+  let trust: PageTrust | null = null;
   try {
     trust = toTrust(chosen.config);
   } catch (e) {

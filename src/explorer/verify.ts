@@ -32,7 +32,7 @@ import { type FoldedProof, foldInclusion } from './proof.js';
 export type { Status } from '../core/verify/index.js';
 
 /** One line of a report as the page shows it (the rule number, when it is one of §4.3's). */
-export interface Check {
+export interface PageCheck {
   readonly name: string;
   readonly status: Status;
   readonly detail: string;
@@ -41,9 +41,9 @@ export interface Check {
   readonly reason?: string;
 }
 
-const pass = (name: string, detail: string): Check => ({ name, status: 'PASS', detail });
-const fail = (name: string, detail: string): Check => ({ name, status: 'FAIL', detail });
-const skip = (name: string, detail: string, reason?: string): Check => ({
+const pass = (name: string, detail: string): PageCheck => ({ name, status: 'PASS', detail });
+const fail = (name: string, detail: string): PageCheck => ({ name, status: 'FAIL', detail });
+const skip = (name: string, detail: string, reason?: string): PageCheck => ({
   name,
   status: 'SKIP',
   detail,
@@ -51,7 +51,7 @@ const skip = (name: string, detail: string, reason?: string): Check => ({
 });
 
 /** The keys the page verifies against: the log key and a C2SP tlog-policy over witness keys. */
-export interface Trust extends KeyTrust {
+export interface PageTrust extends KeyTrust {
   readonly log: Verifier;
   readonly witnesses: readonly Verifier[];
   readonly policy: Policy;
@@ -77,11 +77,11 @@ export interface CheckpointResult {
   readonly origin: string;
   readonly size: number;
   readonly root: Uint8Array | null;
-  readonly signature: Check;
-  readonly witnesses: Check;
+  readonly signature: PageCheck;
+  readonly witnesses: PageCheck;
   readonly witnessRows: WitnessRow[];
-  readonly tiles: Check;
-  readonly consistency: Check;
+  readonly tiles: PageCheck;
+  readonly consistency: PageCheck;
   /** True when every check passed or was skipped for a benign reason. */
   readonly ok: boolean;
   /** True when the checkpoint may be remembered as the new last-seen one. */
@@ -106,11 +106,16 @@ export const CHECK_NAMES = {
 const RULE_NAMES: Record<number, string> = { [RULES.consistency.rule]: CHECK_NAMES.consistency };
 
 /** A core check as the page shows it (its name through the page's map). */
-export function present(c: { rule: number; name: string; status: Status; detail: string }): Check & { rule: number } {
+export function present(c: {
+  rule: number;
+  name: string;
+  status: Status;
+  detail: string;
+}): PageCheck & { rule: number } {
   return { rule: c.rule, name: RULE_NAMES[c.rule] ?? c.name, status: c.status, detail: c.detail };
 }
 
-const asCheck = (name: string, o: Outcome | StatusOutcome): Check =>
+const asCheck = (name: string, o: Outcome | StatusOutcome): PageCheck =>
   'status' in o
     ? { name, status: o.status, detail: o.detail }
     : { name, status: o.ok ? 'PASS' : 'FAIL', detail: o.detail };
@@ -133,7 +138,7 @@ function witnessRows(cosigners: readonly Cosigner[]): WitnessRow[] {
   }));
 }
 
-async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Promise<Check> {
+async function tilesCheck(client: LogClient, size: number, root: Uint8Array): Promise<PageCheck> {
   const name = CHECK_NAMES.tiles;
   try {
     const h = size === 0 ? EMPTY_ROOT : await treeHash(size, client.reader(size));
@@ -158,7 +163,7 @@ async function consistencyCheck(
   size: number,
   root: Uint8Array,
   seen: SeenCheckpoint | null,
-): Promise<Check> {
+): Promise<PageCheck> {
   const name = CHECK_NAMES.consistency;
   if (!seen)
     return skip(
@@ -176,9 +181,9 @@ function hexBytes(hex: string): Uint8Array {
   return out;
 }
 
-export async function verifyCheckpoint(
+export async function verifyPageCheckpoint(
   noteText: string,
-  trust: Trust,
+  trust: PageTrust,
   client: LogClient,
   seen: SeenCheckpoint | null,
 ): Promise<CheckpointResult> {
@@ -263,9 +268,9 @@ export interface EntryResult {
   readonly id: string | null;
   readonly proof: FoldedProof | null;
   /** Rule 3: record → entry_hash (chained to the previous entry) → leaf, agreeing with the hash tile. */
-  readonly leaf: Check;
+  readonly leaf: PageCheck;
   /** Rule 4: the audit path read from the tiles rebuilds the signed root. */
-  readonly inclusion: Check;
+  readonly inclusion: PageCheck;
   readonly ok: boolean;
   /** What rule 3 was given, to check it again for a file's digest. */
   readonly evidence?: EntryEvidence;
@@ -320,7 +325,7 @@ export async function verifyLoadedEntry(
   const fields = (checked.entry as EntryFields | undefined) ?? null;
 
   let proof: FoldedProof | null = null;
-  let inclusion: Check;
+  let inclusion: PageCheck;
   const leaf = leafHash(eh);
   try {
     const path = await proveInclusion(seq, cp.size, client.reader(cp.size));
@@ -367,18 +372,18 @@ export async function verifyBundle(
 // ---------------------------------------------------------------- report
 
 /** The report as the page shows it: the checks (names through the page's map), result and verdict. */
-export interface Report {
-  readonly checks: Array<Check & { rule: number }>;
+export interface PageReport {
+  readonly checks: Array<PageCheck & { rule: number }>;
   readonly result: 'PASS' | 'FAIL';
   /** The core's verdict, e.g. "PASS (rule 2 not checked: first visit)". */
   readonly verdict: string;
 }
 
-export function reportView(r: CoreReport): Report {
+export function reportView(r: CoreReport): PageReport {
   return { checks: r.checks.map(present), result: r.result, verdict: r.verdict };
 }
 
-const statusOutcome = (c: Check): Outcome | StatusOutcome =>
+const statusOutcome = (c: PageCheck): Outcome | StatusOutcome =>
   c.status === 'SKIP'
     ? { status: 'SKIP', detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }
     : { status: c.status, detail: c.detail };
@@ -388,7 +393,7 @@ const statusOutcome = (c: Check): Outcome | StatusOutcome =>
  * signature, consistency, leaf hash, inclusion, witnesses, and the overall client-side
  * verdict. With `fileDigest`, rule 3 also requires the entry to record that digest.
  */
-export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: string): Report {
+export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: string): PageReport {
   // With a file, rule 3 is asked again of the same evidence, now with the file's digest.
   const leaf =
     fileDigest !== undefined && e.evidence
@@ -407,7 +412,7 @@ export function buildReport(cp: CheckpointResult, e: EntryResult, fileDigest?: s
 // ---------------------------------------------------------------- tlog-proof files
 
 export interface TlogProofView {
-  readonly report: Report;
+  readonly report: PageReport;
   readonly index: number;
   readonly size: number;
   readonly entry: EntryFields | null;
@@ -422,7 +427,7 @@ export interface TlogProofView {
  */
 export async function verifyTlogProofFile(
   text: string,
-  trust: Trust,
+  trust: PageTrust,
   client: LogClient,
   current: { size: number; root: Uint8Array } | null,
   fileDigest?: string,

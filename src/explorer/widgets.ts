@@ -4,9 +4,9 @@ import { toHex } from './bytes.js';
 import { auditPathDrawing } from './charts.js';
 import { badge, type Child, fmtInt, fmtTime, h, hashText } from './dom.js';
 import { type Loaded, load, setFailure } from './site.js';
-import { buildReport, type Check, type CheckpointResult, type EntryResult, type Report } from './verify.js';
+import { buildReport, type PageCheck, type CheckpointResult, type EntryResult, type PageReport } from './verify.js';
 
-export function checkItem(c: Check, key?: string, rule?: number): HTMLElement {
+export function checkItem(c: PageCheck, key?: string, rule?: number): HTMLElement {
   return h(
     'li',
     { class: `check check-${c.status.toLowerCase()}`, 'data-check': key ?? null, 'data-status': c.status },
@@ -17,7 +17,7 @@ export function checkItem(c: Check, key?: string, rule?: number): HTMLElement {
   );
 }
 
-export function reportList(r: Report, testid: string): HTMLElement {
+export function reportList(r: PageReport, testid: string): HTMLElement {
   return h(
     'div',
     { class: 'report', 'data-testid': testid, 'data-status': r.result },
@@ -87,11 +87,11 @@ export const FIELD_LABELS: Readonly<Record<string, string>> = {
 export function entryPanel(
   cp: CheckpointResult,
   e: EntryResult,
-  opts: { fileDigest?: string; match?: Check; heading?: string } = {},
+  opts: { fileDigest?: string; match?: PageCheck; heading?: string } = {},
 ): HTMLElement {
   const report = buildReport(cp, e, opts.fileDigest);
   const checks = opts.match ? { ...report, checks: [{ ...opts.match, rule: 0 }, ...report.checks] } : report;
-  const result: Report =
+  const result: PageReport =
     opts.match && opts.match.status === 'FAIL'
       ? { ...checks, result: 'FAIL', verdict: 'FAIL' }
       : { ...checks, result: report.result };

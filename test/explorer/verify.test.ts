@@ -13,7 +13,7 @@ import { foldInclusion } from '../../src/explorer/proof.js';
 import { apiLookup, apiSearch, classify, labelMatches, recordMatcher, scanRecords } from '../../src/explorer/search.js';
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
 import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
-import { buildReport, verifyBundle, verifyCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
+import { buildReport, verifyBundle, verifyPageCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
 import type { RunningServer } from '../../src/serve.js';
 import { digestOf, postAnchor, startTestServer } from '../api/server.js';
 import { loadVectors } from '../helpers/vectors.js';
@@ -187,7 +187,7 @@ describe('explorer verification against a live log', () => {
 
   it('verifies the checkpoint, an entry, a whole bundle, and builds the ledger-verify report', async () => {
     const trust = await trustOf();
-    const cp = await verifyCheckpoint(await client.checkpoint(), trust, client, null);
+    const cp = await verifyPageCheckpoint(await client.checkpoint(), trust, client, null);
     expect([cp.signature.status, cp.witnesses.status, cp.tiles.status, cp.consistency.status]).toEqual([
       'PASS',
       'PASS',
@@ -214,18 +214,30 @@ describe('explorer verification against a live log', () => {
   it('checks consistency with the checkpoint seen before: growth passes, rollback and fork fail', async () => {
     const trust = await trustOf();
     const note = await client.checkpoint();
-    const cp = await verifyCheckpoint(note, trust, client, null);
+    const cp = await verifyPageCheckpoint(note, trust, client, null);
     const root = toHex(cp.root!);
     const older = (await (await fetch(`${server.url}/api/ledger/consistency?first=100&second=300`)).json()) as {
       firstRoot: string;
     };
-    const grown = await verifyCheckpoint(note, trust, client, { size: 100, rootHex: older.firstRoot, at: 'earlier' });
+    const grown = await verifyPageCheckpoint(note, trust, client, {
+      size: 100,
+      rootHex: older.firstRoot,
+      at: 'earlier',
+    });
     expect(grown.consistency.status).toBe('PASS');
-    const forked = await verifyCheckpoint(note, trust, client, { size: 100, rootHex: 'ab'.repeat(32), at: 'earlier' });
+    const forked = await verifyPageCheckpoint(note, trust, client, {
+      size: 100,
+      rootHex: 'ab'.repeat(32),
+      at: 'earlier',
+    });
     expect(forked.consistency.status).toBe('FAIL');
-    const rolledBack = await verifyCheckpoint(note, trust, client, { size: 400, rootHex: root, at: 'earlier' });
+    const rolledBack = await verifyPageCheckpoint(note, trust, client, { size: 400, rootHex: root, at: 'earlier' });
     expect(rolledBack.consistency.detail).toMatch(/rolled back/);
-    const same = await verifyCheckpoint(note, trust, client, { size: 300, rootHex: 'cd'.repeat(32), at: 'earlier' });
+    const same = await verifyPageCheckpoint(note, trust, client, {
+      size: 300,
+      rootHex: 'cd'.repeat(32),
+      at: 'earlier',
+    });
     expect(same.consistency.detail).toMatch(/forked/);
   });
 
@@ -236,7 +248,7 @@ describe('explorer verification against a live log', () => {
       witnesses: [],
       threshold: 0,
     });
-    const cp = await verifyCheckpoint(await client.checkpoint(), trust, client, null);
+    const cp = await verifyPageCheckpoint(await client.checkpoint(), trust, client, null);
     expect(cp.signature.status).toBe('FAIL');
     expect(cp.ok).toBe(false);
     expect(cp.remember).toBe(false);

@@ -6,14 +6,14 @@ import { badge, fmtInt, fmtTime, h } from '../dom.js';
 import { locate, scanShowingProgress } from '../lookup.js';
 import { apiSearch, classify, DEFAULT_SCAN_ENTRIES, type LabelMatch, labelMatches, type Query } from '../search.js';
 import { base, client, load, setFailure, siteHasApi } from '../site.js';
-import { type Check, type CheckpointResult, type EntryFields, type EntryResult, verifyEntry } from '../verify.js';
+import { type PageCheck, type CheckpointResult, type EntryFields, type EntryResult, verifyEntry } from '../verify.js';
 import { dataTable, entryLink, entryPanel, noCheckpoint, reportEntryFailures, searchForm } from '../widgets.js';
 
-export function matchCheck(q: Query, e: EntryResult): Check {
+export function matchCheck(q: Query, e: EntryResult): PageCheck {
   const f = e.fields ?? {};
   const name = 'Matches your search';
-  const ok = (detail: string): Check => ({ name, status: 'PASS', detail });
-  const bad = (detail: string): Check => ({ name, status: 'FAIL', detail });
+  const ok = (detail: string): PageCheck => ({ name, status: 'PASS', detail });
+  const bad = (detail: string): PageCheck => ({ name, status: 'FAIL', detail });
   switch (q.kind) {
     case 'digest':
       return f.digest === q.digest
