@@ -413,14 +413,20 @@ export class LogReader {
     const key = tilePath(id);
     const stored = await this.source.get(key);
     if (!stored) return null;
-    const prefix = typeof id.kind === 'number' ? bytes.subarray(0, id.width * HASH_SIZE) : bundlePrefix(bytes, id.width);
+    const prefix =
+      typeof id.kind === 'number' ? bytes.subarray(0, id.width * HASH_SIZE) : bundlePrefix(bytes, id.width);
     if (!bytesEqual(stored, prefix))
       throw this.corrupt([], key, `differs from the first ${id.width} items of ${tilePath({ ...id, width: have })}`);
     return stored;
   }
 
   /** The bytes of bundle (kind, n) at `width` items, every item authenticated against `tree`. */
-  private async authenticBundle(tree: Tree, kind: 'entries' | 'records', n: number, width: number): Promise<Uint8Array> {
+  private async authenticBundle(
+    tree: Tree,
+    kind: 'entries' | 'records',
+    n: number,
+    width: number,
+  ): Promise<Uint8Array> {
     const bundle = await this.bundleNow(kind, n, width);
     if (!this.authenticBundles.has(bundle) && tree.root !== undefined) {
       if (kind === 'entries') {

@@ -46,7 +46,8 @@ export class ServedCheckpoint {
       return data;
     }
     const reason = why ?? 'it is missing';
-    if (this.failing?.why !== reason) this.logger?.error({ object: CHECKPOINT_KEY, err: reason }, 'stored checkpoint fails');
+    if (this.failing?.why !== reason)
+      this.logger?.error({ object: CHECKPOINT_KEY, err: reason }, 'stored checkpoint fails');
     this.failing = { bytes: data, why: reason };
     throw this.ledger.reader.reportCorrupt(CHECKPOINT_KEY, reason);
   }
