@@ -85,6 +85,10 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
   out(
     `fsck of ${r.origin} in ${r.where}: ${cp ? `checkpoint size ${cp.size} (from ${cp.from})` : 'no verified checkpoint'}`,
   );
+  if (r.tree?.from === 'lock')
+    out(
+      `  note  checked against the lock record's tree (size ${r.tree.size}), which a start builds on${cp ? ` and publishes over size ${cp.size}` : ' and publishes'}`,
+    );
   if (inUse !== null)
     out(
       `  note  the directory is in use by ${typeof inUse === 'number' ? `pid ${inUse}` : inUse}: objects may change while they are checked`,
@@ -189,15 +193,14 @@ ${HELP}`,
           root: r.root,
           timestamp: r.timestamp,
           previous: r.previous,
+          republished: r.republished,
           entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
           findings: r.fsck.findings,
         });
-      } else if (r.status === 'up-to-date') {
-        out(`stele: nothing to recover: ${target.lockName} already equals the published checkpoint (size ${r.size})`);
       } else {
-        out(
-          `stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
-        );
+        if (r.republished.length > 0)
+          out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);
+        printRecovered(r, target.lockName, before);
       }
     } catch (e) {
       if (!(e instanceof RecoverRefusedError)) throw e;
@@ -208,4 +211,20 @@ ${HELP}`,
       await close();
     }
   });
+}
+
+/** The one line a recovery that wrote or found nothing to write ends with. */
+function printRecovered(
+  r: { status: string; size: number; root: string; previous: { relation: string }; fsck: FsckResult },
+  lockName: string,
+  before: string,
+): void {
+  // A lock already equal with a checkpoint object rewritten: the line above said so.
+  if (r.previous.relation === 'equal') {
+    if (r.status === 'up-to-date')
+      out(`stele: nothing to recover: ${lockName} already equals the published checkpoint (size ${r.size})`);
+  } else
+    out(
+      `stele: recovered ${lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
+    );
 }

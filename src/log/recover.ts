@@ -4,13 +4,21 @@
 // back (a restored backup) can be set to it without losing anything, provided the whole
 // published tree verifies against it first (src/log/fsck.ts, the same check as `stele log
 // fsck`). It never moves a lock backwards and never adopts a tree it could not verify.
+// Beside the lock, it rewrites a public checkpoint object that does not verify from its
+// verified twin (a start would serve it as it is). Where the log directory lacks objects of
+// the lock record's tree (older than the lock: restored from a backup), it says which, and
+// where they can come from: going back to the published size would fork the log.
+import { openCheckpoint } from '../core/checkpoint.js';
+import { encodePublishedCheckpoint } from '../sequencer/contract.js';
+import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import { type LockState, LockFormatError, type SequencerLock } from '../store/lock.js';
 import { VersionConflictError } from '../store/store.js';
 import { type FindingKind, type FsckOptions, type FsckResult, type FsckTarget, fsckLog } from './fsck.js';
-import { logSignedNote } from './published.js';
+import { logSignedNote, readPublished } from './published.js';
 
 export type RefusalReason =
   | 'no-checkpoint'
+  | 'missing-objects'
   | 'unverified'
   | 'beyond'
   | 'forked'
@@ -38,8 +46,13 @@ export interface RecoverResult {
   readonly size: number;
   readonly root: string;
   readonly timestamp: string;
+  /** Public checkpoint objects rewritten from their verified twin (they did not verify). */
+  readonly republished: string[];
   readonly fsck: FsckResult;
 }
+
+/** Missing objects named in a refusal; the rest are counted. */
+const NAMED = 5;
 
 /** Findings that mean the published state itself does not verify. */
 const UNVERIFIED: readonly FindingKind[] = ['checkpoint', 'tree', 'missing', 'stale-partial', 'not-regular'];
@@ -65,13 +78,37 @@ export async function recoverLock(
   const refuse: (reason: RefusalReason, message: string) => never = (reason, message) => {
     throw new RecoverRefusedError(reason, message, fsck);
   };
+  const lock = fsck.lock;
+  const tree = fsck.tree;
+  const missing = fsck.findings.filter((f) => f.severity === 'problem' && f.kind === 'missing');
+  if (tree?.from === 'lock' && missing.length > 0) {
+    const count = fsck.counts.missing ?? missing.length;
+    const named = missing.slice(0, NAMED).map((f) => f.object);
+    refuse(
+      'missing-objects',
+      `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of the tree its lock record commits to (size ${tree.size}): ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork. Copy the missing objects from a mirror of this log (its tiles) or from a copy of the log directory taken at size ${tree.size} or later, then run \`stele log fsck\``,
+    );
+  }
   const cp = fsck.checkpoint;
-  if (!cp)
+  if (!cp) {
+    if (tree?.from === 'lock' && fsck.ok)
+      refuse(
+        'lock-newer',
+        `nothing to recover: no checkpoint is published, and the lock record's tree (size ${tree.size}) verifies; \`stele serve\` publishes it at start`,
+      );
     refuse(
       'no-checkpoint',
       `no published checkpoint verifies under the log key: nothing to recover from (${fsck.findings[0]?.message ?? 'no checkpoint'})`,
     );
-  const bad = fsck.findings.find((f) => f.severity === 'problem' && UNVERIFIED.includes(f.kind));
+  }
+  // A checkpoint object that does not verify, beside a verified twin, is rewritten from it:
+  // it is not the tree that is wrong, and a start would serve that object as it is.
+  const unverified = (await readPublished(target.store, target.key)).problems.filter((p) => p.unverified);
+  const rewritable = new Set(unverified.map((p) => p.object));
+  const bad = fsck.findings.find(
+    (f) =>
+      f.severity === 'problem' && UNVERIFIED.includes(f.kind) && !(f.kind === 'checkpoint' && rewritable.has(f.object)),
+  );
   if (bad) refuse('unverified', `the published log does not verify, so it cannot be recovered from: ${bad.message}`);
   const beyond = fsck.findings.filter((f) => f.kind === 'beyond');
   if (beyond.length > 0) {
@@ -81,7 +118,6 @@ export async function recoverLock(
       `objects lie beyond the published tree of size ${cp.size} (${beyond[0]!.object}${more}): a newer lost state wrote them; recovering to size ${cp.size} could fork the log`,
     );
   }
-  const lock = fsck.lock;
   if (lock.relation === 'newer')
     refuse(
       'lock-newer',
@@ -89,13 +125,15 @@ export async function recoverLock(
     );
   if (lock.relation === 'forked' || lock.relation === 'invalid')
     refuse(lock.relation === 'forked' ? 'forked' : 'lock-invalid', lock.detail);
+  const republished = await rewriteCheckpoints(target, [...rewritable], cp, before?.state, opts.now ?? Date.now);
   if (lock.relation === 'equal') {
     return {
-      status: 'up-to-date',
+      status: republished.length > 0 ? 'recovered' : 'up-to-date',
       previous: { relation: 'equal', size: lock.size! },
       size: cp.size,
       root: cp.root,
       timestamp: cp.timestamp ?? '',
+      republished,
       fsck,
     };
   }
@@ -123,6 +161,34 @@ export async function recoverLock(
     size: next.size,
     root: next.root,
     timestamp,
+    republished,
     fsck,
   };
+}
+
+/**
+ * Rewrites each of `keys` (checkpoint objects that do not verify) from the verified
+ * checkpoint `cp`: the note as published, or the note with its publish time (the lock's at
+ * that size, else now). Returns the keys written.
+ */
+async function rewriteCheckpoints(
+  target: FsckTarget,
+  keys: readonly string[],
+  cp: NonNullable<FsckResult['checkpoint']>,
+  lock: LockState | undefined,
+  now: () => number,
+): Promise<string[]> {
+  const written: string[] = [];
+  for (const key of keys) {
+    let data: Uint8Array;
+    if (key === CHECKPOINT_KEY) data = Buffer.from(cp.note);
+    else if (key === CHECKPOINT_JSON_KEY) {
+      const timestamp = cp.timestamp ?? (lock?.size === cp.size ? lock.timestamp : new Date(now()).toISOString());
+      data = encodePublishedCheckpoint({ ...openCheckpoint(cp.note, target.key), timestamp });
+    } else continue;
+    const current = await target.store.getVersioned(key);
+    await target.store.swap(key, data, current?.version ?? null);
+    written.push(key);
+  }
+  return written;
 }
