@@ -347,7 +347,7 @@ describe('an older partial tile, which clients at older tree sizes read', () => 
     for (const [from, to] of [
       [0, 300],
       [300, 380],
-    ])
+    ] as const)
       await Promise.all(
         Array.from({ length: to - from }, (_, i) =>
           sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i))),
