@@ -10,6 +10,7 @@ import { emitJson, green, intArg, out, progress, red } from './ledger/common.js'
 
 interface LogOptions {
   dataDir?: string;
+  objectsFrom?: string;
   aws?: boolean;
   json?: boolean;
   window?: number;
@@ -168,7 +169,11 @@ ${HELP}`,
     .description(
       "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it; refuses if it does not verify, if objects lie beyond it, or if the lock is newer",
     );
-  targetOptions(recover).action(async (opts: LogOptions) => {
+  targetOptions(recover).option(
+    '--objects-from <url|dir>',
+    "where objects of the lock record's tree that the log lacks can be copied from (a mirror's tiles URL, a copy of the log directory); they are written only once the whole tree verifies with them",
+  );
+  recover.action(async (opts: LogOptions) => {
     const { target, dataDir, close } = await openTarget(opts);
     // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
     // commit fails against the recovered lock and it stops.
@@ -182,9 +187,15 @@ ${HELP}`,
     const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
     const bar = progress('verifying', opts.json, 'entries');
     try {
-      const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() =>
-        bar.stop(),
-      );
+      const objectsFrom =
+        opts.objectsFrom === undefined
+          ? undefined
+          : await (await import('../../src/client/objects.js')).openObjectSource(opts.objectsFrom);
+      const r = await recoverLock(target, {
+        window: opts.window,
+        onProgress: (d, t) => bar.update(d, t),
+        ...(objectsFrom ? { objectsFrom } : {}),
+      }).finally(() => bar.stop());
       const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
       if (opts.json) {
         emitJson({
@@ -194,9 +205,14 @@ ${HELP}`,
           timestamp: r.timestamp,
           previous: r.previous,
           republished: r.republished,
+          fetched: r.fetched,
           entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
           findings: r.fsck.findings,
         });
+      } else if (r.fetched.length > 0) {
+        out(
+          `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the lock record's tree (size ${r.size}) from ${objectsFrom?.describe()}, after verifying the whole tree; \`stele serve\` publishes it at start`,
+        );
       } else {
         if (r.republished.length > 0)
           out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);

@@ -125,6 +125,8 @@ export interface FsckResult {
   readonly findings: Finding[];
   /** Findings of each kind, all of them. */
   readonly counts: Partial<Record<FindingKind, number>>;
+  /** Every object of the checked tree that is missing (the findings name the first few). */
+  readonly missingObjects: string[];
   readonly objectsListed: number;
   readonly stalePartialsChecked: number;
   readonly elapsedMs: number;
@@ -374,8 +376,30 @@ async function stagedObjects(target: FsckTarget, state: LockState, out: Findings
   }
 }
 
+/**
+ * Recomputes the tree of `note` (signed by `key`) from `source`, pinned to the tree it must
+ * extend: the offline audit, as `stele ledger audit` makes it.
+ */
+export function auditTree(
+  key: NoteVerifier,
+  source: ObjectReader,
+  note: string,
+  pin: { readonly size: number; readonly root: Uint8Array },
+  opts: FsckOptions = {},
+): Promise<AuditResult> {
+  const trust: Trust = {
+    origin: key.name,
+    keyId: keyIdOf(key.publicKey),
+    log: key,
+    witnesses: [],
+    quorum: NOT_WITNESSED,
+    pin,
+  };
+  return auditLog({ source, trust, note, window: opts.window, onProgress: opts.onProgress });
+}
+
 /** `store`, with `extra` objects in front of it. */
-const overlay = (store: ObjectReader, extra: ReadonlyMap<string, Uint8Array>): ObjectReader =>
+export const overlay = (store: ObjectReader, extra: ReadonlyMap<string, Uint8Array>): ObjectReader =>
   extra.size === 0 ? store : { get: async (key) => extra.get(key) ?? store.get(key) };
 
 export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promise<FsckResult> {
@@ -441,21 +465,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
         : lock.relation === 'older' && lockState
           ? { size: lockState.size, root: hashFromHex(lockState.root) }
           : { size: 0, root: EMPTY_ROOT };
-    const trust: Trust = {
-      origin: target.key.name,
-      keyId: keyIdOf(target.key.publicKey),
-      log: target.key,
-      witnesses: [],
-      quorum: NOT_WITNESSED,
-      pin: pinned,
-    };
-    const r = await auditLog({
-      source: overlay(target.store, restaged),
-      trust,
-      note: tree.note,
-      window: opts.window,
-      onProgress: opts.onProgress,
-    });
+    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, opts);
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {
       tree: r.tree,
@@ -503,6 +513,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     notices: out.notices,
     findings: out.list,
     counts: Object.fromEntries(out.perKind),
+    missingObjects: [...missing],
     objectsListed: listed,
     stalePartialsChecked,
     elapsedMs: performance.now() - t0,

@@ -13,7 +13,19 @@ import { encodePublishedCheckpoint } from '../sequencer/contract.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import { type LockState, LockFormatError, type SequencerLock } from '../store/lock.js';
 import { VersionConflictError } from '../store/store.js';
-import { type FindingKind, type FsckOptions, type FsckResult, type FsckTarget, fsckLog } from './fsck.js';
+import { decodeBundle, encodeBundle } from '../core/bundle.js';
+import { EMPTY_ROOT, HASH_SIZE, hashFromHex } from '../core/hash.js';
+import { TILE_WIDTH, parseTilePath, tilePath } from '../core/tiles.js';
+import type { ObjectReader, StoredObject } from '../store/store.js';
+import {
+  type FindingKind,
+  type FsckOptions,
+  type FsckResult,
+  type FsckTarget,
+  auditTree,
+  fsckLog,
+  overlay,
+} from './fsck.js';
 import { logSignedNote, readPublished } from './published.js';
 
 export type RefusalReason =
@@ -48,6 +60,8 @@ export interface RecoverResult {
   readonly timestamp: string;
   /** Public checkpoint objects rewritten from their verified twin (they did not verify). */
   readonly republished: string[];
+  /** Objects of the lock record's tree copied from `objectsFrom`, once they verified. */
+  readonly fetched: string[];
   readonly fsck: FsckResult;
 }
 
@@ -57,9 +71,19 @@ const NAMED = 5;
 /** Findings that mean the published state itself does not verify. */
 const UNVERIFIED: readonly FindingKind[] = ['checkpoint', 'tree', 'missing', 'stale-partial', 'not-regular'];
 
+export interface RecoverOptions extends FsckOptions {
+  readonly now?: () => number;
+  /**
+   * Where the objects of the lock record's tree that the log lacks may be copied from: a
+   * mirror's tiles, a copy of the log directory. Each is verified (the whole tree is) before
+   * any is written.
+   */
+  readonly objectsFrom?: ObjectReader & { describe(): string };
+}
+
 export async function recoverLock(
   target: FsckTarget & { readonly lock: SequencerLock },
-  opts: FsckOptions & { readonly now?: () => number } = {},
+  opts: RecoverOptions = {},
 ): Promise<RecoverResult> {
   // The version to swap against is read before the check, so a lock that changes meanwhile
   // (a server started after all) makes the swap fail rather than be overwritten.
@@ -84,10 +108,22 @@ export async function recoverLock(
   if (tree?.from === 'lock' && missing.length > 0) {
     const count = fsck.counts.missing ?? missing.length;
     const named = missing.slice(0, NAMED).map((f) => f.object);
-    refuse(
-      'missing-objects',
-      `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of the tree its lock record commits to (size ${tree.size}): ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork. Copy the missing objects from a mirror of this log (its tiles) or from a copy of the log directory taken at size ${tree.size} or later, then run \`stele log fsck\``,
-    );
+    if (!opts.objectsFrom)
+      refuse(
+        'missing-objects',
+        `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of the tree its lock record commits to (size ${tree.size}): ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork. They can come from a mirror of this log (its tiles) or a copy of the log directory taken at size ${tree.size} or later: \`stele log recover --objects-from <tiles URL or directory>\` copies them once the whole tree verifies`,
+      );
+    const fetched = await fetchMissing(target, opts.objectsFrom, fsck, refuse, opts);
+    return {
+      status: 'recovered',
+      previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
+      size: tree.size,
+      root: tree.root,
+      timestamp: before?.state.timestamp ?? '',
+      republished: [],
+      fetched,
+      fsck,
+    };
   }
   const cp = fsck.checkpoint;
   if (!cp) {
@@ -134,6 +170,7 @@ export async function recoverLock(
       root: cp.root,
       timestamp: cp.timestamp ?? '',
       republished,
+      fetched: [],
       fsck,
     };
   }
@@ -162,8 +199,60 @@ export async function recoverLock(
     root: next.root,
     timestamp,
     republished,
+    fetched: [],
     fsck,
   };
+}
+
+/**
+ * Copies the objects of the lock record's tree that the log lacks from `source` (a partial
+ * it no longer has is cut from its full tile), once the whole tree verifies with them
+ * against the lock record's checkpoint and extends the published one; writes nothing else.
+ */
+async function fetchMissing(
+  target: FsckTarget & { readonly lock: SequencerLock },
+  source: ObjectReader & { describe(): string },
+  fsck: FsckResult,
+  refuse: (reason: RefusalReason, message: string) => never,
+  opts: FsckOptions,
+): Promise<string[]> {
+  const held = await target.lock.read();
+  if (!held) return refuse('conflict', `${target.lockName} disappeared while the log was being checked`);
+  const objects: StoredObject[] = [];
+  const lacking: string[] = [];
+  for (const key of fsck.missingObjects) {
+    const data = await fetchObject(source, key);
+    if (data) objects.push({ key, data });
+    else lacking.push(key);
+  }
+  if (lacking.length > 0)
+    refuse(
+      'missing-objects',
+      `${source.describe()} lacks ${lacking.length} of the ${fsck.missingObjects.length} missing objects too (${lacking.slice(0, NAMED).join(', ')}); nothing was written`,
+    );
+  const cp = fsck.checkpoint;
+  const pin = cp ? { size: cp.size, root: hashFromHex(cp.root) } : { size: 0, root: EMPTY_ROOT };
+  const extra = new Map(objects.map((o) => [o.key, o.data]));
+  const r = await auditTree(target.key, overlay(target.store, extra), held.state.note, pin, opts);
+  if (!r.tree.ok || !r.signature.ok || !r.pin.ok)
+    refuse(
+      'unverified',
+      `the objects from ${source.describe()} do not complete the lock record's tree (size ${held.state.size}): ${r.failure?.message ?? (r.pin.ok ? r.tree.detail : r.pin.detail)}; nothing was written`,
+    );
+  await target.store.createAll(objects);
+  return objects.map((o) => o.key);
+}
+
+/** Object `key` from `source`; a partial it lacks is cut from its full tile. */
+async function fetchObject(source: ObjectReader, key: string): Promise<Uint8Array | null> {
+  const data = await source.get(key);
+  const id = parseTilePath(key);
+  if (data || !id || id.width === TILE_WIDTH) return data;
+  const full = await source.get(tilePath({ ...id, width: TILE_WIDTH }));
+  if (!full) return null;
+  return typeof id.kind === 'number'
+    ? full.subarray(0, id.width * HASH_SIZE)
+    : encodeBundle(decodeBundle(full, key).slice(0, id.width));
 }
 
 /**
