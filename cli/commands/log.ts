@@ -167,7 +167,7 @@ ${HELP}`,
   const recover = log
     .command('recover')
     .description(
-      "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it; refuses if it does not verify, if objects lie beyond it, or if the lock is newer",
+      "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it, and rewrite a checkpoint object that does not verify from its verified twin; refuses if the tree does not verify, if objects lie beyond it, or if the lock is newer; names the objects of the lock's tree the log lacks (--objects-from copies them)",
     );
   targetOptions(recover).option(
     '--objects-from <url|dir>',

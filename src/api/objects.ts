@@ -23,7 +23,8 @@ import type { LedgerService } from './ledger.js';
  */
 export class ServedCheckpoint {
   private verified: Uint8Array | undefined;
-  private failing: { bytes: Uint8Array | null; why: string } | undefined;
+  /** Why the stored checkpoint failed its last check, while it does. */
+  private failing: string | undefined;
   private readonly verifier;
 
   constructor(
@@ -46,9 +47,8 @@ export class ServedCheckpoint {
       return data;
     }
     const reason = why ?? 'it is missing';
-    if (this.failing?.why !== reason)
-      this.logger?.error({ object: CHECKPOINT_KEY, err: reason }, 'stored checkpoint fails');
-    this.failing = { bytes: data, why: reason };
+    if (this.failing !== reason) this.logger?.error({ object: CHECKPOINT_KEY, err: reason }, 'stored checkpoint fails');
+    this.failing = reason;
     throw this.ledger.reader.reportCorrupt(CHECKPOINT_KEY, reason);
   }
 
@@ -58,7 +58,7 @@ export class ServedCheckpoint {
       await this.read();
       return null;
     } catch {
-      return `the stored checkpoint (log/${CHECKPOINT_KEY}) does not verify: ${this.failing?.why ?? 'unreadable'}`;
+      return `the stored checkpoint (log/${CHECKPOINT_KEY}) does not verify: ${this.failing ?? 'unreadable'}`;
     }
   }
 
