@@ -210,9 +210,11 @@ ${HELP}`,
           findings: r.fsck.findings,
         });
       } else if (r.fetched.length > 0) {
+        const ahead = r.fsck.tree?.from === 'lock';
         out(
-          `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the lock record's tree (size ${r.size}) from ${objectsFrom?.describe()}, after verifying the whole tree; \`stele serve\` publishes it at start`,
+          `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the tree of size ${r.size} from ${objectsFrom?.describe()}, after verifying the whole tree${ahead ? '; `stele serve` publishes it at start' : ''}`,
         );
+        if (!ahead && r.previous.relation !== 'equal') printRecovered(r, target.lockName, before);
       } else {
         if (r.republished.length > 0)
           out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);

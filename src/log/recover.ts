@@ -105,25 +105,42 @@ export async function recoverLock(
   const lock = fsck.lock;
   const tree = fsck.tree;
   const missing = fsck.findings.filter((f) => f.severity === 'problem' && f.kind === 'missing');
-  if (tree?.from === 'lock' && missing.length > 0) {
+  if (tree && missing.length > 0) {
     const count = fsck.counts.missing ?? missing.length;
     const named = missing.slice(0, NAMED).map((f) => f.object);
+    const whose =
+      tree.from === 'lock'
+        ? `the tree its lock record commits to (size ${tree.size})`
+        : `the tree of its published checkpoint (size ${tree.size})`;
+    const why =
+      tree.from === 'lock'
+        ? `The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork.`
+        : 'The tiles are older than the checkpoint (restored from a backup?) or were deleted.';
     if (!opts.objectsFrom)
       refuse(
         'missing-objects',
-        `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of the tree its lock record commits to (size ${tree.size}): ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork. They can come from a mirror of this log (its tiles) or a copy of the log directory taken at size ${tree.size} or later: \`stele log recover --objects-from <tiles URL or directory>\` copies them once the whole tree verifies`,
+        `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of ${whose}: ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. ${why} They can come from a mirror of this log (its tiles) or a copy of the log directory taken at size ${tree.size} or later: \`stele log recover --objects-from <tiles URL or directory>\` copies them once the whole tree verifies`,
       );
-    const fetched = await fetchMissing(target, opts.objectsFrom, fsck, refuse, opts);
-    return {
-      status: 'recovered',
-      previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
-      size: tree.size,
-      root: tree.root,
-      timestamp: before?.state.timestamp ?? '',
-      republished: [],
-      fetched,
-      fsck,
-    };
+    const note = tree.from === 'lock' ? before?.state.note : fsck.checkpoint?.note;
+    if (note === undefined) return refuse('conflict', `${target.lockName} changed while the log was being checked`);
+    const fetched = await fetchMissing(target, opts.objectsFrom, fsck, note, refuse, opts);
+    // With the objects in place, the rest (the lock record) is recovered as ever, if it needs to be.
+    const rest = await recoverLock(target, { ...opts, objectsFrom: undefined }).catch((e: unknown) => {
+      if (e instanceof RecoverRefusedError && e.reason === 'lock-newer') return null;
+      throw e;
+    });
+    return rest
+      ? { ...rest, status: 'recovered', fetched }
+      : {
+          status: 'recovered',
+          previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
+          size: tree.size,
+          root: tree.root,
+          timestamp: before?.state.timestamp ?? '',
+          republished: [],
+          fetched,
+          fsck,
+        };
   }
   const cp = fsck.checkpoint;
   if (!cp) {
@@ -205,19 +222,18 @@ export async function recoverLock(
 }
 
 /**
- * Copies the objects of the lock record's tree that the log lacks from `source` (a partial
- * it no longer has is cut from its full tile), once the whole tree verifies with them
- * against the lock record's checkpoint and extends the published one; writes nothing else.
+ * Copies the objects of the checked tree that the log lacks from `source` (a partial it no
+ * longer has is cut from its full tile), once the whole tree verifies with them against
+ * `note` (the tree's checkpoint) and extends the published one; writes nothing else.
  */
 async function fetchMissing(
-  target: FsckTarget & { readonly lock: SequencerLock },
+  target: FsckTarget,
   source: ObjectReader & { describe(): string },
   fsck: FsckResult,
+  note: string,
   refuse: (reason: RefusalReason, message: string) => never,
   opts: FsckOptions,
 ): Promise<string[]> {
-  const held = await target.lock.read();
-  if (!held) return refuse('conflict', `${target.lockName} disappeared while the log was being checked`);
   const objects: StoredObject[] = [];
   const lacking: string[] = [];
   for (const key of fsck.missingObjects) {
@@ -230,14 +246,18 @@ async function fetchMissing(
       'missing-objects',
       `${source.describe()} lacks ${lacking.length} of the ${fsck.missingObjects.length} missing objects too (${lacking.slice(0, NAMED).join(', ')}); nothing was written`,
     );
+  // The tree must extend the published checkpoint (clients have seen it).
   const cp = fsck.checkpoint;
-  const pin = cp ? { size: cp.size, root: hashFromHex(cp.root) } : { size: 0, root: EMPTY_ROOT };
+  const pin =
+    cp && cp.size < (fsck.tree?.size ?? 0)
+      ? { size: cp.size, root: hashFromHex(cp.root) }
+      : { size: 0, root: EMPTY_ROOT };
   const extra = new Map(objects.map((o) => [o.key, o.data]));
-  const r = await auditTree(target.key, overlay(target.store, extra), held.state.note, pin, opts);
+  const r = await auditTree(target.key, overlay(target.store, extra), note, pin, opts);
   if (!r.tree.ok || !r.signature.ok || !r.pin.ok)
     refuse(
       'unverified',
-      `the objects from ${source.describe()} do not complete the lock record's tree (size ${held.state.size}): ${r.failure?.message ?? (r.pin.ok ? r.tree.detail : r.pin.detail)}; nothing was written`,
+      `the objects from ${source.describe()} do not complete the tree (size ${fsck.tree?.size ?? 0}): ${r.failure?.message ?? (r.pin.ok ? r.tree.detail : r.pin.detail)}; nothing was written`,
     );
   await target.store.createAll(objects);
   return objects.map((o) => o.key);

@@ -209,7 +209,7 @@ const ROWS: Row[] = [
         const r = await sb.run(['log', 'recover', '--data-dir', d, '--objects-from', source.url]);
         expect([r.code, said(r)]).toEqual([
           0,
-          expect.stringMatching(/copied 3 objects of the lock record's tree \(size 450\)/),
+          expect.stringMatching(/copied 3 objects of the tree of size 450 from .*publishes it at start/),
         ]);
       } finally {
         await stop(source.proc);
@@ -226,9 +226,26 @@ const ROWS: Row[] = [
       const lacking = await sb.run(['log', 'recover', '--data-dir', d, '--objects-from', saved.log300]);
       expect([lacking.code, said(lacking)]).toEqual([1, expect.stringMatching(/lacks 3 of the 3 missing objects too/)]);
       const forked = await sb.run(['log', 'recover', '--data-dir', d, '--objects-from', join(root, 'fork', 'log')]);
-      expect([forked.code, said(forked)]).toEqual([1, expect.stringMatching(/do not complete the lock record's tree/)]);
+      expect([forked.code, said(forked)]).toEqual([
+        1,
+        expect.stringMatching(/do not complete the tree \(size 450\): .*nothing was written/),
+      ]);
       expect(existsSync(file(d, 'tile/0/001.p/194'))).toBe(false);
       copyFromPristine(d, ['tile/0/001.p/194', 'tile/entries/001.p/194', 'tile/records/001.p/194']);
+    },
+  },
+  {
+    situation: 'tiles and bundles older than the checkpoint and the lock record',
+    make: (d) => {
+      rmSync(file(d, 'tile'), { recursive: true });
+      cpSync(join(saved.log300, 'tile'), file(d, 'tile'), { recursive: true });
+    },
+    fsck: [1, /tile\/0\/001\.p\/194 is missing .*checkpoint of size 450 needs it/],
+    recover: [1, /lacks 3 objects of the tree of its published checkpoint \(size 450\).*--objects-from/],
+    serve: [4, /is missing from the log: .*log fsck/],
+    next: async (d) => {
+      const r = await sb.run(['log', 'recover', '--data-dir', d, '--objects-from', join(pristine, 'log')]);
+      expect([r.code, said(r)]).toEqual([0, expect.stringMatching(/copied 3 objects of the tree of size 450/)]);
     },
   },
   {
@@ -258,12 +275,23 @@ const ROWS: Row[] = [
     next: (d) => copyFromPristine(d, ['tile/0/000']),
   },
   {
-    situation: 'a right-edge tile or bundle corrupted or missing',
+    situation: 'a right-edge tile or bundle missing',
     make: (d) => rmSync(file(d, 'tile/entries/001.p/194')),
     fsck: [1, /tile\/entries\/001\.p\/194 is missing/],
-    recover: [1, /does not verify.*tile\/entries\/001\.p\/194/],
+    recover: [1, /lacks 1 object of the tree of its published checkpoint \(size 450\): tile\/entries\/001\.p\/194/],
     serve: [4, /tile\/entries\/001\.p\/194 is missing from the log: the log's storage/],
-    next: (d) => copyFromPristine(d, ['tile/entries/001.p/194']),
+    next: async (d) => {
+      const r = await sb.run(['log', 'recover', '--data-dir', d, '--objects-from', join(pristine, 'log')]);
+      expect([r.code, said(r)]).toEqual([0, expect.stringMatching(/copied 1 object of the tree of size 450/)]);
+    },
+  },
+  {
+    situation: 'a right-edge tile or bundle corrupted',
+    make: (d) => flipByte(file(d, 'tile/0/001.p/194'), 40),
+    fsck: [1, /first bad object: tile\/0\/001\.p\/194/],
+    recover: [1, /does not verify/],
+    serve: [4, /does not match its hash tile: the log's storage does not hold the tree/],
+    next: (d) => copyFromPristine(d, ['tile/0/001.p/194']),
   },
   {
     situation: 'objects beyond the lock record',
