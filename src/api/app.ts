@@ -26,6 +26,8 @@ export interface AppOptions {
   readonly notReady?: () => string | null;
   /** True once the server is shutting down: answers then ask clients to close the connection. */
   readonly closing?: () => boolean;
+  /** The check of the stored checkpoint (made here if not given; the server shares it with /metrics). */
+  readonly servedCheckpoint?: ServedCheckpoint;
 }
 
 export function createApp(o: AppOptions): Koa {
@@ -51,7 +53,7 @@ export function createApp(o: AppOptions): Koa {
   // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
   app.use(router.allowedMethods());
 
-  const checkpoint = new ServedCheckpoint(o.objects, o.ledger, o.logger);
+  const checkpoint = o.servedCheckpoint ?? new ServedCheckpoint(o.objects, o.ledger, o.logger);
   // Checked at start (its failure logged now, not at the first read); again whenever its bytes change.
   void checkpoint.problem();
   app.use(objectMiddleware(o.ledger, checkpoint));

@@ -56,10 +56,17 @@ export class ServedCheckpoint {
   async problem(): Promise<string | null> {
     try {
       await this.read();
-      return null;
     } catch {
-      return `the stored checkpoint (log/${CHECKPOINT_KEY}) does not verify: ${this.failing ?? 'unreadable'}`;
+      // reported through lastProblem
     }
+    return this.lastProblem();
+  }
+
+  /** Why the stored checkpoint could not be served when it was last read or probed, or null (for /metrics). */
+  lastProblem(): string | null {
+    return this.failing === undefined
+      ? null
+      : `the stored checkpoint (log/${CHECKPOINT_KEY}) does not verify: ${this.failing}`;
   }
 
   /**

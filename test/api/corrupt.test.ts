@@ -318,6 +318,7 @@ describe('the objects served at /tile and /checkpoint verify, or are corrupt_sto
       const ready = await getJson(`${url}/readyz`);
       expect(ready.status).toBe(503);
       expect(ready.body.reason).toMatch(/^the stored checkpoint \(log\/checkpoint\) does not verify: /);
+      expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/^stele_ready 0$/m);
       expect((await getJson(`${url}/healthz`)).status).toBe(200);
       expect((await getJson(`${url}/api/ledger/checkpoint`)).body.treeSize).toBe(N);
       await refusedBeside(url, [], others);
@@ -331,6 +332,7 @@ describe('the objects served at /tile and /checkpoint verify, or are corrupt_sto
       expect([got.status, got.cache]).toEqual([200, 'no-cache']);
       expect(Buffer.from(got.bytes).toString('utf8')).toBe(readFileSync(join(dataDir, 'log', 'checkpoint'), 'utf8'));
       expect((await getJson(`${server.url}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/^stele_ready 1$/m);
       // Beyond the published tree nothing is served: it cannot be authenticated.
       expect((await object(server.url, tilePath({ kind: 0, index: 300, width: 256 }))).status).toBe(404);
     } finally {
