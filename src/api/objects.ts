@@ -90,8 +90,12 @@ export class ServedCheckpoint {
         ? 'it differs from the published checkpoint of the same size'
         : `it signs another root for size ${cp.size} than the published checkpoint`;
     if (signed.size > cp.size) return null;
-    const root = await this.ledger.reader.treeHash(signed.size, cp);
-    return bytesEqual(root, signed.root) ? null : `its root is not the tree's at size ${signed.size}`;
+    try {
+      const root = await this.ledger.reader.treeHash(signed.size, cp);
+      return bytesEqual(root, signed.root) ? null : `its root is not the tree's at size ${signed.size}`;
+    } catch (e) {
+      return `the tree's root at its size ${signed.size} cannot be read: ${(e as Error).message}`;
+    }
   }
 }
 
