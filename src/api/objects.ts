@@ -12,6 +12,7 @@ import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { parseTilePath, tileWidthAt } from '../core/tiles.js';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
 import type { ObjectReader } from '../store/store.js';
+import { CorruptObjectError } from '../reader.js';
 import { MissingObjectError } from '../tilestore.js';
 import { ApiError, notFound } from './errors.js';
 import type { LedgerService } from './ledger.js';
@@ -56,8 +57,10 @@ export class ServedCheckpoint {
   async problem(): Promise<string | null> {
     try {
       await this.read();
-    } catch {
-      // reported through lastProblem
+    } catch (e) {
+      // A check that failed is lastProblem; storage that cannot be read is a reason of its own.
+      if (!(e instanceof CorruptObjectError))
+        return `the stored checkpoint (log/${CHECKPOINT_KEY}) cannot be read: ${(e as Error).message}`;
     }
     return this.lastProblem();
   }
