@@ -4,7 +4,10 @@
 // side on this 2-core machine); autocannon drives them from this process.
 // BENCH_STELE_BASE=<checkout> also measures that checkout's server (its dist/) on the same
 // log, route by route beside this one, its figures prefixed `base_`: a before/after in one run.
-// BENCH_CONNECTIONS sets the read connections (default 100); BENCH_API_READS_ONLY=1 skips the anchors.
+// BENCH_CONNECTIONS sets the read connections (default 100); BENCH_API_READS_ONLY=1 skips the anchors;
+// BENCH_API_ROUTES=tile,tile_bundle (names below) measures only those read routes. The tile
+// routes read /tile/… as a CDN in front of the origin would (each tile authenticated before
+// it is served: their cost per request is that check's).
 // BENCH_SERVER_NODE_ARGS passes Node flags to every server child, bare Koa's too (e.g.
 // `--max-semi-space-size=64`: a young generation large enough for the read path's garbage).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -18,6 +21,7 @@ import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
 import { LogReader } from '../src/reader.js';
 import { entryId } from '../src/core/entry.js';
+import { formatTileIndex } from '../src/core/tiles.js';
 import { QUICK, figure, note, percentile, pinLoadGenerator, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
@@ -33,6 +37,9 @@ const BASE = process.env.BENCH_STELE_BASE;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const READS_ONLY = process.env.BENCH_API_READS_ONLY === '1';
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const ROUTES = process.env.BENCH_API_ROUTES?.split(',').filter(Boolean);
+/** A full level-0 tile's index, at random. */
+const fullTile = () => formatTileIndex(Math.floor(Math.random() * Math.floor(LOG_SIZE / 256)));
 
 async function buildLog(dataDir: string): Promise<void> {
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
@@ -328,7 +335,11 @@ export default async function main(): Promise<void> {
             return `/api/ledger/consistency?first=${a}&second=${b}`;
           },
         ],
+        // Full level-0 tiles, then entry bundles, spread over the log (the read a mirror or auditor makes).
+        ['tile', () => `/tile/0/${fullTile()}`],
+        ['tile_bundle', () => `/tile/entries/${fullTile()}`],
       ] as const) {
+        if (ROUTES && !ROUTES.includes(name)) continue;
         for (const srv of servers) await measureRoute(`${srv.prefix}${name}`, srv, paths, baseline);
       }
     } finally {

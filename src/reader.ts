@@ -21,7 +21,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './core/entry.js';
-import { bytesEqual, leafHash, toHex } from './core/hash.js';
+import { HASH_SIZE, bytesEqual, leafHash, toHex } from './core/hash.js';
 import {
   type HashPlan,
   planAll,
@@ -36,7 +36,9 @@ import type { ObjectReader } from './store/store.js';
 import {
   HashTile,
   TILE_WIDTH,
+  TileFormatError,
   TileHashReader,
+  type TileId,
   type TileKind,
   levelHashCount,
   tilePath,
@@ -192,6 +194,8 @@ export class LogReader {
   private readonly readers = new LRUCache<number, TileHashReader>({ max: 16 });
   /** Cached hash tiles that passed authentication (a cache entry carries no flag of its own). */
   private readonly authentic = new WeakSet<HashTile>();
+  /** Cached bundles whose every item passed authentication (see publishedObject). */
+  private readonly authenticBundles = new WeakSet<Bundle>();
   /** Right-edge checks under way, by tree size (concurrent requests share one). */
   private readonly edges = new Map<number, Promise<HashTile[]>>();
   /** Trusted roots by tree size: the last heads given. */
@@ -275,15 +279,23 @@ export class LogReader {
   private tileNow(level: number, index: number, width: number): Maybe<HashTile> {
     this.stats.hashTileReads++;
     return this.cached(cacheKey(level, index, width), width === TILE_WIDTH, async () => {
-      const tile = await readHashTile(this.source, level, index, width);
+      const tile = await this.malformed(readHashTile(this.source, level, index, width), level, index, width);
       return new HashTile(level, index, owned(tile.data));
     });
   }
 
   private bundleNow(kind: 'entries' | 'records', index: number, width: number): Maybe<Bundle> {
     return this.cached(cacheKey(kind, index, width), width === TILE_WIDTH, () =>
-      readCompactBundle(this.source, kind, index, width),
+      this.malformed(readCompactBundle(this.source, kind, index, width), kind, index, width),
     );
+  }
+
+  /** An object that cannot even be parsed (a cut or altered length) is as corrupt as one that does not hash right. */
+  private malformed<T>(loading: Promise<T>, kind: TileKind, index: number, width: number): Promise<T> {
+    return loading.catch((e: unknown) => {
+      if (e instanceof TileFormatError) throw this.corrupt([], tilePath({ kind, index, width }), e.message);
+      throw e;
+    });
   }
 
   /** Hash tile (level, index) of `tree`, authenticated when verifying: synchronous once it is. */
@@ -370,6 +382,65 @@ export class LogReader {
       this.onCorrupt?.(key, error.message);
     }
     return error;
+  }
+
+  /**
+   * Reports an object found corrupt by a check made outside the reader (the served
+   * checkpoint): logged and counted once, as the reader's own. Returns the error to throw.
+   */
+  reportCorrupt(key: string, detail: string): CorruptObjectError {
+    return this.corrupt([], key, detail);
+  }
+
+  /**
+   * Tile or bundle `id` as the log serves it, authenticated against `tree`: at the width
+   * `tree` gives it, the bytes the reader authenticated (from its cache); at an older width
+   * (a partial that clients at older tree sizes read), the stored object, which must be the
+   * prefix of those bytes; null when that one is not stored. Throws a RangeError if `tree`
+   * has no such object (it lies beyond it) and CorruptObjectError if it does not verify.
+   * Bundles are checked item by item once, then remembered.
+   */
+  async publishedObject(tree: TreeRef, id: TileId): Promise<Uint8Array | null> {
+    const t = this.resolve(tree);
+    const level = typeof id.kind === 'number' ? id.kind : 0;
+    const have = tileWidthAt(level, id.index, t.size);
+    if (id.width > have) throw new RangeError(`${tilePath(id)} is not in the tree of size ${t.size}`);
+    const bytes =
+      typeof id.kind === 'number'
+        ? (await this.treeTile(t, level, id.index, have)).data
+        : await this.authenticBundle(t, id.kind, id.index, have);
+    if (id.width === have) return bytes;
+    const key = tilePath(id);
+    const stored = await this.source.get(key);
+    if (!stored) return null;
+    const prefix =
+      typeof id.kind === 'number' ? bytes.subarray(0, id.width * HASH_SIZE) : bundlePrefix(bytes, id.width);
+    if (!bytesEqual(stored, prefix))
+      throw this.corrupt([], key, `differs from the first ${id.width} items of ${tilePath({ ...id, width: have })}`);
+    return stored;
+  }
+
+  /** The bytes of bundle (kind, n) at `width` items, every item authenticated against `tree`. */
+  private async authenticBundle(
+    tree: Tree,
+    kind: 'entries' | 'records',
+    n: number,
+    width: number,
+  ): Promise<Uint8Array> {
+    const bundle = await this.bundleNow(kind, n, width);
+    if (!this.authenticBundles.has(bundle) && tree.root !== undefined) {
+      if (kind === 'entries') {
+        const tile = await this.treeTile(tree, 0, n, width);
+        for (let i = 0; i < width; i++) this.checkedEntryHash(bundle, tile, n * TILE_WIDTH + i);
+      } else {
+        const entries = await this.bundleNow('entries', n, width);
+        for (let i = 0; i < width; i++)
+          if (!bundle.checked(i)) await this.checkEntry(tree, n * TILE_WIDTH + i, entries, bundle);
+      }
+      this.authenticBundles.add(bundle);
+    }
+    // A full bundle read for a missing partial holds more items than asked for.
+    return bundle.length === width ? bundle.data : bundlePrefix(bundle.data, width);
   }
 
   /** Hash tile (level, index) of `tree`, at the width the tree gives it, authenticated unless the reader is unverified. */
@@ -530,6 +601,13 @@ export class LogReader {
     }
     return eh;
   }
+}
+
+/** The bytes of the first `count` items of an encoded bundle (each item is a 2-byte length and its bytes). */
+function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
+  let at = 0;
+  for (let i = 0; i < count && at + 2 <= data.length; i++) at += 2 + ((data[at]! << 8) | data[at + 1]!);
+  return data.subarray(0, Math.min(at, data.length));
 }
 
 /** An entry as read from the bundles; its record is parsed on the first read of `entry`. */

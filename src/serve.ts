@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
+import { ServedCheckpoint } from './api/objects.js';
 import { type HttpServer, listenHttp } from './api/http-server.js';
 import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
 import { Metrics } from './api/metrics.js';
@@ -107,8 +108,10 @@ export async function startServer(
   const guard: GuardOptions = { ...tokenGuard, ...(anchorPolicy ? { decide: anchorPolicy.decide } : {}) };
   const metrics = new Metrics();
   metrics.watchReader(ledger.reader.stats);
+  // The stored checkpoint that /checkpoint serves: one that does not verify makes the log unready.
+  const servedCheckpoint = new ServedCheckpoint(backend.objects, ledger, logger);
   metrics.watchHealth({
-    notReady: () => backend.notReady(),
+    notReady: () => backend.notReady() ?? servedCheckpoint.lastProblem(),
     checkpoint: () => ledger.checkpoint(),
     commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures),
   });
@@ -125,6 +128,7 @@ export async function startServer(
     guard,
     notReady: () => backend.notReady(),
     closing: () => shuttingDown,
+    servedCheckpoint,
   });
   const control = cfg.enterprise
     ? await mountControlPlane(app, {

@@ -14,8 +14,12 @@ import { openLocalLog } from '../src/log/local.js';
 import { verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
 import { SeedSigner } from '../src/core/note.js';
 import { LogReader } from '../src/reader.js';
-import { LogIntegrityError } from '../src/tilestore.js';
-import { type AnchorReceipt, type PublishedCheckpoint, SequencerStoppedError } from '../src/sequencer/contract.js';
+import {
+  type AnchorReceipt,
+  LogStateError,
+  type PublishedCheckpoint,
+  SequencerStoppedError,
+} from '../src/sequencer/contract.js';
 import { Sequencer } from '../src/sequencer/sequencer.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } from '../src/store/lock.js';
@@ -227,7 +231,7 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     published.push(...after);
   });
 
-  it('a flipped byte in any right-edge tile or bundle makes the reopen fail with LogIntegrityError', async () => {
+  it('a flipped byte in any right-edge tile or bundle makes the reopen fail: a LogStateError naming fsck', async () => {
     const size = N + MORE; // 70,612
     const logDir = path.join(dataDir, 'log');
     const targets: [file: string, offset: number][] = [
@@ -245,9 +249,10 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
       tampered[offset]! ^= 0x01;
       await writeFile(full, tampered);
       try {
-        await expect(openLocalLog({ dataDir, origin: ORIGIN, fsync: false }), file).rejects.toBeInstanceOf(
-          LogIntegrityError,
-        );
+        // Refused as a state for the operator (exit 4), saying what failed and to run fsck.
+        const refused = openLocalLog({ dataDir, origin: ORIGIN, fsync: false });
+        await expect(refused, file).rejects.toBeInstanceOf(LogStateError);
+        await expect(refused, file).rejects.toThrow(/: the log's storage does not hold the tree .*stele log fsck/);
       } finally {
         await writeFile(full, original);
       }

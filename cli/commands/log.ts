@@ -10,6 +10,7 @@ import { emitJson, green, intArg, out, progress, red } from './ledger/common.js'
 
 interface LogOptions {
   dataDir?: string;
+  objectsFrom?: string;
   aws?: boolean;
   json?: boolean;
   window?: number;
@@ -85,6 +86,10 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
   out(
     `fsck of ${r.origin} in ${r.where}: ${cp ? `checkpoint size ${cp.size} (from ${cp.from})` : 'no verified checkpoint'}`,
   );
+  if (r.tree?.from === 'lock')
+    out(
+      `  note  checked against the lock record's tree (size ${r.tree.size}), which a start builds on${cp ? ` and publishes over size ${cp.size}` : ' and publishes'}`,
+    );
   if (inUse !== null)
     out(
       `  note  the directory is in use by ${typeof inUse === 'number' ? `pid ${inUse}` : inUse}: objects may change while they are checked`,
@@ -162,9 +167,13 @@ ${HELP}`,
   const recover = log
     .command('recover')
     .description(
-      "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it; refuses if it does not verify, if objects lie beyond it, or if the lock is newer",
+      "rebuild the sequencer's lock record (private/lock.json) from the published signed checkpoint, after verifying the whole published tree against it, and rewrite a checkpoint object that does not verify from its verified twin; refuses if the tree does not verify, if objects lie beyond it, or if the lock is newer; names the objects of the lock's tree the log lacks (--objects-from copies them)",
     );
-  targetOptions(recover).action(async (opts: LogOptions) => {
+  targetOptions(recover).option(
+    '--objects-from <url|dir>',
+    "where objects of the lock record's tree that the log lacks can be copied from (a mirror's tiles URL, a copy of the log directory); they are written only once the whole tree verifies with them",
+  );
+  recover.action(async (opts: LogOptions) => {
     const { target, dataDir, close } = await openTarget(opts);
     // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
     // commit fails against the recovered lock and it stops.
@@ -178,9 +187,15 @@ ${HELP}`,
     const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
     const bar = progress('verifying', opts.json, 'entries');
     try {
-      const r = await recoverLock(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() =>
-        bar.stop(),
-      );
+      const objectsFrom =
+        opts.objectsFrom === undefined
+          ? undefined
+          : await (await import('../../src/client/objects.js')).openObjectSource(opts.objectsFrom);
+      const r = await recoverLock(target, {
+        window: opts.window,
+        onProgress: (d, t) => bar.update(d, t),
+        ...(objectsFrom ? { objectsFrom } : {}),
+      }).finally(() => bar.stop());
       const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
       if (opts.json) {
         emitJson({
@@ -189,15 +204,21 @@ ${HELP}`,
           root: r.root,
           timestamp: r.timestamp,
           previous: r.previous,
+          republished: r.republished,
+          fetched: r.fetched,
           entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
           findings: r.fsck.findings,
         });
-      } else if (r.status === 'up-to-date') {
-        out(`stele: nothing to recover: ${target.lockName} already equals the published checkpoint (size ${r.size})`);
-      } else {
+      } else if (r.fetched.length > 0) {
+        const ahead = r.fsck.tree?.from === 'lock';
         out(
-          `stele: recovered ${target.lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
+          `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the tree of size ${r.size} from ${objectsFrom?.describe()}, after verifying the whole tree${ahead ? '; `stele serve` publishes it at start' : ''}`,
         );
+        if (!ahead && r.previous.relation !== 'equal') printRecovered(r, target.lockName, before);
+      } else {
+        if (r.republished.length > 0)
+          out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);
+        printRecovered(r, target.lockName, before);
       }
     } catch (e) {
       if (!(e instanceof RecoverRefusedError)) throw e;
@@ -208,4 +229,20 @@ ${HELP}`,
       await close();
     }
   });
+}
+
+/** The one line a recovery that wrote or found nothing to write ends with. */
+function printRecovered(
+  r: { status: string; size: number; root: string; previous: { relation: string }; fsck: FsckResult },
+  lockName: string,
+  before: string,
+): void {
+  // A lock already equal with a checkpoint object rewritten: the line above said so.
+  if (r.previous.relation === 'equal') {
+    if (r.status === 'up-to-date')
+      out(`stele: nothing to recover: ${lockName} already equals the published checkpoint (size ${r.size})`);
+  } else
+    out(
+      `stele: recovered ${lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
+    );
 }

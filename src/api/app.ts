@@ -10,7 +10,7 @@ import { type GuardOptions, anchorAdmission, anchorGuard } from './guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
 import { hotReads } from './ledger-reads.js';
 import type { Metrics } from './metrics.js';
-import { objectMiddleware } from './objects.js';
+import { ServedCheckpoint, objectMiddleware } from './objects.js';
 import { explorerMiddleware } from './explorer.js';
 
 export interface AppOptions {
@@ -26,6 +26,8 @@ export interface AppOptions {
   readonly notReady?: () => string | null;
   /** True once the server is shutting down: answers then ask clients to close the connection. */
   readonly closing?: () => boolean;
+  /** The check of the stored checkpoint (made here if not given; the server shares it with /metrics). */
+  readonly servedCheckpoint?: ServedCheckpoint;
 }
 
 export function createApp(o: AppOptions): Koa {
@@ -51,13 +53,17 @@ export function createApp(o: AppOptions): Koa {
   // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
   app.use(router.allowedMethods());
 
-  app.use(objectMiddleware(o.objects));
+  const checkpoint = o.servedCheckpoint ?? new ServedCheckpoint(o.objects, o.ledger, o.logger);
+  // Checked at start (its failure logged now, not at the first read); again whenever its bytes change.
+  void checkpoint.problem();
+  app.use(objectMiddleware(o.ledger, checkpoint));
   app.use(async (ctx, next) => {
     // /healthz is liveness (the process answers: restarting it would not help), /readyz
-    // readiness (anchors can be committed and published now): a full disk, a failing
-    // bucket or too few witnesses make the log unready, not dead.
+    // readiness (anchors can be committed and published now, and what is served verifies):
+    // a full disk, a failing bucket, too few witnesses or a checkpoint that does not verify
+    // make the log unready, not dead.
     if ((ctx.path === '/healthz' || ctx.path === '/readyz') && ctx.method === 'GET') {
-      const reason = o.notReady?.() ?? null;
+      const reason = o.notReady?.() ?? (await checkpoint.problem());
       const treeSize = o.ledger.checkpoint().size;
       ctx.status = reason && ctx.path === '/readyz' ? 503 : 200;
       ctx.set('Cache-Control', 'no-store');

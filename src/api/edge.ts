@@ -17,10 +17,11 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT'
 const ALLOW = 'GET, HEAD, POST, OPTIONS';
 
 /**
- * Checks a request's method and body headers; throws the refusal. GET and HEAD requests
- * (the hot read paths) cost one comparison: their bodies are never read.
+ * Checks a request's query, method and body headers; throws the refusal. GET and HEAD
+ * requests (the hot read paths) cost a search for '%' in the URL: their bodies are never read.
  */
 export function checkRequestEdge(req: IncomingMessage): void {
+  checkQueryEncoding(req.url ?? '');
   const method = req.method ?? '';
   if (method === 'GET' || method === 'HEAD') return;
   if (!KNOWN_METHODS.has(method)) {
@@ -29,6 +30,22 @@ export function checkRequestEdge(req: IncomingMessage): void {
     });
   }
   checkBodyHeaders(req);
+}
+
+/**
+ * The query's percent-encoding must be well formed and decode to UTF-8 (RFC 3986 §2.1,
+ * RFC 3629: no `%ZZ`, no overlong `%C0%AF`, no surrogate `%ED%A0%80`), for every route here:
+ * node:querystring and Koa would otherwise pass such bytes on, as themselves or as U+FFFD,
+ * to be matched, stored or echoed as some other text than the client sent.
+ */
+export function checkQueryEncoding(url: string): void {
+  const q = url.indexOf('?');
+  if (q < 0 || url.indexOf('%', q) < 0) return;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+  } catch {
+    throw new ApiError(400, 'bad_request', 'the query has a malformed percent-encoding or is not UTF-8 once decoded');
+  }
 }
 
 /**

@@ -1,12 +1,108 @@
 // Serves the log's public objects as the CDN would: /checkpoint and /tile/… with the
-// Cache-Control of docs/design.md §1.2, so verifiers and mirrors can read tiles locally.
+// Cache-Control of docs/design.md §1.2, so verifiers and mirrors can read tiles locally. Nothing
+// is served before it verifies: a tile or bundle is authenticated against the published
+// checkpoint by the reader (the proof routes' check, and its cache, so a warm read costs a
+// set lookup), the checkpoint against the log key and the tree. What fails is a 500
+// corrupt_storage (no-store: respondWithError), so no cache in front keeps altered bytes.
 import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import { openCheckpoint } from '../core/checkpoint.js';
+import { bytesEqual } from '../core/hash.js';
+import { SIG_ED25519, makeVerifier } from '../core/note.js';
+import { parseTilePath, tileWidthAt } from '../core/tiles.js';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
 import type { ObjectReader } from '../store/store.js';
-import { parseTilePath } from '../core/tiles.js';
+import { CorruptObjectError } from '../reader.js';
+import { MissingObjectError } from '../tilestore.js';
 import { ApiError, notFound } from './errors.js';
+import type { LedgerService } from './ledger.js';
 
-export function objectMiddleware(source: ObjectReader) {
+/**
+ * The stored `checkpoint` against the log's own published checkpoint: checked when its bytes
+ * change (at start, at each publish, on a probe), its last good bytes kept so a read costs a
+ * comparison. `problem` is why it fails, for /readyz.
+ */
+export class ServedCheckpoint {
+  private verified: Uint8Array | undefined;
+  /** Why the stored checkpoint failed its last check, while it does. */
+  private failing: string | undefined;
+  private readonly verifier;
+
+  constructor(
+    private readonly source: ObjectReader,
+    private readonly ledger: LedgerService,
+    private readonly logger?: Logger,
+  ) {
+    this.verifier = makeVerifier(ledger.origin, SIG_ED25519, ledger.publicKey);
+  }
+
+  /** The stored checkpoint's bytes once they verify; throws CorruptObjectError if they do not. */
+  async read(): Promise<Uint8Array> {
+    const data = await this.source.get(CHECKPOINT_KEY);
+    if (data && this.verified && bytesEqual(data, this.verified)) return data;
+    const why = await this.check(data);
+    if (why === null && data) {
+      this.verified = data;
+      if (this.failing) this.logger?.info('the stored checkpoint verifies again');
+      this.failing = undefined;
+      return data;
+    }
+    const reason = why ?? 'it is missing';
+    if (this.failing !== reason) this.logger?.error({ object: CHECKPOINT_KEY, err: reason }, 'stored checkpoint fails');
+    this.failing = reason;
+    throw this.ledger.reader.reportCorrupt(CHECKPOINT_KEY, reason);
+  }
+
+  /** Why the stored checkpoint cannot be served (checked now), or null. */
+  async problem(): Promise<string | null> {
+    try {
+      await this.read();
+    } catch (e) {
+      // A check that failed is lastProblem; storage that cannot be read is a reason of its own.
+      if (!(e instanceof CorruptObjectError))
+        return `the stored checkpoint (log/${CHECKPOINT_KEY}) cannot be read: ${(e as Error).message}`;
+    }
+    return this.lastProblem();
+  }
+
+  /** Why the stored checkpoint could not be served when it was last read or probed, or null (for /metrics). */
+  lastProblem(): string | null {
+    return this.failing === undefined
+      ? null
+      : `the stored checkpoint (log/${CHECKPOINT_KEY}) does not verify: ${this.failing}`;
+  }
+
+  /**
+   * Null when `data` is a checkpoint of this tree: the published one byte for byte, or one
+   * signed by the log key whose root is the tree's at its size (a publish in progress, or a
+   * replica a moment behind its bucket, which can check no more than the signature).
+   */
+  private async check(data: Uint8Array | null): Promise<string | null> {
+    if (!data) return 'it is missing';
+    const cp = this.ledger.checkpoint();
+    const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    if (text === cp.note) return null;
+    let signed;
+    try {
+      signed = openCheckpoint(text, this.verifier);
+    } catch (e) {
+      return `it does not verify under the log key: ${(e as Error).message}`;
+    }
+    if (signed.size === cp.size)
+      return bytesEqual(signed.root, cp.root)
+        ? 'it differs from the published checkpoint of the same size'
+        : `it signs another root for size ${cp.size} than the published checkpoint`;
+    if (signed.size > cp.size) return null;
+    try {
+      const root = await this.ledger.reader.treeHash(signed.size, cp);
+      return bytesEqual(root, signed.root) ? null : `its root is not the tree's at size ${signed.size}`;
+    } catch (e) {
+      return `the tree's root at its size ${signed.size} cannot be read: ${(e as Error).message}`;
+    }
+  }
+}
+
+export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckpoint) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const key = ctx.path.slice(1);
     const isObject = key === CHECKPOINT_KEY || key.startsWith('tile/');
@@ -16,8 +112,20 @@ export function objectMiddleware(source: ObjectReader) {
         Allow: 'GET, HEAD',
       });
     }
-    if (key !== CHECKPOINT_KEY && !parseTilePath(key)) throw notFound('object_not_found', `${key} is not a tile path`);
-    const data = await source.get(key);
+    let data: Uint8Array | null;
+    if (key === CHECKPOINT_KEY) data = await checkpoint.read();
+    else {
+      const id = parseTilePath(key);
+      if (!id) throw notFound('object_not_found', `${key} is not a tile path`);
+      const cp = ledger.checkpoint();
+      // Beyond the published tree nothing can be authenticated (a batch not yet published).
+      if (id.width > tileWidthAt(typeof id.kind === 'number' ? id.kind : 0, id.index, cp.size))
+        throw notFound('object_not_found', `${key} is not in the published tree (size ${cp.size})`);
+      data = await ledger.reader.publishedObject(cp, id).catch((e: unknown) => {
+        if (e instanceof MissingObjectError) return null;
+        throw e;
+      });
+    }
     if (!data) throw notFound('object_not_found', `${key} does not exist`);
     const meta = objectMeta(key);
     ctx.set('Content-Type', meta.contentType);

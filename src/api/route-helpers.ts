@@ -11,7 +11,10 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export type Query = ParsedUrlQuery;
 
-/** The request's query parameters: node:querystring parses several times faster than ctx.query. */
+/**
+ * The request's query parameters: node:querystring parses several times faster than ctx.query.
+ * Its encoding was checked at the edge (src/api/edge.ts checkQueryEncoding).
+ */
 export const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
 
 export const noStore = (ctx: Context): void => {

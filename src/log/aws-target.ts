@@ -5,7 +5,7 @@
 // reads with STELE_BACKEND=aws (src/aws/log.ts awsLogConfigFromEnv). A bucket has no
 // symlinks, so there is no file-kind check.
 import { DynamoLock } from '../aws/dynamo-lock.js';
-import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, openAwsReader } from '../aws/log.js';
+import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, awsPrivateStore, openAwsReader } from '../aws/log.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import type { FsckTarget } from './fsck.js';
@@ -39,14 +39,18 @@ export async function awsTarget(config: AwsLogConfig): Promise<AwsTarget> {
     lockName = `the bucket lock s3://${config.s3.bucket}/${staging.prefix}${BUCKET_LOCK_KEY}`;
     release = () => s3.destroy();
   }
+  // Where a staged batch's records are, for fsck to re-apply it as a start would.
+  const staging = awsPrivateStore(config);
   return {
     where: `s3://${config.s3.bucket}/${prefix}`,
     store: reader.store,
     lock,
     lockName,
+    staging: staging.store,
     key: makeVerifier(config.origin, SIG_ED25519, reader.publicKey),
     async close() {
       release();
+      staging.close();
       await reader.close();
     },
   };

@@ -10,6 +10,10 @@
 //   - no `.tmp-*` leftovers of crashed writes, no names that are not the log's, no symlinks
 //     or other non-regular files (a symlink in the served tree can serve any file);
 //   - the sequencer's lock record against the published checkpoint.
+// The tree checked is the one a start builds on: the published checkpoint's, or the lock
+// record's when that is newer (committed, published at the next start), with the objects a
+// start re-creates from the lock's staged batch. So a `log/` older than its lock (restored
+// from a backup) is the missing objects it is, as `stele serve` finds them.
 import { type AuditResult, auditLog } from '../client/audit.js';
 import { parallelRange } from '../client/pipeline.js';
 import { NOT_WITNESSED, type Trust } from '../client/verify.js';
@@ -29,7 +33,10 @@ import {
   tileWidthAt,
 } from '../core/tiles.js';
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
-import { readTileBytes } from '../tilestore.js';
+import { TileFormatError } from '../core/tiles.js';
+import { loadEdge } from '../sequencer/recover.js';
+import { LogIntegrityError, MissingObjectError, readTileBytes } from '../tilestore.js';
+import type { ObjectReader } from '../store/store.js';
 import { type PublishedState, readPublished } from './published.js';
 
 /** What a stored key is on disk; a bucket holds only objects, so it has no such question. */
@@ -48,6 +55,15 @@ export interface FsckTarget {
   readonly key: NoteVerifier;
   /** A local directory's answer to "is this key a regular file?" (lstat, never following links). */
   readonly fileKind?: (key: string) => Promise<{ kind: FileKind; detail?: string }>;
+  /** The sequencer's private objects, where a staged batch's records are; absent: a staged batch named by key is not read. */
+  readonly staging?: ObjectReader;
+}
+
+/** The tree fsck checked: the published checkpoint's, or the lock record's when a start would publish that one. */
+export interface CheckedTree {
+  readonly size: number;
+  readonly root: string;
+  readonly from: 'published' | 'lock';
 }
 
 export type FindingKind =
@@ -99,12 +115,18 @@ export interface FsckResult {
     'tree' | 'signature' | 'entriesChecked' | 'bundlesChecked' | 'hashTilesChecked' | 'failure'
   >;
   readonly lock: LockReport;
+  /** The tree recomputed (and whose objects must all be present); null when there is none. */
+  readonly tree: CheckedTree | null;
   /** The first bad object: the audit's when the tree does not verify, else the first problem's. */
   readonly firstBad?: string;
   readonly problems: number;
   readonly notices: number;
   /** Findings, at most FINDINGS_PER_KIND of each kind (`problems`/`notices` count them all). */
   readonly findings: Finding[];
+  /** Findings of each kind, all of them. */
+  readonly counts: Partial<Record<FindingKind, number>>;
+  /** Every object of the checked tree that is missing (the findings name the first few). */
+  readonly missingObjects: string[];
   readonly objectsListed: number;
   readonly stalePartialsChecked: number;
   readonly elapsedMs: number;
@@ -123,7 +145,7 @@ class Findings {
   readonly list: Finding[] = [];
   problems = 0;
   notices = 0;
-  private readonly perKind = new Map<FindingKind, number>();
+  readonly perKind = new Map<FindingKind, number>();
 
   add(severity: Finding['severity'], kind: FindingKind, object: string, message: string): void {
     if (severity === 'problem') this.problems++;
@@ -320,6 +342,66 @@ async function checkStalePartials(
   return checked;
 }
 
+/**
+ * The objects a start re-creates from the lock record's staged batch, by key, as
+ * src/sequencer/sequencer.ts re-applies it (the edge at its start size, then its records);
+ * none if nothing is staged or its staging object is gone (its objects were durable). What
+ * stops a start from re-applying it is a finding.
+ */
+async function stagedObjects(target: FsckTarget, state: LockState, out: Findings): Promise<Map<string, Uint8Array>> {
+  const staged = state.staged;
+  const none = new Map<string, Uint8Array>();
+  if (!staged) return none;
+  const data = staged.key !== undefined ? await target.staging?.get(staged.key) : Buffer.from(staged.records, 'base64');
+  if (!data) return none;
+  const label = staged.key ?? `the batch staged in ${target.lockName}`;
+  try {
+    const base = await loadEdge(target.store, staged.fromSize, hashFromHex(staged.fromRoot));
+    const result = base.append(decodeBundle(data, label, Number.MAX_SAFE_INTEGER));
+    if (result.edge.size !== state.size || toHex(result.root) !== state.root)
+      throw new LogIntegrityError(`${label} does not reproduce the lock record's root`);
+    return new Map(result.objects.map((o) => [o.key, o.data]));
+  } catch (e) {
+    if (e instanceof MissingObjectError) {
+      out.add(
+        'problem',
+        'missing',
+        e.key,
+        `${e.key} is missing: a start re-applies the batch staged in ${target.lockName} onto size ${staged.fromSize}, and needs it`,
+      );
+    } else if (e instanceof LogIntegrityError || e instanceof TileFormatError) {
+      out.add('problem', 'tree', label, `a start cannot re-apply ${label}: ${e.message}`);
+    } else throw e;
+    return none;
+  }
+}
+
+/**
+ * Recomputes the tree of `note` (signed by `key`) from `source`, pinned to the tree it must
+ * extend: the offline audit, as `stele ledger audit` makes it.
+ */
+export function auditTree(
+  key: NoteVerifier,
+  source: ObjectReader,
+  note: string,
+  pin: { readonly size: number; readonly root: Uint8Array },
+  opts: FsckOptions = {},
+): Promise<AuditResult> {
+  const trust: Trust = {
+    origin: key.name,
+    keyId: keyIdOf(key.publicKey),
+    log: key,
+    witnesses: [],
+    quorum: NOT_WITNESSED,
+    pin,
+  };
+  return auditLog({ source, trust, note, window: opts.window, onProgress: opts.onProgress });
+}
+
+/** `store`, with `extra` objects in front of it. */
+export const overlay = (store: ObjectReader, extra: ReadonlyMap<string, Uint8Array>): ObjectReader =>
+  extra.size === 0 ? store : { get: async (key) => extra.get(key) ?? store.get(key) };
+
 export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promise<FsckResult> {
   const t0 = performance.now();
   const out = new Findings();
@@ -331,49 +413,59 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
   const checked = await checkLock(target, cp, out);
   let lock = checked.report;
   const lockState = checked.state;
+  // A verified lock ahead of what is published is what a start builds on (and then publishes).
+  const ahead =
+    lockState !== undefined && (lock.relation === 'newer' || (lock.relation === 'unchecked' && !cp))
+      ? lockState
+      : undefined;
+  if (published.absent)
+    out.add(
+      ahead ? 'notice' : 'problem',
+      'checkpoint',
+      CHECKPOINT_KEY,
+      ahead
+        ? `the log has published no checkpoint: the next start publishes the lock record's (size ${ahead.size})`
+        : 'the log has published no checkpoint',
+    );
+  const tree = ahead
+    ? { size: ahead.size, root: hashFromHex(ahead.root), note: ahead.note, from: 'lock' as const }
+    : cp && { size: cp.size, root: cp.root, note: cp.note, from: 'published' as const };
   const { present, stale, listed } = await classifyListing(target, size, lockState, out);
+  const restaged = ahead ? await stagedObjects(target, ahead, out) : new Map<string, Uint8Array>();
 
-  // Every object the checkpoint implies, all of them (the audit below stops at the first).
+  // Every object the tree implies, all of them (the audit below stops at the first).
   const missing = new Set<string>();
-  if (cp) {
-    for (const id of impliedObjects(size)) {
+  if (tree) {
+    const needs =
+      tree.from === 'lock'
+        ? `the lock record's tree of size ${tree.size} needs it (a start builds on it; is the log directory older than the lock record, restored from a backup?)`
+        : `the checkpoint of size ${tree.size} needs it`;
+    for (const id of impliedObjects(tree.size)) {
       const key = tilePath(id);
-      if (!present.has(key) && !present.has(tilePath({ ...id, width: TILE_WIDTH }))) {
-        missing.add(key);
-        out.add(
-          'problem',
-          'missing',
-          key,
-          `${key} is missing${id.width < TILE_WIDTH ? ' (and so is its full tile)' : ''}: the checkpoint of size ${size} needs it`,
-        );
-      }
+      if (present.has(key) || present.has(tilePath({ ...id, width: TILE_WIDTH })) || restaged.has(key)) continue;
+      missing.add(key);
+      out.add(
+        'problem',
+        'missing',
+        key,
+        `${key} is missing${id.width < TILE_WIDTH ? ' (and so is its full tile)' : ''}: ${needs}`,
+      );
     }
   }
 
   let audit: FsckResult['audit'];
   let stalePartialsChecked = 0;
-  if (cp) {
-    // A lock older than the checkpoint is pinned, so the audit also says whether its root is
-    // one of this tree's (a restored backup) or of another tree (a fork).
+  if (tree) {
+    // The tree is pinned to what it must extend: the published checkpoint under a newer lock
+    // (clients have seen it), or a lock older than the checkpoint (is it a restored backup of
+    // this tree, or of another tree: a fork?).
     const pinned =
-      lock.relation === 'older' && lockState
-        ? { size: lockState.size, root: hashFromHex(lockState.root) }
-        : { size: 0, root: EMPTY_ROOT };
-    const trust: Trust = {
-      origin: target.key.name,
-      keyId: keyIdOf(target.key.publicKey),
-      log: target.key,
-      witnesses: [],
-      quorum: NOT_WITNESSED,
-      pin: pinned,
-    };
-    const r = await auditLog({
-      source: target.store,
-      trust,
-      note: cp.note,
-      window: opts.window,
-      onProgress: opts.onProgress,
-    });
+      tree.from === 'lock' && cp
+        ? { size: cp.size, root: cp.root }
+        : lock.relation === 'older' && lockState
+          ? { size: lockState.size, root: hashFromHex(lockState.root) }
+          : { size: 0, root: EMPTY_ROOT };
+    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, opts);
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {
       tree: r.tree,
@@ -387,11 +479,14 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
       out.add('problem', 'tree', r.failure.object, r.failure.message);
     }
     if (pinned.size > 0 && !r.pin.ok && treeOk) {
-      const detail = `${target.lockName}'s root at size ${pinned.size} is not the published tree's at that size: the lock is of another tree (a fork)`;
+      const detail =
+        tree.from === 'lock'
+          ? `${target.lockName}'s tree (size ${tree.size}) does not extend the published checkpoint (size ${pinned.size}): the log forked`
+          : `${target.lockName}'s root at size ${pinned.size} is not the published tree's at that size: the lock is of another tree (a fork)`;
       out.add('problem', 'lock', target.lockName, detail);
       lock = { ...lock, relation: 'forked', detail };
     }
-    if (treeOk) stalePartialsChecked = await checkStalePartials(target.store, size, stale, out);
+    if (treeOk && cp) stalePartialsChecked = await checkStalePartials(target.store, size, stale, out);
   }
 
   const treeFailure = audit?.failure?.object;
@@ -412,10 +507,13 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
       : null,
     ...(audit ? { audit } : {}),
     lock,
+    tree: tree ? { size: tree.size, root: toHex(tree.root), from: tree.from } : null,
     ...(firstBad !== undefined ? { firstBad } : {}),
     problems: out.problems,
     notices: out.notices,
     findings: out.list,
+    counts: Object.fromEntries(out.perKind),
+    missingObjects: [...missing],
     objectsListed: listed,
     stalePartialsChecked,
     elapsedMs: performance.now() - t0,

@@ -19,6 +19,8 @@ export interface LocalLogOptions {
   readonly minBatchSpacing?: number;
   readonly maxPending?: number;
   readonly fsync?: boolean;
+  /** Delete a tile's partials once its full tile is durable (default true; see FsStoreOptions). */
+  readonly sweepPartials?: boolean;
   readonly listeners?: readonly BatchListener[];
   readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
@@ -38,7 +40,8 @@ export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLo
   const { signer, created } = o.signer
     ? { signer: o.signer, created: false }
     : ((await loadOrCreateKey(paths.keyFile, o.origin)) as unknown as { signer: S; created: boolean });
-  const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true });
+  // A tile's partials go once its full tile is durable: under a trickle of small batches they were most of the bytes.
+  const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true, sweepPartials: o.sweepPartials ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
   await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);
   const sequencer = await Sequencer.open({

@@ -26,9 +26,16 @@ export interface PublishedReading {
   /** The newest checkpoint that verifies, or null when there is none. */
   readonly checkpoint: PublishedState | null;
   /** What is wrong with the two objects: a problem makes the published state untrustworthy. */
-  readonly problems: { readonly object: string; readonly message: string }[];
+  readonly problems: {
+    readonly object: string;
+    readonly message: string;
+    /** The object does not verify under the log key (not a fork): it can be rewritten from its twin. */
+    readonly unverified?: true;
+  }[];
   /** What is odd but harmless (one object behind the other: the next start publishes both again). */
   readonly notices: { readonly object: string; readonly message: string }[];
+  /** Neither object exists. */
+  readonly absent: boolean;
 }
 
 /**
@@ -44,14 +51,18 @@ export async function readPublished(store: ObjectReader, key: NoteVerifier): Pro
     try {
       return fn();
     } catch (e) {
-      problems.push({ object, message: `${object} does not verify under the log key: ${(e as Error).message}` });
+      problems.push({
+        object,
+        message: `${object} does not verify under the log key: ${(e as Error).message}`,
+        unverified: true,
+      });
       return null;
     }
   };
   const note = noteBytes && open(CHECKPOINT_KEY, () => openCheckpoint(Buffer.from(noteBytes).toString('utf8'), key));
   const json = jsonBytes && open(CHECKPOINT_JSON_KEY, () => decodePublishedCheckpoint(jsonBytes, key));
-  if (!noteBytes && !jsonBytes)
-    problems.push({ object: CHECKPOINT_KEY, message: 'the log has published no checkpoint' });
+  // Neither exists: what that means depends on the lock record (fsck says).
+  const absent = !noteBytes && !jsonBytes;
   if (note && json && note.size === json.size && !bytesEqual(note.root, json.root)) {
     problems.push({
       object: CHECKPOINT_KEY,
@@ -66,7 +77,7 @@ export async function readPublished(store: ObjectReader, key: NoteVerifier): Pro
     });
   }
   const chosen = publishedCheckpointOf(jsonBytes ?? undefined, noteBytes ?? undefined, key);
-  if (!chosen) return { checkpoint: null, problems, notices };
+  if (!chosen) return { checkpoint: null, problems, notices, absent };
   // A checkpoint only the note holds has no publish time (guard.ts leaves it empty).
   const fromJson = chosen.timestamp !== '';
   return {
@@ -79,6 +90,7 @@ export async function readPublished(store: ObjectReader, key: NoteVerifier): Pro
     },
     problems,
     notices,
+    absent,
   };
 }
 

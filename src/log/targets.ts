@@ -39,13 +39,15 @@ export async function localTarget(dataDir: string): Promise<LocalTarget> {
     throw e;
   }
   const store = new FsObjectStore(paths.publicDir);
-  const lock = new StoreLock(new FsObjectStore(paths.privateDir));
+  const privateStore = new FsObjectStore(paths.privateDir);
+  const lock = new StoreLock(privateStore);
   return {
     where: dataDir,
     dataDir,
     store,
     lock,
     lockName: 'private/lock.json',
+    staging: privateStore,
     key,
     fileKind: (k) => fileKind(join(paths.publicDir, k)),
   };

@@ -7,10 +7,11 @@
 import { openCheckpoint } from '../core/checkpoint.js';
 import { toHex } from '../core/hash.js';
 import type { NoteVerifier } from '../core/note.js';
-import type { LockState } from '../store/lock.js';
+import { type LockState, LockFormatError } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
-import { TILE_WIDTH, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
+import { TILE_WIDTH, TileFormatError, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
 import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
+import { LogIntegrityError, MissingObjectError } from '../tilestore.js';
 
 const RECOVER_HINT =
   'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';
@@ -87,4 +88,21 @@ export async function assertLockCurrent(
       `${beyond} lies beyond the lock record's tree size ${lock.size}: the lock was rolled back; ${RECOVER_HINT}`,
     );
   }
+}
+
+/**
+ * What a start that could not load the tree its lock record commits to says: an object
+ * missing or failing its check, or a lock record that cannot be read, needs the operator
+ * (exit 4, as `stele log fsck` finds it), not a retry. Anything else is passed on.
+ */
+export function openFailure(e: unknown): unknown {
+  const storage =
+    e instanceof MissingObjectError ||
+    e instanceof LogIntegrityError ||
+    e instanceof TileFormatError ||
+    e instanceof LockFormatError;
+  if (!storage) return e;
+  return new LogStateError(
+    `${(e as Error).message}: the log's storage does not hold the tree its lock record commits to; run \`stele log fsck\` to see what is missing or corrupt, and \`stele log recover\`, which says where it can come from`,
+  );
 }

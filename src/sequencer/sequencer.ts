@@ -44,7 +44,7 @@ import { TileSet } from '../tile-set.js';
 import { type BatchResult, RightEdge } from './edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
-import { assertLockCurrent, assertNothingPublished, publishedCheckpointOf } from './guard.js';
+import { assertLockCurrent, assertNothingPublished, openFailure, publishedCheckpointOf } from './guard.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -164,7 +164,9 @@ export class Sequencer {
       throw new Error(`signing key is for ${opts.signer.name}, not origin ${opts.origin}`);
     const s = new Sequencer(opts);
     try {
-      await s.recover(true);
+      await s.recover(true).catch((e: unknown) => {
+        throw openFailure(e);
+      });
       await opts.witnessing?.checkWitnessedSizes?.(s.committed);
       opts.witnessing?.stopWith?.((e) => s.fail(new SequencerStoppedError(e.message), []));
       s.pool.reset(s.tip());

@@ -25,7 +25,8 @@ export type WriteRequest =
       readonly expected: string | null;
       readonly durable: boolean;
     }
-  | { readonly op: 'delete'; readonly path: string };
+  | { readonly op: 'delete'; readonly path: string }
+  | { readonly op: 'sweepPartials'; readonly paths: readonly string[] };
 
 /** A request and the writer it is for (one per store root and fsync setting). */
 export interface ToWriter {
@@ -68,6 +69,9 @@ function run(writer: FsWriter, r: WriteRequest): string | undefined {
       return writer.swap(r.key, r.path, r.data, r.expected, r.durable);
     case 'delete':
       writer.delete(r.path);
+      return undefined;
+    case 'sweepPartials':
+      writer.sweepPartials(r.paths);
       return undefined;
   }
 }

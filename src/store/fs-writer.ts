@@ -31,6 +31,7 @@ import {
   readdirSync,
   renameSync,
   rmSync,
+  rmdirSync,
   statSync,
   unlinkSync,
   writeFileSync,
@@ -49,6 +50,8 @@ export interface PathObject {
 }
 
 const MUTEX_WAIT_MS = 10_000;
+/** The name of a partial tile in its `.p` directory: its width, 1..255. */
+const PARTIAL_WIDTH = /^[1-9][0-9]{0,2}$/;
 const BADGE_PREFIX = '.mutex-owner-';
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
 const napping = new Int32Array(new SharedArrayBuffer(4));
@@ -155,6 +158,40 @@ export class FsWriter {
       unlinkSync(path);
     } catch (e) {
       if (!isErr(e, 'ENOENT')) throw e;
+    }
+  }
+
+  /**
+   * Removes the partial versions (`<path>.p/<W>`) of the full tiles at `paths`, and their
+   * directory once empty. Only plain width names are removed (never a temporary file, which a
+   * live writer may own), and never through a symlink: `.p` must be a real directory.
+   */
+  sweepPartials(paths: readonly string[]): void {
+    for (const path of paths) {
+      const dir = `${path}.p`;
+      if (!this.realDir(dirname(dir), false)) continue;
+      let names: string[];
+      try {
+        if (!lstatSync(dir).isDirectory()) continue;
+        names = readdirSync(dir);
+      } catch (e) {
+        if (isErr(e, 'ENOENT')) continue;
+        throw e;
+      }
+      let left = names.length;
+      for (const name of names) {
+        if (!PARTIAL_WIDTH.test(name)) continue;
+        removeQuietly(join(dir, name));
+        left--;
+      }
+      if (left === 0) {
+        try {
+          rmdirSync(dir);
+        } catch (e) {
+          // A partial written meanwhile (a crashed batch re-applied): it goes with the next sweep.
+          if (!isErr(e, 'ENOTEMPTY') && !isErr(e, 'ENOENT')) throw e;
+        }
+      }
     }
   }
 

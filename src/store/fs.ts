@@ -4,6 +4,7 @@
 import { promises as fs, unlinkSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { TILE_WIDTH, parseTilePath } from '../core/tiles.js';
 import { RequestThread, startModuleWorker } from '../threads.js';
 import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
 import { badgeName, contentVersion } from './fs-writer.js';
@@ -25,6 +26,12 @@ export { contentVersion } from './fs-writer.js';
 export interface FsStoreOptions {
   /** fsync files and directories (default true; tests of throughput may turn it off). */
   readonly fsync?: boolean;
+  /**
+   * Delete a tile's partial versions once its full tile is durable (default false). C2SP
+   * tlog-tiles allows it and readers fall back to the full tile; a log written in small
+   * batches otherwise keeps several times more bytes of partials than of full tiles.
+   */
+  readonly sweepPartials?: boolean;
 }
 
 /** createAll sends at most this many objects, or about this many bytes, in one request. */
@@ -35,6 +42,7 @@ const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException
 export class FsObjectStore implements ObjectStore {
   readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
   private readonly fsync: boolean;
+  private readonly sweeps: boolean;
   /** Directories (keys relative to the root) found to be real directories, not symlinks. */
   private readonly checkedDirs = new Set<string>();
 
@@ -43,6 +51,7 @@ export class FsObjectStore implements ObjectStore {
     options: FsStoreOptions = {},
   ) {
     this.fsync = options.fsync ?? true;
+    this.sweeps = options.sweepPartials === true;
   }
 
   private file(key: string): string {
@@ -130,11 +139,20 @@ export class FsObjectStore implements ObjectStore {
       );
       from = to;
     }
+    if (flags.durable) await this.sweepPartials(objects.map((o) => o.key));
   }
 
   async persist(keys: readonly string[]): Promise<void> {
-    if (!this.fsync || keys.length === 0) return;
-    await this.write({ op: 'persist', paths: keys.map((k) => this.file(k)) }, [], persistThread);
+    if (this.fsync && keys.length > 0)
+      await this.write({ op: 'persist', paths: keys.map((k) => this.file(k)) }, [], persistThread);
+    await this.sweepPartials(keys);
+  }
+
+  /** With `sweepPartials`: the partials of the full tiles among `keys`, now durable, go. */
+  private async sweepPartials(keys: readonly string[]): Promise<void> {
+    if (!this.sweeps) return;
+    const full = keys.filter((k) => parseTilePath(k)?.width === TILE_WIDTH);
+    if (full.length > 0) await this.write({ op: 'sweepPartials', paths: full.map((k) => this.file(k)) });
   }
 
   async swap(key: string, data: Uint8Array, expected: string | null, options: SwapOptions = {}): Promise<string> {

@@ -233,6 +233,158 @@ describe('corrupted storage is never served', () => {
   });
 });
 
+/** GET /<key> from the server: its status, Cache-Control, error code (if any) and bytes. */
+async function object(url: string, key: string) {
+  const res = await fetch(`${url}/${key}`);
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const code =
+    res.headers.get('content-type')?.startsWith('application/json') === true
+      ? (JSON.parse(Buffer.from(bytes).toString('utf8')) as { error?: { code?: string } }).error?.code
+      : undefined;
+  return { status: res.status, cache: res.headers.get('cache-control'), code, bytes };
+}
+
+/** The object is refused as corrupt_storage, never cached; `fine` are served as stored, immutable. */
+async function refusedBeside(url: string, bad: readonly string[], fine: readonly string[]): Promise<void> {
+  for (const key of bad) {
+    const got = await object(url, key);
+    expect([key, got.status, got.code, got.cache]).toEqual([key, 500, 'corrupt_storage', 'no-store']);
+  }
+  for (const key of fine) {
+    const got = await object(url, key);
+    expect([key, got.status, got.cache]).toEqual([key, 200, 'public, max-age=31536000, immutable']);
+    expect(Buffer.from(got.bytes).equals(readFileSync(join(dataDir, 'log', key))), key).toBe(true);
+  }
+}
+
+describe('the objects served at /tile and /checkpoint verify, or are corrupt_storage', () => {
+  const t0 = tilePath({ kind: 0, index: 0, width: 256 });
+  const t1 = tilePath({ kind: 1, index: 0, width: 256 });
+  const others = [tilePath({ kind: 0, index: 100, width: 256 }), tilePath({ kind: 'entries', index: 100, width: 256 })];
+
+  it('a level-0 tile: it and the bundles it authenticates are refused; other tiles are served', async () => {
+    await withCorruption(t0, 17 * 32 + 5, async (url) => {
+      await refusedBeside(url, [t0, tilePath({ kind: 'entries', index: 0, width: 256 })], [...others, t1]);
+    });
+  });
+
+  it('a level-1 tile: it and every tile below it are refused; the tiles beside it are served', async () => {
+    await withCorruption(t1, 3 * 32 + 1, async (url) => {
+      await refusedBeside(
+        url,
+        [t1, t0, tilePath({ kind: 0, index: 255, width: 256 })],
+        [tilePath({ kind: 0, index: 256, width: 256 }), tilePath({ kind: 2, index: 0, width: 1 })],
+      );
+    });
+  });
+
+  it('an entry bundle and a record bundle are refused; the hash tile beside them is served', async () => {
+    const entries = tilePath({ kind: 'entries', index: 1, width: 256 });
+    await withCorruption(entries, 10 * 34 + 2 + 4, async (url) => {
+      await refusedBeside(url, [entries], [tilePath({ kind: 0, index: 1, width: 256 }), ...others]);
+    });
+    const records = tilePath({ kind: 'records', index: 2, width: 256 });
+    const item = Bundle.decode(readFileSync(join(dataDir, 'log', records))).item(5);
+    const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 12;
+    await withCorruption(
+      records,
+      at,
+      async (url) => {
+        await refusedBeside(url, [records], [tilePath({ kind: 'entries', index: 2, width: 256 }), ...others]);
+      },
+      item[at - item.byteOffset] === 0x30 ? 0x31 : 0x30,
+    );
+  });
+
+  it('a bundle whose framing no longer parses is corrupt_storage, not an internal error', async () => {
+    const entries = tilePath({ kind: 'entries', index: 3, width: 256 });
+    // The first item's length made 65,311 bytes longer: it runs past the end of the bundle.
+    await withCorruption(
+      entries,
+      0,
+      async (url) => {
+        await refusedBeside(url, [entries], others);
+        expect((await getJson(`${url}/api/ledger/entry?leaf=${3 * 256 + 7}`)).body.error.code).toBe('corrupt_storage');
+      },
+      0xff,
+    );
+  });
+
+  it('the checkpoint of a stopped log: /checkpoint is refused and /readyz is 503 naming it; the API still answers', async () => {
+    const note = readFileSync(join(dataDir, 'log', 'checkpoint'), 'utf8');
+    await withCorruption('checkpoint', note.indexOf('\n', note.indexOf('\n') + 1) + 3, async (url) => {
+      const got = await object(url, 'checkpoint');
+      expect([got.status, got.code, got.cache]).toEqual([500, 'corrupt_storage', 'no-store']);
+      const ready = await getJson(`${url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.reason).toMatch(/^the stored checkpoint \(log\/checkpoint\) does not verify: /);
+      expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/^stele_ready 0$/m);
+      expect((await getJson(`${url}/healthz`)).status).toBe(200);
+      expect((await getJson(`${url}/api/ledger/checkpoint`)).body.treeSize).toBe(N);
+      await refusedBeside(url, [], others);
+    });
+  });
+
+  it('an intact log: /checkpoint is the published note and /readyz is 200', async () => {
+    server = await startTestServer({ dataDir, origin: ORIGIN });
+    try {
+      const got = await object(server.url, 'checkpoint');
+      expect([got.status, got.cache]).toEqual([200, 'no-cache']);
+      expect(Buffer.from(got.bytes).toString('utf8')).toBe(readFileSync(join(dataDir, 'log', 'checkpoint'), 'utf8'));
+      expect((await getJson(`${server.url}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/^stele_ready 1$/m);
+      // Beyond the published tree nothing is served: it cannot be authenticated.
+      expect((await object(server.url, tilePath({ kind: 0, index: 300, width: 256 }))).status).toBe(404);
+    } finally {
+      await server.close();
+      server = undefined;
+    }
+  });
+});
+
+describe('an older partial tile, which clients at older tree sizes read', () => {
+  it('is served while it is the prefix of the verified tile, refused once it is not', async () => {
+    const dir = scratchDir('stele-corrupt-partial-');
+    const { sequencer } = await openLocalLog({ dataDir: dir, origin: ORIGIN, fsync: false, batchInterval: 1 });
+    for (const [from, to] of [
+      [0, 300],
+      [300, 380],
+    ] as const)
+      await Promise.all(
+        Array.from({ length: to - from }, (_, i) =>
+          sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + i))),
+        ),
+      );
+    expect(sequencer.checkpoint.size).toBe(380);
+    await sequencer.close();
+    const older = [tilePath({ kind: 0, index: 1, width: 44 }), tilePath({ kind: 'entries', index: 1, width: 44 })];
+    const current = [tilePath({ kind: 0, index: 1, width: 124 }), tilePath({ kind: 'records', index: 1, width: 124 })];
+    const get = async (key: string) => {
+      const got = await object(server!.url, key);
+      return [got.status, got.code ?? Buffer.from(got.bytes).equals(readFileSync(join(dir, 'log', key)))];
+    };
+    for (const key of older) {
+      const file = join(dir, 'log', key);
+      const data = readFileSync(file);
+      server = await startTestServer({ dataDir: dir, origin: ORIGIN });
+      try {
+        for (const k of [...older, ...current]) expect([k, ...(await get(k))]).toEqual([k, 200, true]);
+        await server.close();
+        data[data.length - 3]! ^= 1;
+        writeFileSync(file, data);
+        server = await startTestServer({ dataDir: dir, origin: ORIGIN });
+        expect([key, ...(await get(key))]).toEqual([key, 500, 'corrupt_storage']);
+        for (const k of current) expect([k, ...(await get(k))]).toEqual([k, 200, true]);
+      } finally {
+        await server?.close();
+        server = undefined;
+        data[data.length - 3]! ^= 1;
+        writeFileSync(file, data);
+      }
+    }
+  });
+});
+
 describe('the lookup index against the tree', () => {
   /** Edits the stopped server's LMDB index directly. */
   const editIndex = async (edit: (db: RootDatabase<number, string | Buffer>) => void) => {

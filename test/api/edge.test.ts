@@ -224,7 +224,7 @@ const QUERIES: Case[] = [
   ['a duplicated key', rawRequest('GET', '/api/ledger/entry?leaf=0&leaf=1'), 400, 'duplicate_parameter'],
   ['an unknown parameter', rawRequest('GET', '/api/ledger/entry?leaf=0&x=1'), 400, 'unknown_parameter'],
   ['a malformed id', rawRequest('GET', '/api/ledger/entry?id=led_x'), 400, 'invalid_id'],
-  ['a bad percent-escape', rawRequest('GET', '/api/ledger/entry?hash=%ZZ'), 400, 'invalid_hash'],
+  ['a bad percent-escape', rawRequest('GET', '/api/ledger/entry?hash=%ZZ'), 400, 'bad_request'],
   ['NUL in a value', rawRequest('GET', '/api/ledger/entry?hash=%00'), 400, 'invalid_hash'],
   ['a negative leaf', rawRequest('GET', '/api/ledger/entry?leaf=-1'), 400, 'invalid_leaf'],
   ['a leaf beyond 2^53', rawRequest('GET', '/api/ledger/entry?leaf=99999999999999999999'), 400, 'invalid_leaf'],

@@ -100,3 +100,35 @@ describe('search by artifact label', () => {
     expect(post.status).toBe(405);
   });
 });
+
+describe('a malformed percent-encoding in any query of any route', () => {
+  const BAD = ['%ZZ', '%C0%AF', '%ED%A0%80', '%E2%82', '%', 'a%2', '%FF'];
+  const ROUTES = [
+    '/api/ledger/search?artifact=',
+    '/api/ledger/entry?hash=',
+    '/api/ledger/entry?format=json&leaf=1&x=',
+    '/api/ledger/consistency?first=1&second=',
+    '/api/ledger/checkpoint?x=',
+    '/tile/0/000.p/1?',
+    '/checkpoint?',
+    '/readyz?',
+    '/no/such/route?q=',
+  ];
+
+  it('is a JSON 400 bad_request, not stored; the same query well formed is not', async () => {
+    for (const route of ROUTES) {
+      for (const bad of BAD) {
+        const r = await getJson(`${server.url}${route}${bad}`);
+        expect([route + bad, r.status, r.body.error?.code]).toEqual([route + bad, 400, 'bad_request']);
+        expect(r.headers.get('cache-control')).toBe('no-store');
+      }
+    }
+    // Also on a POST, before its body is read.
+    const post = await postAnchor(`${server.url}/api/ledger/anchor?x=%ZZ`, {});
+    expect([post.status, post.body.error.code]).toEqual([400, 'bad_request']);
+    // Well formed (an encoded é, '%25' itself): the route's own answer.
+    expect((await search(`artifact=caf%C3%A9.bin`)).body.matches).toHaveLength(1);
+    expect((await search(`artifact=100%25.bin`)).status).toBe(200);
+    expect((await getJson(`${server.url}/readyz?a=%41`)).status).toBe(200);
+  });
+});

@@ -1,6 +1,7 @@
 // Real logs for the operator-command tests: written by the real sequencer (src/log/local.ts)
 // in waves, one batch or more per wave, so the directory holds full tiles, the right-edge
-// partial tiles and older partials, exactly as `stele serve` leaves it.
+// partial tiles and older partials: as `stele serve` leaves it, but with the partials of full
+// tiles kept (as a log written before they were swept has them), so fsck compares them.
 import { createHash } from 'node:crypto';
 import { cpSync } from 'node:fs';
 import { anchorRequest } from '../../src/core/anchor.js';
@@ -20,7 +21,14 @@ export async function makeLog(
   waves: readonly number[],
   afterWave?: (size: number) => void | Promise<void>,
 ): Promise<number[]> {
-  const log = await openLocalLog({ dataDir, origin, fsync: false, batchInterval: 5, maxBatch: 100_000 });
+  const log = await openLocalLog({
+    dataDir,
+    origin,
+    fsync: false,
+    batchInterval: 5,
+    maxBatch: 100_000,
+    sweepPartials: false,
+  });
   const sizes: number[] = [];
   let n = 0;
   try {
