@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
 import { ServedCheckpoint } from './api/objects.js';
 import { type HttpServer, listenHttp } from './api/http-server.js';
-import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/guard.js';
+import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/anchor-guard.js';
 import { Metrics } from './api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
 import { mountControlPlane } from './control/mount.js';

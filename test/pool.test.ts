@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type AnchorRequest, anchorRequest, buildEntry } from '../src/core/anchor.js';
 import { ZERO_HASH, canonicalEntryBytes } from '../src/core/entry.js';
 import { HASH_SIZE, bytesEqual, leafHash } from '../src/core/hash.js';
-import { RightEdge } from '../src/sequencer/edge.js';
+import { RightEdge } from '../src/sequencer/right-edge.js';
 import { encodeBundle, frame } from '../src/core/bundle.js';
 import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
 import { UnrecordableRequestError } from '../src/sequencer/contract.js';

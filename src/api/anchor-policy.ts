@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { AnchorRequest } from '../core/anchor.js';
 import { PolicyEngine } from '../control/policy.js';
-import type { AnchorClient, AnchorDecider } from './guard.js';
+import type { AnchorClient, AnchorDecider } from './anchor-guard.js';
 
 /** Written into an empty policy directory: admits what any valid token sends, as before policies. */
 export const STARTER_ANCHOR_POLICY = `// Stele anchor policy (Cedar). In production mode every anchor is decided by the *.cedar

@@ -51,7 +51,7 @@ export interface LedgerService {
 
 /**
  * Decides whether a parsed anchor may enter the pool, as which request (the tenant recorded):
- * throws the refusal (403). See src/api/guard.ts.
+ * throws the refusal (403). See src/api/anchor-guard.ts.
  */
 export type AnchorAdmission = (ctx: Context, request: AnchorRequest) => AnchorRequest;
 

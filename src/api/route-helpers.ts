@@ -13,7 +13,7 @@ export type Query = ParsedUrlQuery;
 
 /**
  * The request's query parameters: node:querystring parses several times faster than ctx.query.
- * Its encoding was checked at the edge (src/api/edge.ts checkQueryEncoding).
+ * Its encoding was checked at the edge (src/api/request-rules.ts checkQueryEncoding).
  */
 export const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
 

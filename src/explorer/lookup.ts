@@ -4,7 +4,7 @@
 import { fmtInt, h } from './dom.js';
 import { apiLookup, DEFAULT_SCAN_ENTRIES, type Query, recordMatcher, scanRecords } from './search.js';
 import { base, client, load, siteHasApi } from './site.js';
-import type { EntryFields } from './verify.js';
+import type { EntryFields } from './page-checks.js';
 
 /** Scans the record bundles newest first (search.ts), with a progress bar in `out` while it runs. */
 export async function scanShowingProgress(

@@ -5,7 +5,7 @@ import { checkLabel } from '../core/labels.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { type LogClient, bundleWidth } from './log.js';
 import { artifactId } from '../core/entry.js';
-import { type EntryFields, parseRecord } from './verify.js';
+import { type EntryFields, parseRecord } from './page-checks.js';
 
 export type Query =
   | { readonly kind: 'id'; readonly seq: number; readonly prefix: string; readonly text: string }

@@ -5,7 +5,7 @@ import { toHex } from './bytes.js';
 import { clear, h } from './dom.js';
 import { FetchError, LogClient } from './log.js';
 import { offeredConfig, type ResolvedTrust, readSeen, resolveTrust, writeSeen } from './trust.js';
-import { type CheckpointResult, verifyPageCheckpoint } from './verify.js';
+import { type CheckpointResult, verifyPageCheckpoint } from './page-checks.js';
 
 export const base = new URL('./', location.href);
 export const client = new LogClient(base);

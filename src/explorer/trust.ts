@@ -8,7 +8,7 @@
 import { policyQuorum } from '../core/verify/index.js';
 import { type Policy, parsePolicy, thresholdPolicy } from '../core/tlog-policy.js';
 import { NoteError, SIG_ED25519, type Verifier, parseCosignerVkey, parseVkey } from './note.js';
-import type { SeenCheckpoint, PageTrust } from './verify.js';
+import type { SeenCheckpoint, PageTrust } from './page-checks.js';
 
 export interface TrustConfig {
   readonly vkey: string;

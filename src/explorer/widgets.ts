@@ -4,7 +4,13 @@ import { toHex } from './bytes.js';
 import { auditPathDrawing } from './charts.js';
 import { badge, type Child, fmtInt, fmtTime, h, hashText } from './dom.js';
 import { type Loaded, load, setFailure } from './site.js';
-import { buildReport, type PageCheck, type CheckpointResult, type EntryResult, type PageReport } from './verify.js';
+import {
+  buildReport,
+  type PageCheck,
+  type CheckpointResult,
+  type EntryResult,
+  type PageReport,
+} from './page-checks.js';
 
 export function checkItem(c: PageCheck, key?: string, rule?: number): HTMLElement {
   return h(

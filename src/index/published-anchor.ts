@@ -1,4 +1,4 @@
-// The lookup half of merging duplicate anchors (src/sequencer/duplicates.ts): the published
+// The lookup half of merging duplicate anchors (src/sequencer/in-flight-duplicates.ts): the published
 // entry with an anchor identity, read and authenticated from the tiles with its proof.
 import { anchorIdentity } from '../core/duplicates.js';
 import type { LogReader } from '../reader.js';

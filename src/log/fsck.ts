@@ -37,7 +37,7 @@ import { TileFormatError } from '../core/tiles.js';
 import { loadEdge } from '../sequencer/recover.js';
 import { LogIntegrityError, MissingObjectError, readTileBytes } from '../tilestore.js';
 import type { ObjectReader } from '../store/store.js';
-import { type PublishedState, readPublished } from './published.js';
+import { type PublishedState, readPublished } from './published-state.js';
 
 /** What a stored key is on disk; a bucket holds only objects, so it has no such question. */
 export type FileKind = 'file' | 'symlink' | 'other' | 'missing';

@@ -26,7 +26,7 @@ import {
   fsckLog,
   overlay,
 } from './fsck.js';
-import { logSignedNote, readPublished } from './published.js';
+import { logSignedNote, readPublished } from './published-state.js';
 
 export type RefusalReason =
   | 'no-checkpoint'

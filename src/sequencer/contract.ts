@@ -14,9 +14,13 @@
 // - A rejection says whether the anchor was recorded: see each error below.
 import type { SignedCheckpoint } from '../core/checkpoint.js';
 import type { CanonicalEntry } from '../core/entry.js';
-import type { PublishedCheckpoint } from './published.js';
+import type { PublishedCheckpoint } from './published-checkpoint.js';
 
-export { type PublishedCheckpoint, decodePublishedCheckpoint, encodePublishedCheckpoint } from './published.js';
+export {
+  type PublishedCheckpoint,
+  decodePublishedCheckpoint,
+  encodePublishedCheckpoint,
+} from './published-checkpoint.js';
 
 /** What `submit()` resolves with: the entry's place in the log and the checkpoint that first publishes it. */
 export interface AnchorReceipt {
@@ -29,12 +33,12 @@ export interface AnchorReceipt {
   inclusionProof(): Uint8Array[];
   /**
    * The entry was in the log (or in flight for an earlier identical request) before this
-   * request: nothing new was appended (src/sequencer/duplicates.ts).
+   * request: nothing new was appended (src/sequencer/in-flight-duplicates.ts).
    */
   readonly existing?: boolean;
 }
 
-/** The published entry with an anchor identity, as a receipt against the current checkpoint (src/sequencer/duplicates.ts). */
+/** The published entry with an anchor identity, as a receipt against the current checkpoint (src/sequencer/in-flight-duplicates.ts). */
 export type FindPublished = (identity: string) => Promise<AnchorReceipt | undefined>;
 
 /** How a request is submitted. */

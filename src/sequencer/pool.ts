@@ -21,7 +21,7 @@ import { type AnchorRequest, buildEntry } from '../core/anchor.js';
 import type { CanonicalEntry } from '../core/entry.js';
 import { HASH_SIZE } from '../core/hash.js';
 import type { OnCommitted } from './contract.js';
-import type { BatchEntries, Packed } from './edge.js';
+import type { BatchEntries, Packed } from './right-edge.js';
 import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';

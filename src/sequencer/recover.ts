@@ -7,7 +7,7 @@ import { proveInclusion } from '../core/merkle.js';
 import { checkInclusion } from '../core/verify/index.js';
 import type { ObjectStore } from '../store/store.js';
 import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
-import { RightEdge } from './edge.js';
+import { RightEdge } from './right-edge.js';
 
 /** Reads and verifies the right edge of the tree of `size` leaves whose root is `root`. */
 export async function loadEdge(store: ObjectStore, size: number, root: Uint8Array): Promise<RightEdge> {

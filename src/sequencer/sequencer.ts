@@ -41,10 +41,10 @@ import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '
 import { TileHashReader } from '../core/tiles.js';
 import { decodeBundle } from '../core/bundle.js';
 import { TileSet } from '../tile-set.js';
-import { type BatchResult, RightEdge } from './edge.js';
+import { type BatchResult, RightEdge } from './right-edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
-import { assertLockCurrent, assertNothingPublished, openFailure, publishedCheckpointOf } from './guard.js';
+import { assertLockCurrent, assertNothingPublished, openFailure, publishedCheckpointOf } from './lock-check.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -10,7 +10,7 @@ import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
-import { DuplicateAnchors } from '../sequencer/duplicates.js';
+import { DuplicateAnchors } from '../sequencer/in-flight-duplicates.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../reader.js';

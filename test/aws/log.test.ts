@@ -144,7 +144,7 @@ describe('openAwsLog: S3 (s3rver) + DynamoDB (dynalite) + KMS (stand-in)', () =>
   it('anchors entries, and the log verifies from the bucket alone against the KMS public key; partials are swept; a restart resumes', async () => {
     const cfg = await config();
     const log = await openAwsLog(cfg);
-    // The start-up guard lists the level-0 edge (src/sequencer/guard.ts): six LISTs, at start only.
+    // The start-up guard lists the level-0 edge (src/sequencer/lock-check.ts): six LISTs, at start only.
     const startLists = log.store.stats.lists;
     expect(startLists).toBeLessThanOrEqual(6);
     const receipts: AnchorReceipt[] = [];

@@ -13,7 +13,7 @@ import { foldInclusion } from '../../src/explorer/proof.js';
 import { apiLookup, apiSearch, classify, labelMatches, recordMatcher, scanRecords } from '../../src/explorer/search.js';
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
 import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
-import { buildReport, verifyBundle, verifyPageCheckpoint, verifyEntry } from '../../src/explorer/verify.js';
+import { buildReport, verifyBundle, verifyPageCheckpoint, verifyEntry } from '../../src/explorer/page-checks.js';
 import type { RunningServer } from '../../src/serve.js';
 import { digestOf, postAnchor, startTestServer } from '../api/server.js';
 import { loadVectors } from '../helpers/vectors.js';

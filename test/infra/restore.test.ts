@@ -179,7 +179,7 @@ describe('README runbook: restore the DynamoDB table', () => {
       expect(await log.index!.indexedSize()).toBe(300);
       expect(await log.index!.findByDigest(digestOf(prefix, 7))).toBe(7);
       expect(await log.index!.findByDigest(digestOf(prefix, 299))).toBe(299);
-      // Duplicate detection (src/sequencer/duplicates.ts asks the index by anchor identity)
+      // Duplicate detection (src/sequencer/in-flight-duplicates.ts asks the index by anchor identity)
       // finds an anchor made after the restore point...
       const identity = anchorIdentity({ type: 'ledger_anchor', digest: digestOf(prefix, 123) })!;
       expect(await log.index!.findAnchor(identity)).toBe(123);

@@ -2,7 +2,7 @@
 // byte anywhere in the proof file (or in the file's digest), every entry point of the
 // verifier gives the same result — the package's API (`@stele/verify`), the CLI's
 // `--proof` path (src/client/tlog-proof-file.ts, reading the file from disk) and the
-// explorer's drop-a-proof path (src/explorer/verify.ts) — and no change yields PASS unless it
+// explorer's drop-a-proof path (src/explorer/page-checks.ts) — and no change yields PASS unless it
 // left the proof's meaning untouched (a base64 padding bit, for one). fast-check shrinks any
 // counterexample to the smallest tree and change.
 import { writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ import type { Session } from '../../src/client/ledger.js';
 import { verifyFileWithTlogProof } from '../../src/client/tlog-proof-file.js';
 import { LogClient } from '../../src/explorer/log.js';
 import { toTrust } from '../../src/explorer/trust.js';
-import { verifyTlogProofFile } from '../../src/explorer/verify.js';
+import { verifyTlogProofFile } from '../../src/explorer/page-checks.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const log = new SeedSigner('property.test/log', new Uint8Array(32).fill(1));

@@ -6,7 +6,7 @@ import { TILE_WIDTH } from '../../core/tiles.js';
 import { timeChart, typeChart } from '../charts.js';
 import { badge, fmtInt, h } from '../dom.js';
 import { client } from '../site.js';
-import { type EntryResult, verifyBundle } from '../verify.js';
+import { type EntryResult, verifyBundle } from '../page-checks.js';
 import { nonEmptyLog, reportEntryFailures } from '../widgets.js';
 
 /** Bundles the charts read at most: every one of a log up to this many, else this many spread evenly over it. */

@@ -7,7 +7,7 @@ import { short, toBase64, toHex } from '../bytes.js';
 import { badge, clear, fmtInt, fmtTime, h, hashText, type Verdict } from '../dom.js';
 import { client, load, setFailure } from '../site.js';
 import { SOURCE_LABEL, type TrustSource } from '../trust.js';
-import { verifyBundle } from '../verify.js';
+import { verifyBundle } from '../page-checks.js';
 import { checkItem, dl, entriesTable, noCheckpoint, reportEntryFailures } from '../widgets.js';
 
 export async function viewCheckpoint(main: HTMLElement): Promise<void> {

@@ -6,7 +6,7 @@ import { TILE_WIDTH } from '../../core/tiles.js';
 import { badge, fmtInt, h, type Verdict } from '../dom.js';
 import { bundleWidth } from '../log.js';
 import { client, load, setFailure } from '../site.js';
-import { type EntryResult, verifyBundle, verifyEntry } from '../verify.js';
+import { type EntryResult, verifyBundle, verifyEntry } from '../page-checks.js';
 import { entriesTable, entryPanel, noCheckpoint, nonEmptyLog, reportEntryFailures } from '../widgets.js';
 
 export async function viewEntries(main: HTMLElement, tileParam: string | undefined): Promise<void> {

@@ -6,7 +6,13 @@ import { badge, fmtInt, fmtTime, h } from '../dom.js';
 import { locate, scanShowingProgress } from '../lookup.js';
 import { apiSearch, classify, DEFAULT_SCAN_ENTRIES, type LabelMatch, labelMatches, type Query } from '../search.js';
 import { base, client, load, setFailure, siteHasApi } from '../site.js';
-import { type PageCheck, type CheckpointResult, type EntryFields, type EntryResult, verifyEntry } from '../verify.js';
+import {
+  type PageCheck,
+  type CheckpointResult,
+  type EntryFields,
+  type EntryResult,
+  verifyEntry,
+} from '../page-checks.js';
 import { dataTable, entryLink, entryPanel, noCheckpoint, reportEntryFailures, searchForm } from '../widgets.js';
 
 export function matchCheck(q: Query, e: EntryResult): PageCheck {

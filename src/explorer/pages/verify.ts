@@ -8,7 +8,7 @@ import { hashBlob } from '../hashfile.js';
 import { locate } from '../lookup.js';
 import { apiSearch, type Query } from '../search.js';
 import { base, client, load, setFailure, siteHasApi } from '../site.js';
-import { buildReport, verifyEntry, verifyTlogProofFile } from '../verify.js';
+import { buildReport, verifyEntry, verifyTlogProofFile } from '../page-checks.js';
 import { dl, entryLink, noCheckpoint, reportList } from '../widgets.js';
 
 export async function viewVerify(main: HTMLElement): Promise<void> {

@@ -7,7 +7,7 @@ import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual, toHex } from '../core/hash.js';
 import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
 import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
-import { publishedCheckpointOf } from '../sequencer/guard.js';
+import { publishedCheckpointOf } from '../sequencer/lock-check.js';
 import { decodePublishedCheckpoint } from '../sequencer/contract.js';
 import type { ObjectReader } from '../store/store.js';
 
@@ -40,7 +40,7 @@ export interface PublishedReading {
 
 /**
  * Reads `checkpoint` and `checkpoint.json`; the one to check against is the sequencer's choice
- * (src/sequencer/guard.ts publishedCheckpointOf); this adds why each object that is not
+ * (src/sequencer/lock-check.ts publishedCheckpointOf); this adds why each object that is not
  * chosen failed, and whether the two disagree.
  */
 export async function readPublished(store: ObjectReader, key: NoteVerifier): Promise<PublishedReading> {
