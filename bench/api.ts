@@ -19,7 +19,7 @@ import autocannon from 'autocannon';
 import { anchorRequest } from '../src/core/anchor.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
 import { openLocalLog } from '../src/log/local.js';
-import { LogReader } from '../src/reader.js';
+import { LogReader } from '../src/read/reader.js';
 import { entryId } from '../src/core/entry.js';
 import { formatTileIndex } from '../src/core/tiles.js';
 import { QUICK, figure, note, percentile, pinLoadGenerator, processCpuMs } from './util.js';

@@ -61,8 +61,8 @@ const ENTITIES = [
 /** The ledger with /v1 mounted, in a child process (`stele control serve`, or with fsync off for the CPU-bound run). */
 const CHILD = `
 import { pino } from 'pino';
-import { SERVE_DEFAULTS } from '${new URL('../src/config.ts', import.meta.url).href}';
-import { startServer } from '${new URL('../src/serve.ts', import.meta.url).href}';
+import { SERVE_DEFAULTS } from '${new URL('../src/serve/config.ts', import.meta.url).href}';
+import { startServer } from '${new URL('../src/serve/log-server.ts', import.meta.url).href}';
 const e = process.env;
 const srv = await startServer({ ...SERVE_DEFAULTS, dataDir: e.BENCH_DATA_DIR, origin: 'bench.stele/control', port: 0, batchIntervalMs: Number(e.BENCH_BATCH_MS), fsync: e.BENCH_FSYNC === '1', enterprise: true }, pino({ level: 'warn' }, pino.destination(2)));
 console.log(JSON.stringify({ url: srv.url }));
@@ -125,7 +125,7 @@ function serverCpu(pid: number | undefined): ServerCpu | undefined {
 /** USER_HZ: 100 on every Linux architecture Node supports. */
 const CLOCK_TICKS = 100;
 
-/** The server child died. (Before src/control/policy.ts turned off TurboFan's JS→Wasm call inlining, Node 20's V8 aborted here every few runs; the retry stays as a guard and is reported.) */
+/** The server child died. (Before src/policy/cedar.ts turned off TurboFan's JS→Wasm call inlining, Node 20's V8 aborted here every few runs; the retry stays as a guard and is reported.) */
 class ChildCrashed extends Error {}
 
 /** Runs `p` unless the child exits first. */

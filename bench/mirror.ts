@@ -12,7 +12,7 @@ import { MirrorClient, logDataFromObjects } from '../src/mirror/client.js';
 import { startMirror } from '../src/mirror/host.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { loadOrCreateKey } from '../src/signer.js';
+import { loadOrCreateKey } from '../src/keys/local-signer.js';
 import { makeLog } from '../test/helpers/logs.js';
 import { QUICK, cpuSeconds, figure, note, now } from './util.js';
 

@@ -13,7 +13,7 @@ import { HttpObjectReader } from '../src/client/objects.js';
 import { SIG_ED25519, formatVkey, makeVerifier } from '../src/core/note.js';
 import { runHammer } from '../src/hammer/hammer.js';
 import { Monitor, type MonitorSource } from '../src/monitor/monitor.js';
-import { loadOrCreateKey } from '../src/signer.js';
+import { loadOrCreateKey } from '../src/keys/local-signer.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import { makeLog } from '../test/helpers/logs.js';
 import { QUICK, ScratchDirs, cpuSeconds, figure, note, now, processCpuMs } from './util.js';

@@ -19,7 +19,7 @@ import { openAwsLog } from '../src/aws/log.js';
 import { IndexFollower } from '../src/index/follower.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
-import { LogReader } from '../src/reader.js';
+import { LogReader } from '../src/read/reader.js';
 import { decodePublishedCheckpoint } from '../src/sequencer/contract.js';
 import { CHECKPOINT_JSON_KEY } from '../src/store/layout.js';
 import { S3ObjectStore } from '../src/store/s3.js';

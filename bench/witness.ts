@@ -11,7 +11,7 @@ import { anchorRequest } from '../src/core/anchor.js';
 import { signCheckpoint } from '../src/core/checkpoint.js';
 import { openLocalLog } from '../src/log/local.js';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../src/core/note.js';
-import { LogReader } from '../src/reader.js';
+import { LogReader } from '../src/read/reader.js';
 import { formatAddCheckpoint } from '../src/witness/protocol.js';
 import { QUICK, figure, note, percentile } from './util.js';
 

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/core/anchor.js';
-import { ConfigError, resolveServeConfig } from '../src/config.js';
+import { ConfigError, resolveServeConfig } from '../src/serve/config.js';
 import { openLocalLog } from '../src/log/local.js';
 import type { AnchorReceipt } from '../src/sequencer/contract.js';
 import { writeTestKey } from './helpers/audit.js';

@@ -21,7 +21,7 @@ import {
   verifyInclusion,
 } from '../src/core/merkle.js';
 import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../src/core/tiles.js';
-import { TileSet } from '../src/tile-set.js';
+import { TileSet } from '../src/read/tile-set.js';
 import {
   NaiveTree,
   largestPowerOfTwoBelow,

@@ -15,8 +15,8 @@ import {
   verifyConsistency,
   verifyInclusion,
 } from '../src/core/merkle.js';
-import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/reader.js';
-import { LogIntegrityError } from '../src/tilestore.js';
+import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/read/reader.js';
+import { LogIntegrityError } from '../src/read/tilestore.js';
 import { FsObjectStore } from '../src/store/fs.js';
 import type { ObjectReader } from '../src/store/store.js';
 import { TILE_WIDTH, TileFormatError, tilePath } from '../src/core/tiles.js';

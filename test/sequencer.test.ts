@@ -13,7 +13,7 @@ import { bytesEqual, leafHash, toHex } from '../src/core/hash.js';
 import { openLocalLog } from '../src/log/local.js';
 import { verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
 import { SeedSigner } from '../src/core/note.js';
-import { LogReader } from '../src/reader.js';
+import { LogReader } from '../src/read/reader.js';
 import {
   type AnchorReceipt,
   LogStateError,

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSy
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/core/note.js';
-import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/signer.js';
+import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/keys/local-signer.js';
 import { scratchDir } from './helpers/tmp.js';
 
 const CHILD = join(import.meta.dirname, 'helpers', 'key-child.ts');

@@ -18,7 +18,7 @@ import {
   tileWidthAt,
 } from '../src/core/tiles.js';
 import { decodeBundle, encodeBundle } from '../src/core/bundle.js';
-import { TileSet } from '../src/tile-set.js';
+import { TileSet } from '../src/read/tile-set.js';
 import { NaiveTree, sha256 } from './helpers/naive.js';
 import { hex, loadVectors } from './helpers/vectors.js';
 

@@ -4,7 +4,7 @@
 // part fails on the check that covers it, in both verifiers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Report, type Trust, trustFromPolicy, verifyTlogProof } from '@stele/verify';
-import type { RunningServer } from '../src/serve.js';
+import type { RunningServer } from '../src/serve/log-server.js';
 import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof } from '../src/core/tlog-proof.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
 import { type IndependentResult, independentVerify } from './helpers/tlog-proof.js';

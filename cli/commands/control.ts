@@ -8,17 +8,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/config.js';
+import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/serve/config.js';
 import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, ControlClientError } from '../../src/control/client.js';
 import { ControlConfigError } from '../../src/control/config.js';
 import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';
-import { KekError } from '../../src/control/kek.js';
+import { KekError } from '../../src/keys/kek.js';
 import { unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { checkInclusion } from '../../src/core/verify/index.js';
-import { KeyFileError } from '../../src/signer.js';
+import { KeyFileError } from '../../src/keys/local-signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
 import { logLevelOption, stderrLogger } from '../logger.js';
@@ -144,7 +144,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         throw e;
       }
       const log = await stderrLogger(String(logLevel));
-      const { startServer } = await import('../../src/serve.js');
+      const { startServer } = await import('../../src/serve/log-server.js');
       const server = await startServer({ ...cfg, enterprise: true }, log).catch((e: unknown) => {
         if (e instanceof KeyFileError || e instanceof ConfigError || e instanceof ControlConfigError)
           throw new CliError(EXIT.USAGE, e.message);

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { parse as parseToml } from 'smol-toml';
-import { SERVE_DEFAULTS } from '../../src/config.js';
+import { SERVE_DEFAULTS } from '../../src/serve/config.js';
 import { DEV_ROLES, DevIdpError, type DevRole, requestToken, startDevIdp } from '../../src/control/dev-idp.js';
 import { createSecretFile, replaceFile } from '../../src/store/files.js';
 import { CliError, EXIT } from '../errors.js';

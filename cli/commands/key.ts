@@ -89,7 +89,7 @@ export function registerKeyCommands(program: Command): void {
     .requiredOption('--key-file <path>', 'the key file (mode 0600) to import; its name must be --name')
     .action(async (o: KeyOpts & { keyFile: string }) => {
       const uriText = uriOf(o);
-      const { parsePrivateKey, KeyFileError } = await import('../../src/signer.js');
+      const { parsePrivateKey, KeyFileError } = await import('../../src/keys/local-signer.js');
       let seed: Uint8Array;
       let publicKey: Uint8Array;
       try {

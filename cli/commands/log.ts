@@ -1,7 +1,7 @@
 // `stele log fsck` and `stele log recover`: the operator's checks of a log's own storage
 // (engines in src/log/fsck.ts and src/log/recover.ts). Modules load inside the actions.
 import type { Command } from 'commander';
-import { SERVE_DEFAULTS } from '../../src/config.js';
+import { SERVE_DEFAULTS } from '../../src/serve/config.js';
 import type { FsckResult, FsckTarget } from '../../src/log/fsck.js';
 import type { SequencerLock } from '../../src/store/lock.js';
 import type { DataDirLock } from '../../src/store/dir-lock.js';

@@ -1,7 +1,7 @@
 // `stele mirror serve`: a C2SP tlog-mirror for Stele or any other tlog-tiles log. Not to be
 // confused with `stele ledger mirror`, the one-shot tile copier for offline audit.
 import type { Command } from 'commander';
-import { KeyFileError } from '../../src/signer.js';
+import { KeyFileError } from '../../src/keys/local-signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
 import { logLevelOption, stderrLogger } from '../logger.js';

@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/config.js';
+import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/serve/config.js';
 import { CliError, EXIT, hsmError } from '../errors.js';
 import { invocation } from '../invocation.js';
 import { logLevelOption, stderrLogger } from '../logger.js';
@@ -121,8 +121,8 @@ export function registerServeCommands(program: Command): void {
         mirrors: (mirror as string[] | undefined)?.join(','),
       });
       const log = await stderrLogger(String(logLevel));
-      const { startServer } = await import('../../src/serve.js');
-      const { KeyFileError } = await import('../../src/signer.js');
+      const { startServer } = await import('../../src/serve/log-server.js');
+      const { KeyFileError } = await import('../../src/keys/local-signer.js');
       const server = await startServer(cfg, log).catch((e: unknown) => {
         const config = e instanceof KeyFileError || e instanceof ConfigError || (e as Error)?.name === 'AwsConfigError';
         if (config) throw new CliError(EXIT.USAGE, (e as Error).message);
@@ -186,7 +186,7 @@ export function registerServeCommands(program: Command): void {
       const { openLocalLog } = await import('../../src/log/local.js');
       const { LmdbIndex } = await import('../../src/index/lmdb.js');
       const { catchUpIndex } = await import('../../src/index/catchup.js');
-      const { LogReader, logCorruptObjects } = await import('../../src/reader.js');
+      const { LogReader, logCorruptObjects } = await import('../../src/read/reader.js');
       const log = await stderrLogger('warn');
       const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: log });
       const dir = join(cfg.dataDir, 'private', 'index');

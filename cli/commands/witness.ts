@@ -1,7 +1,7 @@
 // `stele witness serve`: a tlog-witness cosigner for Stele or any other tlog-tiles log.
 import type { Command } from 'commander';
 import { SIG_ED25519, parseVkey } from '../../src/core/note.js';
-import { KeyFileError } from '../../src/signer.js';
+import { KeyFileError } from '../../src/keys/local-signer.js';
 import { CliError, EXIT, hsmError } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
 import { logLevelOption, stderrLogger } from '../logger.js';

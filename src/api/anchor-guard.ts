@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { AnchorRequest } from '../core/anchor.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../http/errors.js';
 import type { AnchorAdmission } from './ledger.js';
 
 export interface AnchorClient {

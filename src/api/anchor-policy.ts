@@ -1,6 +1,6 @@
 // The anchor policy (docs/interface.md §1.7, §4.1 rule 2: in production the anchor route "validates the
 // digest against policy"). Each anchor is one Cedar request, decided by the engine the
-// control plane uses (src/control/policy.ts: the same files, hot reload, and a broken set
+// control plane uses (src/policy/cedar.ts: the same files, hot reload, and a broken set
 // leaves the previous one active):
 //   principal  Token::"<token name>"            (entities.json may put tokens in groups)
 //   action     Action::"<entry type>"           ledger_anchor | document_verified
@@ -11,7 +11,7 @@
 // Cedar denies what no policy permits, and a `forbid` overrides every `permit`.
 import type { Logger } from 'pino';
 import type { AnchorRequest } from '../core/anchor.js';
-import { PolicyEngine } from '../control/policy.js';
+import { PolicyEngine } from '../policy/cedar.js';
 import type { AnchorClient, AnchorDecider } from './anchor-guard.js';
 
 /** Written into an empty policy directory: admits what any valid token sends, as before policies. */

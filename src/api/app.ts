@@ -4,8 +4,8 @@ import { bodyParser } from '@koa/bodyparser';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { ObjectReader } from '../store/store.js';
-import { checkRequestEdge } from './request-rules.js';
-import { respondWithError, throwIfUnanswered } from './errors.js';
+import { checkRequestEdge } from '../http/request-rules.js';
+import { respondWithError, throwIfUnanswered } from '../http/errors.js';
 import { type GuardOptions, anchorAdmission, anchorGuard } from './anchor-guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
 import { hotReads } from './ledger-reads.js';
@@ -83,7 +83,7 @@ export function createApp(o: AppOptions): Koa {
 
 /**
  * Around every request, in one middleware (each layer costs the hot path): asks clients to
- * close once the server is closing, refuses what the edge does not take (src/api/request-rules.ts),
+ * close once the server is closing, refuses what the edge does not take (src/http/request-rules.ts),
  * turns errors into the JSON error shape, and records the request's metrics and log line
  * with its final status. The line is at debug: at a CDN origin's rates it would be a stored
  * line per request, and /metrics counts every request anyway.

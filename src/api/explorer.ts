@@ -6,11 +6,11 @@
 import type { Context, Middleware, Next } from 'koa';
 import serve from 'koa-static';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, makeVerifier } from '../core/note.js';
-import { findExplorerDir } from '../explorer-dist.js';
+import { findExplorerDir } from '../http/explorer-files.js';
 import type { LedgerService } from './ledger.js';
 import type { ExplorerJson } from './wire.js';
 
-export { findExplorerDir } from '../explorer-dist.js';
+export { findExplorerDir } from '../http/explorer-files.js';
 
 /** Same policy as the <meta> the build writes: the page talks to its own origin only. */
 export const EXPLORER_CSP =

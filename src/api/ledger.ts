@@ -5,7 +5,7 @@ import type { Context, Middleware } from 'koa';
 import { type AnchorRequest, ValidationError, parseAnchorBody, parseAnchorOptions } from '../core/anchor.js';
 import type { LookupIndex } from '../index/types.js';
 import { SIG_COSIGNATURE_V1, SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import {
   AnchorTimeoutError,
   type AnchorReceipt,
@@ -15,7 +15,7 @@ import {
   StorageUnavailableError,
   type SubmitOptions,
 } from '../sequencer/contract.js';
-import { ApiError, badRequest } from './errors.js';
+import { ApiError, badRequest } from '../http/errors.js';
 import { ledgerReads } from './ledger-reads.js';
 import { JSON_TYPE, noStore } from './route-helpers.js';
 import { type CheckpointView, anchorJson } from './views.js';

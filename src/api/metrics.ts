@@ -1,6 +1,6 @@
 // Prometheus metrics (prom-client): HTTP traffic, tree size, batches, integration time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ReaderStats } from '../reader.js';
+import type { ReaderStats } from '../read/reader.js';
 import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/contract.js';
 
 export class Metrics {

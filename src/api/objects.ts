@@ -12,9 +12,9 @@ import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { parseTilePath, tileWidthAt } from '../core/tiles.js';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
 import type { ObjectReader } from '../store/store.js';
-import { CorruptObjectError } from '../reader.js';
-import { MissingObjectError } from '../tilestore.js';
-import { ApiError, notFound } from './errors.js';
+import { CorruptObjectError } from '../read/reader.js';
+import { MissingObjectError } from '../read/tilestore.js';
+import { ApiError, notFound } from '../http/errors.js';
 import type { LedgerService } from './ledger.js';
 
 /**

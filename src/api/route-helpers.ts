@@ -2,7 +2,7 @@
 // of their answers.
 import { type ParsedUrlQuery, parse as parseQuery } from 'node:querystring';
 import type { Context } from 'koa';
-import { badRequest } from './errors.js';
+import { badRequest } from '../http/errors.js';
 
 const MAX_QUERY_VALUE = 128;
 
@@ -13,7 +13,7 @@ export type Query = ParsedUrlQuery;
 
 /**
  * The request's query parameters: node:querystring parses several times faster than ctx.query.
- * Its encoding was checked at the edge (src/api/request-rules.ts checkQueryEncoding).
+ * Its encoding was checked at the edge (src/http/request-rules.ts checkQueryEncoding).
  */
 export const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
 

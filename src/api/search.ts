@@ -6,9 +6,9 @@ import type Router from '@koa/router';
 import { ARTIFACT_ID, presentEntry } from '../core/entry.js';
 import { checkLabel } from '../core/labels.js';
 import type { LookupIndex } from '../index/types.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
-import { badRequest } from './errors.js';
+import { badRequest } from '../http/errors.js';
 import { noStore, queryOf, single } from './route-helpers.js';
 import type { ArtifactSearchView, EntryView } from './wire.js';
 

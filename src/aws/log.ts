@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import { bytesEqual } from '../core/hash.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
-import { LogReader, logCorruptObjects } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../read/reader.js';
 import {
   type BatchListener,
   type CheckpointWitnessing,
@@ -30,7 +30,7 @@ import {
 } from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
-import { parsePrivateKey } from '../signer.js';
+import { parsePrivateKey } from '../keys/local-signer.js';
 import { type LogKeySpec, type LogSigner, isPkcs11Signer, openLogSigner } from '../serve/log-signer.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import type { LookupIndex } from '../index/types.js';

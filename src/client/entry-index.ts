@@ -10,10 +10,10 @@ import { dirname, join } from 'node:path';
 import { type CanonicalEntry, parseCanonicalEntry } from '../core/entry.js';
 import { toHex } from '../core/hash.js';
 import { TILE_WIDTH } from '../core/tiles.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import { fsReason, replaceFile } from '../store/files.js';
 import { DirObjectReader } from './objects.js';
-import { orderedPipeline } from './pipeline.js';
+import { orderedPipeline } from '../read/pipeline.js';
 
 const FORMAT = 'stele-entry-index/v1';
 

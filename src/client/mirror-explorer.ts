@@ -5,7 +5,7 @@
 import { cp, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatPolicy, minimumCosigners } from '../core/tlog-policy.js';
-import { findExplorerDir } from '../explorer-dist.js';
+import { findExplorerDir } from '../http/explorer-files.js';
 import type { ExplorerJson } from '../api/wire.js';
 import type { TrustPin } from './config.js';
 import { ClientError, ConfigError } from './errors.js';

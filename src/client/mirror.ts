@@ -17,7 +17,7 @@ import { LRUCache } from 'lru-cache';
 import { entryHash } from '../core/entry.js';
 import { bytesEqual, leafHash, toHex } from '../core/hash.js';
 import { treeHash, treeHashSync } from '../core/merkle.js';
-import { LogReader } from '../reader.js';
+import { LogReader } from '../read/reader.js';
 import type { ObjectReader } from '../store/store.js';
 import {
   HashTile,
@@ -30,12 +30,12 @@ import {
   tileWidthAt,
 } from '../core/tiles.js';
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
-import { TileSet } from '../tile-set.js';
-import { MissingObjectError, readTileBytes } from '../tilestore.js';
+import { TileSet } from '../read/tile-set.js';
+import { MissingObjectError, readTileBytes } from '../read/tilestore.js';
 import { follow } from '../monitor/follow.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';
-import { orderedPipeline, parallelRange } from './pipeline.js';
+import { orderedPipeline, parallelRange } from '../read/pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
 import { fsReason, makeDataDir } from '../store/files.js';
 

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import { newUlid as ulid } from './ids.js';
+import { newUlid as ulid } from '../store/ids.js';
 import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './audit.js';
 import { AuthFailureAggregator } from './auth-failures.js';
 import {
@@ -23,7 +23,7 @@ import type { EpochView, KeyEpochs } from './epochs.js';
 import { ControlError, invalid, renderControlError, shuttingDown } from './errors.js';
 import { issueLease, newLeaseId } from './leases.js';
 import { openApiDocument } from './openapi.js';
-import type { EntityRef, PolicyEngine, PolicyRequest } from './policy.js';
+import type { EntityRef, PolicyEngine, PolicyRequest } from '../policy/cedar.js';
 import { CONTROL_ENTRY_TYPES, type Recorder } from './recorder.js';
 import type { ControlSigner } from './signing.js';
 

@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import { VersionConflictError, type ObjectStore } from '../store/store.js';
 import { ControlError, invalid } from './errors.js';
-import { KekError, type KekKind, type KekProvider } from './kek.js';
+import { KekError, type KekKind, type KekProvider } from '../keys/kek.js';
 import { type ControlSigner, EPOCH_DOMAIN, recordDigest, verifySigned } from './signing.js';
 
 export const ZERO_HASH_HEX = '0'.repeat(64);

@@ -1,8 +1,8 @@
-// Control-plane errors: the ledger's JSON shape {"error":{"code","message"}} (src/api/errors.ts),
+// Control-plane errors: the ledger's JSON shape {"error":{"code","message"}} (src/http/errors.ts),
 // with optional extra fields inside `error` (a decision id, a reason) where they help the caller.
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { ApiError } from '../api/errors.js';
+import { ApiError } from '../http/errors.js';
 import {
   AnchorTimeoutError,
   PoolFullError,

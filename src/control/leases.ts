@@ -10,9 +10,9 @@
 // The lease id, epoch and expiry are bound into the ciphertext (GCM associated data / KMS
 // encryption context), so an envelope unwraps only for its own lease, as issued.
 import { randomBytes } from 'node:crypto';
-import { newUlid as ulid } from './ids.js';
+import { newUlid as ulid } from '../store/ids.js';
 import type { KeyEpochs } from './epochs.js';
-import { KekError, type KekKind, type WrapBinding } from './kek.js';
+import { KekError, type KekKind, type WrapBinding } from '../keys/kek.js';
 
 export const DEK_BYTES = 32;
 const ENVELOPE_V1 = 0x01;

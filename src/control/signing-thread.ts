@@ -5,11 +5,11 @@
 // pool) moved it too, but woke a pool thread per signature and cost more CPU than it saved.
 import type { KeyObject } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { RequestThread } from '../threads.js';
+import { RequestThread } from '../store/threads.js';
 
 // Evaluated plain JavaScript: nothing to resolve from the TypeScript sources or from dist/.
 // Dynamic imports work whether the evaluation is CommonJS or, under --input-type=module, ESM.
-// It answers src/threads.ts's Tagged messages: a group of messages in, their signatures out.
+// It answers src/store/threads.ts's Tagged messages: a group of messages in, their signatures out.
 const SOURCE = `
 Promise.all([import('node:worker_threads'), import('node:crypto')]).then(([{ parentPort, workerData }, { sign }]) => {
   parentPort.on('message', ({ id, body }) => {

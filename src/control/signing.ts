@@ -1,6 +1,6 @@
 // The control plane's own Ed25519 key: it signs key-epoch records and audit events (never
 // checkpoints: the log key stays the log's). The key file is the same mode-0600
-// PRIVATE+KEY form as the log's (src/signer.ts); signing goes through node:crypto, which
+// PRIVATE+KEY form as the log's (src/keys/local-signer.ts); signing goes through node:crypto, which
 // is several times faster than the pure-JS signer and matters at one signature per request.
 // Audit events are signed in groups on a worker thread (signCanonicals; src/control/signing-thread.ts).
 // The key may instead be an Ed25519 key in an HSM (ControlSigner.fromHsm; src/pkcs11/).
@@ -12,7 +12,7 @@ import { type KeyObject, createHash, createPrivateKey, createPublicKey, sign, ve
 import { readFile } from 'node:fs/promises';
 import canonicalizeCjs from 'canonicalize';
 import { keyIdOf } from '../core/note.js';
-import { loadOrCreateKey } from '../signer.js';
+import { loadOrCreateKey } from '../keys/local-signer.js';
 import { SigningThread } from './signing-thread.js';
 
 const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;

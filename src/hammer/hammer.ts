@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hashFromHex, isHash64 } from '../core/hash.js';
 import { type NoteVerifier, SIG_ED25519, parseVkey } from '../core/note.js';
-import { LogReader } from '../reader.js';
+import { LogReader } from '../read/reader.js';
 import { HttpObjectReader } from '../client/objects.js';
 import { JsonPoster, type PostAnswer } from './poster.js';
 import { SharedView } from './view.js';

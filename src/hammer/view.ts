@@ -9,7 +9,7 @@ import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual, leafHash, toHex } from '../core/hash.js';
 import { checkConsistencyProof, checkInclusion } from '../core/verify/index.js';
 import type { NoteVerifier } from '../core/note.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 
 /** A verified checkpoint: its size and root. */

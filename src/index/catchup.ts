@@ -3,7 +3,7 @@
 // are read through the reader's checks, so nothing corrupt is indexed.
 import type { Logger } from 'pino';
 import { parseCanonicalEntry } from '../core/entry.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import {
   type BatchListener,
   type IntegratedBatch,

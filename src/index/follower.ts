@@ -5,7 +5,7 @@
 // only once it is verified and every entry under it is indexed, so a replica never answers
 // for a tree it has not checked, and one started from an empty directory catches up first.
 import type { Logger } from 'pino';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { catchUpIndex } from './catchup.js';
 import type { LookupIndex } from './types.js';

@@ -1,7 +1,7 @@
 // The lookup half of merging duplicate anchors (src/sequencer/in-flight-duplicates.ts): the published
 // entry with an anchor identity, read and authenticated from the tiles with its proof.
 import { anchorIdentity } from '../core/duplicates.js';
-import type { LogReader } from '../reader.js';
+import type { LogReader } from '../read/reader.js';
 import type { FindPublished, PublishedCheckpoint } from '../sequencer/contract.js';
 import type { LookupIndex } from './types.js';
 

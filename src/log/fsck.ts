@@ -1,6 +1,6 @@
 // `stele log fsck`: checks a log's own storage (a data directory or a bucket) the way a
 // verifier checks a mirror, and then what only the operator can see. The tree itself is
-// recomputed by the offline audit (src/client/audit.ts: every entry hash along the chain,
+// recomputed by the offline audit (src/read/audit.ts: every entry hash along the chain,
 // every leaf, every hash tile at every level, the root), against the newest signed
 // checkpoint; around it, from a listing of every stored key:
 //   - every object the checkpoint implies is present (a partial tile, or its full tile);
@@ -14,8 +14,8 @@
 // record's when that is newer (committed, published at the next start), with the objects a
 // start re-creates from the lock's staged batch. So a `log/` older than its lock (restored
 // from a backup) is the missing objects it is, as `stele serve` finds them.
-import { type AuditResult, auditLog } from '../client/audit.js';
-import { parallelRange } from '../client/pipeline.js';
+import { type AuditResult, auditLog } from '../read/audit.js';
+import { parallelRange } from '../read/pipeline.js';
 import { NOT_WITNESSED, type Trust } from '../client/verify.js';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
@@ -35,7 +35,7 @@ import {
 import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { TileFormatError } from '../core/tiles.js';
 import { loadEdge } from '../sequencer/recover.js';
-import { LogIntegrityError, MissingObjectError, readTileBytes } from '../tilestore.js';
+import { LogIntegrityError, MissingObjectError, readTileBytes } from '../read/tilestore.js';
 import type { ObjectReader } from '../store/store.js';
 import { type PublishedState, readPublished } from './published-state.js';
 

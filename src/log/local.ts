@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { NoteSigner, SeedSigner } from '../core/note.js';
-import { loadOrCreateKey } from '../signer.js';
+import { loadOrCreateKey } from '../keys/local-signer.js';
 import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
 import { Sequencer } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';

@@ -3,7 +3,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
-import { KeyFileError, parsePrivateKey } from '../signer.js';
+import { KeyFileError, parsePrivateKey } from '../keys/local-signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
 import type { FileKind, FsckTarget } from './fsck.js';

@@ -11,7 +11,7 @@ import { type NoteVerifier, parseNote, verifySignature } from '../core/note.js';
 import { proveConsistency, treeHash } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader, type HashTile } from '../core/tiles.js';
-import { readBundle, storeTileFetcher } from '../tilestore.js';
+import { readBundle, storeTileFetcher } from '../read/tilestore.js';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual } from '../core/hash.js';
 import { MalformedSizeError, WitnessRollbackError, postAddCheckpoint } from '../witness/collector.js';

@@ -3,7 +3,7 @@
 // copies, and the HTTP server. Used by `stele mirror serve`, tests and benches.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { listenHttp } from '../api/http-server.js';
+import { listenHttp } from '../http/server.js';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -14,7 +14,7 @@ import {
   parseVkey,
   SIG_ED25519,
 } from '../core/note.js';
-import { loadOrCreateKey } from '../signer.js';
+import { loadOrCreateKey } from '../keys/local-signer.js';
 import { makeDataDir } from '../store/files.js';
 import { FsObjectStore } from '../store/fs.js';
 import { type MirroredLog, Mirror } from './mirror.js';

@@ -17,7 +17,7 @@ import type { CosignerKeys } from './advertised.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { VersionConflictError } from '../store/store.js';
 import { TILE_WIDTH } from '../core/tiles.js';
-import { readBundle } from '../tilestore.js';
+import { readBundle } from '../read/tilestore.js';
 import { type AddCheckpointRequest, originHash, refuse } from '../witness/protocol.js';
 import { checkAgainstHeld, checkRequest, openPresentedCheckpoint } from '../witness/witness.js';
 import { entryHash } from '../core/entry.js';

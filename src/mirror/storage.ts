@@ -7,7 +7,7 @@ import { HASH_SIZE, concatBytes } from '../core/hash.js';
 import type { ObjectStore, StoredObject } from '../store/store.js';
 import { encodeBundle } from '../core/bundle.js';
 import { TILE_WIDTH, tilePath } from '../core/tiles.js';
-import { readBundle, readTileBytes } from '../tilestore.js';
+import { readBundle, readTileBytes } from '../read/tilestore.js';
 import { rangeHash } from '../core/subtree.js';
 
 export class MirrorCopy {

@@ -20,7 +20,7 @@ import type { NoteVerifier } from '../core/note.js';
 import type { ObjectReader } from '../store/store.js';
 import { TILE_WIDTH, TileHashReader } from '../core/tiles.js';
 import { replaceFile } from '../store/files.js';
-import { readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
+import { readBundle, readTileBytes, storeTileFetcher } from '../read/tilestore.js';
 import type { Alert, AlertSink, RaisedAlert } from './alerts.js';
 import type { StepOutcome } from './follow.js';
 

@@ -7,8 +7,8 @@
 //   kek id  = pkcs11:object=stele-kek_<ULID>   (the object's CKA_LABEL, within the configured token)
 //   wrapped = IV (12) ‖ ciphertext ‖ tag (16)
 import { randomBytes } from 'node:crypto';
-import { newUlid as ulid } from '../control/ids.js';
-import { KekError, type KekProvider, type WrapBinding, localAad } from '../control/kek.js';
+import { newUlid as ulid } from '../store/ids.js';
+import { KekError, type KekProvider, type WrapBinding, localAad } from '../keys/kek.js';
 import { Pkcs11KeyError } from './errors.js';
 import { type Session, Token, bounded } from './token.js';
 import { keyUri } from './signer.js';

@@ -11,7 +11,7 @@ import { type LockState, LockFormatError } from '../store/lock.js';
 import type { ObjectStore } from '../store/store.js';
 import { TILE_WIDTH, TileFormatError, type TileKind, parseTilePath, tilePath } from '../core/tiles.js';
 import { LogStateError, type PublishedCheckpoint, decodePublishedCheckpoint } from './contract.js';
-import { LogIntegrityError, MissingObjectError } from '../tilestore.js';
+import { LogIntegrityError, MissingObjectError } from '../read/tilestore.js';
 
 const RECOVER_HINT =
   'run `stele log fsck` to inspect it and `stele log recover` to rebuild the lock from the published checkpoint';

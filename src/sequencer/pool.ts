@@ -25,7 +25,7 @@ import type { BatchEntries, Packed } from './right-edge.js';
 import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
-import { startModuleWorker } from '../threads.js';
+import { startModuleWorker } from '../store/threads.js';
 
 /** Settles a waiting request's promise: with its result, or with a rejected promise. */
 export type Settle<R> = (value: R | PromiseLike<R>) => void;

@@ -6,7 +6,7 @@
 import type { CanonicalEntry } from '../core/entry.js';
 import { HASH_SIZE } from '../core/hash.js';
 import { proveInclusionSync } from '../core/merkle.js';
-import type { TileSet } from '../tile-set.js';
+import type { TileSet } from '../read/tile-set.js';
 import type { Segment } from './pool.js';
 import type { AnchorReceipt, IntegratedBatch, PublishedCheckpoint } from './contract.js';
 

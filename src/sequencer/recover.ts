@@ -6,7 +6,7 @@ import { TileHashReader, TILE_WIDTH, levelHashCount } from '../core/tiles.js';
 import { proveInclusion } from '../core/merkle.js';
 import { checkInclusion } from '../core/verify/index.js';
 import type { ObjectStore } from '../store/store.js';
-import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../tilestore.js';
+import { LogIntegrityError, readBundle, readTileBytes, storeTileFetcher } from '../read/tilestore.js';
 import { RightEdge } from './right-edge.js';
 
 /** Reads and verifies the right edge of the tree of `size` leaves whose root is `root`. */

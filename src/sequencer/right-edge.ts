@@ -10,7 +10,7 @@ import { treeHashSync } from '../core/merkle.js';
 import type { StoredObject } from '../store/store.js';
 import { HashTile, TILE_WIDTH, type TileKind, levelHashCount, tilePath } from '../core/tiles.js';
 import { type Packed, frame, framedSize, packCanonicals, packedItem } from '../core/bundle.js';
-import { TileSet } from '../tile-set.js';
+import { TileSet } from '../read/tile-set.js';
 
 const TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 const EMPTY = new Uint8Array(0);

@@ -19,7 +19,7 @@ import { parseCanonicalEntry } from '../core/entry.js';
 import { HASH_SIZE, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
 import { proveConsistency } from '../core/merkle.js';
 import { SIG_ED25519, type NoteSigner, type NoteVerifier, makeVerifier } from '../core/note.js';
-import { LogReader } from '../reader.js';
+import { LogReader } from '../read/reader.js';
 import {
   type AnchorReceipt,
   type BatchListener,
@@ -40,7 +40,7 @@ import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader } from '../core/tiles.js';
 import { decodeBundle } from '../core/bundle.js';
-import { TileSet } from '../tile-set.js';
+import { TileSet } from '../read/tile-set.js';
 import { type BatchResult, RightEdge } from './right-edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';

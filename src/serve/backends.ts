@@ -13,7 +13,7 @@ import { publishedAnchorFinder } from '../index/published-anchor.js';
 import { DuplicateAnchors } from '../sequencer/in-flight-duplicates.js';
 import { localPaths, openLocalLog } from '../log/local.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
-import { LogReader, logCorruptObjects } from '../reader.js';
+import { LogReader, logCorruptObjects } from '../read/reader.js';
 import {
   type AnchorReceipt,
   AnchorTimeoutError,
@@ -28,7 +28,7 @@ import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
 import type { WitnessEndpoint } from '../witness/collector.js';
-import type { ServeConfig } from '../config.js';
+import type { ServeConfig } from './config.js';
 import {
   type AdvertisedWitnessing,
   type LogWitnessing,

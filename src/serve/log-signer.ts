@@ -4,7 +4,7 @@
 // both open their key here (the S3 one through src/aws/log.ts; KMS stays there). The PKCS#11
 // code, and its native addon, load only when a URI is configured.
 import type { NoteSigner } from '../core/note.js';
-import { loadOrCreateKey } from '../signer.js';
+import { loadOrCreateKey } from '../keys/local-signer.js';
 
 export interface LogSigner {
   readonly signer: NoteSigner;

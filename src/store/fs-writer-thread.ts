@@ -1,10 +1,10 @@
 // The writer thread of the local-directory store: runs each write request (src/store/fs.ts)
-// with synchronous calls (src/store/fs-writer.ts) and answers once (src/threads.ts's
+// with synchronous calls (src/store/fs-writer.ts) and answers once (src/store/threads.ts's
 // RequestThread sends them).
 import { parentPort, workerData } from 'node:worker_threads';
 import { FsWriter, type PathObject } from './fs-writer.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
-import type { Tagged } from '../threads.js';
+import type { Tagged } from './threads.js';
 
 export type WriteRequest =
   | {

@@ -5,7 +5,7 @@ import { promises as fs, unlinkSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { TILE_WIDTH, parseTilePath } from '../core/tiles.js';
-import { RequestThread, startModuleWorker } from '../threads.js';
+import { RequestThread, startModuleWorker } from './threads.js';
 import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
 import { badgeName, contentVersion } from './fs-writer.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';

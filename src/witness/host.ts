@@ -10,8 +10,8 @@ import {
   makeVerifier,
   parseVkey,
 } from '../core/note.js';
-import { listenHttp } from '../api/http-server.js';
-import { loadOrCreateKey } from '../signer.js';
+import { listenHttp } from '../http/server.js';
+import { loadOrCreateKey } from '../keys/local-signer.js';
 import { makeDataDir } from '../store/files.js';
 import { FsObjectStore } from '../store/fs.js';
 import { witnessApp } from './server.js';

@@ -5,7 +5,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
 

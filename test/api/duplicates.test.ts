@@ -9,7 +9,7 @@ import { MERGED_TYPE, anchorIdentity } from '../../src/core/duplicates.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { rowKey } from '../../src/index/lmdb.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import type { Json } from '../helpers/json.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
 

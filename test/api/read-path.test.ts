@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entryIdOfHex, parseCanonicalEntry, presentEntry } from '../../src/core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import type { CheckpointView, EntryProofView } from '../../src/api/wire.js';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import type { Json } from '../helpers/json.js';
 import { NaiveTree } from '../helpers/naive.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';

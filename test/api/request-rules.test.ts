@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMirror } from '../../src/mirror/host.js';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import { startWitness } from '../../src/witness/host.js';
 import { rawExchange, rawRequest } from '../helpers/raw-http.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -322,7 +322,7 @@ describe('an edge that always answers JSON', () => {
   });
 });
 
-// Node answers these itself, before any handler: src/api/http-server.ts gives every server
+// Node answers these itself, before any handler: src/http/server.ts gives every server
 // (the API above, the witness, the mirror) the listeners that answer them in the JSON shape.
 const BEFORE_ANY_HANDLER: Case[] = [
   METHODS.find((c) => c[0] === 'CONNECT')!,

@@ -2,7 +2,7 @@
 // time, and JSON errors for bad input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { artifactId } from '../../src/core/entry.js';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import type { Json } from '../helpers/json.js';
 import { digestOf, getJson, postAnchor, startTestServer } from './server.js';
 

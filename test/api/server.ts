@@ -1,7 +1,7 @@
 // Starts `startServer` in-process on a loopback port over a fresh data directory.
 import { type Logger, pino } from 'pino';
-import { SERVE_DEFAULTS } from '../../src/config.js';
-import { type RunningServer, type ServeConfig, startServer } from '../../src/serve.js';
+import { SERVE_DEFAULTS } from '../../src/serve/config.js';
+import { type RunningServer, type ServeConfig, startServer } from '../../src/serve/log-server.js';
 import { scratchDir } from '../helpers/tmp.js';
 import type { Json } from '../helpers/json.js';
 

@@ -9,7 +9,7 @@ import { DynamoIndex } from '../../src/aws/dynamo-index.js';
 import { artifactId } from '../../src/core/entry.js';
 import { reconcileIndex } from '../../src/index/catchup.js';
 import { openLocalLog } from '../../src/log/local.js';
-import { LogReader } from '../../src/reader.js';
+import { LogReader } from '../../src/read/reader.js';
 import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';

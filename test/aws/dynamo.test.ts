@@ -14,7 +14,7 @@ import type { CanonicalEntry } from '../../src/core/entry.js';
 import { bytesEqual, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
-import { LogReader } from '../../src/reader.js';
+import { LogReader } from '../../src/read/reader.js';
 import {
   type AnchorReceipt,
   type IntegratedBatch,

@@ -19,7 +19,7 @@ import { artifactId } from '../../src/core/entry.js';
 import { leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
-import { LogReader } from '../../src/reader.js';
+import { LogReader } from '../../src/read/reader.js';
 import type { AnchorReceipt } from '../../src/sequencer/contract.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';
 import { auditLogDir } from '../helpers/audit.js';

@@ -11,7 +11,7 @@ import { PartialSweeper, S3ObjectStore, type S3StoreOptions } from '../../src/st
 import { partialTilesAt } from '../../src/core/tiles.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
 import { tilePath } from '../../src/core/tiles.js';
-import { readTileBytes } from '../../src/tilestore.js';
+import { readTileBytes } from '../../src/read/tilestore.js';
 import { ConditionalS3Shim, type S3Server, plainClient, startS3Server } from '../helpers/s3-server.js';
 
 let server: S3Server;

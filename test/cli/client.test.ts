@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { formatCheckpointBody, signCheckpoint } from '../../src/core/checkpoint.js';
-import { auditLog } from '../../src/client/audit.js';
+import { auditLog } from '../../src/read/audit.js';
 import {
   advancePin,
   configPath,
@@ -44,7 +44,7 @@ import {
   makeVerifier,
 } from '../../src/core/note.js';
 import { leafHash, sha256 } from '../../src/core/hash.js';
-import { LogReader } from '../../src/reader.js';
+import { LogReader } from '../../src/read/reader.js';
 
 const made: string[] = [];
 const tmp = (p: string) => {

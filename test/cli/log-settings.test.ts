@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVE_DEFAULTS, type ServeConfig } from '../../src/config.js';
+import { SERVE_DEFAULTS, type ServeConfig } from '../../src/serve/config.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
 import { type RunningMirror, startMirror } from '../../src/mirror/host.js';
 import { reconcileLogSettings } from '../../src/serve/log-settings.js';

@@ -11,7 +11,7 @@ import { anchorRequest } from '../../src/core/anchor.js';
 import { toHex } from '../../src/core/hash.js';
 import { openLocalLog } from '../../src/log/local.js';
 import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
-import { parsePrivateKey } from '../../src/signer.js';
+import { parsePrivateKey } from '../../src/keys/local-signer.js';
 import { lockDataDir } from '../../src/store/dir-lock.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { copyLog, digestOf, makeLog } from '../helpers/logs.js';

@@ -1,11 +1,11 @@
 // `stele serve --help` lists every STELE_* variable the server reads, generated from the table
-// in src/config.ts: a variable added to the config reader, or to the AWS backend's reader,
+// in src/serve/config.ts: a variable added to the config reader, or to the AWS backend's reader,
 // without a help line fails here. STELE_RECONFIGURE is --reconfigure's env form, and is
 // refused in a config file (a file would keep it set for every later start).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveServeConfig } from '../../src/config.js';
+import { resolveServeConfig } from '../../src/serve/config.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 
 beforeAll(ensureBuilt, 180_000);
@@ -18,11 +18,11 @@ const variablesIn = (path: string) => [
 ];
 
 describe('stele serve --help', () => {
-  it('lists, one line each, every STELE_ variable src/config.ts and the AWS backend read', async () => {
+  it('lists, one line each, every STELE_ variable src/serve/config.ts and the AWS backend read', async () => {
     const r = await sb.run(['serve', '--help']);
     expect(r.code, r.stderr).toBe(0);
     const env = r.stdout.slice(r.stdout.indexOf('Environment'));
-    const names = [...variablesIn('src/config.ts'), ...variablesIn('src/aws/log.ts')];
+    const names = [...variablesIn('src/serve/config.ts'), ...variablesIn('src/aws/log.ts')];
     expect(names).toContain('STELE_WITNESS_POLICY');
     expect(names).toContain('STELE_S3_BUCKET');
     for (const name of names) {
@@ -36,7 +36,9 @@ describe('stele serve --help', () => {
     expect(r.code, r.stderr).toBe(0);
     // Commander wraps descriptions at spaces: joined again, each "(env NAME" is whole.
     const options = r.stdout.slice(0, r.stdout.indexOf('Environment')).replace(/\s+/g, ' ');
-    const read = new Set(['src/config.ts', 'src/aws/log.ts', 'src/pkcs11/token.ts'].flatMap((f) => variablesIn(f)));
+    const read = new Set(
+      ['src/serve/config.ts', 'src/aws/log.ts', 'src/pkcs11/token.ts'].flatMap((f) => variablesIn(f)),
+    );
     const named = [...options.matchAll(/env (STELE_[A-Z0-9_]+)/g)].map((m) => m[1]!);
     expect(named).toContain('STELE_ORIGIN');
     for (const name of named) expect(read, name).toContain(name);

@@ -1,4 +1,4 @@
-// Entity slicing (src/control/entities.ts): the policy engine hands Cedar only the entities a
+// Entity slicing (src/policy/entities.ts): the policy engine hands Cedar only the entities a
 // request can reach. Its decisions, reasons and errors must be exactly those of Cedar given
 // the whole store, for policies that walk parents, attribute and tag references, entity
 // literals in conditions and entities named in the context.
@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { EntitySlicer } from '../../src/control/entities.js';
-import { PolicyEngine, type EntityRef } from '../../src/control/policy.js';
+import { EntitySlicer } from '../../src/policy/entities.js';
+import { PolicyEngine, type EntityRef } from '../../src/policy/cedar.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const POLICIES = `

@@ -2,7 +2,7 @@
 // OpenID Provider on loopback issuing its tokens, and Cedar policy files on disk.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import { getJson, startTestServer } from '../api/server.js';
 import { type OidcClientSpec, type TestOidcProvider, startOidcProvider } from '../helpers/oidc.js';
 import { scratchDir } from '../helpers/tmp.js';

@@ -6,9 +6,9 @@ import { pino } from 'pino';
 import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, SseParser } from '../../src/control/client.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
-import type { RunningServer } from '../../src/serve.js';
-import { startServer } from '../../src/serve.js';
-import { SERVE_DEFAULTS } from '../../src/config.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
+import { startServer } from '../../src/serve/log-server.js';
+import { SERVE_DEFAULTS } from '../../src/serve/config.js';
 import { type ControlFixture, startControl } from './fixture.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

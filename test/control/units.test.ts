@@ -12,7 +12,7 @@ import { createKmsClient } from '../../src/aws/kms.js';
 import { AuditLog } from '../../src/control/audit.js';
 import { ControlConfigError, parseControlConfig } from '../../src/control/config.js';
 import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';
-import { AwsKmsKekProvider, type KekProvider, LocalKekProvider } from '../../src/control/kek.js';
+import { AwsKmsKekProvider, type KekProvider, LocalKekProvider } from '../../src/keys/kek.js';
 import { decodeEnvelope, encodeEnvelope, issueLease, newLeaseId, unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, ControlSigner, canonicalJson, verifySigned } from '../../src/control/signing.js';
 import { FsObjectStore } from '../../src/store/fs.js';

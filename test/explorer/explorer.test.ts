@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatCheckpointBody, parseCheckpointBody, signCheckpoint } from '../../src/core/checkpoint.js';
 import { SeedSigner, parseNote } from '../../src/core/note.js';
-import { loadOrCreateKey } from '../../src/signer.js';
+import { loadOrCreateKey } from '../../src/keys/local-signer.js';
 import { type TestBrowser, hasChromium, launchBrowser, screenshot, timings } from '../helpers/browser.js';
 import {
   EXPLORER_DIST,

@@ -14,7 +14,7 @@ import { apiLookup, apiSearch, classify, labelMatches, recordMatcher, scanRecord
 import { pin, readSeen, resolveTrust, toTrust, writeSeen } from '../../src/explorer/trust.js';
 import { artifactId as artifactIdOf, entryHash as entryHashOf, entryId as entryIdOf } from '../../src/core/entry.js';
 import { buildReport, verifyBundle, verifyPageCheckpoint, verifyEntry } from '../../src/explorer/page-checks.js';
-import type { RunningServer } from '../../src/serve.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import { digestOf, postAnchor, startTestServer } from '../api/server.js';
 import { loadVectors } from '../helpers/vectors.js';
 

@@ -204,7 +204,7 @@ export async function listTileFiles(dir: string): Promise<string[]> {
  * in their base64 part.
  */
 export async function writeTestKey(dataDir: string, origin: string, fill = 7): Promise<void> {
-  const { formatPrivateKey } = await import('../../src/signer.js');
+  const { formatPrivateKey } = await import('../../src/keys/local-signer.js');
   await fs.mkdir(path.join(dataDir, 'private'), { recursive: true, mode: 0o700 });
   await fs.writeFile(
     path.join(dataDir, 'private', 'log.key'),

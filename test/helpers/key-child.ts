@@ -2,7 +2,7 @@
 // its public key in hex. `loop <dir>`: creates keys at <dir>/<n>/log.key, four at a time,
 // until killed (it prints "ready" once the first exists).
 import { join } from 'node:path';
-import { loadOrCreateKey } from '../../src/signer.js';
+import { loadOrCreateKey } from '../../src/keys/local-signer.js';
 
 const [mode, target] = process.argv.slice(2) as [string, string];
 if (mode === 'once') {

@@ -12,7 +12,7 @@ import { leafHash } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { type TileId, parseTilePath, tilePath } from '../../src/core/tiles.js';
 import { openLocalLog } from '../../src/log/local.js';
-import { LogReader, type TreeHead } from '../../src/reader.js';
+import { LogReader, type TreeHead } from '../../src/read/reader.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { startTestServer } from '../api/server.js';
 import { scratchDir } from '../helpers/tmp.js';

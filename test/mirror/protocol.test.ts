@@ -22,7 +22,7 @@ import {
 import { proveSubtree } from '../../src/core/subtree.js';
 import { SIG_ED25519, SeedSigner, makeVerifier, openNote } from '../../src/core/note.js';
 import { TILE_WIDTH, TileHashReader } from '../../src/core/tiles.js';
-import { readBundle, storeTileFetcher } from '../../src/tilestore.js';
+import { readBundle, storeTileFetcher } from '../../src/read/tilestore.js';
 import { formatAddCheckpoint, originHash } from '../../src/witness/protocol.js';
 import { scratchDir } from '../helpers/tmp.js';
 

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, resolveServeConfig } from '../../src/config.js';
+import { ConfigError, resolveServeConfig } from '../../src/serve/config.js';
 import { parseControlConfig } from '../../src/control/config.js';
 import { scratchDir } from '../helpers/tmp.js';
 

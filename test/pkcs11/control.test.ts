@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/control/audit.js';
 import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';
-import { KekError } from '../../src/control/kek.js';
+import { KekError } from '../../src/keys/kek.js';
 import { decodeEnvelope, issueLease, newLeaseId, unwrapLease } from '../../src/control/leases.js';
 import { AUDIT_DOMAIN, ControlSigner, EPOCH_DOMAIN, verifySigned } from '../../src/control/signing.js';
 import { Pkcs11KekProvider } from '../../src/pkcs11/kek.js';

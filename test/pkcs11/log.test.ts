@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatPrivateKey, parsePrivateKey } from '../../src/signer.js';
+import { formatPrivateKey, parsePrivateKey } from '../../src/keys/local-signer.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier, openNote, parseVkey } from '../../src/core/note.js';
 import { CLI, type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
 import { runTlogcheck, tlogcheckBinary } from '../helpers/tlogcheck.js';

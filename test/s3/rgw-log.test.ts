@@ -17,7 +17,7 @@ import { artifactId } from '../../src/core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
-import { LogReader } from '../../src/reader.js';
+import { LogReader } from '../../src/read/reader.js';
 import { type AnchorReceipt, SequencerStoppedError } from '../../src/sequencer/contract.js';
 import { Sequencer } from '../../src/sequencer/sequencer.js';
 import { CHECKPOINT_KEY } from '../../src/store/layout.js';

@@ -1,9 +1,9 @@
 // `stele ledger audit <dir|url>`: recompute the whole log from its records and check it.
 import type { Command } from 'commander';
-import { auditLog } from '../../../src/client/audit.js';
+import { auditLog } from '../../../src/read/audit.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { openObjectSource } from '../../../src/client/objects.js';
-import { NOT_WITNESSED, type ProveConsistency, type Trust } from '../../../src/client/verify.js';
+import { NOT_WITNESSED, type ProveConsistency, type Trust, isTransportError } from '../../../src/client/verify.js';
 import { ApiView } from '../../../src/client/ledger.js';
 import { EMPTY_ROOT } from '../../../src/core/hash.js';
 import { SIG_ED25519, keyIdOf, parseVkey } from '../../../src/core/note.js';
@@ -63,6 +63,7 @@ export function registerAudit(ledger: Command): void {
       trust,
       window: opts.window ?? (/^https?:/i.test(where) ? 32 : 8),
       proveToPin,
+      isTransportError,
       onProgress: (d, t) => bar.update(d, t),
     }).finally(() => bar.stop());
     if (opts.json) {

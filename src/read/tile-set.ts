@@ -1,7 +1,7 @@
 // Hash tiles held in memory, with a synchronous lookup over them: the sequencer's right edge,
 // a published batch's tiles, and the tiles a reader or auditor has already verified.
-import type { SyncHashLookup } from './core/merkle.js';
-import { type HashTile, locateAll, tileWidthAt } from './core/tiles.js';
+import type { SyncHashLookup } from '../core/merkle.js';
+import { type HashTile, locateAll, tileWidthAt } from '../core/tiles.js';
 
 const tileKey = (level: number, index: number): string => `${level}/${index}`;
 

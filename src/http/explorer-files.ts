@@ -12,8 +12,8 @@ export function findExplorerDir(dir?: string): string | null {
   const candidates = [
     dir,
     process.env.STELE_EXPLORER_DIR,
-    fileURLToPath(new URL('../explorer/', import.meta.url)),
-    fileURLToPath(new URL('../dist/explorer/', import.meta.url)),
+    fileURLToPath(new URL('../../explorer/', import.meta.url)),
+    fileURLToPath(new URL('../../dist/explorer/', import.meta.url)),
   ].filter((d): d is string => typeof d === 'string' && d !== '');
   return candidates.find((d) => existsSync(join(d, 'index.html'))) ?? null;
 }

@@ -2,18 +2,18 @@
 // the log's objects as the CDN serves them, metrics, and graceful shutdown.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { createApp } from './api/app.js';
-import { ServedCheckpoint } from './api/objects.js';
-import { type HttpServer, listenHttp } from './api/http-server.js';
-import { type GuardOptions, bearerTokens, parseTokenGrants } from './api/anchor-guard.js';
-import { Metrics } from './api/metrics.js';
+import { createApp } from '../api/app.js';
+import { ServedCheckpoint } from '../api/objects.js';
+import { type HttpServer, listenHttp } from '../http/server.js';
+import { type GuardOptions, bearerTokens, parseTokenGrants } from '../api/anchor-guard.js';
+import { Metrics } from '../api/metrics.js';
 import { ConfigError, type ServeConfig } from './config.js';
-import { mountControlPlane } from './control/mount.js';
-import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from './core/note.js';
-import { describeQuorum, parsePolicy } from './core/tlog-policy.js';
-import { openBackend, openSettingsHome, withDeadline } from './serve/backends.js';
-import { reconcileLogSettings } from './serve/log-settings.js';
-import { lockDataDir } from './store/dir-lock.js';
+import { mountControlPlane } from '../control/mount.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
+import { describeQuorum, parsePolicy } from '../core/tlog-policy.js';
+import { openBackend, openSettingsHome, withDeadline } from './backends.js';
+import { reconcileLogSettings } from './log-settings.js';
+import { lockDataDir } from '../store/dir-lock.js';
 
 export type { ServeConfig } from './config.js';
 
@@ -96,7 +96,7 @@ export async function startServer(
   // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
   const anchorPolicy =
     cfg.mode === 'production' && backend.sequencer
-      ? await (await import('./api/anchor-policy.js'))
+      ? await (await import('../api/anchor-policy.js'))
           .openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger)
           .catch(async (e: unknown) => {
             await backend.close();

@@ -1,6 +1,6 @@
 // How every Stele server runs HTTP (the API, the witness, the mirror): Node's own parse
 // errors and CONNECT, which never reach a handler, are answered in the JSON error shape
-// (src/api/request-rules.ts), and idle connections outlive a load balancer's.
+// (src/http/request-rules.ts), and idle connections outlive a load balancer's.
 import { type RequestListener, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { clientErrorHandler, connectHandler } from './request-rules.js';

@@ -10,8 +10,8 @@ import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
 import { HashTile, TILE_WIDTH, TileFormatError, tilePath, tileRoot } from '../core/tiles.js';
 import { decodeBundle } from '../core/bundle.js';
-import { TileSet } from '../tile-set.js';
-import { MissingObjectError, readTileBytes } from '../tilestore.js';
+import { TileSet } from './tile-set.js';
+import { MissingObjectError, readTileBytes } from './tilestore.js';
 import { orderedPipeline } from './pipeline.js';
 import {
   type CheckedCheckpoint,
@@ -20,7 +20,7 @@ import {
   type Trust,
   checkCheckpoint,
   checkCopyConsistency,
-} from './verify.js';
+} from '../core/verify/index.js';
 
 const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
 
@@ -38,6 +38,8 @@ export interface AuditOptions {
   readonly note?: string;
   /** Consistency proofs up to the pin (the log's API): tells a copy older than the pin from a rollback. */
   readonly proveToPin?: ProveConsistency | null;
+  /** Whether a failure to get that proof is the transport's (reported as such, no verdict), not the log's. */
+  readonly isTransportError?: (e: unknown) => boolean;
 }
 
 /**
@@ -354,7 +356,15 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   if (trust.pin.size === 0) pin = { ok: true, detail: 'no pinned checkpoint to compare (empty pin)' };
   else if (trust.pin.size > size) {
     // A copy that lags behind the pin: stale unless a proof to the pin shows otherwise.
-    const older = await checkCopyConsistency(trust.pin, { size, root: cp.root }, null, opts.proveToPin ?? null);
+    const transport = opts.isTransportError ?? (() => false);
+    const older = await checkCopyConsistency(
+      trust.pin,
+      { size, root: cp.root },
+      null,
+      opts.proveToPin ?? null,
+      transport,
+      transport,
+    );
     pin =
       'status' in older
         ? older.status === 'SKIP'

@@ -2,7 +2,7 @@
 // Unexpected errors become a 500 with a generic message; details go to the log only.
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { CorruptObjectError } from '../reader.js';
+import { CorruptObjectError } from '../read/reader.js';
 
 export class ApiError extends Error {
   override name = 'ApiError';

@@ -20,7 +20,7 @@ import {
   type KMSClient,
 } from '@aws-sdk/client-kms';
 import { createSecretFile } from '../store/files.js';
-import { newUlid as ulid } from './ids.js';
+import { newUlid as ulid } from '../store/ids.js';
 
 /** What a wrapped DEK is bound to; unwrapping with any other binding fails. */
 export interface WrapBinding {

@@ -1,9 +1,9 @@
 // Reading a published log from an ObjectStore: hash tiles (falling back from a deleted
 // partial tile to the full one), bundles, and the signed checkpoint.
-import { HASH_SIZE } from './core/hash.js';
-import type { ObjectReader } from './store/store.js';
-import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from './core/tiles.js';
-import { Bundle } from './core/bundle.js';
+import { HASH_SIZE } from '../core/hash.js';
+import type { ObjectReader } from '../store/store.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, type TileKind, tilePath } from '../core/tiles.js';
+import { Bundle } from '../core/bundle.js';
 
 /** Objects of the published log do not agree with each other or with its signed root: it was damaged or tampered with. */
 export class LogIntegrityError extends Error {

@@ -20,8 +20,8 @@
 // A mismatch is a CorruptObjectError naming the object, which is dropped from the cache.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from './core/entry.js';
-import { HASH_SIZE, bytesEqual, leafHash, toHex } from './core/hash.js';
+import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../core/hash.js';
 import {
   type HashPlan,
   planAll,
@@ -31,8 +31,8 @@ import {
   planLeafHash,
   planTreeHash,
   treeHashSync,
-} from './core/merkle.js';
-import type { ObjectReader } from './store/store.js';
+} from '../core/merkle.js';
+import type { ObjectReader } from '../store/store.js';
 import {
   HashTile,
   TILE_WIDTH,
@@ -43,8 +43,8 @@ import {
   levelHashCount,
   tilePath,
   tileWidthAt,
-} from './core/tiles.js';
-import type { Bundle } from './core/bundle.js';
+} from '../core/tiles.js';
+import type { Bundle } from '../core/bundle.js';
 import { TileSet } from './tile-set.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 

@@ -19,8 +19,8 @@ import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { EntitySlicer } from './entities.js';
-import { newUlid as ulid } from './ids.js';
-import { invalid } from './errors.js';
+import { newUlid as ulid } from '../store/ids.js';
+import { ApiError } from '../http/errors.js';
 
 export interface EntityRef {
   readonly type: string;
@@ -294,7 +294,7 @@ export class PolicyEngine {
       ...(snap.hasSchema ? { preparsedSchemaName: this.schemaName, validateRequest: true } : {}),
     });
     if (ans.type !== 'success')
-      throw invalid('invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
+      throw new ApiError(400, 'invalid_request', `the request cannot be evaluated: ${messages(ans.errors)}`);
     // Frozen: a remembered decision is shared by every request that gets it.
     return Object.freeze({
       decision: ans.response.decision,

@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { dirname } from 'node:path';
-import { concatBytes, toBase64 } from './core/hash.js';
-import { createSecretFile } from './store/files.js';
-import { NoteError, SIG_ED25519, SeedSigner, isValidKeyName, keyHash } from './core/note.js';
+import { concatBytes, toBase64 } from '../core/hash.js';
+import { createSecretFile } from '../store/files.js';
+import { NoteError, SIG_ED25519, SeedSigner, isValidKeyName, keyHash } from '../core/note.js';
 
 export class KeyFileError extends Error {
   override name = 'KeyFileError';

@@ -12,7 +12,7 @@
 // `has`, getTag). Giving Cedar exactly that closure yields the same decision, reasons and
 // errors as the whole store: an entity outside it is never looked up.
 import type * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import type { EntityRef } from './policy.js';
+import type { EntityRef } from './cedar.js';
 
 /** Map key of an entity uid (the type's length first, so no id can make two uids collide). */
 const keyOf = (type: string, id: string): string => `${type.length}:${type}${id}`;
