@@ -2,6 +2,7 @@
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
 import { LogStateError } from '../src/sequencer/contract.js';
 import { fsReason } from '../src/store/files.js';
+import { UnreachableError, networkReason } from '../src/unreachable.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
 
 export { CliError, EXIT, type ExitCode } from './exit.js';
@@ -26,6 +27,8 @@ const FS_CALLS: Readonly<Record<string, string>> = {
 export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
+  // A storage endpoint, KMS, identity provider or witness: what, its setting and why (src/unreachable.ts).
+  if (e instanceof UnreachableError) return { code: EXIT.IO, message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };
   if (err?.code === 'ENOSPC')
@@ -48,7 +51,11 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   // A file-system call's error names its call and path: said in words, not `EACCES: permission denied, mkdir '…'`.
   if (err?.syscall && err.path !== undefined)
     return { code: EXIT.IO, message: `cannot ${FS_CALLS[err.syscall] ?? err.syscall} ${err.path}: ${fsReason(err)}` };
-  if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
+  if (err && typeof err.code === 'string' && io.includes(err.code)) {
+    // A connection no caller named: at least the reason in words, after Node's own line.
+    const reason = networkReason(err);
+    return { code: EXIT.IO, message: reason ? `${err.message}: ${reason}` : err.message };
+  }
   if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {
     const cause = (err as { cause?: { message?: string } }).cause?.message;
     return { code: EXIT.IO, message: `network error: ${cause ?? err.message}` };

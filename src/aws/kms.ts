@@ -12,6 +12,7 @@
 import { type KeyObject, createPublicKey, verify } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, type KMSClientConfig, SignCommand } from '@aws-sdk/client-kms';
 import { type NoteSigner, isValidKeyName, keyIdOf } from '../core/note.js';
+import { UnreachableError, reportUnreachable } from '../unreachable.js';
 
 export class KmsSignerError extends Error {
   override name = 'KmsSignerError';
@@ -62,8 +63,9 @@ export function ed25519FromSpki(der: Uint8Array): Uint8Array {
 
 export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}): KMSClient {
   const timeout = o.timeoutMs ?? 5_000;
-  return new KMSClient({
-    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
+  const region = o.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const client = new KMSClient({
+    region,
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     ...(o.credentials ? { credentials: o.credentials } : {}),
     maxAttempts: o.maxAttempts ?? 3,
@@ -71,6 +73,10 @@ export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}
     requestHandler: { connectionTimeout: Math.min(2_000, timeout), requestTimeout: timeout },
     ...o.clientConfig,
   });
+  // A network failure names the endpoint and its setting (src/unreachable.ts).
+  return o.endpoint
+    ? reportUnreachable(client, `the KMS endpoint ${o.endpoint}`, 'STELE_KMS_ENDPOINT')
+    : reportUnreachable(client, `AWS KMS in ${region}`, 'AWS_REGION');
 }
 
 export class KmsSigner implements NoteSigner {
@@ -98,6 +104,9 @@ export class KmsSigner implements NoteSigner {
         abortSignal: AbortSignal.timeout(timeoutMs),
       });
     } catch (e) {
+      // Not reached at all: which endpoint, for which key, and its setting (src/unreachable.ts).
+      if (e instanceof UnreachableError)
+        throw new UnreachableError(`${e.what} for the key ${o.keyId}`, e.setting, e.reason, { cause: e });
       throw new KmsSignerError(`KMS GetPublicKey for ${o.keyId} failed: ${(e as Error).name}: ${(e as Error).message}`);
     }
     if (res.KeySpec !== 'ECC_NIST_EDWARDS25519')
