@@ -3,8 +3,11 @@
 // `stele serve` on the AWS backend with its S3 endpoint, its DynamoDB endpoint or its KMS
 // key's endpoint down, and `stele log fsck --aws` with its S3 endpoint down. Each "down"
 // endpoint is a loopback port nothing listens on; the others are s3rver and dynalite.
+// And the start that succeeds prints only JSON lines on stderr: no runtime warning from a
+// dependency (the AWS SDK's NodeVersionSupportWarning on Node 20) breaks the server's log.
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Sandbox, ensureBuilt } from '../helpers/cli.js';
+import { CLI, Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { freePort } from '../helpers/ports.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
@@ -87,5 +90,39 @@ describe('an endpoint that cannot be reached names itself, its setting and the r
   it('log fsck --aws: the S3 endpoint (STELE_S3_ENDPOINT)', async () => {
     const r = await sb.run(['log', 'fsck', '--aws'], awsEnv({ STELE_S3_ENDPOINT: down }));
     expectUnreachable(r, `the S3 endpoint ${down}`, 'STELE_S3_ENDPOINT');
+  }, 60_000);
+});
+
+describe('serve on the S3 backend', () => {
+  it('starts with every stderr line JSON: no plain-text warning from a dependency', async () => {
+    const table = 'startlog';
+    await ddb.createTable(table);
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--json'], {
+      cwd: sb.work,
+      env: sb.env(
+        awsEnv({ STELE_DYNAMO_TABLE: table, STELE_S3_PREFIX: 'start/log/', STELE_S3_STAGING_PREFIX: 'start/private/' }),
+      ),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const banner = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d) => {
+        stdout += d;
+        if (stdout.includes('\n')) resolve(stdout.slice(0, stdout.indexOf('\n')));
+      });
+      child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+    });
+    expect(JSON.parse(banner)).toMatchObject({ origin: ORIGIN });
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    const lines = stderr.split('\n').filter((l) => l !== '');
+    expect(lines.length).toBeGreaterThan(0);
+    expect(
+      lines.filter((l) => !isJson(l)),
+      stderr,
+    ).toEqual([]);
   }, 60_000);
 });
