@@ -2,7 +2,7 @@
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
 import { LogStateError } from '../src/sequencer/contract.js';
 import { fsReason } from '../src/store/files.js';
-import { UnreachableError, networkReason } from '../src/unreachable.js';
+import { UnreachableError } from '../src/unreachable.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
 
 export { CliError, EXIT, type ExitCode } from './exit.js';
@@ -51,11 +51,7 @@ export function describeError(e: unknown): { code: ExitCode; message: string } {
   // A file-system call's error names its call and path: said in words, not `EACCES: permission denied, mkdir '…'`.
   if (err?.syscall && err.path !== undefined)
     return { code: EXIT.IO, message: `cannot ${FS_CALLS[err.syscall] ?? err.syscall} ${err.path}: ${fsReason(err)}` };
-  if (err && typeof err.code === 'string' && io.includes(err.code)) {
-    // A connection no caller named: at least the reason in words, after Node's own line.
-    const reason = networkReason(err);
-    return { code: EXIT.IO, message: reason ? `${err.message}: ${reason}` : err.message };
-  }
+  if (err && typeof err.code === 'string' && io.includes(err.code)) return { code: EXIT.IO, message: err.message };
   if (err?.name === 'TypeError' && /fetch failed/.test(err.message)) {
     const cause = (err as { cause?: { message?: string } }).cause?.message;
     return { code: EXIT.IO, message: `network error: ${cause ?? err.message}` };
