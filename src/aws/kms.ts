@@ -61,7 +61,17 @@ export function ed25519FromSpki(der: Uint8Array): Uint8Array {
   return new Uint8Array(b.subarray(ED25519_SPKI_PREFIX.length));
 }
 
-export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}): KMSClient {
+/**
+ * `settings`: the settings that name the endpoint and the region, for the line a network
+ * failure is told in (default the log signer's STELE_KMS_ENDPOINT and AWS_REGION).
+ */
+export function createKmsClient(
+  o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {},
+  settings: { readonly endpoint: string; readonly region: string } = {
+    endpoint: 'STELE_KMS_ENDPOINT',
+    region: 'AWS_REGION',
+  },
+): KMSClient {
   const timeout = o.timeoutMs ?? 5_000;
   const region = o.region ?? process.env.AWS_REGION ?? 'us-east-1';
   const client = new KMSClient({
@@ -75,8 +85,8 @@ export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}
   });
   // A network failure names the endpoint and its setting (src/unreachable.ts).
   return o.endpoint
-    ? reportUnreachable(client, `the KMS endpoint ${o.endpoint}`, 'STELE_KMS_ENDPOINT')
-    : reportUnreachable(client, `AWS KMS in ${region}`, 'AWS_REGION');
+    ? reportUnreachable(client, `the KMS endpoint ${o.endpoint}`, settings.endpoint)
+    : reportUnreachable(client, `AWS KMS in ${region}`, settings.region);
 }
 
 export class KmsSigner implements NoteSigner {
