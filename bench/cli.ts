@@ -1,4 +1,9 @@
-// CLI benchmarks (issue 4):
+// CLI benchmarks. Start-up (issue 33): CPU per call (user + sys of the child, from bash's
+// `times`) of `node -e 0`, `stele --version`, `stele --help` and `stele ledger verify <file>`
+// against a local mirror (a 1,000-entry log built here), each as a ratio to bare Node in
+// the same run (targets: --version and --help ≤ 1.5×, verify ≤ 3×). `npm run bench -- cli
+// startup` runs this part alone; `--cli <main.js>` measures another build (e.g. a checkout
+// of an older commit). Then (issue 4):
 //   • hashing a 1 GiB file as `anchor`/`verify` do, against `sha256sum` on the same file
 //     in the same run (target ≥ 80 % of its speed);
 //   • `stele ledger mirror` of a 1,000,000-entry log from `stele serve` on loopback:
@@ -15,10 +20,13 @@ import { join } from 'node:path';
 import { anchorRequest } from '../src/core/anchor.js';
 import { sha256File } from '../src/client/hashfile.js';
 import { openLocalLog } from '../src/log/local.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../src/core/note.js';
 import { MiB, QUICK, figure, note } from './util.js';
 import { repoRoot } from '../test/helpers/vectors.js';
 
-const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
+const cliArg = process.argv.indexOf('--cli');
+const CLI =
+  cliArg > 0 && process.argv[cliArg + 1] ? process.argv[cliArg + 1]! : join(repoRoot, 'dist', 'cli', 'main.js');
 const ORIGIN = 'bench.cli/log';
 
 function run(
@@ -77,6 +85,91 @@ async function hashBench(sizeBytes: number): Promise<void> {
     figure('hash_stele_vs_sha256sum', (100 * bestSum) / bestNode, '%');
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** CPU seconds (user + sys) per call of `argv`, `calls` calls in one bash loop (its `times`). */
+function cpuPerCall(argv: string[], env: NodeJS.ProcessEnv, calls: number): number {
+  const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const script = `for ((i = 0; i < ${calls}; i++)); do ${quoted} >/dev/null 2>&1 || exit 9; done; times`;
+  const out = execFileSync('bash', ['-c', script], { env, encoding: 'utf8' });
+  // `times` prints the shell's own user/sys, then its children's: "0m0.412s 0m0.080s".
+  const children = out.trim().split('\n')[1] ?? '';
+  const secs = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+  if (secs.length !== 2) throw new Error(`cannot read bash times: ${out}`);
+  return (secs[0]! + secs[1]!) / calls;
+}
+
+/** A log of 1,000 entries, one of them `file`'s digest, in `dir`; its vkey and key id. */
+async function buildSmallLog(dir: string, fileDigest: string): Promise<{ vkey: string; keyId: string }> {
+  const origin = 'bench.cli/startup';
+  const log = await openLocalLog({ dataDir: dir, origin, fsync: false, batchInterval: 1, maxBatch: 1000 });
+  const ps = [];
+  for (let i = 0; i < 1000; i++) {
+    const digest = i === 500 ? fileDigest : createHash('sha256').update(`startup entry ${i}`).digest('hex');
+    const artifact = i === 500 ? 'release.tgz' : `pkg-${i}.tgz`;
+    ps.push(log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digest, { artifact, scope: 'bench' })));
+  }
+  await Promise.all(ps);
+  await log.sequencer.close();
+  const pub = log.signer.publicKey;
+  return { vkey: formatVkey(makeVerifier(origin, SIG_ED25519, pub)), keyId: keyIdOf(pub) };
+}
+
+/** Start-up cost of the CLI, against bare Node in the same run. */
+async function startupBench(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'stele-bench-startup-'));
+  try {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      HOME: root,
+      XDG_CONFIG_HOME: join(root, 'config'),
+      XDG_DATA_HOME: join(root, 'data'),
+      // A compile cache of this run's own, warmed by the first call like a user's.
+      NODE_COMPILE_CACHE: join(root, 'compile-cache'),
+    };
+    delete env.STELE_LEDGER_ENDPOINT;
+    delete env.STELE_LEDGER_TENANT;
+    delete env.NODE_OPTIONS;
+    const file = join(root, 'release.tgz');
+    const body = randomBytes(64 * 1024);
+    const fd = openSync(file, 'w');
+    writeSync(fd, body);
+    closeSync(fd);
+    const { vkey, keyId } = await buildSmallLog(join(root, 'log'), createHash('sha256').update(body).digest('hex'));
+    const mirror = join(root, 'log', 'log');
+    const node = process.execPath;
+    execFileSync(node, [CLI, 'ledger', 'init', '--vkey', vkey, '--trust-key', keyId, '--tiles', mirror], {
+      env,
+      stdio: 'ignore',
+    });
+    const cases: [string, string[]][] = [
+      ['node_e0', [node, '-e', '0']],
+      ['version', [node, CLI, '--version']],
+      ['help', [node, CLI, '--help']],
+      ['ledger_verify', [node, CLI, 'ledger', 'verify', file]],
+    ];
+    // One untimed call each: the verify's index cache and the compile cache are made once.
+    for (const [, argv] of cases) execFileSync(argv[0]!, argv.slice(1), { env, stdio: 'ignore' });
+    const rounds = QUICK ? 3 : 7;
+    const calls = QUICK ? 3 : 5;
+    const per = new Map<string, number[]>(cases.map(([n]) => [n, []]));
+    // Rounds interleave the cases, so a busy neighbour slows each about alike; the median round counts.
+    for (let r = 0; r < rounds; r++) for (const [n, argv] of cases) per.get(n)!.push(cpuPerCall(argv, env, calls));
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    note(
+      `CPU per call (user + sys of the child), median of ${rounds} rounds of ${calls} calls; ${node} ${process.version}`,
+    );
+    note(`CLI: ${CLI}; ledger verify of a 64 KiB file against a local mirror of a 1,000-entry log`);
+    const bare = median(per.get('node_e0')!);
+    figure('startup_node_e0_cpu', bare * 1000, 'ms');
+    for (const [n] of cases.slice(1)) {
+      const v = median(per.get(n)!);
+      figure(`startup_${n}_cpu`, v * 1000, 'ms');
+      figure(`startup_${n}_vs_node`, v / bare, 'x');
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 }
 
@@ -151,8 +244,10 @@ async function startServe(dataDir: string): Promise<{ url: string; keyId: string
   return { ...info, proc };
 }
 
-export default async function main(): Promise<void> {
+export default async function main(args: string[] = process.argv.slice(2)): Promise<void> {
   if (!existsSync(CLI)) throw new Error('build first: npm run build');
+  await startupBench();
+  if (args.includes('startup')) return;
   const n = QUICK ? 100_000 : 1_000_000;
 
   await hashBench(QUICK ? 256 * MiB : 1024 * MiB);

@@ -1,32 +1,11 @@
-// Exit codes of the `stele` command (documented in README.md and `stele --help`).
+// How a failure of the `stele` command is told: its exit code (cli/exit.ts) and one line.
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
 import { LogStateError } from '../src/sequencer/contract.js';
 import { fsReason } from '../src/store/files.js';
+import { UnreachableError } from '../src/unreachable.js';
+import { CliError, EXIT, type ExitCode } from './exit.js';
 
-export const EXIT = {
-  OK: 0,
-  /** A verification failed (FAIL in a report, a bad proof or signature). */
-  VERIFY_FAILED: 1,
-  /** Usage or configuration error. */
-  USAGE: 2,
-  /** Network or I/O error. */
-  IO: 3,
-  /** The log's storage needs an operator: `serve` refused to start, or its sequencer stopped (see `stele log fsck`). */
-  LOG_STATE: 4,
-} as const;
-
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
-
-/** An error the CLI reports as one line on stderr with its exit code. */
-export class CliError extends Error {
-  override name = 'CliError';
-  constructor(
-    readonly exitCode: ExitCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { CliError, EXIT, type ExitCode } from './exit.js';
 
 /** What a failed file-system call was doing, for its message. */
 const FS_CALLS: Readonly<Record<string, string>> = {
@@ -48,6 +27,8 @@ const FS_CALLS: Readonly<Record<string, string>> = {
 export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
+  // A storage endpoint, KMS, identity provider or witness: what, its setting and why (src/unreachable.ts).
+  if (e instanceof UnreachableError) return { code: EXIT.IO, message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };
   if (err?.code === 'ENOSPC')

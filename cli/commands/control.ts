@@ -12,9 +12,8 @@ import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/serve
 import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, ControlClientError } from '../../src/control/client.js';
 import { ControlConfigError } from '../../src/control/config.js';
-import { type EpochRecord, KeyEpochs, verifyEpochChain } from '../../src/control/epochs.js';
-import { KekError } from '../../src/keys/kek.js';
-import { unwrapLease } from '../../src/control/leases.js';
+// epochs, leases and kek load the AWS KMS client: only `unwrap` and `epochs` import them, when they run.
+import type { EpochRecord } from '../../src/control/epochs.js';
 import { AUDIT_DOMAIN, recordDigest, verifySigned } from '../../src/control/signing.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { checkInclusion } from '../../src/core/verify/index.js';
@@ -242,9 +241,12 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         const dir = join(o.dataDir ?? process.env.STELE_DATA_DIR ?? SERVE_DEFAULTS.dataDir, 'control');
         if (!existsSync(join(dir, 'control.key')))
           throw new CliError(EXIT.USAGE, `${dir} holds no control-plane state (no control.key)`);
+        const { KekError } = await import('../../src/keys/kek.js');
         let result;
         try {
           const { openControlState } = await import('../../src/control/mount.js');
+          const { KeyEpochs } = await import('../../src/control/epochs.js');
+          const { unwrapLease } = await import('../../src/control/leases.js');
           const state = await openControlState(dir, process.env);
           if (state.kek.kind !== 'local')
             throw new CliError(
@@ -308,6 +310,7 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       ledger_entry_id: string | null;
       status: string;
     })[];
+    const { verifyEpochChain } = await import('../../src/control/epochs.js');
     const problems = verifyEpochChain(epochs, new Uint8Array(Buffer.from(signer.public_key, 'base64')));
     if (o.anchors) {
       const ledger = (o.ledger ?? c.base).replace(/\/+$/, '');

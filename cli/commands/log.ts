@@ -30,7 +30,7 @@ async function openTarget(
   if (opts.aws) {
     if (opts.dataDir) throw new CliError(EXIT.USAGE, '--aws and --data-dir exclude each other');
     // The SDK warns, over nine lines of stderr, that its 2027 releases will need Node 22: it
-    // would bury the one-line report (package.json supports Node >= 20.11).
+    // would bury the one-line report (package.json supports Node >= 22).
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const { awsLogConfigFromEnv, AwsConfigError } = await import('../../src/aws/log.js');
     const { awsTarget } = await import('../../src/log/aws-target.js');

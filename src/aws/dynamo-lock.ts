@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { type LockState, type SequencerLock, parseLockState } from '../store/lock.js';
 import { VersionConflictError } from '../store/store.js';
+import { reportUnreachable } from '../unreachable.js';
 
 export interface DynamoConnectionOptions {
   readonly region?: string;
@@ -27,8 +28,9 @@ export interface DynamoConnectionOptions {
 }
 
 export function createDynamoClient(o: DynamoConnectionOptions = {}): DynamoDBClient {
-  return new DynamoDBClient({
-    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
+  const region = o.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const client = new DynamoDBClient({
+    region,
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     ...(o.credentials ? { credentials: o.credentials } : {}),
     maxAttempts: o.maxAttempts ?? 6,
@@ -36,6 +38,10 @@ export function createDynamoClient(o: DynamoConnectionOptions = {}): DynamoDBCli
     requestHandler: { connectionTimeout: 5_000, requestTimeout: 10_000 },
     ...o.clientConfig,
   });
+  // A network failure names the endpoint and its setting (src/unreachable.ts).
+  return o.endpoint
+    ? reportUnreachable(client, `the DynamoDB endpoint ${o.endpoint}`, 'STELE_DYNAMO_ENDPOINT')
+    : reportUnreachable(client, `AWS DynamoDB in ${region}`, 'AWS_REGION');
 }
 
 export interface DynamoLockOptions extends DynamoConnectionOptions {

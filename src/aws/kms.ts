@@ -12,6 +12,7 @@
 import { type KeyObject, createPublicKey, verify } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, type KMSClientConfig, SignCommand } from '@aws-sdk/client-kms';
 import { type NoteSigner, isValidKeyName, keyIdOf } from '../core/note.js';
+import { UnreachableError, reportUnreachable } from '../unreachable.js';
 
 export class KmsSignerError extends Error {
   override name = 'KmsSignerError';
@@ -60,10 +61,21 @@ export function ed25519FromSpki(der: Uint8Array): Uint8Array {
   return new Uint8Array(b.subarray(ED25519_SPKI_PREFIX.length));
 }
 
-export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}): KMSClient {
+/**
+ * `settings`: the settings that name the endpoint and the region, for the line a network
+ * failure is told in (default the log signer's STELE_KMS_ENDPOINT and AWS_REGION).
+ */
+export function createKmsClient(
+  o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {},
+  settings: { readonly endpoint: string; readonly region: string } = {
+    endpoint: 'STELE_KMS_ENDPOINT',
+    region: 'AWS_REGION',
+  },
+): KMSClient {
   const timeout = o.timeoutMs ?? 5_000;
-  return new KMSClient({
-    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
+  const region = o.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const client = new KMSClient({
+    region,
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     ...(o.credentials ? { credentials: o.credentials } : {}),
     maxAttempts: o.maxAttempts ?? 3,
@@ -71,6 +83,10 @@ export function createKmsClient(o: Omit<KmsSignerOptions, 'keyId' | 'name'> = {}
     requestHandler: { connectionTimeout: Math.min(2_000, timeout), requestTimeout: timeout },
     ...o.clientConfig,
   });
+  // A network failure names the endpoint and its setting (src/unreachable.ts).
+  return o.endpoint
+    ? reportUnreachable(client, `the KMS endpoint ${o.endpoint}`, settings.endpoint)
+    : reportUnreachable(client, `AWS KMS in ${region}`, settings.region);
 }
 
 export class KmsSigner implements NoteSigner {
@@ -98,6 +114,9 @@ export class KmsSigner implements NoteSigner {
         abortSignal: AbortSignal.timeout(timeoutMs),
       });
     } catch (e) {
+      // Not reached at all: which endpoint, for which key, and its setting (src/unreachable.ts).
+      if (e instanceof UnreachableError)
+        throw new UnreachableError(`${e.what} for the key ${o.keyId}`, e.setting, e.reason, { cause: e });
       throw new KmsSignerError(`KMS GetPublicKey for ${o.keyId} failed: ${(e as Error).name}: ${(e as Error).message}`);
     }
     if (res.KeySpec !== 'ECC_NIST_EDWARDS25519')

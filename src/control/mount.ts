@@ -76,11 +76,10 @@ export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv):
               timeoutMs: config.kek.timeoutMs,
             })
           : new AwsKmsKekProvider({
-              client: createKmsClient({
-                region: config.kek.region,
-                endpoint: config.kek.endpoint,
-                timeoutMs: config.kek.timeoutMs,
-              }),
+              client: createKmsClient(
+                { region: config.kek.region, endpoint: config.kek.endpoint, timeoutMs: config.kek.timeoutMs },
+                { endpoint: 'STELE_KEK_ENDPOINT', region: 'STELE_KEK_REGION' },
+              ),
               initialKeyId: config.kek.initialKeyId,
               timeoutMs: config.kek.timeoutMs,
             });

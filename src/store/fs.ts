@@ -158,7 +158,9 @@ export class FsObjectStore implements ObjectStore {
   async swap(key: string, data: Uint8Array, expected: string | null, options: SwapOptions = {}): Promise<string> {
     const path = this.file(key);
     badgeDirs.add(dirname(path));
-    const copy = data.slice();
+    // A copy with a buffer of its own to transfer: `data` may be a Buffer, whose slice() is a
+    // view of Node's shared pool, which Node 22+ refuses to transfer.
+    const copy = new Uint8Array(data);
     return (await this.write({ op: 'swap', key, path, data: copy, expected, durable: options.durable !== false }, [
       copy.buffer,
     ])) as string;

@@ -42,6 +42,7 @@ import {
   VersionConflictError,
   assertValidKey,
 } from './store.js';
+import { reportUnreachable } from '../unreachable.js';
 import { TILE_WIDTH, type TileKind, levelHashCount, partialTilesAt, tilePath } from '../core/tiles.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -134,8 +135,14 @@ const isNotFound = (e: unknown) => status(e) === 404 || code(e) === 'NoSuchKey' 
 
 /** Builds an S3 client with Stele's defaults: standard retries, bounded timeouts. */
 export function createS3Client(o: S3ConnectionOptions = {}): S3Client {
-  return new S3Client({
-    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
+  const region = o.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  // A request that fails on the network says which endpoint and which setting names it
+  // (`stele serve` reads the endpoint from STELE_S3_ENDPOINT, the region from AWS_REGION).
+  const [what, setting] = o.endpoint
+    ? [`the S3 endpoint ${o.endpoint}`, 'STELE_S3_ENDPOINT']
+    : [`AWS S3 in ${region}`, 'AWS_REGION'];
+  const client = new S3Client({
+    region,
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     forcePathStyle: o.forcePathStyle ?? false,
     ...(o.credentials ? { credentials: o.credentials } : {}),
@@ -144,6 +151,7 @@ export function createS3Client(o: S3ConnectionOptions = {}): S3Client {
     requestHandler: { connectionTimeout: 5_000, requestTimeout: o.requestTimeoutMs ?? 30_000 },
     ...o.clientConfig,
   });
+  return reportUnreachable(client, what, setting);
 }
 
 export class S3ObjectStore implements ObjectStore {

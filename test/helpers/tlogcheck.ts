@@ -1,11 +1,18 @@
-// Locates (or builds) the Go tlogcheck binary of ../shared/tlogcheck and runs it.
+// The Go reference check of a log (Go's golang.org/x/mod/sumdb/tlog and note) for the tests
+// that read a log as any C2SP client would. It is ../shared/tlogcheck where that checker is
+// at hand, else the repository's own test/interop (steleinterop), so a clone with nothing
+// beside it runs them too (issue 33):
 //
 //   1. $TLOGCHECK_BIN, if set (CI builds it first and sets this); it must exist.
 //   2. <repo>/.scratch/tlogbin/tlogcheck, if present and newer than the checker's sources.
-//   3. Otherwise ../shared/tlogcheck/build.sh with TLOGCHECK_OUT=<repo>/.scratch/tlogbin
+//   3. ../shared/tlogcheck/build.sh with TLOGCHECK_OUT=<repo>/.scratch/tlogbin, if present
 //      (it apt-installs Go and x/mod if they are missing).
-// Any failure throws: the interoperability test fails rather than skips without Go.
+//   4. Otherwise steleinterop (test/interop/build.ts), given tlogcheck's flags translated:
+//      -src is its -log, -old-checkpoint its -old; it always reads every entry and tile
+//      (-full), and checks no witness cosignatures (-witness is dropped, with an INFO line).
+// Any failure to build throws: the check fails rather than skips without Go.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,9 +104,9 @@ async function locate(): Promise<string> {
 
 let located: Promise<string> | undefined;
 
-/** Path of a working tlogcheck binary, building it once per process if needed. */
+/** Path of the checker runTlogcheck runs (tlogcheck, else steleinterop), built once per process if needed. */
 export function tlogcheckBinary(): Promise<string> {
-  located ??= locate();
+  located ??= haveTlogcheck() ? locate() : import('../interop/build.js').then((m) => m.steleinteropBinary());
   return located;
 }
 
@@ -110,8 +117,18 @@ export interface TlogcheckResult extends RunResult {
   readonly failures: string[];
 }
 
-/** Runs tlogcheck with `args`; parses its summary line `tlogcheck: N passed, M failed`. */
+/** True when ../shared/tlogcheck (or $TLOGCHECK_BIN) is at hand; else steleinterop checks. */
+export function haveTlogcheck(): boolean {
+  if (process.env.TLOGCHECK_BIN) return true;
+  return existsSync(path.join(sharedDir, 'tlogcheck', 'build.sh')) || existsSync(path.join(outDir, 'tlogcheck'));
+}
+
+/**
+ * Runs tlogcheck with `args` (steleinterop where tlogcheck is not at hand); parses its
+ * summary line `tlogcheck: N passed, M failed`.
+ */
 export async function runTlogcheck(args: readonly string[]): Promise<TlogcheckResult> {
+  if (!haveTlogcheck()) return runSteleinteropAsTlogcheck(args);
   const result = await run(await tlogcheckBinary(), args);
   const lines = result.stdout.split('\n').filter((l) => l.trim() !== '');
   const m = /^tlogcheck: (\d+) passed, (\d+) failed$/.exec(lines[lines.length - 1] ?? '');
@@ -121,4 +138,45 @@ export async function runTlogcheck(args: readonly string[]): Promise<TlogcheckRe
     failed: m ? Number(m[2]) : -1,
     failures: lines.filter((l) => l.startsWith('FAIL')),
   };
+}
+
+/** tlogcheck flags that take a value, and steleinterop's name for each (null: dropped). */
+const TRANSLATED: Readonly<Record<string, string | null>> = {
+  '-src': '-log',
+  '-vkey': '-vkey',
+  '-origin': '-origin',
+  '-api': '-api',
+  '-samples': '-samples',
+  '-old-size': '-old-size',
+  '-old-checkpoint': '-old',
+  '-seed': '-seed',
+  '-entry-url-template': null, // steleinterop asks the API by leaf itself
+  '-full-limit': null,
+  '-witness': null,
+};
+
+async function runSteleinteropAsTlogcheck(args: readonly string[]): Promise<TlogcheckResult> {
+  const { runSteleinterop } = await import('../interop/build.js');
+  const out: string[] = [];
+  let witnesses = 0;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.startsWith('-full=') || a === '-full' || a === '-q' || a === '-v') continue; // always full; never quiet
+    if (!(a in TRANSLATED)) throw new Error(`runTlogcheck: no steleinterop equivalent for ${a}`);
+    const to = TRANSLATED[a];
+    const value = args[++i];
+    if (value === undefined) throw new Error(`runTlogcheck: ${a} needs a value`);
+    if (a === '-witness') witnesses++;
+    if (to) out.push(to, value);
+  }
+  const r = await runSteleinterop(out);
+  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
+  // tlogcheck counts each proved leaf as a check; steleinterop says "N leaves proved" once.
+  let passed = r.passed;
+  for (const l of lines) {
+    const m = /^PASS inclusion: (\d+) leaves proved/.exec(l);
+    if (m) passed += Number(m[1]) - 1;
+  }
+  const note = witnesses > 0 ? `INFO ${witnesses} witness cosignature(s) not checked: steleinterop checks none\n` : '';
+  return { ...r, stdout: note + r.stdout, passed: r.passed < 0 ? -1 : passed };
 }

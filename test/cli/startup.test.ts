@@ -1,0 +1,126 @@
+// A fast CLI (issue 33): `stele --version` and `stele --help` load commander and nothing of
+// the libraries the commands use, and a command loads only its own group, never the AWS SDK,
+// Koa, pino, LMDB, PKCS#11, the OIDC provider, Cedar or prom-client unless it uses them.
+// Checked on the built CLI as a subprocess, with a module hook that lists every module it
+// loads. Also: the top-level help built from cli/commands/groups.ts is the help the groups'
+// own definitions give, so the two cannot drift apart.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProgram, invokedCommand, VERSION } from '../../cli/program.js';
+import { CLI, Sandbox, ensureBuilt } from '../helpers/cli.js';
+import { repoRoot } from '../helpers/vectors.js';
+
+const HEAVY = [
+  '@aws-sdk',
+  'koa',
+  '@koa',
+  'pino',
+  'lmdb',
+  'pkcs11js',
+  'oidc-provider',
+  '@cedar-policy',
+  'prom-client',
+  'jose',
+];
+
+let sb: Sandbox;
+let hook: string;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  sb = new Sandbox('stele-startup-');
+  // Registered with --import: appends the URL of every module the CLI loads to $LOADED.
+  const loader = join(sb.root, 'loader.mjs');
+  writeFileSync(
+    loader,
+    `import { appendFileSync } from 'node:fs';
+export async function load(url, context, next) { appendFileSync(process.env.LOADED, url + '\\n'); return next(url, context); }
+export async function resolve(specifier, context, next) { const r = await next(specifier, context); appendFileSync(process.env.LOADED, r.url + '\\n'); return r; }
+`,
+  );
+  hook = join(sb.root, 'hook.mjs');
+  writeFileSync(
+    hook,
+    `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(loader).href)});\n`,
+  );
+}, 180_000);
+afterAll(() => sb?.cleanup());
+
+/** The packages under node_modules that `stele <args>` loads, and its stdout. */
+function packagesLoaded(args: string[]): { packages: string[]; stdout: string } {
+  const loaded = join(sb.root, `loaded-${args.join('_').replace(/\W/g, '')}.txt`);
+  writeFileSync(loaded, '');
+  const r = spawnSync(process.execPath, ['--import', hook, CLI, ...args], {
+    cwd: sb.work,
+    env: sb.env({ LOADED: loaded }),
+    encoding: 'utf8',
+  });
+  expect(r.status, r.stderr).toBe(0);
+  const packages = new Set<string>();
+  for (const url of readFileSync(loaded, 'utf8').split('\n')) {
+    const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (m) packages.add(m[1]!);
+  }
+  return { packages: [...packages].sort(), stdout: r.stdout };
+}
+
+const heavyIn = (packages: string[]) =>
+  packages.filter((p) => HEAVY.some((h) => p === h || p.startsWith(`${h}/`) || p.startsWith(`${h}-`)));
+
+describe('what the CLI loads at start', () => {
+  it('--version loads no package at all, and prints the version commander and package.json have', () => {
+    const r = packagesLoaded(['--version']);
+    expect(r.packages).toEqual([]);
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    expect(r.stdout).toBe(`${pkg.version}\n`);
+    expect(VERSION).toBe(pkg.version);
+  });
+
+  it('--help loads commander alone, and lists every command', () => {
+    const r = packagesLoaded(['--help']);
+    expect(r.packages).toEqual(['commander']);
+    for (const c of ['serve', 'index', 'ledger', 'verify', 'log', 'witness', 'mirror', 'control', 'key', 'completion'])
+      expect(r.stdout).toMatch(new RegExp(`^  ${c}\\b`, 'm'));
+  });
+
+  it.each([
+    [['ledger', 'verify', '--help']],
+    [['ledger', 'anchor', '--help']],
+    [['verify', '--help']],
+    [['serve', '--help']],
+    [['control', 'evaluate', '--help']],
+    [['witness', 'serve', '--help']],
+    [['key', 'show', '--help']],
+  ])('stele %j loads none of the heavy libraries', (args) => {
+    expect(heavyIn(packagesLoaded(args).packages)).toEqual([]);
+  });
+
+  it('the test would see them: `completion bash` loads every group, and with it jose (dev-idp)', () => {
+    expect(heavyIn(packagesLoaded(['completion', 'bash']).packages)).toContain('jose');
+  });
+});
+
+describe('the command list from cli/commands/groups.ts', () => {
+  it('is the help the groups give when every group is loaded', async () => {
+    const listed = await buildProgram(['--help']);
+    const loaded = await buildProgram([], true);
+    expect(listed.helpInformation()).toBe(loaded.helpInformation());
+  });
+
+  it('each command loads its own group: its subcommands are there, the other groups are listed only', async () => {
+    const p = await buildProgram(['-q', 'ledger', 'verify', 'x']);
+    const ledger = p.commands.find((c) => c.name() === 'ledger')!;
+    expect(ledger.commands.map((c) => c.name())).toContain('verify');
+    expect(p.commands.find((c) => c.name() === 'control')!.commands).toEqual([]);
+  });
+
+  it('finds the invoked command past global options and in `help <command>`', () => {
+    expect(invokedCommand(['-v', 'serve', '--port', '0'])).toBe('serve');
+    expect(invokedCommand(['help', 'ledger'])).toBe('ledger');
+    expect(invokedCommand(['--help'])).toBeUndefined();
+    expect(invokedCommand(['--', 'ledger'])).toBeUndefined();
+  });
+});
