@@ -18,7 +18,7 @@ import { once } from 'node:events';
 import autocannon from 'autocannon';
 import { anchorRequest } from '../src/core/anchor.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { entryId } from '../src/core/entry.js';
 import { formatTileIndex } from '../src/core/tiles.js';

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anchorRequest } from '../src/core/anchor.js';
 import { sha256File } from '../src/client/hashfile.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../src/core/note.js';
 import { MiB, QUICK, figure, note } from './util.js';
 import { repoRoot } from '../test/helpers/vectors.js';

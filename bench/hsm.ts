@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { SeedSigner, type NoteSigner } from '../src/core/note.js';
 import { QUICK, ScratchDirs, cpuSeconds, figure, note, now } from './util.js';
 

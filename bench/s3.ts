@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { anchorRequest } from '../src/core/anchor.js';
 import type { DynamoIndex } from '../src/aws/dynamo-index.js';
-import { openAwsLog } from '../src/aws/log.js';
+import { openAwsLog } from '../src/serve/aws-log.js';
 import { IndexFollower } from '../src/index/follower.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';

@@ -10,7 +10,7 @@ import { hash as nodeHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
 import { sha256 } from '../src/core/hash.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import {
   MiB,
   QUICK,

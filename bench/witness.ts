@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anchorRequest } from '../src/core/anchor.js';
 import { signCheckpoint } from '../src/core/checkpoint.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../src/core/note.js';
 import { LogReader } from '../src/read/reader.js';
 import { formatAddCheckpoint } from '../src/witness/protocol.js';

@@ -2,7 +2,7 @@
 import { ClientError, type ClientErrorKind } from '../src/client/errors.js';
 import { LogStateError } from '../src/sequencer/contract.js';
 import { fsReason } from '../src/store/files.js';
-import { UnreachableError } from '../src/unreachable.js';
+import { UnreachableError } from '../src/store/unreachable.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
 
 export { CliError, EXIT, type ExitCode } from './exit.js';
@@ -27,7 +27,7 @@ const FS_CALLS: Readonly<Record<string, string>> = {
 export function describeError(e: unknown): { code: ExitCode; message: string } {
   if (e instanceof CliError) return { code: e.exitCode, message: e.message };
   if (e instanceof ClientError) return { code: CLIENT_EXIT[e.kind], message: oneLine(e.message) };
-  // A storage endpoint, KMS, identity provider or witness: what, its setting and why (src/unreachable.ts).
+  // A storage endpoint, KMS, identity provider or witness: what, its setting and why (src/store/unreachable.ts).
   if (e instanceof UnreachableError) return { code: EXIT.IO, message: oneLine(e.message) };
   const err = e as NodeJS.ErrnoException;
   if (e instanceof LogStateError) return { code: EXIT.LOG_STATE, message: oneLine(e.message) };

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../src/core/checkpoint.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { SharedView } from '../src/hammer/view.js';
-import { localPaths } from '../src/log/local.js';
+import { localPaths } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { loadOrCreateKey } from '../src/keys/local-signer.js';
 import { FsObjectStore } from '../src/store/fs.js';

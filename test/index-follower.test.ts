@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IndexFollower } from '../src/index/follower.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
-import { localPaths } from '../src/log/local.js';
+import { localPaths } from '../src/serve/local-log.js';
 import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
 import { LogReader } from '../src/read/reader.js';
 import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../src/sequencer/contract.js';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/core/anchor.js';
 import { leafHash, toHex } from '../src/core/hash.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import {
   MemoryHashReader,
   proveConsistency,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/core/anchor.js';
 import { bytesEqual, leafHash, toHex } from '../src/core/hash.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
 import { SeedSigner } from '../src/core/note.js';
 import { LogReader } from '../src/read/reader.js';

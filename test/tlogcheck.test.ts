@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../src/core/anchor.js';
-import { openLocalLog } from '../src/log/local.js';
+import { openLocalLog } from '../src/serve/local-log.js';
 import { SIG_ED25519, formatVkey, makeVerifier } from '../src/core/note.js';
 import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/contract.js';
 import { auditLogDir, tileFile, writeTestKey } from './helpers/audit.js';

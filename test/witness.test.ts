@@ -437,7 +437,7 @@ describe('a log witnessed by three witnesses', () => {
     const dataDir = tmp('stele-wlog-');
     // The witnesses must know the log key before the log starts: create it first.
     const { loadOrCreateKey } = await import('../src/keys/local-signer.js');
-    const { localPaths } = await import('../src/log/local.js');
+    const { localPaths } = await import('../src/serve/local-log.js');
     const { signer } = await loadOrCreateKey(localPaths(dataDir).keyFile, 'api.test/log');
     const verifier = makeVerifier('api.test/log', SIG_ED25519, signer.publicKey);
     const start = (i: number, port = 0) =>

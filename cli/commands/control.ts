@@ -8,7 +8,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, SERVE_DEFAULTS, resolveServeConfig } from '../../src/serve/config.js';
+import { SERVE_DEFAULTS, resolveServeConfig } from '../../src/serve/config.js';
+import { ConfigError } from '../../src/settings/errors.js';
 import type { AuditEvent } from '../../src/control/audit.js';
 import { ControlClient, ControlClientError } from '../../src/control/client.js';
 import { ControlConfigError } from '../../src/control/config.js';

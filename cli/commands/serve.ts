@@ -3,7 +3,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/serve/config.js';
+import { SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/serve/config.js';
+import { ConfigError } from '../../src/settings/errors.js';
 import { CliError, EXIT, hsmError } from '../errors.js';
 import { invocation } from '../invocation.js';
 import { logLevelOption, stderrLogger } from '../logger.js';
@@ -183,7 +184,7 @@ export function registerServeCommands(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (opts: { dataDir?: string; origin?: string; json?: boolean }) => {
       const cfg = config({ dataDir: opts.dataDir, origin: opts.origin });
-      const { openLocalLog } = await import('../../src/log/local.js');
+      const { openLocalLog } = await import('../../src/serve/local-log.js');
       const { LmdbIndex } = await import('../../src/index/lmdb.js');
       const { catchUpIndex } = await import('../../src/index/catchup.js');
       const { LogReader, logCorruptObjects } = await import('../../src/read/reader.js');

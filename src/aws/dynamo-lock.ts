@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { type LockState, type SequencerLock, parseLockState } from '../store/lock.js';
 import { VersionConflictError } from '../store/store.js';
-import { reportUnreachable } from '../unreachable.js';
+import { reportUnreachable } from '../store/unreachable.js';
 
 export interface DynamoConnectionOptions {
   readonly region?: string;
@@ -38,7 +38,7 @@ export function createDynamoClient(o: DynamoConnectionOptions = {}): DynamoDBCli
     requestHandler: { connectionTimeout: 5_000, requestTimeout: 10_000 },
     ...o.clientConfig,
   });
-  // A network failure names the endpoint and its setting (src/unreachable.ts).
+  // A network failure names the endpoint and its setting (src/store/unreachable.ts).
   return o.endpoint
     ? reportUnreachable(client, `the DynamoDB endpoint ${o.endpoint}`, 'STELE_DYNAMO_ENDPOINT')
     : reportUnreachable(client, `AWS DynamoDB in ${region}`, 'AWS_REGION');

@@ -12,7 +12,7 @@
 import { type KeyObject, createPublicKey, verify } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, type KMSClientConfig, SignCommand } from '@aws-sdk/client-kms';
 import { type NoteSigner, isValidKeyName, keyIdOf } from '../core/note.js';
-import { UnreachableError, reportUnreachable } from '../unreachable.js';
+import { UnreachableError, reportUnreachable } from '../store/unreachable.js';
 
 export class KmsSignerError extends Error {
   override name = 'KmsSignerError';
@@ -83,7 +83,7 @@ export function createKmsClient(
     requestHandler: { connectionTimeout: Math.min(2_000, timeout), requestTimeout: timeout },
     ...o.clientConfig,
   });
-  // A network failure names the endpoint and its setting (src/unreachable.ts).
+  // A network failure names the endpoint and its setting (src/store/unreachable.ts).
   return o.endpoint
     ? reportUnreachable(client, `the KMS endpoint ${o.endpoint}`, settings.endpoint)
     : reportUnreachable(client, `AWS KMS in ${region}`, settings.region);
@@ -114,7 +114,7 @@ export class KmsSigner implements NoteSigner {
         abortSignal: AbortSignal.timeout(timeoutMs),
       });
     } catch (e) {
-      // Not reached at all: which endpoint, for which key, and its setting (src/unreachable.ts).
+      // Not reached at all: which endpoint, for which key, and its setting (src/store/unreachable.ts).
       if (e instanceof UnreachableError)
         throw new UnreachableError(`${e.what} for the key ${o.keyId}`, e.setting, e.reason, { cause: e });
       throw new KmsSignerError(`KMS GetPublicKey for ${o.keyId} failed: ${(e as Error).name}: ${(e as Error).message}`);

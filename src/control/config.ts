@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError } from '../serve/config.js';
+import { ConfigError } from '../settings/errors.js';
 
 /** A ConfigError, so `stele serve --enterprise` reports it as a usage error (exit 2) too. */
 export class ControlConfigError extends ConfigError {

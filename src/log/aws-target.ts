@@ -2,10 +2,10 @@
 // bucket (read and listed), the lock record (the DynamoDB item, or the bucket lock object
 // under the staging prefix), and the log's public key (KMS
 // GetPublicKey, or a key file read without creating one), from the settings `stele serve`
-// reads with STELE_BACKEND=aws (src/aws/log.ts awsLogConfigFromEnv). A bucket has no
+// reads with STELE_BACKEND=aws (src/serve/aws-log.ts awsLogConfigFromEnv). A bucket has no
 // symlinks, so there is no file-kind check.
 import { DynamoLock } from '../aws/dynamo-lock.js';
-import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, awsPrivateStore, openAwsReader } from '../aws/log.js';
+import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, awsPrivateStore, openAwsReader } from '../serve/aws-log.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import type { FsckTarget } from './fsck.js';

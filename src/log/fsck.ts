@@ -16,7 +16,7 @@
 // from a backup) is the missing objects it is, as `stele serve` finds them.
 import { type AuditResult, auditLog } from '../read/audit.js';
 import { parallelRange } from '../read/pipeline.js';
-import { NOT_WITNESSED, type Trust } from '../client/verify.js';
+import { NOT_WITNESSED, type Trust } from '../core/verify/index.js';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
 import { type NoteVerifier, keyIdOf } from '../core/note.js';

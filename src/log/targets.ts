@@ -1,5 +1,5 @@
 // Where `stele log fsck` and `stele log recover` find a log: a local data directory (the
-// layout of src/log/local.ts) or, later, a bucket and table. Reading the key never creates one.
+// layout of src/serve/local-log.ts) or, later, a bucket and table. Reading the key never creates one.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
@@ -7,7 +7,7 @@ import { KeyFileError, parsePrivateKey } from '../keys/local-signer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
 import type { FileKind, FsckTarget } from './fsck.js';
-import { localPaths } from './local.js';
+import { localPaths } from '../serve/local-log.js';
 
 /** The data directory holds no log (or not one this command can read): a usage error. */
 export class NotALogError extends Error {

@@ -5,13 +5,13 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
-import type { AwsLogConfig } from '../aws/log.js';
+import type { AwsLogConfig } from './aws-log.js';
 import { indexFeeder, reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
 import { DuplicateAnchors } from '../sequencer/in-flight-duplicates.js';
-import { localPaths, openLocalLog } from '../log/local.js';
+import { localPaths, openLocalLog } from './local-log.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../read/reader.js';
 import {
@@ -78,7 +78,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
 /** The S3/AWS log's configuration: the environment, with this start's lock and --signer. */
 async function awsConfig(cfg: ServeConfig, env: NodeJS.ProcessEnv, role: 'sequencer' | 'api'): Promise<AwsLogConfig> {
   // The AWS SDK loads only for this backend.
-  const { awsLogConfigFromEnv } = await import('../aws/log.js');
+  const { awsLogConfigFromEnv } = await import('./aws-log.js');
   return awsLogConfigFromEnv(env, { lock: cfg.lock, role, signer: cfg.signer });
 }
 
@@ -93,7 +93,7 @@ export async function openSettingsHome(
 ): Promise<{ readonly home: SettingsHome; close(): void } | undefined> {
   if (cfg.backend !== 'aws') return { home: settingsFile(cfg.dataDir), close: () => undefined };
   if (cfg.role === 'api') return undefined;
-  const { awsPrivateStore } = await import('../aws/log.js');
+  const { awsPrivateStore } = await import('./aws-log.js');
   const { store, close } = awsPrivateStore(await awsConfig(cfg, env, 'sequencer'));
   return { home: settingsObject(store, `s3://${store.bucket}/${store.prefix}${LOG_SETTINGS_NAME}`), close };
 }
@@ -219,7 +219,7 @@ async function awsSequencer(
   cfg: ServeConfig,
   logger: Logger,
 ): Promise<Backend> {
-  const { openAwsLog } = await import('../aws/log.js');
+  const { openAwsLog } = await import('./aws-log.js');
   // Bound inside openAwsLog, once the log's key (KMS, a key file or a token key) and its store are open.
   const bound: { witnessing?: LogWitnessing } = {};
   const log = await openAwsLog({
@@ -288,7 +288,7 @@ async function awsReplica(
   logger: Logger,
   indexDir: string,
 ): Promise<Backend> {
-  const { openAwsReader } = await import('../aws/log.js');
+  const { openAwsReader } = await import('./aws-log.js');
   const r = await openAwsReader(config);
   let advertised: AdvertisedWitnessing;
   try {

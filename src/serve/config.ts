@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { ConfigError } from '../settings/errors.js';
 
 export interface ServeConfig {
   readonly dataDir: string;
@@ -43,7 +44,7 @@ export interface ServeConfig {
   readonly mirrorTimeoutMs?: number;
   /** Mount the enterprise control plane (/v1) on this server, recording into this log. */
   readonly enterprise?: boolean;
-  /** local: the data directory; aws: S3, DynamoDB and KMS from STELE_* variables (src/aws/log.ts). */
+  /** local: the data directory; aws: S3, DynamoDB and KMS from STELE_* variables (src/serve/aws-log.ts). */
   readonly backend?: 'local' | 'aws';
   /** With the AWS backend: the single sequencer, or a read-only API replica. */
   readonly role?: 'sequencer' | 'api';
@@ -53,10 +54,6 @@ export interface ServeConfig {
   readonly lock?: 'dynamodb' | 'bucket';
   /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
   readonly reconfigure?: boolean;
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
 }
 
 export const SERVE_DEFAULTS: ServeConfig = {
@@ -188,7 +185,7 @@ const SETTINGS = {
 
 /**
  * Variables read only from the environment, by the backend they configure: the aws backend
- * (src/aws/log.ts, also any S3-compatible store), the PKCS#11 signer, the explorer.
+ * (src/serve/aws-log.ts, also any S3-compatible store), the PKCS#11 signer, the explorer.
  */
 const ENV_ONLY: readonly (readonly [name: string, help: string])[] = [
   ['STELE_S3_BUCKET', 'aws backend: the bucket (required)'],

@@ -9,7 +9,8 @@
 // would change the quorum under them (issue 20, issue 31).
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import { ConfigError, type ServeConfig } from './config.js';
+import { ConfigError } from '../settings/errors.js';
+import type { ServeConfig } from './config.js';
 import { isAbsent } from '../store/files.js';
 import type { SettingsHome, StoredText } from './settings-home.js';
 

@@ -1,7 +1,7 @@
 // Which key signs the log's checkpoints, for every backend: a key file (the data directory's,
 // or STELE_KEY_FILE on S3; created on first start), or a key in an HSM named by a PKCS#11 URI
 // (--signer / STELE_SIGNER / [server].signer). The local backend and the S3/AWS sequencer
-// both open their key here (the S3 one through src/aws/log.ts; KMS stays there). The PKCS#11
+// both open their key here (the S3 one through src/serve/aws-log.ts; KMS stays there). The PKCS#11
 // code, and its native addon, load only when a URI is configured.
 import type { NoteSigner } from '../core/note.js';
 import { loadOrCreateKey } from '../keys/local-signer.js';

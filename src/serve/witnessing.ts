@@ -21,7 +21,8 @@ import {
   parsePolicy,
   withCosigners,
 } from '../core/tlog-policy.js';
-import { ConfigError, type ServeConfig } from './config.js';
+import { ConfigError } from '../settings/errors.js';
+import type { ServeConfig } from './config.js';
 import type { MirrorEndpoint } from '../mirror/client.js';
 import { MirrorPusher } from '../mirror/pusher.js';
 import type { CheckpointWitnessing, PublishedCheckpoint } from '../sequencer/contract.js';

@@ -42,7 +42,7 @@ import {
   VersionConflictError,
   assertValidKey,
 } from './store.js';
-import { reportUnreachable } from '../unreachable.js';
+import { reportUnreachable } from './unreachable.js';
 import { TILE_WIDTH, type TileKind, levelHashCount, partialTilesAt, tilePath } from '../core/tiles.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 

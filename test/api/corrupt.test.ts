@@ -11,7 +11,7 @@ import { anchorRequest } from '../../src/core/anchor.js';
 import { artifactId, entryId } from '../../src/core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
 import { LmdbIndex, rowKey } from '../../src/index/lmdb.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { LogReader, type TreeHead } from '../../src/read/reader.js';
 import type { RunningServer } from '../../src/serve/log-server.js';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import type { LedgerService } from '../../src/api/ledger.js';
 import { Metrics } from '../../src/api/metrics.js';
-import { type AwsLog, openAwsLog } from '../../src/aws/log.js';
+import { type AwsLog, openAwsLog } from '../../src/serve/aws-log.js';
 import { keyIdOf } from '../../src/core/note.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';

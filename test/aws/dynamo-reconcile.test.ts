@@ -8,7 +8,7 @@ import { anchorRequest } from '../../src/core/anchor.js';
 import { DynamoIndex } from '../../src/aws/dynamo-index.js';
 import { artifactId } from '../../src/core/entry.js';
 import { reconcileIndex } from '../../src/index/catchup.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { LogReader } from '../../src/read/reader.js';
 import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
 import { FsObjectStore } from '../../src/store/fs.js';

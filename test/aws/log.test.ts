@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { DynamoLock } from '../../src/aws/dynamo-lock.js';
 import { KmsSigner } from '../../src/aws/kms.js';
-import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/aws/log.js';
+import { type AwsLogConfig, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/serve/aws-log.js';
 import { openCheckpoint } from '../../src/core/checkpoint.js';
 import { artifactId } from '../../src/core/entry.js';
 import { leafHash, toHex } from '../../src/core/hash.js';

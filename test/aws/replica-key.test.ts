@@ -1,10 +1,10 @@
-// Which key an AWS or self-hosted process is given (src/aws/log.ts): the sequencer signs (KMS
+// Which key an AWS or self-hosted process is given (src/serve/aws-log.ts): the sequencer signs (KMS
 // or a key file); an API replica verifies with the log's public key alone (STELE_VKEY or
 // STELE_VKEY_FILE, or KMS GetPublicKey) and refuses a private key file.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AwsConfigError, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/aws/log.js';
+import { AwsConfigError, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/serve/aws-log.js';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { scratchDir } from '../helpers/tmp.js';
 

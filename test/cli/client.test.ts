@@ -32,7 +32,7 @@ import { DirObjectReader } from '../../src/client/objects.js';
 import { ProofStore } from '../../src/client/proofs.js';
 import { type Trust, checkCheckpoint, checkConsistency, checkInclusion } from '../../src/client/verify.js';
 import { EMPTY_ROOT, toHex } from '../../src/core/hash.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { MemoryHashReader, proveConsistency, treeHash } from '../../src/core/merkle.js';
 import {
   SIG_COSIGNATURE_V1,

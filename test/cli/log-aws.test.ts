@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
-import { type AwsLogConfig, openAwsLog } from '../../src/aws/log.js';
+import { type AwsLogConfig, openAwsLog } from '../../src/serve/aws-log.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { digestOf } from '../helpers/logs.js';

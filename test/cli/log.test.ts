@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../../src/core/checkpoint.js';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { toHex } from '../../src/core/hash.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
 import { parsePrivateKey } from '../../src/keys/local-signer.js';
 import { lockDataDir } from '../../src/store/dir-lock.js';

@@ -22,7 +22,7 @@ describe('stele serve --help', () => {
     const r = await sb.run(['serve', '--help']);
     expect(r.code, r.stderr).toBe(0);
     const env = r.stdout.slice(r.stdout.indexOf('Environment'));
-    const names = [...variablesIn('src/serve/config.ts'), ...variablesIn('src/aws/log.ts')];
+    const names = [...variablesIn('src/serve/config.ts'), ...variablesIn('src/serve/aws-log.ts')];
     expect(names).toContain('STELE_WITNESS_POLICY');
     expect(names).toContain('STELE_S3_BUCKET');
     for (const name of names) {
@@ -37,7 +37,7 @@ describe('stele serve --help', () => {
     // Commander wraps descriptions at spaces: joined again, each "(env NAME" is whole.
     const options = r.stdout.slice(0, r.stdout.indexOf('Environment')).replace(/\s+/g, ' ');
     const read = new Set(
-      ['src/serve/config.ts', 'src/aws/log.ts', 'src/pkcs11/token.ts'].flatMap((f) => variablesIn(f)),
+      ['src/serve/config.ts', 'src/serve/aws-log.ts', 'src/pkcs11/token.ts'].flatMap((f) => variablesIn(f)),
     );
     const named = [...options.matchAll(/env (STELE_[A-Z0-9_]+)/g)].map((m) => m[1]!);
     expect(named).toContain('STELE_ORIGIN');

@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { toHex } from '../../src/core/hash.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 
 // The parent (test/crash.test.ts) uses the same origin and pre-writes the key file.
 // The parent (test/crash.test.ts) uses the same origin and writes the key file first.

@@ -1,11 +1,11 @@
-// Real logs for the operator-command tests: written by the real sequencer (src/log/local.ts)
+// Real logs for the operator-command tests: written by the real sequencer (src/serve/local-log.ts)
 // in waves, one batch or more per wave, so the directory holds full tiles, the right-edge
 // partial tiles and older partials: as `stele serve` leaves it, but with the partials of full
 // tiles kept (as a log written before they were swept has them), so fsck compares them.
 import { createHash } from 'node:crypto';
 import { cpSync } from 'node:fs';
 import { anchorRequest } from '../../src/core/anchor.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 
 export const digestOf = (label: string, i: number): string =>
   createHash('sha256').update(`${label}/${i}`).digest('hex');

@@ -18,7 +18,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SteleStack } from '../../infra/stack.js';
-import { type AwsLogConfig, openAwsLog } from '../../src/aws/log.js';
+import { type AwsLogConfig, openAwsLog } from '../../src/serve/aws-log.js';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { anchorIdentity } from '../../src/core/duplicates.js';
 import { Sandbox } from '../helpers/cli.js';

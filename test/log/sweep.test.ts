@@ -11,7 +11,7 @@ import { anchorRequest } from '../../src/core/anchor.js';
 import { leafHash } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { type TileId, parseTilePath, tilePath } from '../../src/core/tiles.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { LogReader, type TreeHead } from '../../src/read/reader.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { startTestServer } from '../api/server.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { LmdbIndex } from '../../src/index/lmdb.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { CLI, type CliRun, Sandbox, copyLogKey, ensureBuilt } from '../helpers/cli.js';
 import { copyLog, digestOf } from '../helpers/logs.js';
 import { scratchDir } from '../helpers/tmp.js';

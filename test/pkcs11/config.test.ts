@@ -3,7 +3,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, resolveServeConfig } from '../../src/serve/config.js';
+import { resolveServeConfig } from '../../src/serve/config.js';
+import { ConfigError } from '../../src/settings/errors.js';
 import { parseControlConfig } from '../../src/control/config.js';
 import { scratchDir } from '../helpers/tmp.js';
 

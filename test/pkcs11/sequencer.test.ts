@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
-import { openLocalLog } from '../../src/log/local.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { SIG_ED25519, makeVerifier, openNote } from '../../src/core/note.js';
 import { Pkcs11Signer, generateEd25519, keyUri } from '../../src/pkcs11/signer.js';
 import { Token } from '../../src/pkcs11/token.js';

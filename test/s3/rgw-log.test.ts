@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
-import { AwsConfigError, openAwsLog } from '../../src/aws/log.js';
+import { AwsConfigError, openAwsLog } from '../../src/serve/aws-log.js';
 import { openCheckpoint } from '../../src/core/checkpoint.js';
 import { artifactId } from '../../src/core/entry.js';
 import { bytesEqual, hashFromHex, leafHash, toHex } from '../../src/core/hash.js';

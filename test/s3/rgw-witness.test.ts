@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AwsLog, openAwsLog } from '../../src/aws/log.js';
+import { type AwsLog, openAwsLog } from '../../src/serve/aws-log.js';
 import { resolveServeConfig } from '../../src/serve/config.js';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { type NoteVerifier, SIG_ED25519, SeedSigner, formatVkey, makeVerifier, openNote } from '../../src/core/note.js';

@@ -31,15 +31,15 @@ import {
 import { Sequencer } from '../sequencer/sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { parsePrivateKey } from '../keys/local-signer.js';
-import { type LogKeySpec, type LogSigner, isPkcs11Signer, openLogSigner } from '../serve/log-signer.js';
+import { type LogKeySpec, type LogSigner, isPkcs11Signer, openLogSigner } from './log-signer.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import type { LookupIndex } from '../index/types.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import { StoreMark } from '../store/mark.js';
 import type { ObjectReader } from '../store/store.js';
-import { DynamoIndex } from './dynamo-index.js';
-import { DynamoLock, DynamoMark, createDynamoClient } from './dynamo-lock.js';
-import { KmsSigner } from './kms.js';
+import { DynamoIndex } from '../aws/dynamo-index.js';
+import { DynamoLock, DynamoMark, createDynamoClient } from '../aws/dynamo-lock.js';
+import { KmsSigner } from '../aws/kms.js';
 import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from '../store/s3.js';
 import { fsReason } from '../store/files.js';
 
