@@ -559,7 +559,7 @@ describe("the README's self-hosted deployment, as written, on RGW", () => {
     });
     const token = `tok_${randomBytes(16).toString('hex')}`;
     const seqDir = scratchDir('stele-readme-seq-');
-    const seq = await container(containerEnv(seqDir, sequencer, { 'ci=<long random token>': `ci=${token}` }));
+    const seq = await container(containerEnv(seqDir, sequencer, { 'ci=<long random token>@acme': `ci=${token}@acme` }));
     expect(statSync(join(seqDir, 'log.key')).mode & 0o777).toBe(0o600);
     const url = /at (http:\/\/\S+)/.exec(seq.stdout)![1]!;
 
@@ -581,6 +581,30 @@ describe("the README's self-hosted deployment, as written, on RGW", () => {
     }
     expect(found.status).toBe(200);
     expect(found.body.entry.digest).toBe(digest);
+    // The README's client of tenant acme, as written: init, then anchor with the token in the environment.
+    const sb = new Sandbox('stele-readme-client-');
+    try {
+      sb.file('release.tar.gz', 'the self-hosted release\n');
+      const keyId = (await getJson(`${url}/api/ledger/key`)).body.keyId as string;
+      const init = await sb.run([
+        'ledger',
+        'init',
+        '--endpoint',
+        url,
+        '--tenant',
+        'acme',
+        '--scope',
+        'releases',
+        '--trust-key',
+        keyId,
+      ]);
+      expect(init.code, init.stderr).toBe(0);
+      const anchored = await sb.json(['ledger', 'anchor', 'release.tar.gz'], { STELE_LEDGER_TOKEN: token });
+      expect(anchored.code, anchored.stderr).toBe(0);
+      expect(anchored.out.entry).toMatchObject({ tenant: 'acme', scope: 'releases' });
+    } finally {
+      sb.cleanup();
+    }
     // The public prefix is at log/ in the bucket the env file names.
     const cp = await rgw.client.send(new GetObjectCommand({ Bucket: envFile.STELE_S3_BUCKET!, Key: 'log/checkpoint' }));
     expect(await cp.Body!.transformToString()).toMatch(new RegExp(`^${envFile.STELE_ORIGIN}\n`));
