@@ -387,7 +387,9 @@ describe('stele ledger against stele serve in production mode', () => {
       expect((await sb.run(['ledger', 'init', '--endpoint', serve.url, '--trust-key', serve.keyId])).code).toBe(0);
       const denied = await sb.run(['ledger', 'anchor', 'pkg.tgz']);
       expect(denied.code).toBe(2);
-      expect(denied.stderr).toMatch(/^stele: .*bearer token is required.*\(HTTP 401, unauthorized\)\n$/);
+      expect(denied.stderr).toMatch(
+        /^stele: \S+\/api\/ledger\/anchor: the log requires a bearer token to anchor: set STELE_LEDGER_TOKEN to a token its operator issued \(STELE_ANCHOR_TOKENS on the server\)\n$/,
+      );
       const ok = await sb.json(['ledger', 'anchor', 'pkg.tgz'], { STELE_LEDGER_TOKEN: '0123456789abcdef0123' });
       expect(ok.code).toBe(0);
       expect(ok.out.entry).toMatchObject({ tenant: 'acme', type: 'ledger_anchor' });
