@@ -4,7 +4,8 @@
 // yet is anchored (ledger_anchor); either new entry's proof is verified.
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { type VerifyResult, anchorFile } from '../../src/client/ledger.js';
+import type { VerifyResult } from '../../src/client/verify-file.js';
+import { anchorFile } from '../../src/client/anchor.js';
 import { RULES } from '../../src/client/verify.js';
 import { UsageError } from '../../src/client/errors.js';
 import { anchorJson, printAnchor } from './ledger/anchor.js';

@@ -15,18 +15,9 @@ import {
   scanRecords,
 } from './entry-index.js';
 import { ApiError, UsageError } from './errors.js';
-import {
-  type ApiView,
-  type CheckpointSummary,
-  type LogView,
-  type PinMove,
-  type Session,
-  TilesView,
-  checkTilesEntry,
-  checkpointRules,
-  checkpointSummary,
-  leafRule,
-} from './ledger.js';
+import { type ApiView, type LogView, TilesView } from './views.js';
+import { type CheckpointSummary, type PinMove, type Session, checkpointRules, checkpointSummary } from './session.js';
+import { checkTilesEntry, leafRule } from './entry-rules.js';
 import { type CheckedCheckpoint, type Outcome, type StatusOutcome, Report, checkInclusion, hashes } from './verify.js';
 
 export type Lookup =

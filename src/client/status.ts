@@ -4,14 +4,8 @@
 // the pin. The pin is not moved: status only looks.
 import { toHex } from '../core/hash.js';
 import type { LedgerApi } from './api.js';
-import {
-  ApiView,
-  type CheckpointSummary,
-  type Session,
-  type TilesView,
-  checkpointRules,
-  checkpointSummary,
-} from './ledger.js';
+import { ApiView, type TilesView } from './views.js';
+import { type CheckpointSummary, type Session, checkpointRules, checkpointSummary } from './session.js';
 import { Report, isTransportError } from './verify.js';
 
 export interface SourceStatus {

@@ -10,7 +10,8 @@ import { checkTlogProof } from '../core/verify/index.js';
 import { parseTlogProof, TlogProofError, type TlogProof } from '../core/tlog-proof.js';
 import type { EntryView } from './api.js';
 import { ClientError, VerificationError } from './errors.js';
-import type { Session, VerifyResult } from './ledger.js';
+import type { Session } from './session.js';
+import type { VerifyResult } from './verify-file.js';
 import { fsReason } from '../store/files.js';
 
 /** Reads and parses a proof file: unreadable → io (exit 3), malformed → verification (exit 1). */

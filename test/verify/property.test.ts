@@ -16,7 +16,7 @@ import { leafHash, toHex } from '../../src/core/hash.js';
 import { MemoryHashReader, proveInclusion, treeHash } from '../../src/core/merkle.js';
 import { SIG_COSIGNATURE_V1, SeedSigner, cosignBody, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { formatTlogProof, parseTlogProof, steleTlogProof } from '../../src/core/tlog-proof.js';
-import type { Session } from '../../src/client/ledger.js';
+import type { Session } from '../../src/client/session.js';
 import { verifyFileWithTlogProof } from '../../src/client/tlog-proof-file.js';
 import { LogClient } from '../../src/explorer/log.js';
 import { toTrust } from '../../src/explorer/trust.js';

@@ -3,7 +3,7 @@
 // witnesses), store the proof bundle and print the entry id.
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { type AnchorResult, anchorFile } from '../../../src/client/ledger.js';
+import { type AnchorResult, anchorFile } from '../../../src/client/anchor.js';
 import {
   type CommonOptions,
   common,

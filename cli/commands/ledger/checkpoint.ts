@@ -1,7 +1,8 @@
 // `stele ledger checkpoint`: the current checkpoint, verified (signature by the pinned key,
 // consistency with the pin, witnesses); --note prints the signed note itself.
 import type { Command } from 'commander';
-import { type UnsignedFields, verifyCheckpoint } from '../../../src/client/ledger.js';
+import type { UnsignedFields } from '../../../src/client/session.js';
+import { verifyCheckpoint } from '../../../src/client/checkpoint.js';
 import {
   type CommonOptions,
   common,

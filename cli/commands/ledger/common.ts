@@ -6,7 +6,8 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
-import { ApiView, type LogView, type Session, TilesView, trustOf } from '../../../src/client/ledger.js';
+import { ApiView, type LogView, TilesView } from '../../../src/client/views.js';
+import { type Session, trustOf } from '../../../src/client/session.js';
 import {
   DirObjectReader,
   FallbackObjectReader,

@@ -2,7 +2,7 @@
 // sizes, recomputing both roots from one proof, and tie the newer root to the verified
 // current checkpoint (which is itself checked against the pin).
 import type { Command } from 'commander';
-import { proveConsistency } from '../../../src/client/ledger.js';
+import { proveConsistency } from '../../../src/client/consistency.js';
 import {
   type CommonOptions,
   common,

@@ -18,7 +18,8 @@ import {
   saveConfig,
 } from '../../../src/client/config.js';
 import { ClientError, ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
-import { labelOption, verifyKeyView } from '../../../src/client/ledger.js';
+import { labelOption } from '../../../src/client/anchor.js';
+import { verifyKeyView } from '../../../src/client/session.js';
 import { isUrl, openObjectSource } from '../../../src/client/objects.js';
 import { type CheckedCheckpoint, NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
 import { type NoteVerifier, SIG_ED25519, formatVkey, keyIdOf, parseVkey } from '../../../src/core/note.js';

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { parseEntryId } from '../../../src/core/entry.js';
 import { ClientError, UsageError } from '../../../src/client/errors.js';
 import { type ProofBundle, tlogProofOf, writeAtomic } from '../../../src/client/proofs.js';
-import { proveEntry } from '../../../src/client/ledger.js';
+import { proveEntry } from '../../../src/client/proof.js';
 import { type CommonOptions, common, emitJson, exitFor, openSession, out, renderReport, reportJson } from './common.js';
 import { fsReason } from '../../../src/store/files.js';
 

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import type { SourceStatus } from '../../../src/client/status.js';
 import { ledgerStatus } from '../../../src/client/status.js';
-import { ApiView, TilesView } from '../../../src/client/ledger.js';
+import { ApiView, TilesView } from '../../../src/client/views.js';
 import { EXIT } from '../../errors.js';
 import {
   type CommonOptions,

@@ -23,7 +23,9 @@ import {
 } from '../../../src/core/tlog-policy.js';
 import { parseCosignerVkey, parseVkey } from '../../../src/core/note.js';
 import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
-import { ApiView, trustOf, verifyCheckpoint, verifyKeyView } from '../../../src/client/ledger.js';
+import { ApiView } from '../../../src/client/views.js';
+import { trustOf, verifyKeyView } from '../../../src/client/session.js';
+import { verifyCheckpoint } from '../../../src/client/checkpoint.js';
 import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
 import { toHex } from '../../../src/core/hash.js';
 import {

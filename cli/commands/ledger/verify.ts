@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../../src/client/errors.js';
 import { sha256File } from '../../../src/client/hashfile.js';
-import { type VerifyResult, verifyFile } from '../../../src/client/ledger.js';
+import { type VerifyResult, verifyFile } from '../../../src/client/verify-file.js';
 import { verifyFileWithTlogProof } from '../../../src/client/tlog-proof-file.js';
 import {
   type CommonOptions,
