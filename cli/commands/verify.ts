@@ -6,7 +6,7 @@ import { basename } from 'node:path';
 import type { Command } from 'commander';
 import type { VerifyResult } from '../../src/client/verify-file.js';
 import { anchorFile } from '../../src/client/anchor.js';
-import { RULES } from '../../src/client/verify.js';
+import { RULES } from '../../src/client/rules.js';
 import { UsageError } from '../../src/client/errors.js';
 import { anchorJson, printAnchor } from './ledger/anchor.js';
 import { common, emitJson, exitFor, openSession, out, verdictLine } from './ledger/common.js';

@@ -105,7 +105,7 @@ export interface AnchorBody {
 
 /**
  * /explorer.json: the keys a static explorer trusts, written by `stele serve` (src/api/explorer.ts)
- * and by `ledger mirror --with-explorer` (src/client/mirror-explorer.ts).
+ * and by `ledger mirror --with-explorer` (src/client/ledger-mirror-explorer.ts).
  */
 export interface ExplorerJson {
   origin: string;

@@ -4,7 +4,7 @@ import { hashFromHex, leafHash, toHex } from '../core/hash.js';
 import type { AnchorBody, EntryView, LedgerApi } from './api.js';
 import { UsageError } from './errors.js';
 import { type FileDigest, sha256File } from './hashfile.js';
-import { type Outcome, Report, checkInclusion, hashes } from './verify.js';
+import { type Outcome, Report, checkInclusion, hashes } from './rules.js';
 import {
   type CheckpointSummary,
   type PinMove,

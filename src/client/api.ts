@@ -1,7 +1,7 @@
 // The JSON API client (docs/interface.md §4.1 plus GET /api/ledger/key): every response is checked for
 // the contract's shape before anything reads it; nothing here trusts the content — the
 // verification lives in verify.ts.
-import { ApiError, NetworkError, ResponseError, UsageError } from './errors.js';
+import { LogAnswerError, NetworkError, ResponseError, UsageError } from './errors.js';
 import { type HttpOptions, type HttpStats, jsonBody, request } from './http.js';
 
 export type {
@@ -282,7 +282,7 @@ export class LedgerApi {
       this.stats,
     );
     if (res.status === 401)
-      throw new ApiError(
+      throw new LogAnswerError(
         401,
         'unauthorized',
         `${url}: the log requires a bearer token to anchor${this.options.token ? ', and refused the one in STELE_LEDGER_TOKEN' : ': set STELE_LEDGER_TOKEN to a token its operator issued (STELE_ANCHOR_TOKENS on the server)'}`,

@@ -1,6 +1,6 @@
 // `ledger checkpoint`: the log's current checkpoint, verified, and its unsigned fields kept apart.
 import type { CheckpointView } from './api.js';
-import { Report } from './verify.js';
+import { Report } from './rules.js';
 import { type CheckpointSummary, type PinMove, type Session, type UnsignedFields, checkpointRules } from './session.js';
 import { checkpointSummary } from './session.js';
 import type { LogView } from './views.js';

@@ -13,7 +13,7 @@ import { EMPTY_ROOT, toHex } from '../core/hash.js';
 import { type NoteVerifier, SIG_ED25519, keyIdOf, parseCosignerVkey, parseVkey } from '../core/note.js';
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
 import { ConfigError } from './errors.js';
-import { type Quorum, policyQuorum } from './verify.js';
+import { type Quorum, policyQuorum } from './rules.js';
 import { fsReason } from '../store/files.js';
 
 export interface TrustPin {

@@ -1,8 +1,8 @@
 // `ledger consistency --from --to`: a consistency proof between two sizes, checked and
 // anchored to the verified checkpoint.
 import { bytesEqual, hashFromHex, toHex } from '../core/hash.js';
-import { ApiError, UsageError } from './errors.js';
-import { Report, checkConsistency, checkConsistencyProof, hashes } from './verify.js';
+import { LogAnswerError, UsageError } from './errors.js';
+import { Report, checkConsistency, checkConsistencyProof, hashes } from './rules.js';
 import { type CheckpointSummary, type PinMove, type Session, checkpointRules, checkpointSummary } from './session.js';
 import { ApiView, type LogView, type TilesView } from './views.js';
 
@@ -51,7 +51,7 @@ export async function proveConsistency(
       ({ firstRoot, secondRoot, proof } = await r.consistency(a, b, p));
     }
   } catch (e) {
-    if (!(e instanceof ApiError) && (e as { kind?: string }).kind !== undefined) throw e;
+    if (!(e instanceof LogAnswerError) && (e as { kind?: string }).kind !== undefined) throw e;
     report.addCheck(7, `Consistency ${a} → ${b}`, { ok: false, detail: `no proof: ${(e as Error).message}` });
     report.finish();
     return base;

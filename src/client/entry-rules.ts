@@ -4,7 +4,7 @@ import { ZERO_HASH, presentEntry } from '../core/entry.js';
 import { hashFromHex, toHex } from '../core/hash.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import type { EntryView } from './api.js';
-import { type CheckedCheckpoint, type Outcome, type Report, checkEntry, checkInclusion } from './verify.js';
+import { type CheckedCheckpoint, type Outcome, type Report, checkEntry, checkInclusion } from './rules.js';
 import type { Session } from './session.js';
 import { type TilesView, priorEntryHash } from './views.js';
 

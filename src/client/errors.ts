@@ -46,8 +46,8 @@ export class NetworkError extends ClientError {
 }
 
 /** The server answered with an error document ({"error":{"code","message"}}). */
-export class ApiError extends ClientError {
-  override name = 'ApiError';
+export class LogAnswerError extends ClientError {
+  override name = 'LogAnswerError';
   constructor(
     readonly status: number,
     readonly code: string,

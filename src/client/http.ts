@@ -1,6 +1,6 @@
 // HTTP for the client: global fetch with a timeout on every request, errors mapped to one
-// clear line (NetworkError / ApiError), bounded retries for idempotent GETs, and counters.
-import { ApiError, NetworkError, ResponseError } from './errors.js';
+// clear line (NetworkError / LogAnswerError), bounded retries for idempotent GETs, and counters.
+import { LogAnswerError, NetworkError, ResponseError } from './errors.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -100,7 +100,7 @@ export async function request(
   throw networkError(url, last, timeoutMs);
 }
 
-/** Parses a JSON body, or maps an error status to ApiError with the server's message. */
+/** Parses a JSON body, or maps an error status to LogAnswerError with the server's message. */
 export function jsonBody(url: string, res: RawResponse): unknown {
   const text = new TextDecoder().decode(res.body);
   if (res.status < 200 || res.status >= 300) {
@@ -113,14 +113,19 @@ export function jsonBody(url: string, res: RawResponse): unknown {
     }
     if (e && typeof e.code === 'string') {
       const message = typeof e.message === 'string' ? e.message : `HTTP ${res.status}`;
-      throw new ApiError(res.status, e.code, `${safeOrigin(url)}: ${message} (HTTP ${res.status}, ${e.code})`, url);
+      throw new LogAnswerError(
+        res.status,
+        e.code,
+        `${safeOrigin(url)}: ${message} (HTTP ${res.status}, ${e.code})`,
+        url,
+      );
     }
     // No error document: whatever answered is not a Stele log API (a witness, a mirror, a static site…).
     const what =
       res.status === 404 && new URL(url).pathname.includes('/api/ledger/')
         ? `HTTP 404, and no Stele error document: ${new URL(url).origin} does not serve a Stele log API (a witness, a mirror or another server?); give the log's API as --endpoint, or read a copy of its tiles with --tiles`
         : `HTTP ${res.status}, and no Stele error document`;
-    throw new ApiError(res.status, `http_${res.status}`, `${safeOrigin(url)}: ${what}`, url);
+    throw new LogAnswerError(res.status, `http_${res.status}`, `${safeOrigin(url)}: ${what}`, url);
   }
   try {
     return JSON.parse(text);

@@ -14,11 +14,11 @@ import {
   type ScanProgress,
   scanRecords,
 } from './entry-index.js';
-import { ApiError, UsageError } from './errors.js';
+import { LogAnswerError, UsageError } from './errors.js';
 import { type ApiView, type LogView, TilesView } from './views.js';
 import { type CheckpointSummary, type PinMove, type Session, checkpointRules, checkpointSummary } from './session.js';
 import { checkTilesEntry, leafRule } from './entry-rules.js';
-import { type CheckedCheckpoint, type Outcome, type StatusOutcome, Report, checkInclusion, hashes } from './verify.js';
+import { type CheckedCheckpoint, type Outcome, type StatusOutcome, Report, checkInclusion, hashes } from './rules.js';
 
 export type Lookup =
   | { readonly by: 'digest'; readonly digest: string }
@@ -123,11 +123,11 @@ async function apiLookups(api: LedgerApi, l: Lookup): Promise<EntryLookup[]> {
       try {
         return [...new Set(await api.searchArtifact(l.artifact))].sort((a, b) => a - b).map((leaf) => ({ leaf }));
       } catch (e) {
-        if (e instanceof ApiError && e.status === 404 && e.code === 'not_found')
+        if (e instanceof LogAnswerError && e.status === 404 && e.code === 'not_found')
           throw new UsageError(
             `${api.endpoint} has no artifact search across scopes (GET /api/ledger/search): pass --scope <scope>, or search its tiles with --tiles`,
           );
-        if (e instanceof ApiError && e.status === 404) return [];
+        if (e instanceof LogAnswerError && e.status === 404) return [];
         throw e;
       }
   }
@@ -141,7 +141,7 @@ async function getFromApi(s: Session, view: ApiView, l: Lookup): Promise<GetResu
     try {
       found = await view.api.entry(q);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 404) continue;
+      if (e instanceof LogAnswerError && e.status === 404) continue;
       throw e;
     }
     const report = new Report();

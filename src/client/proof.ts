@@ -2,9 +2,9 @@
 import { hashFromHex, leafHash, toHex } from '../core/hash.js';
 import type { LedgerApi } from './api.js';
 import { advancePin } from './config.js';
-import { ApiError, UsageError, VerificationError } from './errors.js';
+import { LogAnswerError, UsageError, VerificationError } from './errors.js';
 import type { ProofBundle } from './proofs.js';
-import { Report, checkCheckpoint, checkConsistencyWithPin, checkInclusion, hashes } from './verify.js';
+import { Report, checkCheckpoint, checkConsistencyWithPin, checkInclusion, hashes } from './rules.js';
 import { type PinMove, type Session, bundleOf } from './session.js';
 import { ApiView } from './views.js';
 import { leafRule } from './entry-rules.js';
@@ -26,7 +26,7 @@ export async function proveEntry(s: Session, id: string, api: LedgerApi | null):
     try {
       found = await api.entry({ id });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 404)
+      if (e instanceof LogAnswerError && e.status === 404)
         throw new VerificationError(`entry ${id} is not in the log (${e.message})`);
       throw e;
     }

@@ -19,7 +19,7 @@ import {
   type StatusOutcome,
   checkConsistency,
   checkCopyConsistency,
-} from './verify.js';
+} from './rules.js';
 import { type LogView, TilesView } from './views.js';
 
 /** Checks a /api/ledger/key answer against the key id the user trusts; returns the log verifier. */

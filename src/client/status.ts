@@ -6,7 +6,7 @@ import { toHex } from '../core/hash.js';
 import type { LedgerApi } from './api.js';
 import { ApiView, type TilesView } from './views.js';
 import { type CheckpointSummary, type Session, checkpointRules, checkpointSummary } from './session.js';
-import { Report, isTransportError } from './verify.js';
+import { Report, isTransportError } from './rules.js';
 
 export interface SourceStatus {
   readonly source: string;

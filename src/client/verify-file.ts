@@ -4,10 +4,10 @@ import { basename } from 'node:path';
 import { checkLabel } from '../core/labels.js';
 import { hashFromHex, leafHash, toHex } from '../core/hash.js';
 import type { EntryView, LedgerApi } from './api.js';
-import { ApiError } from './errors.js';
+import { LogAnswerError } from './errors.js';
 import { type ScanProgress, cacheFileFor, entryIndex, scanForDigest } from './entry-index.js';
 import { type FileDigest, sha256File } from './hashfile.js';
-import { Report, checkInclusion, hashes } from './verify.js';
+import { Report, checkInclusion, hashes } from './rules.js';
 import {
   type CheckpointSummary,
   type PinMove,
@@ -69,7 +69,7 @@ export async function verifyFileApi(
   try {
     found = await view.api.entry({ hash: digest });
   } catch (e) {
-    if (!(e instanceof ApiError && e.status === 404)) throw e;
+    if (!(e instanceof LogAnswerError && e.status === 404)) throw e;
     // Not anchored: still show whether the log itself checks out.
     const { cc, pinMoved } = await checkpointRules(s, report, await view.checkpoint(), view.prove);
     report.add('leaf', { ok: false, detail: await notAnchored(view.api, file, digest) });
@@ -120,7 +120,7 @@ export async function notAnchored(api: LedgerApi, file: string, digest: string):
     }
     return none;
   } catch (e) {
-    if (e instanceof ApiError) return none; // no anchor under that name, or the log cannot say
+    if (e instanceof LogAnswerError) return none; // no anchor under that name, or the log cannot say
     throw e;
   }
 }

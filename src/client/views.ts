@@ -10,7 +10,7 @@ import { TILE_WIDTH } from '../core/tiles.js';
 import { readBundle } from '../read/tilestore.js';
 import type { LedgerApi } from './api.js';
 import { VerificationError } from './errors.js';
-import { type CheckpointInput, type ProveConsistency, hashes } from './verify.js';
+import { type CheckpointInput, type ProveConsistency, hashes } from './rules.js';
 
 export interface LogView {
   readonly kind: 'api' | 'tiles';

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { auditLog } from '../../../src/read/audit.js';
 import { ConfigError, UsageError } from '../../../src/client/errors.js';
 import { openObjectSource } from '../../../src/client/objects.js';
-import { NOT_WITNESSED, type ProveConsistency, type Trust, isTransportError } from '../../../src/client/verify.js';
+import { NOT_WITNESSED, type ProveConsistency, type Trust, isTransportError } from '../../../src/client/rules.js';
 import { ApiView } from '../../../src/client/views.js';
 import { EMPTY_ROOT } from '../../../src/core/hash.js';
 import { SIG_ED25519, keyIdOf, parseVkey } from '../../../src/core/note.js';

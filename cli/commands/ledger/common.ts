@@ -18,7 +18,7 @@ import {
 } from '../../../src/client/objects.js';
 import { STDIN } from '../../../src/client/hashfile.js';
 import { ProofStore } from '../../../src/client/proofs.js';
-import type { Report } from '../../../src/client/verify.js';
+import type { Report } from '../../../src/client/rules.js';
 import { EXIT, type ExitCode, describeError } from '../../errors.js';
 import { asInvoked } from '../../invocation.js';
 import { isQuiet } from '../../verbosity.js';

@@ -21,7 +21,7 @@ import { ClientError, ConfigError, UsageError, VerificationError } from '../../.
 import { labelOption } from '../../../src/client/anchor.js';
 import { verifyKeyView } from '../../../src/client/session.js';
 import { isUrl, openObjectSource } from '../../../src/client/objects.js';
-import { type CheckedCheckpoint, NOT_WITNESSED, checkCheckpoint } from '../../../src/client/verify.js';
+import { type CheckedCheckpoint, NOT_WITNESSED, checkCheckpoint } from '../../../src/client/rules.js';
 import { type NoteVerifier, SIG_ED25519, formatVkey, keyIdOf, parseVkey } from '../../../src/core/note.js';
 import { EMPTY_ROOT, toHex } from '../../../src/core/hash.js';
 import {

@@ -1,9 +1,9 @@
 // `stele ledger mirror <dir>`: copy the checkpoint and every tile, verified, incrementally.
 import type { Command } from 'commander';
-import { type MirrorResult, followMirror, mirrorLog } from '../../../src/client/mirror.js';
+import { type MirrorResult, followMirror, mirrorLog } from '../../../src/client/ledger-mirror.js';
 import { HttpObjectReader, type LogObjectSource, isUrl, openObjectSource } from '../../../src/client/objects.js';
-import type { Trust } from '../../../src/client/verify.js';
-import { addExplorerToMirror } from '../../../src/client/mirror-explorer.js';
+import type { Trust } from '../../../src/client/rules.js';
+import { addExplorerToMirror } from '../../../src/client/ledger-mirror-explorer.js';
 import { UsageError } from '../../../src/client/errors.js';
 import { type CommonOptions, common, emitJson, intArg, openSession, out, progress } from './common.js';
 

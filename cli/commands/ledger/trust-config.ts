@@ -26,7 +26,7 @@ import { ConfigError, UsageError, VerificationError } from '../../../src/client/
 import { ApiView } from '../../../src/client/views.js';
 import { trustOf, verifyKeyView } from '../../../src/client/session.js';
 import { verifyCheckpoint } from '../../../src/client/checkpoint.js';
-import { checkCheckpoint, checkConsistency } from '../../../src/client/verify.js';
+import { checkCheckpoint, checkConsistency } from '../../../src/client/rules.js';
 import { toHex } from '../../../src/core/hash.js';
 import {
   type CommonOptions,

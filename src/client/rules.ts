@@ -12,7 +12,7 @@ import {
 } from '../core/verify/index.js';
 import { hashFromHex } from '../core/hash.js';
 import type { CheckpointView } from './api.js';
-import { ApiError, ClientError } from './errors.js';
+import { LogAnswerError, ClientError } from './errors.js';
 
 export {
   type CheckedCheckpoint,
@@ -42,7 +42,7 @@ export const hashes = (hex: readonly string[]): Uint8Array[] => hex.map(hashFrom
 
 /** A failure of the transport (not an answer of the log): the caller reports it, no verdict. */
 export const isTransportError = (e: unknown): boolean =>
-  e instanceof ClientError && (e.kind === 'network' || e.kind === 'io') && !(e instanceof ApiError);
+  e instanceof ClientError && (e.kind === 'network' || e.kind === 'io') && !(e instanceof LogAnswerError);
 
 /** Rule 2 (src/core/verify/consistency.ts), with transport failures thrown to the caller. */
 export function checkConsistency(

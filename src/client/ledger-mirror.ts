@@ -36,7 +36,7 @@ import { follow } from '../monitor/follow.js';
 import { DirObjectReader } from './objects.js';
 import { ClientError, VerificationError } from './errors.js';
 import { orderedPipeline, parallelRange } from '../read/pipeline.js';
-import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './verify.js';
+import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './rules.js';
 import { fsReason, makeDataDir } from '../store/files.js';
 
 export interface MirrorOptions {
