@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  // Tests read the verifier package from its source (test/package.test.ts installs the packed one).
+  // Tests read the verifier package from its source (test/packages/verify.test.ts installs the packed one).
   resolve: { alias: { '@stele/verify': fileURLToPath(new URL('./packages/verify/src/index.ts', import.meta.url)) } },
   test: {
     include: ['test/**/*.test.ts'],

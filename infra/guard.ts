@@ -6,7 +6,7 @@
 /**
  * Rules switched off for the whole template: they accept only a literal certificate ARN, and
  * here the certificates are parameters (constrained to ACM ARNs by their AllowedPattern); the
- * plugin also cannot read these rules' results for a Ref. test/infra.test.ts asserts the
+ * plugin also cannot read these rules' results for a Ref. test/infra/stack.test.ts asserts the
  * certificates, SNI and the TLS policies instead.
  */
 export const GUARD_DISABLED_RULES: Record<string, string> = {

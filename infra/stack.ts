@@ -1183,7 +1183,7 @@ export class SteleStack extends Stack {
     acknowledge(
       this.distribution,
       'AwsSolutions-CFR4',
-      'ViewerCertificate is set by a property override that cdk-nag does not read: the DomainName certificate, sni-only, TLSv1.2_2021 (test/infra.test.ts asserts it).',
+      'ViewerCertificate is set by a property override that cdk-nag does not read: the DomainName certificate, sni-only, TLSv1.2_2021 (test/infra/stack.test.ts asserts it).',
     );
     acknowledge(
       plan,

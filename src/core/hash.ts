@@ -3,7 +3,7 @@
 // On Node the digests come from its native OpenSSL binding: the sequencer's hot path is
 // three small hashes per entry, where @noble/hashes' per-call setup costs ~3× the work.
 // In the browser (the explorer bundles this module) @noble/hashes does it. Both paths are
-// checked against the same Go-computed vectors (test/merkle.test.ts, test/explorer).
+// checked against the same Go-computed vectors (test/core/merkle.test.ts, test/explorer).
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 
 export const HASH_SIZE = 32;

@@ -1,4 +1,4 @@
-// Child process of test/crash.test.ts: a real sequencer (fsync on) under continuous load.
+// Child process of test/sequencer/crash.test.ts: a real sequencer (fsync on) under continuous load.
 //
 //   node --import tsx test/helpers/crash-child.ts <dataDir> [--finish]
 //
@@ -12,8 +12,8 @@ import { anchorRequest } from '../../src/core/anchor.js';
 import { toHex } from '../../src/core/hash.js';
 import { openLocalLog } from '../../src/serve/local-log.js';
 
-// The parent (test/crash.test.ts) uses the same origin and pre-writes the key file.
-// The parent (test/crash.test.ts) uses the same origin and writes the key file first.
+// The parent (test/sequencer/crash.test.ts) uses the same origin and pre-writes the key file.
+// The parent (test/sequencer/crash.test.ts) uses the same origin and writes the key file first.
 const CRASH_ORIGIN = 'test.example/crash';
 
 // process.stdout on a pipe writes at once when it can and queues otherwise; a line lost in

@@ -8,7 +8,7 @@ import {
   parseCheckpointBody,
   parseExtendedCheckpointBody,
   signCheckpoint,
-} from '../src/core/checkpoint.js';
+} from '../../src/core/checkpoint.js';
 import {
   NoteError,
   SIG_COSIGNATURE_V1,
@@ -23,9 +23,9 @@ import {
   parseNote,
   parseVkey,
   signBody,
-} from '../src/core/note.js';
-import { sha256 } from './helpers/naive.js';
-import { fromHex, hex, loadVectors } from './helpers/vectors.js';
+} from '../../src/core/note.js';
+import { sha256 } from '../helpers/naive.js';
+import { fromHex, hex, loadVectors } from '../helpers/vectors.js';
 
 const V = loadVectors().note;
 const utf8 = new TextEncoder();

@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import { type Trust, trustFromPolicy, verifyTlogProof } from '@stele/verify';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatCheckpointBody, parseCheckpointBody } from '../../src/core/checkpoint.js';
-import { SeedSigner, cosignBody, signBody } from '../../src/core/note.js';
-import { type TestBrowser, hasChromium, launchBrowser } from '../helpers/browser.js';
-import { Sandbox, ensureBuilt as ensureCliBuilt } from '../helpers/cli.js';
-import { type SteleChild, ensureBuilt, startStele } from '../helpers/explorer-servers.js';
+import { formatCheckpointBody, parseCheckpointBody } from '../../../src/core/checkpoint.js';
+import { SeedSigner, cosignBody, signBody } from '../../../src/core/note.js';
+import { type TestBrowser, hasChromium, launchBrowser } from '../../helpers/browser.js';
+import { Sandbox, ensureBuilt as ensureCliBuilt } from '../../helpers/cli.js';
+import { type SteleChild, ensureBuilt, startStele } from '../../helpers/explorer-servers.js';
 
 const PKG = 'the release a forger wants to pass off\n';
 const OTHER = 'a file that was never anchored\n';

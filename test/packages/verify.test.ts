@@ -9,10 +9,10 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../src/serve/log-server.js';
-import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
-import { repoRoot } from './helpers/vectors.js';
-import { scratchDir } from './helpers/tmp.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
+import { digestOf, getJson, postAnchor, startTestServer } from '../api/server.js';
+import { repoRoot } from '../helpers/vectors.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const exec = promisify(execFile);
 const npm = (args: string[], cwd: string) =>

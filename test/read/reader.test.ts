@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/core/anchor.js';
-import { leafHash, toHex } from '../src/core/hash.js';
-import { openLocalLog } from '../src/serve/local-log.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { leafHash, toHex } from '../../src/core/hash.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import {
   MemoryHashReader,
   proveConsistency,
@@ -14,14 +14,14 @@ import {
   treeHash,
   verifyConsistency,
   verifyInclusion,
-} from '../src/core/merkle.js';
-import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../src/read/reader.js';
-import { LogIntegrityError } from '../src/read/tilestore.js';
-import { FsObjectStore } from '../src/store/fs.js';
-import type { ObjectReader } from '../src/store/store.js';
-import { TILE_WIDTH, TileFormatError, tilePath } from '../src/core/tiles.js';
-import { Bundle, decodeBundle, encodeBundle } from '../src/core/bundle.js';
-import { parseCanonicalEntry } from '../src/core/entry.js';
+} from '../../src/core/merkle.js';
+import { CorruptObjectError, LogReader, type TreeHead, UntrustedTreeError } from '../../src/read/reader.js';
+import { LogIntegrityError } from '../../src/read/tilestore.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import type { ObjectReader } from '../../src/store/store.js';
+import { TILE_WIDTH, TileFormatError, tilePath } from '../../src/core/tiles.js';
+import { Bundle, decodeBundle, encodeBundle } from '../../src/core/bundle.js';
+import { parseCanonicalEntry } from '../../src/core/entry.js';
 
 /** The bundle decoder as it was before Bundle: one subarray per item. */
 function referenceDecode(data: Uint8Array, maxItems = TILE_WIDTH): Uint8Array[] {

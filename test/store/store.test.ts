@@ -14,10 +14,10 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FsObjectStore, contentVersion } from '../src/store/fs.js';
-import { LockFormatError, StoreLock, parseLockState } from '../src/store/lock.js';
-import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../src/store/store.js';
-import { scratchDir } from './helpers/tmp.js';
+import { FsObjectStore, contentVersion } from '../../src/store/fs.js';
+import { LockFormatError, StoreLock, parseLockState } from '../../src/store/lock.js';
+import { ImmutableConflictError, InvalidKeyError, VersionConflictError } from '../../src/store/store.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
 const fresh = () => new FsObjectStore(scratchDir('stele-store-'));

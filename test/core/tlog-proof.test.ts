@@ -4,10 +4,10 @@
 // part fails on the check that covers it, in both verifiers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Report, type Trust, trustFromPolicy, verifyTlogProof } from '@stele/verify';
-import type { RunningServer } from '../src/serve/log-server.js';
-import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof } from '../src/core/tlog-proof.js';
-import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
-import { type IndependentResult, independentVerify } from './helpers/tlog-proof.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
+import { TLOG_PROOF_HEADER, TlogProofError, formatTlogProof, parseTlogProof } from '../../src/core/tlog-proof.js';
+import { digestOf, getJson, postAnchor, startTestServer } from '../api/server.js';
+import { type IndependentResult, independentVerify } from '../helpers/tlog-proof.js';
 
 /** The first of rules 1, 3 and 4 that did not pass (null: all three passed). */
 const firstFailed = (r: Report): string | null =>

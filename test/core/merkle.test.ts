@@ -1,7 +1,7 @@
 // src/core/merkle.ts against an independent naive RFC 6962 implementation (test/helpers/naive.ts)
 // and against vectors computed with Go's golang.org/x/mod/sumdb/tlog.
 import { describe, expect, it } from 'vitest';
-import { EMPTY_ROOT, leafHash, nodeHash, sha256 as coreSha256 } from '../src/core/hash.js';
+import { EMPTY_ROOT, leafHash, nodeHash, sha256 as coreSha256 } from '../../src/core/hash.js';
 import {
   type HashReader,
   MemoryHashReader,
@@ -19,9 +19,9 @@ import {
   treeHashSync,
   verifyConsistency,
   verifyInclusion,
-} from '../src/core/merkle.js';
-import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../src/core/tiles.js';
-import { TileSet } from '../src/read/tile-set.js';
+} from '../../src/core/merkle.js';
+import { HashTile, TILE_WIDTH, type TileFetcher, TileHashReader } from '../../src/core/tiles.js';
+import { TileSet } from '../../src/read/tile-set.js';
 import {
   NaiveTree,
   largestPowerOfTwoBelow,
@@ -30,8 +30,8 @@ import {
   path as naivePath,
   proof as naiveProof,
   sha256,
-} from './helpers/naive.js';
-import { fromHex, hex, loadVectors } from './helpers/vectors.js';
+} from '../helpers/naive.js';
+import { fromHex, hex, loadVectors } from '../helpers/vectors.js';
 
 const vectors = loadVectors();
 const utf8 = new TextEncoder();

@@ -6,11 +6,11 @@ import { once } from 'node:events';
 import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../src/core/note.js';
-import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../src/keys/local-signer.js';
-import { scratchDir } from './helpers/tmp.js';
+import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier, parseVkey } from '../../src/core/note.js';
+import { KeyFileError, formatPrivateKey, loadOrCreateKey, parsePrivateKey } from '../../src/keys/local-signer.js';
+import { scratchDir } from '../helpers/tmp.js';
 
-const CHILD = join(import.meta.dirname, 'helpers', 'key-child.ts');
+const CHILD = join(import.meta.dirname, '..', 'helpers', 'key-child.ts');
 const child = (mode: string, target: string) =>
   spawn(process.execPath, ['--import', 'tsx', CHILD, mode, target], { stdio: ['ignore', 'pipe', 'inherit'] });
 const deadPid = () =>

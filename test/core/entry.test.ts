@@ -13,10 +13,10 @@ import {
   parseCanonicalEntry,
   parseEntryId,
   presentEntry,
-} from '../src/core/entry.js';
-import { leafHash } from '../src/core/hash.js';
-import { naiveLeafHash, sha256 } from './helpers/naive.js';
-import { fromHex, hex, loadVectors } from './helpers/vectors.js';
+} from '../../src/core/entry.js';
+import { leafHash } from '../../src/core/hash.js';
+import { naiveLeafHash, sha256 } from '../helpers/naive.js';
+import { fromHex, hex, loadVectors } from '../helpers/vectors.js';
 
 const { entries } = loadVectors();
 const utf8 = new TextEncoder();

@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SeedSigner } from '../src/core/note.js';
-import { auditLogDir, listTileFiles, verifyCheckpointNote, writeTestKey } from './helpers/audit.js';
+import { SeedSigner } from '../../src/core/note.js';
+import { auditLogDir, listTileFiles, verifyCheckpointNote, writeTestKey } from '../helpers/audit.js';
 
 const ORIGIN = 'test.example/crash'; // as in test/helpers/crash-child.ts
 const SEED_FILL = 7;
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const childScript = path.join(repoRoot, 'test', 'helpers', 'crash-child.ts');
 const ROUNDS = 10;
 

@@ -1,7 +1,7 @@
 // src/core/tiles.ts: C2SP tile paths, hash tiles, locating subtree hashes in tiles, and bundles.
 import { describe, expect, it } from 'vitest';
-import { leafHash } from '../src/core/hash.js';
-import { type SubtreeRef, treeHash } from '../src/core/merkle.js';
+import { leafHash } from '../../src/core/hash.js';
+import { type SubtreeRef, treeHash } from '../../src/core/merkle.js';
 import {
   HashTile,
   TILE_HEIGHT,
@@ -16,11 +16,11 @@ import {
   parseTilePath,
   tilePath,
   tileWidthAt,
-} from '../src/core/tiles.js';
-import { decodeBundle, encodeBundle } from '../src/core/bundle.js';
-import { TileSet } from '../src/read/tile-set.js';
-import { NaiveTree, sha256 } from './helpers/naive.js';
-import { hex, loadVectors } from './helpers/vectors.js';
+} from '../../src/core/tiles.js';
+import { decodeBundle, encodeBundle } from '../../src/core/bundle.js';
+import { TileSet } from '../../src/read/tile-set.js';
+import { NaiveTree, sha256 } from '../helpers/naive.js';
+import { hex, loadVectors } from '../helpers/vectors.js';
 
 const vectors = loadVectors();
 const SIZE = 70000;

@@ -14,11 +14,11 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SteleStack, WITNESS_POLICY_FILE } from '../infra/stack.js';
-import { SIG_COSIGNATURE_V1, formatVkey, makeVerifier } from '../src/core/note.js';
-import { ensureBuilt } from './helpers/cli.js';
-import { scratchDir } from './helpers/tmp.js';
-import type { JsonObject } from './helpers/json.js';
+import { SteleStack, WITNESS_POLICY_FILE } from '../../infra/stack.js';
+import { SIG_COSIGNATURE_V1, formatVkey, makeVerifier } from '../../src/core/note.js';
+import { ensureBuilt } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/tmp.js';
+import type { JsonObject } from '../helpers/json.js';
 
 type Json = JsonObject;
 
@@ -305,7 +305,7 @@ describe('infra/stack.ts: a witness policy', () => {
       STELE_RECONFIGURE: 'false',
     });
     for (const k of Object.keys(env)) if (typeof env[k] !== 'string') delete env[k];
-    const cwd = new URL('..', import.meta.url).pathname;
+    const cwd = new URL('../..', import.meta.url).pathname;
     const [sh, flag, script] = byRole.sequencer!.command as [string, string, string];
     const proc = spawn(sh, [flag, script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
@@ -674,7 +674,7 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
     for (const [, subnet] of ofType('AWS::EC2::Subnet')) expect(subnet.Properties.MapPublicIpOnLaunch).toBe(false);
     // Containers: read-only root, unprivileged user, /tmp and the data directory (the image's
     // STELE_DATA_DIR, where production mode keeps its anchor policy) task volumes, a hard memory limit.
-    const dockerfile = readFileSync(new URL('../infra/Dockerfile', import.meta.url), 'utf8');
+    const dockerfile = readFileSync(new URL('../../infra/Dockerfile', import.meta.url), 'utf8');
     expect(/STELE_DATA_DIR=(\S+)/.exec(dockerfile)?.[1]).toBe('/data'); // the mount below is the image's data directory
     for (const [id, task] of ofType('AWS::ECS::TaskDefinition')) {
       const [c, collector] = task.Properties.ContainerDefinitions as Json[];
@@ -730,7 +730,7 @@ describe('infra/stack.ts: issue 32 (immutability, one signer, TLS, operations)',
       expect(writes[0]!.Resource).toEqual({ 'Fn::GetAtt': [metricsLogId, 'Arn'] });
     }
     // The metrics the dashboard reads from it exist in the services' registry (src/api/metrics.ts).
-    const metricsSource = readFileSync(new URL('../src/api/metrics.ts', import.meta.url), 'utf8');
+    const metricsSource = readFileSync(new URL('../../src/api/metrics.ts', import.meta.url), 'utf8');
     const [, dashboard] = byPrefix('Dashboard', 'AWS::CloudWatch::Dashboard');
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     const used = [...body.matchAll(/stele_[a-z_]+/g)].map((m) => m[0]);

@@ -2,9 +2,9 @@
 // 1312-byte keys, and cosignatures that verify, or fail when anything they cover changes.
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
 import { describe, expect, it } from 'vitest';
-import { formatCheckpointBody } from '../src/core/checkpoint.js';
-import { toTrust } from '../src/explorer/trust.js';
-import { concatBytes, sha256 } from '../src/core/hash.js';
+import { formatCheckpointBody } from '../../src/core/checkpoint.js';
+import { toTrust } from '../../src/explorer/trust.js';
+import { concatBytes, sha256 } from '../../src/core/hash.js';
 import {
   NoteError,
   SIG_SUBTREE_MLDSA44,
@@ -17,7 +17,7 @@ import {
   parseVkey,
   signBody,
   subtreeCosignatureMessage,
-} from '../src/core/note.js';
+} from '../../src/core/note.js';
 
 const utf8 = new TextEncoder();
 const witnessKeys = ml_dsa44.keygen(new Uint8Array(32).fill(7));

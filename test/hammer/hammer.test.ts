@@ -4,8 +4,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from './helpers/cli.js';
-import { scratchDir } from './helpers/tmp.js';
+import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'hammer.test/log';
 const sandbox = new Sandbox('stele-hammer-');

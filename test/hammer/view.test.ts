@@ -4,15 +4,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openCheckpoint } from '../src/core/checkpoint.js';
-import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
-import { SharedView } from '../src/hammer/view.js';
-import { localPaths } from '../src/serve/local-log.js';
-import { LogReader } from '../src/read/reader.js';
-import { loadOrCreateKey } from '../src/keys/local-signer.js';
-import { FsObjectStore } from '../src/store/fs.js';
-import { makeLog } from './helpers/logs.js';
-import { scratchDir } from './helpers/tmp.js';
+import { openCheckpoint } from '../../src/core/checkpoint.js';
+import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
+import { SharedView } from '../../src/hammer/view.js';
+import { localPaths } from '../../src/serve/local-log.js';
+import { LogReader } from '../../src/read/reader.js';
+import { loadOrCreateKey } from '../../src/keys/local-signer.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { makeLog } from '../helpers/logs.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'hammer-view.test/log';
 

@@ -8,24 +8,24 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/core/anchor.js';
-import { bytesEqual, leafHash, toHex } from '../src/core/hash.js';
-import { openLocalLog } from '../src/serve/local-log.js';
-import { verifyConsistency, verifyInclusion } from '../src/core/merkle.js';
-import { SeedSigner } from '../src/core/note.js';
-import { LogReader } from '../src/read/reader.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { bytesEqual, leafHash, toHex } from '../../src/core/hash.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
+import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
+import { SeedSigner } from '../../src/core/note.js';
+import { LogReader } from '../../src/read/reader.js';
 import {
   type AnchorReceipt,
   LogStateError,
   type PublishedCheckpoint,
   SequencerStoppedError,
-} from '../src/sequencer/contract.js';
-import { Sequencer } from '../src/sequencer/sequencer.js';
-import { FsObjectStore } from '../src/store/fs.js';
-import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } from '../src/store/lock.js';
-import type { CreateOptions, ObjectStore, StoredObject, VersionedObject } from '../src/store/store.js';
-import { auditLogDir, tileFile, verifyCheckpointNote, writeTestKey } from './helpers/audit.js';
-import { naiveLeafHash } from './helpers/naive.js';
+} from '../../src/sequencer/contract.js';
+import { Sequencer } from '../../src/sequencer/sequencer.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } from '../../src/store/lock.js';
+import type { CreateOptions, ObjectStore, StoredObject, VersionedObject } from '../../src/store/store.js';
+import { auditLogDir, tileFile, verifyCheckpointNote, writeTestKey } from '../helpers/audit.js';
+import { naiveLeafHash } from '../helpers/naive.js';
 
 const ORIGIN = 'test.example/sequencer';
 const dirs: string[] = [];

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from './helpers/vectors.js';
+import { repoRoot } from '../helpers/vectors.js';
 
 const SKIP = new Set(['node_modules', 'dist', '.git', '.scratch', 'cdk.out', 'vectors']);
 

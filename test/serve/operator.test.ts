@@ -6,13 +6,13 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { copyFile, cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import { parseVkey } from '../src/core/note.js';
-import { startWitness } from '../src/witness/host.js';
+import { parseVkey } from '../../src/core/note.js';
+import { startWitness } from '../../src/witness/host.js';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServe, Sandbox, ensureBuilt, startServe } from './helpers/cli.js';
-import { digestOf, getJson, postAnchor } from './api/server.js';
-import { scratchDir } from './helpers/tmp.js';
+import { type RunningServe, Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
+import { digestOf, getJson, postAnchor } from '../api/server.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'operator.test/log';
 

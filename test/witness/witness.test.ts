@@ -7,17 +7,17 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openCheckpoint, signCheckpoint } from '../src/core/checkpoint.js';
-import { EMPTY_ROOT, leafHash, sha256, toBase64, toHex } from '../src/core/hash.js';
-import { MemoryHashReader, proveConsistency, treeHash } from '../src/core/merkle.js';
-import { SIG_ED25519, SeedSigner, cosignBody, makeVerifier, openNote, signBody } from '../src/core/note.js';
-import { FsObjectStore } from '../src/store/fs.js';
-import { WitnessCollector, WitnessRollbackError } from '../src/witness/collector.js';
-import { type RunningWitness, startWitness } from '../src/witness/host.js';
-import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../src/witness/protocol.js';
-import { Witness } from '../src/witness/witness.js';
-import { digestOf, getJson, postAnchor, startTestServer } from './api/server.js';
-import { scratchDir } from './helpers/tmp.js';
+import { openCheckpoint, signCheckpoint } from '../../src/core/checkpoint.js';
+import { EMPTY_ROOT, leafHash, sha256, toBase64, toHex } from '../../src/core/hash.js';
+import { MemoryHashReader, proveConsistency, treeHash } from '../../src/core/merkle.js';
+import { SIG_ED25519, SeedSigner, cosignBody, makeVerifier, openNote, signBody } from '../../src/core/note.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { WitnessCollector, WitnessRollbackError } from '../../src/witness/collector.js';
+import { type RunningWitness, startWitness } from '../../src/witness/host.js';
+import { SIZE_CONTENT_TYPE, formatAddCheckpoint } from '../../src/witness/protocol.js';
+import { Witness } from '../../src/witness/witness.js';
+import { digestOf, getJson, postAnchor, startTestServer } from '../api/server.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'witness.test/log';
 const logKey = new SeedSigner(ORIGIN, new Uint8Array(32).fill(1));
@@ -419,7 +419,7 @@ describe('a log witnessed by three witnesses', () => {
       expect(key.witnessPolicy.policy).toMatch(/^group quorum all \S+ \S+ \S+\nquorum quorum\n/m);
       const cp = (await getJson(`${srv.url}/api/ledger/checkpoint`)).body;
       expect(cp.witnesses).toHaveLength(3);
-      const { parseVkey } = await import('../src/core/note.js');
+      const { parseVkey } = await import('../../src/core/note.js');
       const opened = openCheckpoint(
         cp.note,
         parseVkey(srv.vkey),
@@ -436,8 +436,8 @@ describe('a log witnessed by three witnesses', () => {
     const dirs = [tmp('stele-ws-'), tmp('stele-ws-'), tmp('stele-ws-')];
     const dataDir = tmp('stele-wlog-');
     // The witnesses must know the log key before the log starts: create it first.
-    const { loadOrCreateKey } = await import('../src/keys/local-signer.js');
-    const { localPaths } = await import('../src/serve/local-log.js');
+    const { loadOrCreateKey } = await import('../../src/keys/local-signer.js');
+    const { localPaths } = await import('../../src/serve/local-log.js');
     const { signer } = await loadOrCreateKey(localPaths(dataDir).keyFile, 'api.test/log');
     const verifier = makeVerifier('api.test/log', SIG_ED25519, signer.publicKey);
     const start = (i: number, port = 0) =>

@@ -2,7 +2,7 @@
 // example policy round-trips, quorums any / all / k-of-n / nested / none evaluate as the
 // text defines them, and each rule of the grammar refuses with the line named.
 import { describe, expect, it } from 'vitest';
-import { SIG_COSIGNATURE_V1, SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../src/core/note.js';
+import { SIG_COSIGNATURE_V1, SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import {
   PolicyError,
   describeQuorum,
@@ -12,7 +12,7 @@ import {
   quorumMet,
   simpleThreshold,
   thresholdPolicy,
-} from '../src/core/tlog-policy.js';
+} from '../../src/core/tlog-policy.js';
 
 const key = (name: string, seed: number, type: 0x01 | 0x04 = SIG_COSIGNATURE_V1) =>
   formatVkey(makeVerifier(name, type, new SeedSigner(name, new Uint8Array(32).fill(seed)).publicKey));

@@ -10,9 +10,9 @@ import {
   planInclusion,
   planLeafHash,
   planTreeHash,
-} from '../src/core/merkle.js';
-import { toHex } from '../src/core/hash.js';
-import * as naive from './helpers/naive.js';
+} from '../../src/core/merkle.js';
+import { toHex } from '../../src/core/hash.js';
+import * as naive from '../helpers/naive.js';
 
 const N = 300;
 const inputs = Array.from({ length: N }, (_, i) => Uint8Array.of(i & 0xff, i >> 8, 7));

@@ -11,12 +11,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../src/core/anchor.js';
-import { openLocalLog } from '../src/serve/local-log.js';
-import { SIG_ED25519, formatVkey, makeVerifier } from '../src/core/note.js';
-import type { AnchorReceipt, PublishedCheckpoint } from '../src/sequencer/contract.js';
-import { auditLogDir, tileFile, writeTestKey } from './helpers/audit.js';
-import { runTlogcheck, sharedDir, tlogcheckBinary } from './helpers/tlogcheck.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
+import { SIG_ED25519, formatVkey, makeVerifier } from '../../src/core/note.js';
+import type { AnchorReceipt, PublishedCheckpoint } from '../../src/sequencer/contract.js';
+import { auditLogDir, tileFile, writeTestKey } from '../helpers/audit.js';
+import { runTlogcheck, sharedDir, tlogcheckBinary } from '../helpers/tlogcheck.js';
 
 const ORIGIN = 'test.example/tlogcheck';
 // Batch ends at tile boundaries of level 0 (256) and level 1 (65,536 is too far for "a few

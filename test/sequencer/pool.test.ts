@@ -4,16 +4,16 @@
 // cannot be an entry is refused alone; a failed batch put back is sequenced again from the
 // reloaded edge.
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AnchorRequest, anchorRequest, buildEntry } from '../src/core/anchor.js';
-import { ZERO_HASH, canonicalEntryBytes } from '../src/core/entry.js';
-import { HASH_SIZE, bytesEqual, leafHash } from '../src/core/hash.js';
-import { RightEdge } from '../src/sequencer/right-edge.js';
-import { encodeBundle, frame } from '../src/core/bundle.js';
-import { type Segment, SequencingPool, batchEntries } from '../src/sequencer/pool.js';
-import { UnrecordableRequestError } from '../src/sequencer/contract.js';
-import { RecordBuffer, Repeats } from '../src/sequencer/records.js';
-import { sequenceRun } from '../src/sequencer/sequencing.js';
-import { StagingBuffer } from '../src/sequencer/staging-buffer.js';
+import { type AnchorRequest, anchorRequest, buildEntry } from '../../src/core/anchor.js';
+import { ZERO_HASH, canonicalEntryBytes } from '../../src/core/entry.js';
+import { HASH_SIZE, bytesEqual, leafHash } from '../../src/core/hash.js';
+import { RightEdge } from '../../src/sequencer/right-edge.js';
+import { encodeBundle, frame } from '../../src/core/bundle.js';
+import { type Segment, SequencingPool, batchEntries } from '../../src/sequencer/pool.js';
+import { UnrecordableRequestError } from '../../src/sequencer/contract.js';
+import { RecordBuffer, Repeats } from '../../src/sequencer/records.js';
+import { sequenceRun } from '../../src/sequencer/sequencing.js';
+import { StagingBuffer } from '../../src/sequencer/staging-buffer.js';
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 const req = (i: number, artifact?: string): AnchorRequest =>

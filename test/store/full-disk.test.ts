@@ -6,9 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, openSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Sandbox, ensureBuilt, startServe } from './helpers/cli.js';
-import { digestOf, getJson, postAnchor } from './api/server.js';
-import { scratchDir } from './helpers/tmp.js';
+import { Sandbox, ensureBuilt, startServe } from '../helpers/cli.js';
+import { digestOf, getJson, postAnchor } from '../api/server.js';
+import { scratchDir } from '../helpers/tmp.js';
 
 const ORIGIN = 'full-disk.test/log';
 const ANCHOR_TIMEOUT_MS = 2000;
