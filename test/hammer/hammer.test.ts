@@ -1,9 +1,8 @@
 // `stele hammer` as a subprocess against a real `stele serve`: a clean log verifies (entries
 // proved included, checkpoints consistent, no errors); a log serving a tile whose bytes were
 // changed on disk is reported (exit 1, verification failures named).
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTamperProxy } from '../helpers/fake-log-server.js';
 import { type RunningServe, Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -103,30 +102,40 @@ describe('stele hammer', () => {
     expect(help.stdout).toMatch(/pushback/);
   }, 60_000);
 
-  it('a log serving a tampered tile is reported: exit 1 with verification failures', async () => {
+  it('tiles tampered between the log and the hammer (a CDN, a proxy) are reported: exit 1 with verification failures', async () => {
+    // The log itself serves only what verifies (a flipped byte on its disk is a 500
+    // corrupt_storage, never the altered bytes): the altering is done by a proxy in front.
     // Fill the first level-0 tile (256 leaves), so it is a full tile the log never rewrites.
     const have = (await (await fetch(`${serve.url}/api/ledger/checkpoint`)).json()) as { treeSize: number };
     for (let i = have.treeSize; i < 300; i++) await postAnchor(serve.url, i.toString(16).padStart(64, 'f'));
-    const tile = join(serve.dataDir, 'log', 'tile', '0', '000');
-    const bytes = readFileSync(tile);
-    bytes[5 * 32 + 7]! ^= 0x01; // one bit of leaf 5's hash
-    writeFileSync(tile, bytes);
-
-    const r = await sandbox.json<Report>([
-      'hammer',
-      serve.url,
-      '--writers',
-      '2',
-      '--readers',
-      '2',
-      '--max-runtime',
-      '4',
-      '--vkey',
-      serve.vkey,
-    ]);
-    expect(r.code).toBe(1);
-    expect(r.out.ok).toBe(false);
-    expect(r.out.verificationFailures).toBeGreaterThan(0);
-    expect(r.out.problems.join('\n')).toMatch(/not included|not consistent/);
+    const proxy = await startTamperProxy(serve.url, {
+      object: (key, data) => {
+        if (key !== 'tile/0/000') return data;
+        const bytes = Buffer.from(data);
+        bytes[5 * 32 + 7]! ^= 0x01; // one bit of leaf 5's hash
+        return bytes;
+      },
+    });
+    try {
+      const r = await sandbox.json<Report>([
+        'hammer',
+        proxy.url,
+        '--writers',
+        '2',
+        '--readers',
+        '2',
+        '--max-runtime',
+        '4',
+        '--vkey',
+        serve.vkey,
+      ]);
+      expect(proxy.seen).toContain('/tile/0/000');
+      expect(r.code).toBe(1);
+      expect(r.out.ok).toBe(false);
+      expect(r.out.verificationFailures).toBeGreaterThan(0);
+      expect(r.out.problems.join('\n')).toMatch(/not included|not consistent/);
+    } finally {
+      await proxy.close();
+    }
   }, 120_000);
 });
