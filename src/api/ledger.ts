@@ -36,6 +36,8 @@ export interface LedgerService {
   readonly index: LookupIndex;
   /** The latest published checkpoint. */
   checkpoint(): PublishedCheckpoint;
+  /** The tree the log has signed but not published yet (it waits for cosignatures), if any. */
+  committed?(): PublishedCheckpoint;
   /** Entries accepted, including those still pooled. */
   lifetimeEntries(): number;
   readonly witnesses: readonly WitnessInfo[];

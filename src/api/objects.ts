@@ -117,10 +117,17 @@ export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckp
     else {
       const id = parseTilePath(key);
       if (!id) throw notFound('object_not_found', `${key} is not a tile path`);
-      const cp = ledger.checkpoint();
-      // Beyond the published tree nothing can be authenticated (a batch not yet published).
-      if (id.width > tileWidthAt(typeof id.kind === 'number' ? id.kind : 0, id.index, cp.size))
-        throw notFound('object_not_found', `${key} is not in the published tree (size ${cp.size})`);
+      const published = ledger.checkpoint();
+      const level = typeof id.kind === 'number' ? id.kind : 0;
+      const inTree = (size: number) => id.width <= tileWidthAt(level, id.index, size);
+      // The tree the log signed but has not published (it waits for a mirror's or a witness's
+      // cosignature, and a tlog-mirror reads its records first): authenticated against that
+      // signed root, but never cached, as nothing outside the log vouches for it yet.
+      const committed = ledger.committed?.();
+      const cp = inTree(published.size) ? published : committed && inTree(committed.size) ? committed : null;
+      // Beyond the signed tree nothing can be authenticated (a batch not yet committed).
+      if (!cp) throw notFound('object_not_found', `${key} is not in the published tree (size ${published.size})`);
+      if (cp !== published) ctx.set('Cache-Control', 'no-store');
       data = await ledger.reader.publishedObject(cp, id).catch((e: unknown) => {
         if (e instanceof MissingObjectError) return null;
         throw e;
@@ -129,7 +136,7 @@ export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckp
     if (!data) throw notFound('object_not_found', `${key} does not exist`);
     const meta = objectMeta(key);
     ctx.set('Content-Type', meta.contentType);
-    ctx.set('Cache-Control', meta.cacheControl);
+    if (ctx.response.get('Cache-Control') !== 'no-store') ctx.set('Cache-Control', meta.cacheControl);
     ctx.body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   };
 }

@@ -190,6 +190,15 @@ export class Sequencer {
     return this.published;
   }
 
+  /**
+   * The latest tree the log has signed, its objects durable, but not yet published (it waits
+   * for witness or mirror cosignatures): at least the published one. A tlog-mirror reads its
+   * objects before it can cosign it.
+   */
+  get committedCheckpoint(): PublishedCheckpoint {
+    return this.committed;
+  }
+
   /** Entries accepted so far, including those not yet in a published checkpoint. */
   get lifetimeEntries(): number {
     return this.committed.size + this.pool.length;

@@ -140,6 +140,7 @@ function sequencerLedger(
     reader,
     index,
     checkpoint: () => sequencer.checkpoint,
+    committed: () => sequencer.committedCheckpoint,
     lifetimeEntries: () => sequencer.lifetimeEntries,
     ...ledgerWitnessFields(witnessing),
     submit: (req, options) => withDeadline(anchors.submit(req, options), anchorTimeoutMs, () => sequencer.notReady),

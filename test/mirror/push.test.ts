@@ -196,6 +196,13 @@ describe('a log that requires one mirror cosignature', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('anchor_timeout');
     await new Promise((r) => setTimeout(r, 1500));
     expect(await sizeAt(`${log.url}/checkpoint`)).toBe(300);
+    // Leaf 300 is signed and durable but not published: its objects are served for a mirror to
+    // read (authenticated against the signed root), never cached; nothing beyond them is.
+    const pending = await fetch(`${log.url}/tile/records/001.p/45`);
+    expect(pending.status).toBe(200);
+    expect(pending.headers.get('cache-control')).toBe('no-store');
+    expect((await fetch(`${log.url}/tile/records/001.p/46`)).status).toBe(404);
+    expect((await fetch(`${log.url}/tile/records/001.p/44`)).headers.get('cache-control')).toMatch(/immutable/);
 
     mirror = await startMirrorCli(mirrorDir, mirrorPort, logSpec);
     await until('the log to publish with the mirror back', async () => (await sizeAt(`${log.url}/checkpoint`)) === 301);
