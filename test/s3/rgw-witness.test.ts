@@ -347,7 +347,11 @@ describe('stele serve on RGW with a witness and a mirror', () => {
       );
       // One line from stele (Node may print its own warnings before it), at the end.
       expect(refused).toMatch(/^stele serve exited with 2: /);
-      const lines = refused.split('\n').filter((l) => l.startsWith('stele: '));
+      // What serve printed follows the prefix: its one line, after any warnings Node printed first.
+      const lines = refused
+        .replace(/^stele serve exited with 2: /, '')
+        .split('\n')
+        .filter((l) => l.startsWith('stele: '));
       expect(lines).toHaveLength(1);
       expect(refused.trimEnd().endsWith(lines[0]!)).toBe(true);
       expect(lines[0]).toMatch(
