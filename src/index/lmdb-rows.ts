@@ -46,6 +46,11 @@ export class RowSet {
     this.db.putSync(ONE, row);
   }
 
+  /** Removes a row (a test's stale index; nothing in the log removes one). */
+  remove(row: Buffer): boolean {
+    return this.db.removeSync(ONE, row);
+  }
+
   /** The rows that start with `prefix`, in byte order, read lazily. */
   *startingWith(prefix: Buffer, from: Buffer = prefix): Generator<Buffer> {
     for (const row of this.db.getValues(ONE, { start: from })) {

@@ -27,6 +27,7 @@ import type { LockState } from '../../src/store/lock.js';
 import { VersionConflictError } from '../../src/store/store.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
+import { firstCandidate } from '../helpers/index-rows.js';
 
 let ddb: DynamoServer;
 let s3: S3Server;
@@ -129,10 +130,10 @@ describe('DynamoIndex (dynalite)', () => {
     await index.onBatch(b2);
     await index.onBatch(b1); // replay (recovery re-applies a staged batch)
     await index.onBatch(b2);
-    expect(await index.findByDigest(digest(1))).toBe(0);
-    expect(await index.findByDigest(digest(3))).toBe(4);
-    expect(await index.findByDigest(digest(9))).toBeUndefined();
-    expect(await index.findByArtifact('art_aaaaaaaaaaaaaaaaaaaaaaaa')).toBe(3);
+    expect(await index.findByDigest(digest(1), firstCandidate)).toBe(0);
+    expect(await index.findByDigest(digest(3), firstCandidate)).toBe(4);
+    expect(await index.findByDigest(digest(9), firstCandidate)).toBeUndefined();
+    expect(await index.findByArtifact('art_aaaaaaaaaaaaaaaaaaaaaaaa', firstCandidate)).toBe(3);
     expect(await index.indexedSize()).toBe(5);
     expect(await index.countsByType()).toEqual({ ledger_anchor: 4, document_verified: 1 });
     await expect(index.onBatch(batch(7, [{ digest: digest(4) }]))).rejects.toBeInstanceOf(IndexGapError);
@@ -155,7 +156,7 @@ describe('DynamoIndex (dynalite)', () => {
     ]);
     expect(await a.indexedSize()).toBe(300);
     expect(await b.countsByType()).toEqual({ x: 100, y: 200 });
-    expect(await b.findByDigest(digest(299))).toBe(299);
+    expect(await b.findByDigest(digest(299), firstCandidate)).toBe(299);
     await Promise.all([a.close(), b.close()]);
   });
 });
