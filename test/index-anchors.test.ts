@@ -173,12 +173,12 @@ describe('LmdbIndex: anchors and labels', () => {
     await index.onBatch(batch(0, FIRST));
     await index.flush();
     // Digest 1 twice in the batch, as an anchor and as an event: two rows (their tags differ).
-    expect(index.rowCounts()).toEqual({ digest: 5, artifact: 4, label: 4 });
+    expect(index.footprint().rows).toEqual({ digest: 5, artifact: 4, label: 4 });
     await index.onBatch(batch(5, SECOND));
     await index.flush();
     // app.bin in a and in b recur (at 5 and 7): new artifact rows (their latest leaves), no
     // new label rows; app.bin in c and seen.bin are new.
-    expect(index.rowCounts()).toEqual({ digest: 9, artifact: 8, label: 6 });
+    expect(index.footprint().rows).toEqual({ digest: 9, artifact: 8, label: 6 });
     await index.close();
   });
 

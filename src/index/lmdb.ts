@@ -9,7 +9,7 @@
 // data: a batch whose transaction a crash loses is indexed again from the record bundles
 // at the next start (src/index/catchup.ts), from the size the index itself records.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
@@ -364,9 +364,18 @@ export class LmdbIndex implements LookupIndex {
     return out;
   }
 
-  /** Rows held by each row set, for the byte figures (bench/scale.ts and the tests). */
-  rowCounts(): { digest: number; artifact: number; label: number } {
-    return { digest: this.db.digests.count(), artifact: this.db.artifacts.count(), label: this.db.labels.count() };
+  /**
+   * What the index holds, for the byte figures (bench/scale.ts, the tests): rows per set,
+   * their bytes (a fixed-width row has no per-row overhead in LMDB), and the file's bytes.
+   */
+  footprint(): { rows: { digest: number; artifact: number; label: number }; liveBytes: number; fileBytes: number } {
+    const { digests, artifacts, labels } = this.db;
+    const rows = { digest: digests.count(), artifact: artifacts.count(), label: labels.count() };
+    return {
+      rows,
+      liveBytes: rows.digest * digests.width + rows.artifact * artifacts.width + rows.label * labels.width,
+      fileBytes: statSync(join(this.path, 'data.mdb')).size,
+    };
   }
 
   /**
