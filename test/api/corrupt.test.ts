@@ -245,10 +245,10 @@ describe('the lookup index against the tree', () => {
   it('a row naming another entry is a 404, never that entry', async () => {
     const index = join(dataDir, 'private', 'index');
     // The right rows gone, stale ones naming other entries in their place.
-    await editIndexRow(index, 'remove', 'digest', digestOf(5), 5);
-    await editIndexRow(index, 'put', 'digest', digestOf(5), 7);
-    await editIndexRow(index, 'remove', 'artifact', artifactId('a9'), 9);
-    await editIndexRow(index, 'put', 'artifact', artifactId('a9'), 11);
+    await editIndexRow(index, 'digest', digestOf(5), undefined);
+    await editIndexRow(index, 'digest', digestOf(5), 7);
+    await editIndexRow(index, 'artifact', artifactId('a9'), undefined);
+    await editIndexRow(index, 'artifact', artifactId('a9'), 11);
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
       const byHash = await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(5)}`);
@@ -259,8 +259,10 @@ describe('the lookup index against the tree', () => {
     } finally {
       await server.close();
       server = undefined;
-      await editIndexRow(index, 'put', 'digest', digestOf(5), 5);
-      await editIndexRow(index, 'put', 'artifact', artifactId('a9'), 9);
+      await editIndexRow(index, 'digest', digestOf(5), undefined);
+      await editIndexRow(index, 'digest', digestOf(5), 5);
+      await editIndexRow(index, 'artifact', artifactId('a9'), undefined);
+      await editIndexRow(index, 'artifact', artifactId('a9'), 9);
     }
   });
 
@@ -269,7 +271,7 @@ describe('the lookup index against the tree', () => {
     await editIndex((db) => {
       db.put('meta:size', N + 100);
     });
-    await editIndexRow(join(dataDir, 'private', 'index'), 'put', 'digest', ghost, N + 50);
+    await editIndexRow(join(dataDir, 'private', 'index'), 'digest', ghost, N + 50);
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
       const summary = await getJson(`${server.url}/api/ledger/summary`);

@@ -14,22 +14,24 @@ interface Internals {
   short(value: string): Buffer;
 }
 
-/** Adds or removes the row naming leaf `seq` for a digest (an anchor's, given its identity) or an artifact id. */
+/**
+ * Adds the row naming leaf `seq` for a digest (an anchor's, given its identity) or an
+ * artifact id — or, with `seq` undefined, removes every row of that value.
+ */
 export async function editIndexRow(
   path: string,
-  op: 'put' | 'remove',
   kind: 'digest' | 'artifact',
   value: string,
-  seq: number,
+  seq: number | undefined,
   identity?: string,
 ): Promise<void> {
   const index = new LmdbIndex(path);
   const { db, short } = index as unknown as Internals;
-  const row =
-    kind === 'digest'
-      ? digestRow(short.call(index, value), seq, identity === undefined ? 0 : anchorTag(identity))
-      : artifactRow(short.call(index, value), seq);
+  const key = short.call(index, value);
   const set = kind === 'digest' ? db.digests : db.artifacts;
-  await db.root.transaction(() => (op === 'put' ? set.put(row) : set.remove(row)));
+  await db.root.transaction(() => {
+    if (seq === undefined) for (const row of [...set.startingWith(key)]) set.remove(row);
+    else set.put(kind === 'digest' ? digestRow(key, seq, identity === undefined ? 0 : anchorTag(identity)) : artifactRow(key, seq));
+  });
   await index.close();
 }
