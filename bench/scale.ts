@@ -5,7 +5,8 @@
 //   entry_bundle_bytes_per_entry   entry bundles
 //   record_bundle_bytes_per_entry  record bundles, as stored
 //   index_live_bytes_per_entry     the index's rows (LmdbIndex.footprint)
-//   index_file_bytes_per_entry     the index's file
+//   index_file_bytes_per_entry     the index's file, grown batch by batch as serve grows it
+//   index_file_bytes_per_entry_rebuilt  the file `stele index rebuild` writes
 //   rebuild_entries_per_s_start    `stele index rebuild`'s rate over the first tenth of the log…
 //   rebuild_entries_per_s_end      …and over the last tenth
 //   start_seconds                  opening the log and reconciling its index, as `serve` starts
@@ -86,7 +87,10 @@ async function fill(dataDir: string, total: number): Promise<void> {
 }
 
 /** Rebuilds the index into a new directory, as `stele index rebuild` does; the rates over the first and last tenth. */
-async function rebuild(dataDir: string, scratch: ScratchDirs): Promise<{ start: number; end: number }> {
+async function rebuild(
+  dataDir: string,
+  scratch: ScratchDirs,
+): Promise<{ start: number; end: number; fileBytes: number }> {
   const { sequencer, store } = await openLocalLog({ dataDir, origin: ORIGIN });
   const index = new LmdbIndex(join(scratch.make('stele-bench-scale-rebuild-'), 'index'));
   const size = sequencer.checkpoint.size;
@@ -96,6 +100,7 @@ async function rebuild(dataDir: string, scratch: ScratchDirs): Promise<{ start: 
     if (indexed >= marks.length * tenth && marks.length < 10) marks.push({ at: indexed, ms: now() });
     if (indexed === size) marks.push({ at: indexed, ms: now() });
   });
+  const { fileBytes } = index.footprint();
   await index.close();
   await sequencer.close();
   const first = marks[1] ?? marks[marks.length - 1]!;
@@ -103,7 +108,7 @@ async function rebuild(dataDir: string, scratch: ScratchDirs): Promise<{ start: 
   const beforeLast = marks[Math.max(0, marks.length - 2)]!;
   const rate = (a: { at: number; ms: number }, b: { at: number; ms: number }) =>
     (b.at - a.at) / Math.max(1e-3, (b.ms - a.ms) / 1000);
-  return { start: rate(marks[0]!, first), end: rate(beforeLast, last) };
+  return { start: rate(marks[0]!, first), end: rate(beforeLast, last), fileBytes };
 }
 
 /** Opens the log and its index as `serve` does at start; the seconds it took and the RSS once open. */
@@ -140,6 +145,7 @@ export default async function run(args: string[]): Promise<void> {
     figure('record_bundle_bytes_per_entry', stored.records / total, 'B');
     figure('index_live_bytes_per_entry', footprint.liveBytes / total, 'B');
     figure('index_file_bytes_per_entry', footprint.fileBytes / total, 'B');
+    figure('index_file_bytes_per_entry_rebuilt', rates.fileBytes / total, 'B');
     figure('rebuild_entries_per_s_start', Math.round(rates.start), 'entries/s');
     figure('rebuild_entries_per_s_end', Math.round(rates.end), 'entries/s');
     figure('start_seconds', started.seconds, 's');

@@ -35,6 +35,8 @@ async function feed(index: LmdbIndex, batchSize: number, commitEach: boolean): P
     const entries = Array.from({ length: Math.min(batchSize, N - from) }, (_, k) => entry(from + k));
     await index.onBatch(batchOfEntries(from, entries, {} as PublishedCheckpoint));
     if (commitEach) await index.flush();
+    // Else the batches commit in groups, as their timer fires between them (as a rebuild reading bundles).
+    else await new Promise((r) => setImmediate(r));
   }
   await index.flush();
 }

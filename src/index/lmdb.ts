@@ -54,6 +54,19 @@ const SALT_KEY = 'meta:salt';
  */
 const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
+
+/**
+ * Rows per transaction, for an index of `size` entries: about a thousandth of the entries'.
+ * Rows land on pages at random, and every page a transaction changes is copied, its old copy
+ * free only two transactions later: a transaction writing a large share of the index would
+ * leave the file up to three times the rows' pages (a large batch, or the rebuild's 250 ms
+ * groups, did: 160–180 bytes per entry at 200,000). A thousandth keeps the free pages near a
+ * fifth of the file; bounded below so a young index is not one fsync per entry, and above
+ * so one transaction's copies stay within LMDB's dirty-page list.
+ */
+function rowsPerTransaction(size: number): number {
+  return 3 * Math.min(20_000, Math.max(256, Math.floor(size / 1000)));
+}
 const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
 
 /**
@@ -245,16 +258,36 @@ export class LmdbIndex implements LookupIndex {
 
   private async commit(group: readonly Pending[]): Promise<void> {
     const { root, digests, artifacts, labels } = this.db;
+    const limit = rowsPerTransaction((root.get(SIZE_KEY) as number | undefined) ?? 0);
+    let rows: [RowSet, Buffer][] = [];
     // putSync inside the transaction writes into it without a promise per put: a failed
     // commit (a full disk) then rejects only the transaction's promise, which is handled.
-    await root.transaction(() => {
-      const counts = new Map<string, number>();
-      for (const p of group) {
-        for (const r of p.rows.digest) digests.put(r);
-        for (const r of p.rows.artifact) artifacts.put(r);
-        for (const r of p.rows.label) labels.put(r);
-        for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
+    const write = (more: () => void = () => undefined) => {
+      const these = rows;
+      rows = [];
+      return root.transaction(() => {
+        for (const [set, r] of these) set.put(r);
+        more();
+      });
+    };
+    for (const p of group) {
+      for (const [set, list] of [
+        [digests, p.rows.digest],
+        [artifacts, p.rows.artifact],
+        [labels, p.rows.label],
+      ] as const) {
+        for (const r of list) {
+          rows.push([set, r]);
+          // Rows without the size that covers them are harmless (each is only a candidate,
+          // and indexing the batch again adds them again, as one row each).
+          if (rows.length >= limit) await write();
+        }
       }
+    }
+    // The last rows, the counts and the size together: the batches are in.
+    await write(() => {
+      const counts = new Map<string, number>();
+      for (const p of group) for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
       for (const [type, n] of counts)
         root.putSync(`t:${type}`, ((root.get(`t:${type}`) as number | undefined) ?? 0) + n);
       root.putSync(SIZE_KEY, group[group.length - 1]!.end);
