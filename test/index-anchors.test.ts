@@ -138,7 +138,7 @@ describe('LmdbIndex: anchors and labels', () => {
     await again.close();
   });
 
-  it('skips a candidate its record does not carry and answers the next one, in the lookup\'s order', async () => {
+  it("skips a candidate its record does not carry and answers the next one, in the lookup's order", async () => {
     const path = join(scratchDir('stele-index-candidates-'), 'index');
     const index = new LmdbIndex(path);
     await index.onBatch(batch(0, FIRST));
@@ -249,7 +249,12 @@ describe('LmdbIndex: anchors and labels', () => {
   }
 
   it('an index without a schema mark (the first version) is outdated until cleared', async () => {
-    const index = new LmdbIndex(await oldIndex([['meta:size', 3], [`d:${digest(1)}`, 0]]));
+    const index = new LmdbIndex(
+      await oldIndex([
+        ['meta:size', 3],
+        [`d:${digest(1)}`, 0],
+      ]),
+    );
     expect(await index.outdated()).toBe(true);
     await index.clear();
     expect(await index.outdated()).toBe(false);

@@ -75,7 +75,9 @@ describe('IndexFollower', () => {
     b.publish(published[1]!);
     expect((await b.follower.poll())?.size).toBe(350);
     for (const i of [0, 1, 255, 256, 299, 349])
-      expect(await b.index.findByDigest(digestOf(ORIGIN, i), firstCandidate)).toBe(await a.index.findByDigest(digestOf(ORIGIN, i), firstCandidate));
+      expect(await b.index.findByDigest(digestOf(ORIGIN, i), firstCandidate)).toBe(
+        await a.index.findByDigest(digestOf(ORIGIN, i), firstCandidate),
+      );
     expect(await b.index.countsByType()).toEqual(await a.index.countsByType());
     await Promise.all([a.index.close(), b.index.close()]);
   });

@@ -389,8 +389,7 @@ export class LmdbIndex implements LookupIndex {
     if (this.old) return out;
     const { root } = this.db;
     const committed = (root.get(SIZE_KEY) as number | undefined) ?? 0;
-    for (const { key, value } of root.getRange({ start: 't:', end: 't;' }))
-      out[String(key).slice(2)] = value as number;
+    for (const { key, value } of root.getRange({ start: 't:', end: 't;' })) out[String(key).slice(2)] = value as number;
     // A batch whose transaction has just committed is counted once, from the database.
     for (const p of this.pending)
       if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;

@@ -169,7 +169,9 @@ describe('DynamoIndex (dynalite)', () => {
 function billedBytes(item: Record<string, { S?: string; N?: string }>): number {
   let bytes = 100;
   for (const [name, value] of Object.entries(item))
-    bytes += Buffer.byteLength(name) + (value.S !== undefined ? Buffer.byteLength(value.S) : Math.ceil(value.N!.length / 2) + 1);
+    bytes +=
+      Buffer.byteLength(name) +
+      (value.S !== undefined ? Buffer.byteLength(value.S) : Math.ceil(value.N!.length / 2) + 1);
   return bytes;
 }
 

@@ -31,7 +31,12 @@ export async function editIndexRow(
   const set = kind === 'digest' ? db.digests : db.artifacts;
   await db.root.transaction(() => {
     if (seq === undefined) for (const row of [...set.startingWith(key)]) set.remove(row);
-    else set.put(kind === 'digest' ? digestRow(key, seq, identity === undefined ? 0 : anchorTag(identity)) : artifactRow(key, seq));
+    else
+      set.put(
+        kind === 'digest'
+          ? digestRow(key, seq, identity === undefined ? 0 : anchorTag(identity))
+          : artifactRow(key, seq),
+      );
   });
   await index.close();
 }
