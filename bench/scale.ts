@@ -9,10 +9,12 @@
 //   index_file_bytes_per_entry_rebuilt  the file `stele index rebuild` writes
 //   rebuild_entries_per_s_start    `stele index rebuild`'s rate over the first tenth of the log…
 //   rebuild_entries_per_s_end      …and over the last tenth
-//   start_seconds                  opening the log and reconciling its index, as `serve` starts
-//   rss_mib                        this process's RSS once started again (after a GC when exposed)
+//   start_seconds                  opening the log and reconciling its index, as `serve` starts,
+//                                  in a process of its own
+//   rss_mib                        RSS of a process that has just started so (after a GC when exposed)
 // Default N: 200,000 (`--quick`: 20,000). Anchors as bench/sequencer.ts makes them: each
 // with its own digest and a new artifact label (the index's largest case).
+import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
@@ -127,7 +129,24 @@ async function start(dataDir: string): Promise<{ seconds: number; rssMiB: number
   return { seconds, rssMiB };
 }
 
+/** `start` in a process of its own, so its RSS is a started server's and not this run's. */
+function startApart(dataDir: string): { seconds: number; rssMiB: number } {
+  const out = execFileSync(
+    process.execPath,
+    [...process.execArgv, process.argv[1]!, 'scale', '--start-only', dataDir],
+    {
+      encoding: 'utf8',
+    },
+  );
+  return JSON.parse(out.trim().split('\n').pop()!) as { seconds: number; rssMiB: number };
+}
+
 export default async function run(args: string[]): Promise<void> {
+  const only = args.indexOf('--start-only');
+  if (only >= 0) {
+    console.log(JSON.stringify(await start(args[only + 1]!)));
+    return;
+  }
   const total = entriesOption(args);
   const scratch = new ScratchDirs();
   try {
@@ -137,7 +156,7 @@ export default async function run(args: string[]): Promise<void> {
     const index = new LmdbIndex(join(dataDir, 'private', 'index'));
     const footprint = index.footprint();
     await index.close();
-    const started = await start(dataDir);
+    const started = startApart(dataDir);
     const rates = await rebuild(dataDir, scratch);
     note(`${total} entries; index rows: ${JSON.stringify(footprint.rows)}`);
     figure('tile_bytes_per_entry', stored.tiles / total, 'B');
