@@ -1,9 +1,10 @@
-// The embedded lookup index on LMDB. One write transaction per batch; idempotent, so a
-// batch seen twice (recovery re-applying a staged batch) changes nothing.
+// The embedded lookup index on LMDB. Idempotent: a batch seen twice (recovery re-applying a
+// staged batch) changes nothing, and a row written twice is one row.
 //
 // Writes are behind the batch, not in its way: onBatch records the batch in memory (so a
 // lookup right after an anchor is acknowledged finds it) and returns; the batches of the
-// last COMMIT_EVERY_MS commit together in one background transaction, in batch order. (A
+// last COMMIT_EVERY_MS commit together in the background, in batch order, their size and
+// counts in the last of the transactions their rows take (rowsPerTransaction). (A
 // commit is an fsync: with one per batch, small batches back to back had an fsync beside
 // every checkpoint write, and its renames took 5 ms instead of 1.) The index is derived
 // data: a batch whose transaction a crash loses is indexed again from the record bundles
