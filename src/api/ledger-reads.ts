@@ -9,6 +9,7 @@ import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import type { EntryWithProof } from '../read/reader.js';
 import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from '../http/errors.js';
+import { indexCovers } from './index-coverage.js';
 import { JSON_TYPE, type Query, noStore, queryOf, single, treeSizeParam } from './route-helpers.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
@@ -35,8 +36,8 @@ function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
 }
 
 /**
- * Whether the entry found through the index is the one looked up. Only these two keys go
- * through the index (id and leaf name the leaf itself), so only they parse the record.
+ * Whether an entry the index names is the one looked up. Only these two keys go through the
+ * index (id and leaf name the leaf itself), so only they parse the record.
  */
 function carries(found: { readonly entry: CanonicalEntry }, key: LookupKey, value: string): boolean {
   if (key === 'hash') return found.entry.digest === value.toLowerCase();
@@ -95,6 +96,17 @@ function makeReads(svc: LedgerService): LedgerReads {
     const value = single(query, key)!;
     let seq: number | undefined;
     let idPrefix: string | undefined;
+    // The index names candidates; the entry a candidate names must really carry the digest or
+    // artifact asked for (a short key can be shared, and the index may be stale: restored, or
+    // ahead of a rolled-back log). The entry read to check it is the answer's.
+    let confirmed: EntryWithProof | undefined;
+    const confirm = async (candidate: number) => {
+      if (candidate >= cp.size) return false;
+      const found = await svc.reader.entryWithProof(candidate, cp);
+      if (!carries(found, key, value)) return false;
+      confirmed = found;
+      return true;
+    };
     if (key === 'id') {
       const id = parseEntryId(value);
       if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
@@ -104,23 +116,23 @@ function makeReads(svc: LedgerService): LedgerReads {
       seq = treeSizeParam(query, 'leaf');
     } else if (key === 'artifact') {
       if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
-      seq = await svc.index.findByArtifact(value);
+      seq = await svc.index.findByArtifact(value, confirm);
     } else {
       if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
-      seq = await svc.index.findByDigest(value.toLowerCase());
+      seq = await svc.index.findByDigest(value.toLowerCase(), confirm);
     }
-    if (seq === undefined || seq >= cp.size)
+    if (seq === undefined || seq >= cp.size) {
+      // Not found is an answer only from an index that covers the tree (not one rebuilding).
+      if (key !== 'id' && key !== 'leaf') await indexCovers(svc.index, cp);
       throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    }
     // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
     const generation = checkpoints.json(cp);
     const cached = entryAnswers.get(seq, generation);
-    const found = cached?.found ?? (await svc.reader.entryWithProof(seq, cp));
+    const found = cached?.found ?? confirmed ?? (await svc.reader.entryWithProof(seq, cp));
     if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
       throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
     }
-    // The index is derived data and may be stale (restored, or ahead of a rolled-back log):
-    // the entry it names must really carry the digest or artifact asked for.
-    if (!carries(found, key, value)) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
     if (asProof) {
       // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
       const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;

@@ -1,7 +1,7 @@
 // GET /api/ledger/search?artifact=<label>[&limit=N][&cursor=art_…]: the artifacts recorded
 // under a label in any scope, each with its latest published entry, a page at a time. The
 // index names the candidates; each entry is read (and authenticated) from the tiles and must
-// carry the label and artifact id, so a stale index row is skipped, never shown.
+// carry the label and artifact id, so a stale or shared index row is skipped, never shown.
 import type Router from '@koa/router';
 import { ARTIFACT_ID, presentEntry } from '../core/entry.js';
 import { checkLabel } from '../core/labels.js';
@@ -9,6 +9,7 @@ import type { LookupIndex } from '../index/types.js';
 import type { LogReader } from '../read/reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { badRequest } from '../http/errors.js';
+import { indexCovers } from './index-coverage.js';
 import { noStore, queryOf, single } from './route-helpers.js';
 import type { ArtifactSearchView, EntryView } from './wire.js';
 
@@ -48,19 +49,27 @@ export function registerSearch(router: Router, svc: SearchSource): void {
     if (cursor !== undefined && !ARTIFACT_ID.test(cursor))
       throw badRequest('invalid_cursor', 'cursor must be the `next` of an earlier answer (art_<24 hex>)');
     const cp = svc.checkpoint();
-    const page = await svc.index.searchArtifact(label.value, limit, cursor);
-    const matches: ArtifactSearchView['matches'] = [];
-    for (const m of page.matches) {
-      if (m.seq >= cp.size) continue; // not yet in a published checkpoint
-      const found = await svc.reader.entry(m.seq, cp);
-      if (found.entry.artifact !== label.value || found.entry.artifactId !== m.artifactId) continue;
-      matches.push({
+    // A search over an index being rebuilt would miss artifacts: 503 until it covers the tree.
+    await indexCovers(svc.index, cp);
+    // Each artifact's latest leaf must be published and carry the label and the id (the
+    // index's rows are candidates); the entries read to check them are the answer's.
+    const read = new Map<number, Awaited<ReturnType<LogReader['entry']>>>();
+    const page = await svc.index.searchArtifact(label.value, limit, cursor, async (artifactId, seq) => {
+      if (seq >= cp.size) return false;
+      const found = await svc.reader.entry(seq, cp);
+      if (found.entry.artifact !== label.value || found.entry.artifactId !== artifactId) return false;
+      read.set(seq, found);
+      return true;
+    });
+    const matches: ArtifactSearchView['matches'] = page.matches.map((m) => {
+      const found = read.get(m.seq)!;
+      return {
         artifactId: m.artifactId,
         ...(found.entry.scope !== undefined ? { scope: found.entry.scope } : {}),
         leafIndex: m.seq,
         entry: presentEntry(found.entry, m.seq, found.entryHash) as EntryView,
-      });
-    }
+      };
+    });
     const last = page.matches[page.matches.length - 1];
     const body: ArtifactSearchView = {
       artifact: label.value,

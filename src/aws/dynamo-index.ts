@@ -10,13 +10,16 @@
 //   pk = "idx#<log>#meta"          sk = "meta"  size (N): leaves 0..size-1 indexed;
 //                                               "count:<type>" (N): entries by type;
 //                                               schema (N): INDEX_SCHEMA of the rows
+// So an entry adds at most three items (a new digest, a new artifact and its label row), one
+// when its artifact is known, none when its digest is too.
 // Every write is idempotent or conditional, so replays, retries and two indexers racing
 // (a catch-up beside the live feed) converge on the same items:
-//   - digest items change only to a smaller leaf, artifact items only to a larger one;
+//   - digest (and anchor) leaves change only to a smaller leaf, artifact ones only to a larger;
 //   - counts and the indexed size move together in one conditional UpdateItem
 //     (ADD counts, SET size = end, if size = start), so each leaf is counted exactly once,
 //     and only after its digest and artifact items are written.
 import {
+  type AttributeValue,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
@@ -28,13 +31,16 @@ import {
 import pLimit from 'p-limit';
 import { anchorIdentity } from '../core/duplicates.js';
 import { labelKey } from '../index/keys.js';
-import { type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from '../index/types.js';
+import {
+  type ArtifactMatch,
+  type ArtifactPage,
+  type Confirm,
+  INDEX_SCHEMA,
+  type LookupIndex,
+  IndexGapError,
+} from '../index/types.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
 import { type DynamoConnectionOptions, type DynamoStats, createDynamoClient } from './dynamo-lock.js';
-
-export class IndexGapError extends Error {
-  override name = 'IndexGapError';
-}
 
 export interface DynamoIndexOptions extends DynamoConnectionOptions {
   readonly table: string;
@@ -49,6 +55,9 @@ const isConditionFailure = (e: unknown) =>
   e instanceof ConditionalCheckFailedException || (e as Error)?.name === 'ConditionalCheckFailedException';
 
 const COUNT_PREFIX = 'count:';
+
+/** The digest item's attribute for an anchor identity: 64 bits of it (its entry is checked anyway). */
+const anchorAttribute = (identity: string) => `k${identity.slice(0, 16)}`;
 
 export class DynamoIndex implements LookupIndex {
   readonly stats: DynamoStats = { reads: 0, writes: 0, conditionFailures: 0 };
@@ -80,13 +89,14 @@ export class DynamoIndex implements LookupIndex {
     const start = indexed;
     const digests = new Map<string, number>();
     const artifacts = new Map<string, number>();
-    const anchors = new Map<string, number>();
+    const anchors = new Map<string, { digest: string; seq: number }>();
     const labels = new Map<string, { label: string; artifactId: string; seq: number }>();
     for (let seq = start; seq < end; seq++) {
       const e = batch.entryAt(seq);
-      if (!digests.has(e.digest)) digests.set(e.digest, seq);
+      const digest = e.digest.toLowerCase();
+      if (!digests.has(digest)) digests.set(digest, seq);
       const identity = anchorIdentity(e);
-      if (identity !== undefined && !anchors.has(identity)) anchors.set(identity, seq);
+      if (identity !== undefined && !anchors.has(identity)) anchors.set(identity, { digest, seq });
       if (e.artifactId) {
         artifacts.set(e.artifactId, seq);
         if (e.artifact !== undefined)
@@ -96,7 +106,9 @@ export class DynamoIndex implements LookupIndex {
     await Promise.all([
       ...[...digests].map(([d, seq]) => this.limit(() => this.setLeaf(`d#${d}`, seq, '>'))),
       ...[...artifacts].map(([a, seq]) => this.limit(() => this.setLeaf(`a#${a}`, seq, '<'))),
-      ...[...anchors].map(([k, seq]) => this.limit(() => this.setLeaf(`k#${k}`, seq, '>'))),
+      ...[...anchors].map(([k, { digest, seq }]) =>
+        this.limit(() => this.setLeaf(`d#${digest}`, seq, '>', 'leaf', anchorAttribute(k))),
+      ),
       ...[...labels.values()].map((l) => this.limit(() => this.setLeaf(`n#${l.label}`, l.seq, '<', l.artifactId))),
     ]);
 
@@ -143,8 +155,8 @@ export class DynamoIndex implements LookupIndex {
     }
   }
 
-  /** Sets the leaf of item `id` unless it already holds one `op` than `leaf` allows. */
-  private async setLeaf(id: string, leaf: number, op: '>' | '<', sk = 'leaf'): Promise<void> {
+  /** Sets attribute `attr` of item `id` to `leaf` unless it already holds one `op` than `leaf` allows. */
+  private async setLeaf(id: string, leaf: number, op: '>' | '<', sk = 'leaf', attr = 'leaf'): Promise<void> {
     this.stats.writes++;
     try {
       await this.client.send(
@@ -153,7 +165,7 @@ export class DynamoIndex implements LookupIndex {
           Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: sk } },
           UpdateExpression: 'SET #l = :l',
           ConditionExpression: `attribute_not_exists(#l) OR #l ${op} :l`,
-          ExpressionAttributeNames: { '#l': 'leaf' },
+          ExpressionAttributeNames: { '#l': attr },
           ExpressionAttributeValues: { ':l': { N: String(leaf) } },
         }),
       );
@@ -163,7 +175,7 @@ export class DynamoIndex implements LookupIndex {
     }
   }
 
-  private async getLeaf(id: string): Promise<number | undefined> {
+  private async getLeaf(id: string, attr = 'leaf'): Promise<number | undefined> {
     this.stats.reads++;
     const res = await this.client.send(
       // Strongly consistent: an acknowledged anchor is findable at once on every replica.
@@ -171,40 +183,64 @@ export class DynamoIndex implements LookupIndex {
         TableName: this.table,
         Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: 'leaf' } },
         ConsistentRead: true,
+        ProjectionExpression: '#a',
+        ExpressionAttributeNames: { '#a': attr },
       }),
     );
-    const n = res.Item?.leaf?.N;
+    const n = res.Item?.[attr]?.N;
     return n === undefined ? undefined : Number(n);
   }
 
-  findByDigest(digest: string): Promise<number | undefined> {
-    return this.getLeaf(`d#${digest}`);
+  /** An item names one leaf: the answer if its entry carries what was looked up (a stale item is none). */
+  private async confirmed(leaf: Promise<number | undefined>, confirm: Confirm): Promise<number | undefined> {
+    const seq = await leaf;
+    return seq !== undefined && (await confirm(seq)) ? seq : undefined;
   }
 
-  findByArtifact(artifactId: string): Promise<number | undefined> {
-    return this.getLeaf(`a#${artifactId}`);
+  findByDigest(digest: string, confirm: Confirm): Promise<number | undefined> {
+    return this.confirmed(this.getLeaf(`d#${digest.toLowerCase()}`), confirm);
   }
 
-  findAnchor(identity: string): Promise<number | undefined> {
-    return this.getLeaf(`k#${identity}`);
+  findByArtifact(artifactId: string, confirm: Confirm): Promise<number | undefined> {
+    return this.confirmed(this.getLeaf(`a#${artifactId}`), confirm);
   }
 
-  async searchArtifact(label: string, limit: number, after?: string): Promise<ArtifactPage> {
-    this.stats.reads++;
-    const res = await this.client.send(
-      new QueryCommand({
-        TableName: this.table,
-        ConsistentRead: true,
-        KeyConditionExpression: after === undefined ? 'pk = :pk' : 'pk = :pk AND sk > :after',
-        ExpressionAttributeValues: {
-          ':pk': { S: `${this.ns}#n#${labelKey(label)}` },
-          ...(after === undefined ? {} : { ':after': { S: after } }),
-        },
-        // One more than asked tells whether more follow.
-        Limit: limit + 1,
-      }),
-    );
-    const matches = (res.Items ?? []).map((item) => ({ artifactId: item.sk!.S!, seq: Number(item.leaf!.N) }));
+  findAnchor(identity: string, digest: string, confirm: Confirm): Promise<number | undefined> {
+    return this.confirmed(this.getLeaf(`d#${digest.toLowerCase()}`, anchorAttribute(identity)), confirm);
+  }
+
+  async searchArtifact(
+    label: string,
+    limit: number,
+    after: string | undefined,
+    confirm: (artifactId: string, seq: number) => Promise<boolean>,
+  ): Promise<ArtifactPage> {
+    const matches: ArtifactMatch[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    // One more than asked tells whether more follow; an item whose entry does not carry the
+    // label (stale) is skipped, and the next page read when the one read falls short.
+    do {
+      this.stats.reads++;
+      const res = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          ConsistentRead: true,
+          KeyConditionExpression: after === undefined ? 'pk = :pk' : 'pk = :pk AND sk > :after',
+          ExpressionAttributeValues: {
+            ':pk': { S: `${this.ns}#n#${labelKey(label)}` },
+            ...(after === undefined ? {} : { ':after': { S: after } }),
+          },
+          Limit: limit + 1 - matches.length,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of res.Items ?? []) {
+        const artifactId = item.sk!.S!;
+        const seq = Number(item.leaf!.N);
+        if (await confirm(artifactId, seq)) matches.push({ artifactId, seq });
+      }
+      start = res.LastEvaluatedKey;
+    } while (start && matches.length <= limit);
     return { matches: matches.slice(0, limit), more: matches.length > limit };
   }
 

@@ -1,8 +1,26 @@
 // Row names shared by the LMDB and DynamoDB indexes for keys that are not already short.
+import { createHash } from 'node:crypto';
 import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { sha256, toHex } from '../core/hash.js';
 
 /** A label's row name: 128 bits of its SHA-256 (a label may be 1,024 bytes; a key must stay small). */
 export function labelKey(label: string): string {
   return toHex(sha256(utf8ToBytes(label))).slice(0, 32);
+}
+
+/** Bytes of a short key: 48 bits, so at a billion rows a lookup meets another value's row once in ~280,000. */
+export const SHORT_KEY_BYTES = 6;
+
+/**
+ * The short key of a value: the first SHORT_KEY_BYTES of SHA-256(salt ‖ value), written into
+ * `into` at `at`. The salt is the index's own (random when it is created): a digest is
+ * chosen by whoever submits it, and without the salt nobody can aim rows at another's key.
+ */
+export function shortKey(salt: Uint8Array, value: string, into: Buffer, at = 0): void {
+  createHash('sha256').update(salt).update(value).digest().copy(into, at, 0, SHORT_KEY_BYTES);
+}
+
+/** The identity's tag kept beside its digest's row (1–255; 0 marks an entry that is no anchor). */
+export function anchorTag(identity: string): number {
+  return 1 + (Number.parseInt(identity.slice(0, 2), 16) % 255);
 }

@@ -1,73 +1,75 @@
-// The embedded lookup index on LMDB. One write transaction per batch; idempotent, so a
-// batch seen twice (recovery re-applying a staged batch) changes nothing.
+// The embedded lookup index on LMDB. Idempotent: a batch seen twice (recovery re-applying a
+// staged batch) changes nothing, and a row written twice is one row.
 //
 // Writes are behind the batch, not in its way: onBatch records the batch in memory (so a
 // lookup right after an anchor is acknowledged finds it) and returns; the batches of the
-// last COMMIT_EVERY_MS commit together in one background transaction, in batch order. (A
+// last COMMIT_EVERY_MS commit together in the background, in batch order, their size and
+// counts in the last of the transactions their rows take (rowsPerTransaction). (A
 // commit is an fsync: with one per batch, small batches back to back had an fsync beside
 // every checkpoint write, and its renames took 5 ms instead of 1.) The index is derived
 // data: a batch whose transaction a crash loses is indexed again from the record bundles
 // at the next start (src/index/catchup.ts), from the size the index itself records.
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
 import { anchorIdentity } from '../core/duplicates.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
-import { labelKey } from './keys.js';
-import { type ArtifactMatch, type ArtifactPage, INDEX_SCHEMA, type LookupIndex } from './types.js';
+import { SHORT_KEY_BYTES, anchorTag, shortKey } from './keys.js';
+import {
+  ARTIFACT_ROW,
+  DIGEST_ROW,
+  LABEL_ROW,
+  MAX_SEQ,
+  RowSet,
+  artifactRow,
+  artifactRowSeq,
+  digestRow,
+  digestRowSeq,
+  digestRowTag,
+  labelRow,
+  labelRowArtifactId,
+} from './lmdb-rows.js';
+import {
+  type ArtifactMatch,
+  type ArtifactPage,
+  type Confirm,
+  INDEX_SCHEMA,
+  type LookupIndex,
+  firstConfirmed,
+  IndexGapError,
+} from './types.js';
 
-// Rows: a digest → its earliest leaf; an artifact id → its latest leaf; an anchor identity →
-// its earliest leaf (keyed as the index's layout says); n:<label key>:<artifact id> → the
-// latest leaf of that artifact (text: a label's ids are one range); t:<type> → entries of the type.
+// Layout 3: the root database holds only the meta rows (`meta:size`, `meta:schema`,
+// `meta:salt`, and t:<type> → entries of that type); the lookup rows are in three row sets
+// of fixed-width values (src/index/lmdb-rows.ts). A short key can be shared by two values,
+// and a restored index can be stale: every row is a candidate that the caller's Confirm
+// checks against the record it names (src/index/types.ts).
 const SIZE_KEY = 'meta:size';
 const SCHEMA_KEY = 'meta:schema';
-
+const SALT_KEY = 'meta:salt';
 /**
- * How the point-lookup rows are keyed. Layout 2 (every index created or rebuilt now): rowKey's
- * bytes. Layout 1 (indexes written before it): the text `d:<digest>`, `a:<artifact id>`,
- * `k:<identity>`, still read and extended as they are, so an upgrade never waits for a
- * rebuild; `stele index rebuild` writes it again in layout 2.
+ * What `meta:schema` holds: the rows' schema × 100 + the layout. Any other mark (the bare
+ * schema 2 of layout 1, 202 of layout 2) is an older index: outdated, rebuilt from the
+ * record bundles, and never read meanwhile. Earlier versions likewise rebuild this one.
  */
-type Layout = 1 | 2;
-/**
- * What `meta:schema` holds for each layout: the rows' schema, × 100 + 2 for layout 2. Versions
- * before layout 2 rebuild any index not marked with the bare schema: a downgrade rebuilds a
- * layout-2 index, and never misreads its rows.
- */
-const SCHEMA_MARKS: Readonly<Record<Layout, number>> = { 1: INDEX_SCHEMA, 2: INDEX_SCHEMA * 100 + 2 };
+const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
 
 /**
- * The first byte of each point-lookup row's key: below any text key's first byte (ordered-binary
- * writes a string from 0x1b up), so the two never meet. A value not in its usual form (which
- * the log's own entries never hold) is keyed by its text under the tag + 0x10.
+ * Rows per transaction, for an index of `size` entries: about a thousandth of the entries'.
+ * Rows land on pages at random, and every page a transaction changes is copied, its old copy
+ * free only two transactions later: a transaction writing a large share of the index would
+ * leave the file up to three times the rows' pages (a large batch, or the rebuild's 250 ms
+ * groups, did: 160–180 bytes per entry at 200,000). A thousandth keeps the free pages near a
+ * fifth of the file; bounded below so a young index is not one fsync per entry, and above
+ * so one transaction's copies stay within LMDB's dirty-page list.
  */
-const TEXT_FORM = 0x10;
-/** The first byte of every text key as ordered-binary writes it. */
-const TEXT_KEYS_FROM = 0x1b;
-
-/** Each point-lookup row kind's key parts: its tag byte (layout 2) and its text prefix (layout 1). */
-const ROW_KINDS = {
-  digest: { tag: 0x01, prefix: 'd' },
-  artifact: { tag: 0x02, prefix: 'a' },
-  anchor: { tag: 0x03, prefix: 'k' },
-} as const;
-type RowKind = keyof typeof ROW_KINDS;
-const HEX_32 = /^[0-9a-f]{64}$/;
-const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
-
-/**
- * The key of a point-lookup row: its tag byte and the value's bytes (33 or 13 bytes, where the
- * text `d:<64 hex>` took 66: a million entries' tree is a third smaller and a level shallower).
- */
-export function rowKey(kind: RowKind, value: string): Buffer {
-  const hex = kind === 'artifact' ? ARTIFACT_HEX.exec(value)?.[1] : HEX_32.test(value) ? value : undefined;
-  if (hex === undefined) return Buffer.concat([Buffer.of(ROW_KINDS[kind].tag + TEXT_FORM), Buffer.from(value)]);
-  const key = Buffer.allocUnsafe(1 + hex.length / 2);
-  key[0] = ROW_KINDS[kind].tag;
-  key.write(hex, 1, 'hex');
-  return key;
+function rowsPerTransaction(size: number): number {
+  return 3 * Math.min(20_000, Math.max(256, Math.floor(size / 1000)));
 }
+const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
 
 /**
  * A failed LMDB commit (a full disk) rejects, besides the transaction's promise that commit()
@@ -89,20 +91,20 @@ function onUnhandledRejection(reason: unknown): void {
   throw reason;
 }
 
-export class IndexGapError extends Error {
-  override name = 'IndexGapError';
-}
-
-/** What batches not yet committed add: the same keys as the database, with their leaves. */
+/** What batches not yet committed add: exact values (lookups), and the rows to write. */
 interface Pending {
   /** The index size once this batch is in. */
   readonly end: number;
+  /** Digest → its earliest leaf in the batch. */
   readonly digests: Map<string, number>;
+  /** Artifact id → its latest leaf in the batch. */
   readonly artifacts: Map<string, number>;
+  /** Anchor identity → its earliest leaf in the batch. */
   readonly anchors: Map<string, number>;
-  /** `<label key>:<artifact id>` → latest leaf. */
-  readonly labels: Map<string, number>;
+  /** Artifact id → its label. */
+  readonly labels: Map<string, string>;
   readonly counts: Map<string, number>;
+  readonly rows: { readonly digest: Buffer[]; readonly artifact: Buffer[]; readonly label: Buffer[] };
 }
 
 /**
@@ -119,9 +121,30 @@ function indexOpenError(path: string, e: unknown): Error {
   return wrapped;
 }
 
+/** The open database and its row sets. */
+interface Opened {
+  readonly root: RootDatabase<number | Buffer, string>;
+  readonly digests: RowSet;
+  readonly artifacts: RowSet;
+  readonly labels: RowSet;
+}
+
+function openAt(path: string): Opened {
+  mkdirSync(path, { recursive: true });
+  const root = open<number | Buffer, string>({ path, compression: false, maxDbs: 4 });
+  return {
+    root,
+    digests: new RowSet(root, 'digest', DIGEST_ROW),
+    artifacts: new RowSet(root, 'artifact', ARTIFACT_ROW),
+    labels: new RowSet(root, 'label', LABEL_ROW),
+  };
+}
+
 export class LmdbIndex implements LookupIndex {
-  private readonly db: RootDatabase<number, string | Buffer>;
-  private layout: Layout = 2;
+  private db: Opened;
+  private salt: Buffer;
+  /** Marked by an older schema or layout at open: nothing is read or written until clear(). */
+  private old: boolean;
   /** Batches not committed yet, oldest first; the first `handed` of them are in a transaction. */
   private readonly pending: Pending[] = [];
   private handed = 0;
@@ -131,28 +154,43 @@ export class LmdbIndex implements LookupIndex {
   private writes: Promise<void> = Promise.resolve();
 
   constructor(
-    path: string,
+    private readonly path: string,
     private readonly logger?: Logger,
   ) {
     ignoreLmdbCommitRejections();
     try {
-      mkdirSync(path, { recursive: true });
-      this.db = open<number, string | Buffer>({ path, compression: false });
-      this.size = this.db.get(SIZE_KEY) ?? 0;
-      if (this.size === 0) this.markEmpty();
-      // A mark that says text keys over rows keyed by bytes (a development build wrote such
-      // an index) stays in layout 2, where the mark is wrong: outdated, so it is rebuilt.
-      else if (this.db.get(SCHEMA_KEY) === SCHEMA_MARKS[1] && !this.hasByteRows()) this.layout = 1;
+      this.db = openAt(path);
+      const { root } = this.db;
+      this.size = (root.get(SIZE_KEY) as number | undefined) ?? 0;
+      this.old = this.size > 0 && root.get(SCHEMA_KEY) !== SCHEMA_MARK;
+      this.salt = this.size === 0 ? this.markEmpty() : ((root.get(SALT_KEY) as Buffer | undefined) ?? Buffer.alloc(0));
     } catch (e) {
       throw indexOpenError(path, e);
     }
   }
 
+  /** Marks an empty database with this layout and a new salt. */
+  private markEmpty(): Buffer {
+    const salt = randomBytes(16);
+    this.db.root.putSync(SCHEMA_KEY, SCHEMA_MARK);
+    this.db.root.putSync(SALT_KEY, salt);
+    this.old = false;
+    return salt;
+  }
+
+  private short(value: string): Buffer {
+    const out = Buffer.allocUnsafe(SHORT_KEY_BYTES);
+    shortKey(this.salt, value, out);
+    return out;
+  }
+
   async onBatch(batch: IntegratedBatch): Promise<void> {
+    if (this.old) throw new Error('the lookup index is of an older version: clear it before indexing');
     const end = batch.fromSize + batch.count;
     if (end <= this.size) return;
     if (batch.fromSize > this.size)
       throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
+    if (end - 1 > MAX_SEQ) throw new Error(`the lookup index holds at most ${MAX_SEQ + 1} entries`);
     const p: Pending = {
       end,
       digests: new Map(),
@@ -160,19 +198,33 @@ export class LmdbIndex implements LookupIndex {
       anchors: new Map(),
       labels: new Map(),
       counts: new Map(),
+      rows: { digest: [], artifact: [], label: [] },
     };
+    // Rows a batch repeats add nothing: the earliest row of a digest (per anchor tag) and the
+    // latest of an artifact answer every lookup.
+    const digestTags = new Set<string>();
     for (let seq = this.size; seq < end; seq++) {
       const e = batch.entryAt(seq);
-      // The earliest entry of a digest wins: keep one already indexed or pending.
-      if (!p.digests.has(e.digest) && this.findDigest(e.digest) === undefined) p.digests.set(e.digest, seq);
+      const digest = e.digest.toLowerCase();
       const identity = anchorIdentity(e);
-      if (identity !== undefined && !p.anchors.has(identity) && this.findAnchorNow(identity) === undefined)
-        p.anchors.set(identity, seq);
+      const tag = identity === undefined ? 0 : anchorTag(identity);
+      if (!p.digests.has(digest)) p.digests.set(digest, seq);
+      if (identity !== undefined && !p.anchors.has(identity)) p.anchors.set(identity, seq);
+      if (!digestTags.has(`${tag}:${digest}`)) {
+        digestTags.add(`${tag}:${digest}`);
+        p.rows.digest.push(digestRow(this.short(digest), seq, tag));
+      }
       if (e.artifactId) {
         p.artifacts.set(e.artifactId, seq);
-        if (e.artifact !== undefined) p.labels.set(`${labelKey(e.artifact)}:${e.artifactId}`, seq);
+        if (e.artifact !== undefined) p.labels.set(e.artifactId, e.artifact);
       }
       p.counts.set(e.type, (p.counts.get(e.type) ?? 0) + 1);
+    }
+    for (const [artifactId, seq] of p.artifacts) p.rows.artifact.push(artifactRow(this.short(artifactId), seq));
+    for (const [artifactId, label] of p.labels) {
+      // An id not in the usual form cannot be a search's cursor or answer: no label row.
+      const hex = ARTIFACT_HEX.exec(artifactId)?.[1];
+      if (hex !== undefined) p.rows.label.push(labelRow(this.short(label), hex));
     }
     this.pending.push(p);
     this.size = end;
@@ -203,132 +255,171 @@ export class LmdbIndex implements LookupIndex {
   }
 
   private async commit(group: readonly Pending[]): Promise<void> {
+    const { root, digests, artifacts, labels } = this.db;
+    const limit = rowsPerTransaction((root.get(SIZE_KEY) as number | undefined) ?? 0);
+    let rows: [RowSet, Buffer][] = [];
     // putSync inside the transaction writes into it without a promise per put: a failed
     // commit (a full disk) then rejects only the transaction's promise, which is handled.
-    await this.db.transaction(() => {
-      const counts = new Map<string, number>();
-      for (const p of group) {
-        // onBatch kept only digests new to the index (nothing else writes it meanwhile).
-        for (const [digest, seq] of p.digests) this.putRow('digest', digest, seq);
-        for (const [artifactId, seq] of p.artifacts) this.putRow('artifact', artifactId, seq);
-        for (const [identity, seq] of p.anchors) this.putRow('anchor', identity, seq);
-        for (const [labelled, seq] of p.labels) this.db.putSync(`n:${labelled}`, seq);
-        for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
+    const write = (more: () => void = () => undefined) => {
+      const these = rows;
+      rows = [];
+      return root.transaction(() => {
+        for (const [set, r] of these) set.put(r);
+        more();
+      });
+    };
+    for (const p of group) {
+      for (const [set, list] of [
+        [digests, p.rows.digest],
+        [artifacts, p.rows.artifact],
+        [labels, p.rows.label],
+      ] as const) {
+        for (const r of list) {
+          rows.push([set, r]);
+          // Rows without the size that covers them are harmless (each is only a candidate,
+          // and indexing the batch again adds them again, as one row each).
+          if (rows.length >= limit) await write();
+        }
       }
-      for (const [type, n] of counts) this.db.putSync(`t:${type}`, (this.db.get(`t:${type}`) ?? 0) + n);
-      this.db.putSync(SIZE_KEY, group[group.length - 1]!.end);
+    }
+    // The last rows, the counts and the size together: the batches are in.
+    await write(() => {
+      const counts = new Map<string, number>();
+      for (const p of group) for (const [type, n] of p.counts) counts.set(type, (counts.get(type) ?? 0) + n);
+      for (const [type, n] of counts)
+        root.putSync(`t:${type}`, ((root.get(`t:${type}`) as number | undefined) ?? 0) + n);
+      root.putSync(SIZE_KEY, group[group.length - 1]!.end);
     });
     // Commits run in batch order: the group is the oldest pending.
     this.pending.splice(0, group.length);
     this.handed -= group.length;
   }
 
-  /** A point-lookup row's key in this index's layout. */
-  private key(kind: RowKind, value: string): Buffer | string {
-    return this.layout === 2 ? rowKey(kind, value) : `${ROW_KINDS[kind].prefix}:${value}`;
-  }
-
-  private putRow(kind: RowKind, value: string, seq: number): void {
-    this.db.putSync(this.key(kind, value), seq);
-  }
-
-  private getRow(kind: RowKind, value: string): number | undefined {
-    return this.db.get(this.key(kind, value));
-  }
-
-  /** Whether any point-lookup row is keyed by bytes (all sort below every text key). */
-  private hasByteRows(): boolean {
-    for (const _ of this.db.getKeys({ start: Buffer.of(0x01), end: Buffer.of(TEXT_KEYS_FROM), limit: 1 })) return true;
-    return false;
-  }
-
-  /** Marks an empty database as holding this schema in layout 2. */
-  private markEmpty(): void {
-    this.layout = 2;
-    this.db.putSync(SCHEMA_KEY, SCHEMA_MARKS[2]);
-  }
-
-  private findDigest(digest: string): number | undefined {
-    for (const p of this.pending) {
-      const seq = p.digests.get(digest);
-      if (seq !== undefined) return seq;
+  /**
+   * Leaves that may hold a digest (or, given `identity`, that anchor), earliest first: the
+   * committed rows (an anchor's among its digest's, with its identity's tag), then the
+   * pending batches' exact values.
+   */
+  private *digestCandidates(digest: string, identity?: string): Generator<number> {
+    if (this.old) return;
+    const lower = digest.toLowerCase();
+    const tag = identity === undefined ? undefined : anchorTag(identity);
+    for (const r of this.db.digests.startingWith(this.short(lower)))
+      if (tag === undefined || digestRowTag(r) === tag) yield digestRowSeq(r);
+    for (const p of [...this.pending]) {
+      const seq = identity === undefined ? p.digests.get(lower) : p.anchors.get(identity);
+      if (seq !== undefined) yield seq;
     }
-    return this.getRow('digest', digest);
   }
 
-  private findAnchorNow(identity: string): number | undefined {
-    for (const p of this.pending) {
-      const seq = p.anchors.get(identity);
-      if (seq !== undefined) return seq;
+  /** Leaves of an artifact id's rows, latest first: the pending batches', then the committed ones. */
+  private *artifactCandidates(artifactId: string): Generator<number> {
+    if (this.old) return;
+    for (const p of [...this.pending].reverse()) {
+      const seq = p.artifacts.get(artifactId);
+      if (seq !== undefined) yield seq;
     }
-    return this.getRow('anchor', identity);
+    for (const r of this.db.artifacts.startingWith(this.short(artifactId))) yield artifactRowSeq(r);
   }
 
-  async findAnchor(identity: string): Promise<number | undefined> {
-    return this.findAnchorNow(identity);
-  }
-
-  async searchArtifact(label: string, limit: number, after = ''): Promise<ArtifactPage> {
-    const key = labelKey(label);
-    const found = new Map<string, number>();
-    // One more than asked (and the cursor itself, skipped) tells whether more follow.
-    for (const { key: row, value } of this.db.getRange({
-      start: `n:${key}:${after}`,
-      end: `n:${key};`,
-      limit: limit + 2,
-    })) {
-      const id = String(row).slice(key.length + 3);
-      if (id > after) found.set(id, value);
+  /** The artifact ids a label's rows name after `after`, in order, the pending batches' merged in. */
+  private *labelCandidates(label: string, after: string): Generator<string> {
+    if (this.old) return;
+    const fresh = new Set<string>();
+    for (const p of this.pending) for (const [id, l] of p.labels) if (l === label && id > after) fresh.add(id);
+    const queued = [...fresh].sort();
+    const short = this.short(label);
+    const afterHex = ARTIFACT_HEX.exec(after)?.[1];
+    const from = afterHex === undefined ? short : labelRow(short, afterHex);
+    let last = '';
+    for (const r of this.db.labels.startingWith(short, from)) {
+      const id = labelRowArtifactId(r);
+      if (id <= after) continue;
+      while (queued.length > 0 && queued[0]! <= id) {
+        const q = queued.shift()!;
+        if (q !== id) yield q;
+      }
+      if (id !== last) yield id;
+      last = id;
     }
-    // Pending batches are newer than the database: their leaves win, oldest batch first.
-    const prefix = `${key}:`;
-    for (const p of this.pending)
-      for (const [labelled, seq] of p.labels)
-        if (labelled.startsWith(prefix) && labelled.slice(prefix.length) > after)
-          found.set(labelled.slice(prefix.length), seq);
-    const matches: ArtifactMatch[] = [...found]
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([artifactId, seq]) => ({ artifactId, seq }));
+    yield* queued;
+  }
+
+  async findByDigest(digest: string, confirm: Confirm): Promise<number | undefined> {
+    return firstConfirmed(this.digestCandidates(digest), confirm);
+  }
+
+  async findAnchor(identity: string, digest: string, confirm: Confirm): Promise<number | undefined> {
+    return firstConfirmed(this.digestCandidates(digest, identity), confirm);
+  }
+
+  async findByArtifact(artifactId: string, confirm: Confirm): Promise<number | undefined> {
+    return firstConfirmed(this.artifactCandidates(artifactId), confirm);
+  }
+
+  async searchArtifact(
+    label: string,
+    limit: number,
+    after: string | undefined,
+    confirm: (artifactId: string, seq: number) => Promise<boolean>,
+  ): Promise<ArtifactPage> {
+    const matches: ArtifactMatch[] = [];
+    // One more than asked tells whether more follow.
+    for (const artifactId of this.labelCandidates(label, after ?? '')) {
+      const seq = await this.findByArtifact(artifactId, (s) => confirm(artifactId, s));
+      if (seq !== undefined) matches.push({ artifactId, seq });
+      if (matches.length > limit) break;
+    }
     return { matches: matches.slice(0, limit), more: matches.length > limit };
   }
 
   async outdated(): Promise<boolean> {
-    return this.db.get(SCHEMA_KEY) !== SCHEMA_MARKS[this.layout];
+    return this.old;
   }
 
-  async findByDigest(digest: string): Promise<number | undefined> {
-    return this.findDigest(digest);
-  }
-
-  async findByArtifact(artifactId: string): Promise<number | undefined> {
-    // The most recent entry wins: the newest pending batch first.
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      const seq = this.pending[i]!.artifacts.get(artifactId);
-      if (seq !== undefined) return seq;
-    }
-    return this.getRow('artifact', artifactId);
-  }
-
+  /** Leaves indexed: none while the index is of an older version (its rows are not read). */
   async indexedSize(): Promise<number> {
-    return this.size;
+    return this.old ? 0 : this.size;
   }
 
   async countsByType(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
-    const committed = this.db.get(SIZE_KEY) ?? 0;
-    for (const { key, value } of this.db.getRange({ start: 't:', end: 't;' })) out[String(key).slice(2)] = value;
+    if (this.old) return out;
+    const { root } = this.db;
+    const committed = (root.get(SIZE_KEY) as number | undefined) ?? 0;
+    for (const { key, value } of root.getRange({ start: 't:', end: 't;' })) out[String(key).slice(2)] = value as number;
     // A batch whose transaction has just committed is counted once, from the database.
     for (const p of this.pending)
       if (p.end > committed) for (const [type, n] of p.counts) out[type] = (out[type] ?? 0) + n;
     return out;
   }
 
+  /**
+   * What the index holds, for the byte figures (bench/scale.ts, the tests): rows per set,
+   * their bytes (a fixed-width row has no per-row overhead in LMDB), and the file's bytes.
+   */
+  footprint(): { rows: { digest: number; artifact: number; label: number }; liveBytes: number; fileBytes: number } {
+    const { digests, artifacts, labels } = this.db;
+    const rows = { digest: digests.count(), artifact: artifacts.count(), label: labels.count() };
+    return {
+      rows,
+      liveBytes: rows.digest * digests.width + rows.artifact * artifacts.width + rows.label * labels.width,
+      fileBytes: statSync(join(this.path, 'data.mdb')).size,
+    };
+  }
+
+  /**
+   * Starts again from an empty file, not an emptied one: LMDB never shrinks its file, and an
+   * older layout's rows (or a larger log's) would keep their pages.
+   */
   async clear(): Promise<void> {
     await this.flush();
     this.pending.length = 0;
     this.handed = 0;
-    await this.db.clearAsync();
-    this.markEmpty();
+    await this.db.root.close();
+    for (const f of ['data.mdb', 'lock.mdb']) rmSync(join(this.path, f), { force: true });
+    this.db = openAt(this.path);
+    this.salt = this.markEmpty();
     this.size = 0;
   }
 
@@ -341,6 +432,6 @@ export class LmdbIndex implements LookupIndex {
   /** Flushes, then closes the database. */
   async close(): Promise<void> {
     await this.flush();
-    await this.db.close();
+    await this.db.root.close();
   }
 }

@@ -10,19 +10,26 @@ export function publishedAnchorFinder(
   reader: LogReader,
   checkpoint: () => PublishedCheckpoint,
 ): FindPublished {
-  return async (identity) => {
-    const seq = await index.findAnchor(identity);
+  return async (identity, digest) => {
     const cp = checkpoint();
-    if (seq === undefined || seq >= cp.size) return undefined;
-    const found = await reader.entryWithProof(seq, cp);
-    // The index is derived data: a stale row (a restored index) is no reason to refuse a new entry.
-    if (anchorIdentity(found.entry) !== identity) return undefined;
+    let found: Awaited<ReturnType<LogReader['entryWithProof']>> | undefined;
+    // The index's rows are candidates (short keys; a stale row of a restored index): the
+    // earliest published entry that really has the identity is the one.
+    const seq = await index.findAnchor(identity, digest, async (candidate) => {
+      if (candidate >= cp.size) return false;
+      const entry = await reader.entryWithProof(candidate, cp);
+      if (anchorIdentity(entry.entry) !== identity) return false;
+      found = entry;
+      return true;
+    });
+    const proven = found;
+    if (seq === undefined || proven === undefined) return undefined;
     return {
       seq,
-      entry: found.entry,
-      entryHash: found.entryHash,
+      entry: proven.entry,
+      entryHash: proven.entryHash,
       checkpoint: cp,
-      inclusionProof: () => found.auditPath,
+      inclusionProof: () => proven.auditPath,
       existing: true,
     };
   };

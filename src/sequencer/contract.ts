@@ -39,7 +39,7 @@ export interface AnchorReceipt {
 }
 
 /** The published entry with an anchor identity, as a receipt against the current checkpoint (src/sequencer/in-flight-duplicates.ts). */
-export type FindPublished = (identity: string) => Promise<AnchorReceipt | undefined>;
+export type FindPublished = (identity: string, digest: string) => Promise<AnchorReceipt | undefined>;
 
 /** How a request is submitted. */
 export interface SubmitOptions {

@@ -54,7 +54,9 @@ export class DuplicateAnchors {
       return receipt;
     }
     if (earlier) return earlier.then(asExisting);
-    const receipt = this.findPublished(identity).then((found) => (found ? asExisting(found) : this.submitNew(request)));
+    const receipt = this.findPublished(identity, request.digest).then((found) =>
+      found ? asExisting(found) : this.submitNew(request),
+    );
     this.track(identity, receipt);
     return receipt;
   }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { artifactId, entryId } from '../../src/core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../../src/core/hash.js';
-import { LmdbIndex, rowKey } from '../../src/index/lmdb.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
 import { openLocalLog } from '../../src/serve/local-log.js';
 import { verifyConsistency, verifyInclusion } from '../../src/core/merkle.js';
 import { LogReader, type TreeHead } from '../../src/read/reader.js';
@@ -20,6 +20,7 @@ import { tilePath } from '../../src/core/tiles.js';
 import { Bundle } from '../../src/core/bundle.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, startTestServer } from './server.js';
+import { editIndexRow } from '../helpers/index-rows.js';
 
 const ORIGIN = 'corrupt.test/log';
 // A full level-1 tile (65,536 leaves) and a few hundred more.
@@ -394,10 +395,12 @@ describe('the lookup index against the tree', () => {
   };
 
   it('a row naming another entry is a 404, never that entry', async () => {
-    await editIndex((db) => {
-      db.put(rowKey('digest', digestOf(5)), 7);
-      db.put(rowKey('artifact', artifactId('a9')), 11);
-    });
+    const index = join(dataDir, 'private', 'index');
+    // The right rows gone, stale ones naming other entries in their place.
+    await editIndexRow(index, 'digest', digestOf(5), undefined);
+    await editIndexRow(index, 'digest', digestOf(5), 7);
+    await editIndexRow(index, 'artifact', artifactId('a9'), undefined);
+    await editIndexRow(index, 'artifact', artifactId('a9'), 11);
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
       const byHash = await getJson(`${server.url}/api/ledger/entry?hash=${digestOf(5)}`);
@@ -408,10 +411,10 @@ describe('the lookup index against the tree', () => {
     } finally {
       await server.close();
       server = undefined;
-      await editIndex((db) => {
-        db.put(rowKey('digest', digestOf(5)), 5);
-        db.put(rowKey('artifact', artifactId('a9')), 9);
-      });
+      await editIndexRow(index, 'digest', digestOf(5), undefined);
+      await editIndexRow(index, 'digest', digestOf(5), 5);
+      await editIndexRow(index, 'artifact', artifactId('a9'), undefined);
+      await editIndexRow(index, 'artifact', artifactId('a9'), 9);
     }
   });
 
@@ -419,8 +422,8 @@ describe('the lookup index against the tree', () => {
     const ghost = digestOf(10_000_000);
     await editIndex((db) => {
       db.put('meta:size', N + 100);
-      db.put(rowKey('digest', ghost), N + 50);
     });
+    await editIndexRow(join(dataDir, 'private', 'index'), 'digest', ghost, N + 50);
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
       const summary = await getJson(`${server.url}/api/ledger/summary`);

@@ -14,6 +14,7 @@ import { type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/co
 import { FsObjectStore } from '../../src/store/fs.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { firstCandidate } from '../helpers/index-rows.js';
 
 const N = 300;
 const digestOf = (i: number) => i.toString(16).padStart(64, '0');
@@ -54,7 +55,7 @@ describe('DynamoIndex reconciled with the tree', () => {
     await neighbour.onBatch(batchOfEntries(0, [ghost(0)], checkpoint));
     // the first start indexes the log
     expect(await reconcileIndex(index, reader, checkpoint)).toBe(N);
-    expect(await index.findByDigest(digestOf(7))).toBe(7);
+    expect(await index.findByDigest(digestOf(7), firstCandidate)).toBe(7);
     // ten rows beyond the tree (a restored table, or a log rolled back under it); a5's latest now says leaf 305
     await index.onBatch(
       batchOfEntries(
@@ -64,15 +65,15 @@ describe('DynamoIndex reconciled with the tree', () => {
       ),
     );
     expect(await index.indexedSize()).toBe(N + 10);
-    expect(await index.findByArtifact(artifactId('a5'))).toBe(N + 5);
+    expect(await index.findByArtifact(artifactId('a5'), firstCandidate)).toBe(N + 5);
 
     expect(await reconcileIndex(index, reader, checkpoint)).toBe(N);
     expect(await index.indexedSize()).toBe(N);
     expect(await index.countsByType()).toEqual({ ledger_anchor: N });
-    expect(await index.findByDigest(digestOf(1_000_003))).toBeUndefined();
-    expect(await index.findByArtifact(artifactId('a5'))).toBe(5);
-    expect(await index.findByDigest(digestOf(N - 1))).toBe(N - 1);
-    expect(await neighbour.findByDigest(digestOf(1_000_000))).toBe(0);
+    expect(await index.findByDigest(digestOf(1_000_003), firstCandidate)).toBeUndefined();
+    expect(await index.findByArtifact(artifactId('a5'), firstCandidate)).toBe(5);
+    expect(await index.findByDigest(digestOf(N - 1), firstCandidate)).toBe(N - 1);
+    expect(await neighbour.findByDigest(digestOf(1_000_000), firstCandidate)).toBe(0);
     expect(await neighbour.indexedSize()).toBe(1);
     await index.close();
     await neighbour.close();

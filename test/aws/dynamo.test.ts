@@ -6,11 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
-import { DynamoIndex, IndexGapError } from '../../src/aws/dynamo-index.js';
+import { DynamoIndex } from '../../src/aws/dynamo-index.js';
+import { IndexGapError } from '../../src/index/types.js';
 import { DynamoLock } from '../../src/aws/dynamo-lock.js';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { openCheckpoint } from '../../src/core/checkpoint.js';
-import type { CanonicalEntry } from '../../src/core/entry.js';
+import { type CanonicalEntry, artifactId } from '../../src/core/entry.js';
+import { anchorIdentity } from '../../src/core/duplicates.js';
 import { bytesEqual, leafHash, toHex } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
 import { SIG_ED25519, SeedSigner, makeVerifier } from '../../src/core/note.js';
@@ -27,6 +29,7 @@ import type { LockState } from '../../src/store/lock.js';
 import { VersionConflictError } from '../../src/store/store.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
+import { firstCandidate } from '../helpers/index-rows.js';
 
 let ddb: DynamoServer;
 let s3: S3Server;
@@ -129,10 +132,10 @@ describe('DynamoIndex (dynalite)', () => {
     await index.onBatch(b2);
     await index.onBatch(b1); // replay (recovery re-applies a staged batch)
     await index.onBatch(b2);
-    expect(await index.findByDigest(digest(1))).toBe(0);
-    expect(await index.findByDigest(digest(3))).toBe(4);
-    expect(await index.findByDigest(digest(9))).toBeUndefined();
-    expect(await index.findByArtifact('art_aaaaaaaaaaaaaaaaaaaaaaaa')).toBe(3);
+    expect(await index.findByDigest(digest(1), firstCandidate)).toBe(0);
+    expect(await index.findByDigest(digest(3), firstCandidate)).toBe(4);
+    expect(await index.findByDigest(digest(9), firstCandidate)).toBeUndefined();
+    expect(await index.findByArtifact('art_aaaaaaaaaaaaaaaaaaaaaaaa', firstCandidate)).toBe(3);
     expect(await index.indexedSize()).toBe(5);
     expect(await index.countsByType()).toEqual({ ledger_anchor: 4, document_verified: 1 });
     await expect(index.onBatch(batch(7, [{ digest: digest(4) }]))).rejects.toBeInstanceOf(IndexGapError);
@@ -155,9 +158,69 @@ describe('DynamoIndex (dynalite)', () => {
     ]);
     expect(await a.indexedSize()).toBe(300);
     expect(await b.countsByType()).toEqual({ x: 100, y: 200 });
-    expect(await b.findByDigest(digest(299))).toBe(299);
+    expect(await b.findByDigest(digest(299), firstCandidate)).toBe(299);
     await Promise.all([a.close(), b.close()]);
   });
+});
+
+/**
+ * Bytes DynamoDB bills an item for: its attribute names and values (a number by its digits,
+ * about one byte per two) and 100 bytes of overhead.
+ */
+function billedBytes(item: Record<string, { S?: string; N?: string }>): number {
+  let bytes = 100;
+  for (const [name, value] of Object.entries(item))
+    bytes +=
+      Buffer.byteLength(name) +
+      (value.S !== undefined ? Buffer.byteLength(value.S) : Math.ceil(value.N!.length / 2) + 1);
+  return bytes;
+}
+
+describe('DynamoIndex items per entry (dynalite)', () => {
+  it('an anchor adds at most three items (its digest with its identity, its artifact, its label row), one when its artifact is known', async () => {
+    const log = 'log.example.com/prod';
+    const index = new DynamoIndex({ ...conn(), table: ddb.table, log });
+    await index.clear();
+    const N = 200;
+    const label = (i: number) => `release/stele-v1.${i % 97}-build-${i}.tar.gz`;
+    const anchors = (from: number, labelOf: (i: number) => string) =>
+      batch(
+        from,
+        Array.from({ length: N }, (_, k) => ({
+          digest: digest(from + k),
+          artifact: labelOf(from + k),
+          artifactId: artifactId(labelOf(from + k), 'acme/ci'),
+          scope: 'acme/ci',
+        })),
+      );
+    const items = async () => {
+      const { ScanCommand } = await import('@aws-sdk/client-dynamodb');
+      const res = await index.client.send(
+        new ScanCommand({
+          TableName: ddb.table,
+          FilterExpression: 'begins_with(pk, :ns) AND NOT contains(pk, :meta)',
+          ExpressionAttributeValues: { ':ns': { S: `idx#${log}#` }, ':meta': { S: '#meta' } },
+        }),
+      );
+      return res.Items ?? [];
+    };
+    // Each anchor with its own digest and a new artifact label (bench/scale.ts's entries).
+    await index.onBatch(anchors(0, label));
+    const fresh = await items();
+    expect(fresh.length / N).toBe(3); // was 4: the identity had an item of its own
+    const bytes = fresh.reduce((n, item) => n + billedBytes(item as Record<string, { S?: string; N?: string }>), 0);
+    expect(bytes / N).toBeLessThan(610); // was about 790
+    // New digests for the same artifacts: one item each.
+    await index.onBatch(anchors(N, (i) => label(i - N)));
+    expect((await items()).length).toBe(4 * N);
+    // Found as before, each through its digest's item.
+    const e = anchors(0, label).entryAt(7);
+    const identity = anchorIdentity(e)!;
+    expect(await index.findAnchor(identity, e.digest, firstCandidate)).toBe(7);
+    expect(await index.findByArtifact(e.artifactId!, firstCandidate)).toBe(N + 7);
+    await index.clear();
+    await index.close();
+  }, 60_000);
 });
 
 describe('two sequencers racing on one DynamoDB lock table, sharing one S3 store', () => {

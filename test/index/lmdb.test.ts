@@ -5,9 +5,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CanonicalEntry } from '../src/core/entry.js';
-import { IndexGapError, LmdbIndex } from '../src/index/lmdb.js';
-import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../src/sequencer/contract.js';
+import type { CanonicalEntry } from '../../src/core/entry.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
+import { IndexGapError } from '../../src/index/types.js';
+import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
+import { firstCandidate } from '../helpers/index-rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,10 +33,10 @@ describe('LmdbIndex', () => {
     await index.onBatch(batch(0, [entry(1, 'anchor', 'art_a'), entry(2, 'anchor'), entry(1, 'verify', 'art_a')]));
     await index.onBatch(batch(3, [entry(3, 'anchor', 'art_b'), entry(2, 'verify', 'art_a')]));
     // Right away, whether or not the transactions have committed:
-    expect(await index.findByDigest(digest(1))).toBe(0);
-    expect(await index.findByDigest(digest(2))).toBe(1);
-    expect(await index.findByDigest(digest(3))).toBe(3);
-    expect(await index.findByArtifact('art_a')).toBe(4);
+    expect(await index.findByDigest(digest(1), firstCandidate)).toBe(0);
+    expect(await index.findByDigest(digest(2), firstCandidate)).toBe(1);
+    expect(await index.findByDigest(digest(3), firstCandidate)).toBe(3);
+    expect(await index.findByArtifact('art_a', firstCandidate)).toBe(4);
     expect(await index.indexedSize()).toBe(5);
     expect(await index.countsByType()).toEqual({ anchor: 3, verify: 2 });
     // Replays change nothing; a gap is refused.
@@ -44,19 +46,19 @@ describe('LmdbIndex', () => {
 
     index = new LmdbIndex(path);
     expect(await index.indexedSize()).toBe(5);
-    expect(await index.findByDigest(digest(1))).toBe(0);
-    expect(await index.findByDigest(digest(2))).toBe(1);
-    expect(await index.findByArtifact('art_a')).toBe(4);
-    expect(await index.findByArtifact('art_b')).toBe(3);
+    expect(await index.findByDigest(digest(1), firstCandidate)).toBe(0);
+    expect(await index.findByDigest(digest(2), firstCandidate)).toBe(1);
+    expect(await index.findByArtifact('art_a', firstCandidate)).toBe(4);
+    expect(await index.findByArtifact('art_b', firstCandidate)).toBe(3);
     expect(await index.countsByType()).toEqual({ anchor: 3, verify: 2 });
-    expect(await index.findByDigest(digest(9))).toBeUndefined();
+    expect(await index.findByDigest(digest(9), firstCandidate)).toBeUndefined();
     await index.close();
   });
 
   it('counts each batch once while its transaction commits; batches commit in groups', async () => {
     const path = join(dir, 'b');
     let index = new LmdbIndex(path);
-    const db = (index as unknown as { db: { transaction: (f: () => void) => Promise<unknown> } }).db;
+    const db = (index as unknown as { db: { root: { transaction: (f: () => void) => Promise<unknown> } } }).db.root;
     const transaction = db.transaction.bind(db);
     let transactions = 0;
     db.transaction = (f) => (transactions++, transaction(f));
@@ -84,14 +86,14 @@ describe('LmdbIndex', () => {
     let index = new LmdbIndex(path);
     await index.onBatch(batch(0, [entry(20, 'anchor')]));
     await index.flush();
-    const db = (index as unknown as { db: { transaction: (f: () => void) => Promise<unknown> } }).db;
+    const db = (index as unknown as { db: { root: { transaction: (f: () => void) => Promise<unknown> } } }).db.root;
     const transaction = db.transaction.bind(db);
     let failures = 1;
     db.transaction = (f) => (failures-- > 0 ? Promise.reject(new Error('disk full')) : transaction(f));
     await index.onBatch(batch(1, [entry(21, 'anchor')]));
     await index.flush();
     // Lookups still see the batch whose write failed.
-    expect(await index.findByDigest(digest(21))).toBe(1);
+    expect(await index.findByDigest(digest(21), firstCandidate)).toBe(1);
     await index.onBatch(batch(2, [entry(22, 'verify')]));
     await index.flush();
     expect(await index.indexedSize()).toBe(3);
@@ -99,8 +101,8 @@ describe('LmdbIndex', () => {
     // Both were stored by the next commit: nothing is left to re-index.
     index = new LmdbIndex(path);
     expect(await index.indexedSize()).toBe(3);
-    expect(await index.findByDigest(digest(21))).toBe(1);
-    expect(await index.findByDigest(digest(22))).toBe(2);
+    expect(await index.findByDigest(digest(21), firstCandidate)).toBe(1);
+    expect(await index.findByDigest(digest(22), firstCandidate)).toBe(2);
     expect(await index.countsByType()).toEqual({ anchor: 2, verify: 1 });
     await index.close();
   });

@@ -5,18 +5,19 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { IndexFollower } from '../src/index/follower.js';
-import { LmdbIndex } from '../src/index/lmdb.js';
-import { localPaths } from '../src/serve/local-log.js';
-import { SIG_ED25519, makeVerifier } from '../src/core/note.js';
-import { LogReader } from '../src/read/reader.js';
-import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../src/sequencer/contract.js';
-import { loadOrCreateKey } from '../src/keys/local-signer.js';
-import { CHECKPOINT_JSON_KEY } from '../src/store/layout.js';
-import { FsObjectStore } from '../src/store/fs.js';
-import { tilePath } from '../src/core/tiles.js';
-import { digestOf, makeLog } from './helpers/logs.js';
-import { scratchDir } from './helpers/tmp.js';
+import { IndexFollower } from '../../src/index/follower.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
+import { localPaths } from '../../src/serve/local-log.js';
+import { SIG_ED25519, makeVerifier } from '../../src/core/note.js';
+import { LogReader } from '../../src/read/reader.js';
+import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../../src/sequencer/contract.js';
+import { loadOrCreateKey } from '../../src/keys/local-signer.js';
+import { CHECKPOINT_JSON_KEY } from '../../src/store/layout.js';
+import { FsObjectStore } from '../../src/store/fs.js';
+import { tilePath } from '../../src/core/tiles.js';
+import { digestOf, makeLog } from '../helpers/logs.js';
+import { scratchDir } from '../helpers/tmp.js';
+import { firstCandidate } from '../helpers/index-rows.js';
 
 const ORIGIN = 'follower.test/log';
 
@@ -49,7 +50,7 @@ describe('IndexFollower', () => {
     expect(a.follower.checkpoint()).toBeUndefined();
     expect((await a.follower.poll())?.size).toBe(300);
     expect(a.follower.status()).toMatchObject({ published: 300, indexed: 300, served: 300, lag: 0 });
-    expect(await a.index.findByDigest(digestOf(ORIGIN, 299))).toBe(299);
+    expect(await a.index.findByDigest(digestOf(ORIGIN, 299), firstCandidate)).toBe(299);
 
     // The bundle holding leaves 256..349 is corrupted: the next checkpoint is not served.
     const bundle = join(publicDir, tilePath({ kind: 'records', index: 1, width: 94 }));
@@ -61,20 +62,22 @@ describe('IndexFollower', () => {
     await expect(a.follower.poll()).rejects.toThrow();
     expect(a.follower.checkpoint()?.size).toBe(300);
     expect(a.follower.status()).toMatchObject({ published: 350, served: 300, lag: 50 });
-    expect(await a.index.findByDigest(digestOf(ORIGIN, 320))).toBeUndefined();
+    expect(await a.index.findByDigest(digestOf(ORIGIN, 320), firstCandidate)).toBeUndefined();
 
     // Repaired: it catches up and serves 350.
     writeFileSync(bundle, good);
     expect((await a.follower.poll())?.size).toBe(350);
     expect(a.follower.status()).toMatchObject({ served: 350, lag: 0 });
-    expect(await a.index.findByDigest(digestOf(ORIGIN, 320))).toBe(320);
+    expect(await a.index.findByDigest(digestOf(ORIGIN, 320), firstCandidate)).toBe(320);
 
     // A replica from an empty directory reaches the same index.
     const b = follow(scratchDir('stele-follower-b-'));
     b.publish(published[1]!);
     expect((await b.follower.poll())?.size).toBe(350);
     for (const i of [0, 1, 255, 256, 299, 349])
-      expect(await b.index.findByDigest(digestOf(ORIGIN, i))).toBe(await a.index.findByDigest(digestOf(ORIGIN, i)));
+      expect(await b.index.findByDigest(digestOf(ORIGIN, i), firstCandidate)).toBe(
+        await a.index.findByDigest(digestOf(ORIGIN, i), firstCandidate),
+      );
     expect(await b.index.countsByType()).toEqual(await a.index.countsByType());
     await Promise.all([a.index.close(), b.index.close()]);
   });
