@@ -1,41 +1,11 @@
 // The import boundaries of biome.jsonc hold: probe files that cross them, linted with the
 // repository's own configuration in a scratch copy, are refused with the boundary's message,
 // and probes that keep to them pass. (`npm run lint` applies the same rules to the real tree.)
-import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { scratchDir } from '../helpers/tmp.js';
-import { repoRoot } from '../helpers/vectors.js';
+import { lintErrors } from './scratch-lint.js';
 
-const BIOME = path.join(repoRoot, 'node_modules', '.bin', 'biome');
-
-interface Diagnostic {
-  readonly category: string;
-  readonly severity: string;
-  readonly message: string;
-  readonly location: { readonly path: string };
-}
-
-/** Lints the given files (path → source) with biome.jsonc; returns the error diagnostics per file. */
-async function lint(files: Record<string, string>): Promise<Map<string, Diagnostic[]>> {
-  const dir = scratchDir('stele-lint-');
-  copyFileSync(path.join(repoRoot, 'biome.jsonc'), path.join(dir, 'biome.jsonc'));
-  for (const [name, source] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    writeFileSync(path.join(dir, name), source);
-  }
-  const out = await promisify(execFile)(BIOME, ['lint', '--vcs-enabled=false', '--reporter=json', '.'], {
-    cwd: dir,
-  }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
-  const report = JSON.parse(out.stdout) as { diagnostics: Diagnostic[] };
-  const byFile = new Map<string, Diagnostic[]>(Object.keys(files).map((f) => [f, []]));
-  for (const d of report.diagnostics) if (d.severity === 'error') byFile.get(d.location.path)?.push(d);
-  return byFile;
-}
-
-const messages = (ds: Diagnostic[] | undefined) => (ds ?? []).map((d) => `${d.category}: ${d.message}`);
+const lint = lintErrors;
+const messages = (ms: string[] | undefined) => ms ?? [];
 
 describe('lint: import boundaries of biome.jsonc', () => {
   it('src/core imports no Node built-in, no Buffer or process, and nothing above it', async () => {

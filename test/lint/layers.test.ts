@@ -2,40 +2,17 @@
 // src/ once; biome.jsonc's generated rules are the table's (test/lint/layers.ts); and the
 // linter, run on a scratch copy with the repository's configuration, refuses a planted
 // upward import, an import within a layer, and an import cycle, and passes what the table allows.
-import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { scratchDir } from '../helpers/tmp.js';
 import { repoRoot } from '../helpers/vectors.js';
 import { layerOverrides, readLayerTable } from './layers.js';
-
-const BIOME = path.join(repoRoot, 'node_modules', '.bin', 'biome');
+import { lintErrors } from './scratch-lint.js';
 
 /** biome.jsonc as data: its `//` comments dropped (no string in it holds `//`). */
 function biomeConfig(): { overrides: Array<{ includes: string[] }> } {
   const text = readFileSync(path.join(repoRoot, 'biome.jsonc'), 'utf8').replace(/^\s*\/\/.*$/gm, '');
   return JSON.parse(text.replace(/,(\s*[}\]])/g, '$1'));
-}
-
-async function lintErrors(files: Record<string, string>): Promise<Map<string, string[]>> {
-  const dir = scratchDir('stele-layers-');
-  copyFileSync(path.join(repoRoot, 'biome.jsonc'), path.join(dir, 'biome.jsonc'));
-  for (const [name, source] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    writeFileSync(path.join(dir, name), source);
-  }
-  const out = await promisify(execFile)(BIOME, ['lint', '--vcs-enabled=false', '--reporter=json', '.'], {
-    cwd: dir,
-  }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
-  const report = JSON.parse(out.stdout) as {
-    diagnostics: Array<{ category: string; severity: string; message: string; location: { path: string } }>;
-  };
-  const byFile = new Map<string, string[]>(Object.keys(files).map((f) => [f, []]));
-  for (const d of report.diagnostics)
-    if (d.severity === 'error') byFile.get(d.location.path)?.push(`${d.category}: ${d.message}`);
-  return byFile;
 }
 
 describe('layers', () => {
