@@ -151,10 +151,14 @@ describe('FAIL cases', () => {
       },
     };
     try {
-      const [c, v] = await Promise.all([
+      const [c, v, k] = await Promise.all([
         failing(['ledger', 'checkpoint']),
         failing(['ledger', 'verify', 'release.tar.gz']),
+        // From the pin to the log's size: the log is below the pin, a failed rule 2, not a usage error.
+        failing(['ledger', 'consistency']),
       ]);
+      expect(rule(k, 2)).toMatchObject({ status: 'FAIL' });
+      expect(rule(k, 2).detail).toMatch(/smaller than the pinned size .* rolled back/);
       expect(rule(c, 1).status).toBe('PASS');
       expect(rule(c, 2)).toMatchObject({ status: 'FAIL' });
       expect(rule(c, 2).detail).toMatch(/smaller than the pinned size .* rolled back/);
