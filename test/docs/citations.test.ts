@@ -1,7 +1,7 @@
 // Citations stay inside the repository: every `docs/<file>.md §N` a comment or document cites
 // names a file of docs/ and a section heading it has, and nothing cites the design or the
 // specification outside the repository (by the names the shared design and spec files go by).
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../helpers/vectors.js';
@@ -66,5 +66,16 @@ describe('citations', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('name files that exist: every `src/…`, `test/…`, `cli/…` path in docs/ and the README', () => {
+    const docs = [join(repoRoot, 'README.md'), ...sources(join(repoRoot, 'docs'))];
+    const missing = docs.flatMap((f) =>
+      [...readFileSync(f, 'utf8').matchAll(/`((?:src|test|cli|infra|bench|packages)\/[A-Za-z0-9_./-]+?)`/g)]
+        .map((m) => m[1]!.replace(/[.,:;]$/, ''))
+        .filter((p) => !p.includes('*') && !existsSync(join(repoRoot, p)))
+        .map((p) => `${relative(repoRoot, f)}: ${p}`),
+    );
+    expect(missing).toEqual([]);
   });
 });
