@@ -6,7 +6,14 @@
 // against the quorum.
 import { formatCheckpointBody, parseCheckpointBody } from '../checkpoint-body.js';
 import { bytesEqual, fromBase64, hashFromHex, toHex, u64be } from '../hash.js';
-import { type NoteSignature, type NoteVerifier, parseNote, signatureLine, sortSignatures } from '../note.js';
+import {
+  type NoteSignature,
+  type NoteVerifier,
+  type SortedSignatures,
+  parseNote,
+  signatureLine,
+  sortSignatures,
+} from '../note.js';
 import { type Outcome, short } from './rules.js';
 import { type Quorum, type WitnessOutcome, checkWitnesses } from './witnesses.js';
 
@@ -117,6 +124,117 @@ function linesFromJson(json: JsonCheckpoint, trust: KeyTrust, problems: string[]
   return sigs;
 }
 
+/** What a checkpoint claims, read from its note (or rebuilt from its JSON), and what is wrong with it so far. */
+interface Claims {
+  origin: string;
+  size: number;
+  root: Uint8Array;
+  /** The signed body; null when there is none to check signatures over. */
+  body: string | null;
+  sigs: NoteSignature[];
+  problems: string[];
+}
+
+/** Reads the checkpoint's claims: the note's when there is one (the JSON must agree), else the JSON's. */
+function readClaims(input: CheckpointInput, trust: KeyTrust): Claims {
+  const json = input.json;
+  const note = json?.note ?? input.note;
+  const c: Claims = {
+    origin: json?.logId ?? '',
+    size: json?.treeSize ?? 0,
+    root: json ? hashFromHex(json.rootHash) : new Uint8Array(32),
+    body: null,
+    sigs: [],
+    problems: [],
+  };
+  if (note !== undefined) {
+    try {
+      const parsed = parseNote(note);
+      const cb = parseCheckpointBody(parsed.body);
+      c.body = parsed.body;
+      c.sigs = parsed.signatures;
+      if (json && (cb.origin !== json.logId || cb.size !== json.treeSize || !bytesEqual(cb.root, c.root)))
+        c.problems.push('the JSON fields (logId, treeSize, rootHash) differ from the signed note');
+      Object.assign(c, { origin: cb.origin, size: cb.size, root: cb.root });
+    } catch (e) {
+      c.problems.push(`malformed checkpoint note: ${(e as Error).message}`);
+    }
+  } else if (json) {
+    try {
+      c.body = formatCheckpointBody({ origin: json.logId, size: json.treeSize, root: c.root });
+    } catch (e) {
+      c.problems.push(`cannot rebuild the checkpoint body: ${(e as Error).message}`);
+    }
+    c.sigs = linesFromJson(json, trust, c.problems);
+  } else {
+    c.problems.push('no checkpoint');
+  }
+  if (json) {
+    if (json.keyId !== trust.keyId)
+      c.problems.push(`checkpoint names key id ${short(json.keyId)}, not the pinned ${short(trust.keyId)}`);
+    if (note !== undefined && c.body !== null) {
+      const jsonSig = decodeSig(json.signature);
+      const noteSig = c.sigs.find((s) => s.name === trust.origin && bytesEqual(s.keyHash, trust.log.keyHash));
+      if (!jsonSig || (noteSig && !bytesEqual(noteSig.payload, jsonSig)))
+        c.problems.push('the JSON signature differs from the note signature');
+    }
+  }
+  if (c.body !== null && c.origin !== trust.origin)
+    c.problems.push(`checkpoint is for origin ${c.origin}, not the pinned log ${trust.origin}`);
+  return c;
+}
+
+/**
+ * Rule 1's signature lines: the log's must verify, and a line under any key the trust knows
+ * that does not verify rejects the whole note. Adds what is wrong to `c.problems`.
+ */
+function judgeSignatures(c: Claims, sorted: SortedSignatures, trust: KeyTrust): boolean {
+  const logOk = sorted.valid.some((v) => v.verifier === trust.log);
+  const isLog = (s: NoteSignature) => s.name === trust.log.name && bytesEqual(s.keyHash, trust.log.keyHash);
+  const badLog = sorted.invalid.some(isLog);
+  const badWitnesses = [...new Set(sorted.invalid.filter((s) => !isLog(s)).map((s) => s.name))];
+  if (badLog)
+    c.problems.push(
+      `a signature does not verify under the pinned key ${short(trust.keyId)} (forged or altered checkpoint): the whole note is rejected`,
+    );
+  if (badWitnesses.length > 0)
+    c.problems.push(
+      `a cosignature by ${badWitnesses.join(', ')} (a witness you trust) does not verify: the whole note is rejected (signed-note)`,
+    );
+  if (!badLog && badWitnesses.length === 0 && !logOk) {
+    const others = [...new Set(c.sigs.map((s) => s.name))];
+    c.problems.push(
+      `no signature by the pinned key ${short(trust.keyId)}${others.length ? ` (signed by: ${others.join(', ')}, other keys)` : ''}`,
+    );
+  }
+  return logOk && c.problems.length === 0;
+}
+
+/**
+ * Each policy witness's cosignature (valid, invalid or missing), then the lines of keys the
+ * trust does not know; the valid ones count only for a checkpoint the log itself signed.
+ */
+function countCosigners(sorted: SortedSignatures, trust: KeyTrust, accepted: boolean) {
+  const valid = new Set<NoteVerifier>();
+  const cosigners: Cosigner[] = [];
+  let cosignedAt: number | undefined;
+  for (const w of trust.witnesses) {
+    const v = sorted.valid.find((x) => x.verifier === w);
+    const failed = sorted.invalid.some((s) => s.name === w.name && bytesEqual(s.keyHash, w.keyHash));
+    cosigners.push({
+      name: trust.quorum.label(w),
+      status: failed ? 'invalid' : v ? 'valid' : 'missing',
+      ...(v?.timestamp !== undefined ? { time: v.timestamp } : {}),
+    });
+    if (!v || !accepted) continue;
+    valid.add(w);
+    // The cosignature's own time is signed; the JSON timestamp is not.
+    if (v.timestamp !== undefined && (cosignedAt === undefined || v.timestamp > cosignedAt)) cosignedAt = v.timestamp;
+  }
+  for (const s of sorted.unknown) cosigners.push({ name: s.name, status: 'unknown', keyHash: toHex(s.keyHash) });
+  return { valid, cosigners, cosignedAt };
+}
+
 /**
  * Rules 1 and 5 for one checkpoint: the log signature must be by the pinned key (from the
  * note when there is one, else over the body rebuilt from the JSON fields), the JSON and the
@@ -124,115 +242,34 @@ function linesFromJson(json: JsonCheckpoint, trust: KeyTrust, problems: string[]
  * are counted against the quorum.
  */
 export function checkCheckpoint(input: CheckpointInput, trust: KeyTrust | Trust): CheckedCheckpoint {
-  const json = input.json;
-  const note = json?.note ?? input.note;
-  const problems: string[] = [];
-  let origin = json?.logId ?? '';
-  let size = json?.treeSize ?? 0;
-  let root = json ? hashFromHex(json.rootHash) : new Uint8Array(32);
-  let body: string | null = null;
-  let sigs: NoteSignature[] = [];
-
-  if (note !== undefined) {
-    try {
-      const parsed = parseNote(note);
-      const cb = parseCheckpointBody(parsed.body);
-      body = parsed.body;
-      sigs = parsed.signatures;
-      if (json && (cb.origin !== json.logId || cb.size !== json.treeSize || !bytesEqual(cb.root, root))) {
-        problems.push('the JSON fields (logId, treeSize, rootHash) differ from the signed note');
+  const c = readClaims(input, trust);
+  const note = input.json?.note ?? input.note;
+  const sorted = c.body !== null ? sortSignatures(c.body, c.sigs, [trust.log, ...trust.witnesses]) : undefined;
+  const accepted = sorted !== undefined && judgeSignatures(c, sorted, trust);
+  const counted = sorted
+    ? countCosigners(sorted, trust, accepted)
+    : { valid: new Set<NoteVerifier>(), cosigners: [], cosignedAt: undefined };
+  const signature: Outcome = accepted
+    ? {
+        ok: true,
+        detail: `signed by the pinned key ${short(trust.keyId)} (${trust.origin}); tree size ${c.size}, root ${short(toHex(c.root))}`,
       }
-      ({ origin, size, root } = cb);
-    } catch (e) {
-      problems.push(`malformed checkpoint note: ${(e as Error).message}`);
-    }
-  } else if (json) {
-    try {
-      body = formatCheckpointBody({ origin: json.logId, size: json.treeSize, root });
-    } catch (e) {
-      problems.push(`cannot rebuild the checkpoint body: ${(e as Error).message}`);
-    }
-    sigs = linesFromJson(json, trust, problems);
-  } else {
-    problems.push('no checkpoint');
-  }
-
-  if (json) {
-    if (json.keyId !== trust.keyId)
-      problems.push(`checkpoint names key id ${short(json.keyId)}, not the pinned ${short(trust.keyId)}`);
-    if (note !== undefined && body !== null) {
-      const jsonSig = decodeSig(json.signature);
-      const noteSig = sigs.find((s) => s.name === trust.origin && bytesEqual(s.keyHash, trust.log.keyHash));
-      if (!jsonSig || (noteSig && !bytesEqual(noteSig.payload, jsonSig)))
-        problems.push('the JSON signature differs from the note signature');
-    }
-  }
-  if (body !== null && origin !== trust.origin)
-    problems.push(`checkpoint is for origin ${origin}, not the pinned log ${trust.origin}`);
-
-  let logOk = false;
-  const valid = new Set<NoteVerifier>();
-  let cosignedAt: number | undefined;
-  const cosigners: Cosigner[] = [];
-  if (body !== null) {
-    const sorted = sortSignatures(body, sigs, [trust.log, ...trust.witnesses]);
-    logOk = sorted.valid.some((v) => v.verifier === trust.log);
-    const isLog = (s: NoteSignature) => s.name === trust.log.name && bytesEqual(s.keyHash, trust.log.keyHash);
-    const badLog = sorted.invalid.some(isLog);
-    const badWitnesses = [...new Set(sorted.invalid.filter((s) => !isLog(s)).map((s) => s.name))];
-    if (badLog)
-      problems.push(
-        `a signature does not verify under the pinned key ${short(trust.keyId)} (forged or altered checkpoint): the whole note is rejected`,
-      );
-    if (badWitnesses.length > 0)
-      problems.push(
-        `a cosignature by ${badWitnesses.join(', ')} (a witness you trust) does not verify: the whole note is rejected (signed-note)`,
-      );
-    if (!badLog && badWitnesses.length === 0 && !logOk) {
-      const others = [...new Set(sigs.map((s) => s.name))];
-      problems.push(
-        `no signature by the pinned key ${short(trust.keyId)}${others.length ? ` (signed by: ${others.join(', ')}, other keys)` : ''}`,
-      );
-    }
-    const accepted = problems.length === 0 && logOk;
-    for (const w of trust.witnesses) {
-      const v = sorted.valid.find((x) => x.verifier === w);
-      const failed = sorted.invalid.some((s) => s.name === w.name && bytesEqual(s.keyHash, w.keyHash));
-      cosigners.push({
-        name: trust.quorum.label(w),
-        status: failed ? 'invalid' : v ? 'valid' : 'missing',
-        ...(v?.timestamp !== undefined ? { time: v.timestamp } : {}),
-      });
-      if (!v || !accepted) continue;
-      valid.add(w);
-      // The cosignature's own time is signed; the JSON timestamp is not.
-      if (v.timestamp !== undefined && (cosignedAt === undefined || v.timestamp > cosignedAt)) cosignedAt = v.timestamp;
-    }
-    for (const s of sorted.unknown) cosigners.push({ name: s.name, status: 'unknown', keyHash: toHex(s.keyHash) });
-  }
-  const signature: Outcome =
-    problems.length === 0 && logOk
-      ? {
-          ok: true,
-          detail: `signed by the pinned key ${short(trust.keyId)} (${trust.origin}); tree size ${size}, root ${short(toHex(root))}`,
-        }
-      : { ok: false, detail: problems.join('; ') || 'signature not recognised' };
+    : { ok: false, detail: c.problems.join('; ') || 'signature not recognised' };
   const otherLines =
-    note !== undefined ? sigs.filter((s) => s.name !== trust.origin).length : (json?.witnesses.length ?? 0);
-  const witnesses = checkWitnesses(signature.ok, valid, otherLines, trust.witnesses, trust.quorum);
+    note !== undefined ? c.sigs.filter((s) => s.name !== trust.origin).length : (input.json?.witnesses.length ?? 0);
   return {
     signature,
-    witnesses,
-    cosigners,
-    origin,
-    size,
-    root,
+    witnesses: checkWitnesses(signature.ok, counted.valid, otherLines, trust.witnesses, trust.quorum),
+    cosigners: counted.cosigners,
+    origin: c.origin,
+    size: c.size,
+    root: c.root,
     ...(note !== undefined
       ? { note }
-      : body !== null
-        ? { note: `${body}\n${sigs.map((l) => signatureLine(l.name, l.keyHash, l.payload)).join('')}` }
+      : c.body !== null
+        ? { note: `${c.body}\n${c.sigs.map((l) => signatureLine(l.name, l.keyHash, l.payload)).join('')}` }
         : {}),
-    ...(json?.timestamp ? { unsignedTimestamp: json.timestamp } : {}),
-    ...(cosignedAt !== undefined ? { cosignedAt } : {}),
+    ...(input.json?.timestamp ? { unsignedTimestamp: input.json.timestamp } : {}),
+    ...(counted.cosignedAt !== undefined ? { cosignedAt: counted.cosignedAt } : {}),
   };
 }
