@@ -1372,11 +1372,16 @@ export class SteleStack extends Stack {
 }
 
 /** The policy text, refused here if it is not a C2SP tlog-policy; ends in a newline, as a file does. */
+/** A setting the app cannot use: infra/app.ts prints it as one line and exits 2, no stack trace. */
+export class AppSettingError extends Error {
+  override name = 'AppSettingError';
+}
+
 function checkedPolicy(text: string): string {
   try {
     parsePolicy(text);
   } catch (e) {
-    if (e instanceof PolicyError) throw new Error(`witness policy: ${e.message}`);
+    if (e instanceof PolicyError) throw new AppSettingError(`context stele:witnessPolicy: ${e.message}`);
     throw e;
   }
   return text.endsWith('\n') ? text : `${text}\n`;

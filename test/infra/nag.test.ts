@@ -82,7 +82,9 @@ describe('cdk-nag (AwsSolutions) in the build', () => {
   }, 120_000);
 
   it('infra/app.ts (what `cdk synth` runs) synthesizes with the pack registered', () => {
-    expect(readFileSync(new URL('../../infra/app.ts', import.meta.url), 'utf8')).toMatch(/withNag\(new App\(\)\)/);
+    expect(readFileSync(new URL('../../infra/app.ts', import.meta.url), 'utf8')).toMatch(
+      /withNag\(new App\(\{ autoSynth: false \}\)\)/,
+    );
     const outdir = scratchDir('stele-nag-app-');
     const cwd = new URL('../..', import.meta.url).pathname;
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'infra/app.ts'], {
@@ -93,6 +95,28 @@ describe('cdk-nag (AwsSolutions) in the build', () => {
     });
     expect(r.status, r.stderr).toBe(0);
     expect(existsSync(join(outdir, 'Stele.template.json'))).toBe(true);
+  }, 150_000);
+
+  it('a bad -c stele:witnessPolicy is one line and exit 2, no stack trace and no half-built template', () => {
+    const dir = scratchDir('stele-nag-policy-');
+    writeFileSync(join(dir, 'bad.policy'), 'group a any nobody\nquorum a\n');
+    const cwd = new URL('../..', import.meta.url).pathname;
+    for (const [file, said] of [
+      [join(dir, 'bad.policy'), /^stele cdk: context stele:witnessPolicy: line 1: group a: nobody is not a witness/],
+      [join(dir, 'missing.policy'), /^stele cdk: context stele:witnessPolicy: cannot read .*missing\.policy: ENOENT$/],
+    ] as const) {
+      const outdir = join(dir, `out-${file.length}`);
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'infra/app.ts'], {
+        cwd,
+        env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ 'stele:witnessPolicy': file }) },
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+      expect(r.status).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr.trim()).toMatch(said);
+      expect(existsSync(join(outdir, 'Stele.template.json'))).toBe(false);
+    }
   }, 150_000);
 });
 
