@@ -2,7 +2,8 @@
 // the tiles (a mirror, a CDN), each match verified like any answer of the log (rules 1–6):
 // the checkpoint by the pinned key and pin, the entry bound to its leaf and to what was
 // asked for, and its inclusion. An artifact label without a scope lists the latest entry of
-// each scope (the API's search route; from the tiles, the record bundles).
+// each scope (the API's search route; from the tiles, the record bundles), and answers an
+// artifact's anchor rather than a later event of the same file.
 import { artifactId, parseEntryId } from '../core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../core/hash.js';
 import type { EntryLookup, EntryView, LedgerApi } from './api.js';
@@ -251,6 +252,34 @@ async function getFromTiles(s: Session, view: TilesView, l: Lookup, onScanProgre
   return { lookup: l, mode: 'tiles', source: view.name, matches, checkpoint, pinMoved };
 }
 
-export function getEntries(s: Session, view: LogView, l: Lookup, onScanProgress?: ScanProgress): Promise<GetResult> {
-  return view instanceof TilesView ? getFromTiles(s, view, l, onScanProgress) : getFromApi(s, view as ApiView, l);
+export async function getEntries(
+  s: Session,
+  view: LogView,
+  l: Lookup,
+  onScanProgress?: ScanProgress,
+): Promise<GetResult> {
+  const get = (q: Lookup) =>
+    view instanceof TilesView ? getFromTiles(s, view, q, onScanProgress) : getFromApi(s, view as ApiView, q);
+  const r = await get(l);
+  return l.by === 'artifact' ? { ...r, matches: await Promise.all(r.matches.map((m) => anchorOf(m, get))) } : r;
+}
+
+/**
+ * What a lookup by artifact asks for is the file's anchor: a match that is a later event of
+ * the same file (a `document_verified`) gives way to the earliest entry of its digest, when
+ * that is a `ledger_anchor` under the same label and scope, verified like any match.
+ */
+async function anchorOf(m: Match, get: (q: Lookup) => Promise<GetResult>): Promise<Match> {
+  const e = m.entry;
+  if (!e || e.type === 'ledger_anchor' || m.report.failed) return m;
+  const earliest = (await get({ by: 'digest', digest: e.digest })).matches[0];
+  const a = earliest?.entry;
+  const isAnchor =
+    a !== undefined &&
+    !earliest!.report.failed &&
+    a.type === 'ledger_anchor' &&
+    a.artifact === e.artifact &&
+    (a.scope ?? '') === (e.scope ?? '') &&
+    earliest!.leafIndex < m.leafIndex;
+  return isAnchor ? earliest! : m;
 }

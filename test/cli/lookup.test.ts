@@ -163,4 +163,22 @@ describe('stele ledger get and status', () => {
     expect(r.stdout).toMatch(/"ledger status"\) words='[^']*--tiles/);
     expect(r.stdout).toMatch(/"ledger init"\) words='[^']*--vkey/);
   });
+
+  it("answers an artifact's anchor, not a later document_verified of the same file (API and tiles)", async () => {
+    const digest = sha('the anchored package');
+    const anchored = await postAnchor(serve.url, digest, { artifact: 'pkg.tgz', scope: 'demo' });
+    await postAnchor(serve.url, digest, { artifact: 'pkg.tgz', scope: 'demo', type: 'document_verified' });
+    const leaf = anchored.leafIndex as number;
+    const [inScope, anyScope, tiles] = await Promise.all([
+      sb.json(['ledger', 'get', '--artifact', 'pkg.tgz', '--scope', 'demo']),
+      sb.json(['ledger', 'get', '--artifact', 'pkg.tgz']),
+      sb.json(['ledger', 'get', '--artifact', 'pkg.tgz', '--scope', 'demo', '--tiles', serve.url]),
+    ]);
+    for (const r of [inScope, anyScope, tiles]) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.out.result).toBe('PASS');
+      expect(r.out.matches as Json[]).toHaveLength(1);
+      expect((r.out.matches as Json[])[0]).toMatchObject({ leafIndex: leaf, entry: { type: 'ledger_anchor' } });
+    }
+  });
 });
