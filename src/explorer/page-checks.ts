@@ -4,7 +4,7 @@
 // entry_hash chain → leaf → audit path computed from the tiles → signed root), and the
 // PASS/FAIL report of `stele ledger verify` for a file.
 import { entryId, parseCanonicalEntry } from '../core/entry.js';
-import { EMPTY_ROOT, leafHash } from '../core/hash.js';
+import { EMPTY_ROOT, hashFromHex, leafHash } from '../core/hash.js';
 import { proveConsistency, proveInclusion, treeHash } from '../core/merkle.js';
 import {
   type Cosigner,
@@ -171,14 +171,8 @@ async function consistencyCheck(
       'first visit: this browser has not seen a checkpoint of this log before; it remembers this one now',
       'first visit',
     );
-  const old = { size: seen.size, root: hexBytes(seen.rootHex) };
+  const old = { size: seen.size, root: hashFromHex(seen.rootHex) };
   return asCheck(name, await checkConsistency(old, { size, root }, tilesProver(client), 'last-seen'));
-}
-
-function hexBytes(hex: string): Uint8Array {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
 }
 
 export async function verifyPageCheckpoint(
