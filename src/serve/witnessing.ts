@@ -195,6 +195,12 @@ export async function openWitnessing(
       endpoints.length > 0
         ? new WitnessCollector({
             witnesses: endpoints,
+            // One line naming the witness and the setting that names it; the start goes on.
+            onUnreachable: (name, url, reason) =>
+              logger.warn(
+                { witness: name, url, setting: '--witness / STELE_WITNESSES (or the policy file)', reason },
+                `witness ${name} at ${url} cannot be reached at start: ${reason}`,
+              ),
             ...(external.quorum ? { quorum: external.quorum } : { threshold: s.threshold ?? endpoints.length }),
           })
         : undefined;

@@ -27,6 +27,8 @@ export interface WitnessPolicy {
   readonly quorum?: (cosigned: ReadonlySet<string>) => boolean;
   /** Deadline for one round of requests, in ms (default 5,000). */
   readonly timeoutMs?: number;
+  /** Told, at start, of a witness that cannot be asked (the log starts anyway; its publishes wait for the quorum). */
+  readonly onUnreachable?: (name: string, url: string, reason: string) => void;
 }
 
 export interface WitnessOutcome {
@@ -141,6 +143,8 @@ export class WitnessCollector implements CheckpointWitnessing {
   async checkWitnessedSizes(checkpoint: SignedCheckpoint): Promise<WitnessedSize[]> {
     const signal = AbortSignal.timeout(this.policy.timeoutMs ?? 5000);
     const found = await Promise.all(this.policy.witnesses.map((w) => probeHeldSize(w, checkpoint, signal)));
+    for (const [i, f] of found.entries())
+      if (f.status === 'unknown') this.policy.onUnreachable?.(f.name, this.policy.witnesses[i]!.url, f.reason ?? '');
     for (const f of found) if (f.status === 'same' || f.status === 'behind') this.known.set(f.name, f.size!);
     const ahead = found.find((f) => f.status === 'ahead');
     if (ahead) throw new WitnessRollbackError(ahead.name, ahead.size!, checkpoint.size);

@@ -108,6 +108,20 @@ describe('C2SP tlog-policy: serve --witness-policy, ledger init, trust-config --
     );
     const unmet = await startServe({ dataDir: join(root, 'unmet'), origin: UNMET, args: [...args, '--reconfigure'] });
     try {
+      // w3 is down: the start goes on, and says which witness, where, and the setting naming it.
+      const down3 = unmet
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('"witness":"w3.policy.test"'));
+      expect(down3).toHaveLength(1);
+      expect(JSON.parse(down3[0]!)).toMatchObject({
+        level: 40,
+        url: down,
+        setting: '--witness / STELE_WITNESSES (or the policy file)',
+        msg: expect.stringMatching(
+          /^witness w3\.policy\.test at http:\/\/127\.0\.0\.1:\d+ cannot be reached at start: /,
+        ),
+      });
       const key = (await (await fetch(`${unmet.url}/api/ledger/key`)).json()) as Json;
       expect(parsePolicy(key.witnessPolicy.policy).groups).toEqual([
         { name: 'q', k: 'all', members: ['w1', 'w2', 'w3'] },

@@ -168,6 +168,8 @@ export interface ServeInfo {
 
 export interface RunningServe extends ServeInfo {
   readonly proc: ChildProcess;
+  /** What the server has written to stderr so far (its log lines, at warn and above). */
+  stderr(): string;
   /** Stops the server with SIGTERM and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -233,6 +235,7 @@ export async function startServe(opts: {
   return {
     ...info,
     proc,
+    stderr: () => stderr,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
