@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SteleStack, WITNESS_POLICY_FILE } from '../../infra/stack.js';
+import { AppSettingError, SteleStack, WITNESS_POLICY_FILE } from '../../infra/stack.js';
 import { SIG_COSIGNATURE_V1, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -329,8 +329,10 @@ describe('infra/stack.ts: a witness policy', () => {
 
   it('refuses a policy that is not a C2SP tlog-policy at synth; only the sequencer gets STELE_RECONFIGURE', () => {
     expect(() => new SteleStack(new App(), 'BadPolicy', { witnessPolicy: 'witness w1\nquorum w1\n' })).toThrow(
-      /^witness policy: /,
+      /^context stele:witnessPolicy: line 1: /,
     );
+    // The app prints it as one line (exit 2): test/infra/nag.test.ts.
+    expect(() => new SteleStack(new App(), 'BadPolicy2', { witnessPolicy: 'quorum w1\n' })).toThrow(AppSettingError);
     const plain = containers(template);
     expect(plain.sequencer!.env.STELE_RECONFIGURE).toEqual({ Ref: 'ReconfigureLogSettings' });
     expect(plain.api!.env.STELE_RECONFIGURE).toBeUndefined();
