@@ -158,7 +158,14 @@ export class MirrorPusher {
     const required = this.o.required;
     return {
       checkWitnessedSizes: async (cp: SignedCheckpoint) => {
-        await Promise.all([inner?.checkWitnessedSizes?.(cp), this.checkMirroredSizes(cp)]);
+        // Asked together; when both refuse (a witness and a mirror that saw more), the
+        // witness's refusal is the one reported, whichever answered first.
+        const [witnesses, mirrors] = await Promise.allSettled([
+          inner?.checkWitnessedSizes?.(cp),
+          this.checkMirroredSizes(cp),
+        ]);
+        if (witnesses.status === 'rejected') throw witnesses.reason;
+        if (mirrors.status === 'rejected') throw mirrors.reason;
       },
       stopWith: (stop) => {
         this.stop = stop;
