@@ -2,7 +2,6 @@
 // entry hash with the prior entry's hash from the tiles) and an entry read from the tiles.
 import { ZERO_HASH, presentEntry } from '../core/entry.js';
 import { hashFromHex, toHex } from '../core/hash.js';
-import { TILE_WIDTH } from '../core/tiles.js';
 import type { EntryView } from './api.js';
 import { type CheckedCheckpoint, type Outcome, type Report, checkEntry, checkInclusion } from './rules.js';
 import type { Session } from './session.js';
@@ -74,13 +73,8 @@ export async function checkTilesEntry(
   let checked: ReturnType<typeof checkEntry> | undefined;
   try {
     const at = await view.reader.entry(seq, size);
-    const n = Math.floor((seq - 1) / TILE_WIDTH);
-    const prior =
-      seq === 0
-        ? ZERO_HASH
-        : (await view.reader.bundle('entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH)))[
-            (seq - 1) % TILE_WIDTH
-          ]!;
+    // The reader's cache serves the entry bundle just read for the entry itself.
+    const prior = await priorEntryHash(view.source, seq, size, (n, width) => view.reader.bundle('entries', n, width));
     checked = checkEntry({
       seq,
       entry: at.canonical,

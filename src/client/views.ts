@@ -69,9 +69,14 @@ export class TilesView implements LogView {
 }
 
 /** The entry hash of leaf seq − 1 (zeros for seq 0), read from the entry bundle of the tree of `size`. */
-export async function priorEntryHash(source: ObjectReader, seq: number, size: number): Promise<Uint8Array> {
+export async function priorEntryHash(
+  source: ObjectReader,
+  seq: number,
+  size: number,
+  entries: (n: number, width: number) => Promise<Uint8Array[]> = (n, width) => readBundle(source, 'entries', n, width),
+): Promise<Uint8Array> {
   if (seq === 0) return ZERO_HASH;
   const n = Math.floor((seq - 1) / TILE_WIDTH);
-  const items = await readBundle(source, 'entries', n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH));
+  const items = await entries(n, Math.min(TILE_WIDTH, size - n * TILE_WIDTH));
   return items[(seq - 1) % TILE_WIDTH]!;
 }
