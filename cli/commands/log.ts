@@ -32,7 +32,7 @@ async function openTarget(
     // The SDK warns, over nine lines of stderr, that its 2027 releases will need Node 22: it
     // would bury the one-line report (package.json supports Node >= 22).
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const { awsLogConfigFromEnv, AwsConfigError } = await import('../../src/serve/aws-log.js');
+    const { awsLogConfigFromEnv, AwsConfigError } = await import('../../src/serve/aws-config.js');
     const { awsTarget } = await import('../../src/log/aws-target.js');
     let config;
     try {

@@ -4,46 +4,19 @@
 // and every decision it makes (evaluation, lease, denied operation, rotation,
 // authentication failure) is anchored in the ledger and appended to the audit stream.
 import { createHash } from 'node:crypto';
-import { PassThrough } from 'node:stream';
 import type { Context, Next } from 'koa';
-import type { Logger } from 'pino';
-import getRawBody from 'raw-body';
 import { newUlid as ulid } from '../store/ids.js';
-import { type AuditFilter, type AuditLog, type StoredEvent, matches } from './audit.js';
 import { AuthFailureAggregator } from './auth-failures.js';
-import {
-  AuthenticationError,
-  AuthorizationError,
-  type Caller,
-  type OidcAuthenticator,
-  type RoleTable,
-} from './auth.js';
-import type { ControlConfig, Operation } from './config.js';
-import type { EpochView, KeyEpochs } from './epochs.js';
+import { AuthenticationError, AuthorizationError, type Caller } from './auth.js';
+import type { Operation } from './config.js';
+import type { EpochView } from './epochs.js';
 import { ControlError, invalid, renderControlError, shuttingDown } from './errors.js';
 import { issueLease, newLeaseId } from './leases.js';
 import { openApiDocument } from './openapi.js';
-import type { EntityRef, PolicyEngine, PolicyRequest } from '../policy/cedar.js';
-import { CONTROL_ENTRY_TYPES, type Recorder } from './recorder.js';
-import type { ControlSigner } from './signing.js';
-
-export interface ControlServices {
-  readonly config: ControlConfig;
-  readonly auth: OidcAuthenticator;
-  readonly roles: RoleTable;
-  readonly policy: PolicyEngine;
-  readonly epochs: KeyEpochs;
-  readonly audit: AuditLog;
-  readonly recorder: Recorder;
-  readonly signer: ControlSigner;
-  readonly logger: Logger;
-  /** Open SSE streams, ended on close (an open stream would keep the HTTP server from closing). */
-  readonly streams: Set<() => void>;
-  /** Authentication failures, aggregated per source and window before they are recorded. */
-  readonly authFailures: AuthFailureAggregator;
-  /** Set when the control plane is closing: new requests get 503. */
-  readonly state: { closing: boolean };
-}
+import type { PolicyRequest } from '../policy/cedar.js';
+import type { ControlServices } from './services.js';
+import { contextOf, entityRef, label, onlyFields, readJson, ttlOf } from './request-body.js';
+import { auditEvents } from './audit-route.js';
 
 interface Route {
   readonly method: 'GET' | 'POST';
@@ -114,11 +87,6 @@ export function controlMiddleware(s: ControlServices) {
 }
 
 // ---------------------------------------------------------------- helpers
-
-const ENTITY_TYPE = /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$/;
-const ENTITY_STRING = /^([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)::"((?:[^"\\]|\\.)*)"$/;
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/u;
-
 function actorOf(c: Caller, role: string | null): Record<string, unknown> {
   return {
     sub: c.sub,
@@ -128,121 +96,6 @@ function actorOf(c: Caller, role: string | null): Record<string, unknown> {
     mfa: c.mfa,
     ...(role ? { role } : {}),
   };
-}
-
-async function readJson(ctx: Context, s: ControlServices, optional = false): Promise<Record<string, unknown>> {
-  const length = ctx.get('Content-Length');
-  const empty = length === '0' || (!length && !ctx.get('Transfer-Encoding'));
-  if (empty) {
-    if (optional) return {};
-    throw invalid('missing_body', 'a JSON request body is required');
-  }
-  if (!ctx.is('application/json'))
-    throw new ControlError(415, 'unsupported_media_type', 'request body must be application/json');
-  let text: string;
-  try {
-    text = await getRawBody(ctx.req, { limit: s.config.bodyLimitBytes, length: length || undefined, encoding: 'utf8' });
-  } catch (e) {
-    const t = (e as { type?: string }).type;
-    if (t === 'entity.too.large')
-      throw new ControlError(413, 'body_too_large', `request body exceeds ${s.config.bodyLimitBytes} bytes`);
-    if (t === 'request.size.invalid')
-      throw invalid('invalid_body', 'request body length does not match Content-Length');
-    throw e;
-  }
-  if (text.trim() === '' && optional) return {};
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw invalid('invalid_json', 'request body is not valid JSON');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw invalid('invalid_body', 'request body must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
-function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  const unknown = Object.keys(body).find((k) => !allowed.includes(k));
-  if (unknown !== undefined)
-    throw invalid('unknown_field', `unknown field ${JSON.stringify(unknown)}; allowed: ${allowed.join(', ')}`);
-}
-
-function label(v: unknown, field: string, maxBytes: number, required = true): string | undefined {
-  if (v === undefined && !required) return undefined;
-  if (v === undefined) throw invalid(`missing_${field}`, `${field} is required`);
-  if (typeof v !== 'string' || v === '') throw invalid(`invalid_${field}`, `${field} must be a non-empty string`);
-  if (Buffer.byteLength(v) > maxBytes)
-    throw invalid(`invalid_${field}`, `${field} must be at most ${maxBytes} UTF-8 bytes`);
-  if (CONTROL_CHARS.test(v) || !v.isWellFormed())
-    throw invalid(`invalid_${field}`, `${field} must not contain control characters`);
-  return v;
-}
-
-/** An entity reference: {"type": "User", "id": "alice"} or the Cedar form `User::"alice"`. */
-function entityRef(v: unknown, field: string): EntityRef {
-  if (v === undefined) throw invalid(`missing_${field}`, `${field} is required`);
-  let type: unknown;
-  let id: unknown;
-  if (typeof v === 'string') {
-    const m = ENTITY_STRING.exec(v);
-    if (!m) throw invalid(`invalid_${field}`, `${field} must be {"type","id"} or a Cedar entity like User::"alice"`);
-    type = m[1];
-    id = m[2]!.replace(/\\(.)/g, '$1');
-  } else if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
-    const o = v as Record<string, unknown>;
-    const extra = Object.keys(o).find((k) => k !== 'type' && k !== 'id');
-    if (extra)
-      throw invalid(
-        `invalid_${field}`,
-        `${field} has unknown field ${JSON.stringify(extra)}; an entity is {"type","id"}`,
-      );
-    type = o.type;
-    id = o.id;
-  } else {
-    throw invalid(`invalid_${field}`, `${field} must be {"type","id"} or a Cedar entity like User::"alice"`);
-  }
-  if (typeof type !== 'string' || !ENTITY_TYPE.test(type) || type.length > 256)
-    throw invalid(`invalid_${field}`, `${field}.type must be a Cedar entity type name (e.g. User, Acme::Document)`);
-  if (typeof id !== 'string' || id === '' || Buffer.byteLength(id) > 1024 || CONTROL_CHARS.test(id)) {
-    throw invalid(
-      `invalid_${field}`,
-      `${field}.id must be a non-empty string of at most 1024 bytes without control characters`,
-    );
-  }
-  return { type, id };
-}
-
-function contextOf(v: unknown): Record<string, unknown> {
-  if (v === undefined) return {};
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw invalid('invalid_context', 'context must be a JSON object');
-  let depth = 0;
-  const walk = (x: unknown, d: number) => {
-    depth = Math.max(depth, d);
-    if (depth > 16) throw invalid('invalid_context', 'context is nested too deeply (more than 16 levels)');
-    if (typeof x === 'number' && !Number.isSafeInteger(x))
-      throw invalid(
-        'invalid_context',
-        'context numbers must be integers (Cedar has no floating point; use decimal("…"))',
-      );
-    if (x === null) throw invalid('invalid_context', 'context must not contain null (Cedar has no null)');
-    if (typeof x === 'object') for (const y of Object.values(x as object)) walk(y, d + 1);
-  };
-  walk(v, 0);
-  return v as Record<string, unknown>;
-}
-
-/** `<seconds>s` within the configured bounds. */
-function ttlOf(v: unknown, s: ControlServices): number {
-  const { ttlDefaultS, ttlMinS, ttlMaxS } = s.config.lease;
-  if (v === undefined) return ttlDefaultS;
-  const bounds = `from ${ttlMinS}s to ${ttlMaxS}s (default ${ttlDefaultS}s)`;
-  const m = typeof v === 'string' ? /^([0-9]{1,10})s$/.exec(v) : null;
-  if (!m) throw invalid('invalid_ttl', `ttl must be a duration in seconds like "300s", ${bounds}`);
-  const n = Number(m[1]);
-  if (n < ttlMinS || n > ttlMaxS) throw invalid('invalid_ttl', `ttl ${v} is out of bounds: it must be ${bounds}`);
-  return n;
 }
 
 // ---------------------------------------------------------------- recording failures
@@ -437,155 +290,4 @@ async function listEpochs(ctx: Context, s: ControlServices): Promise<void> {
     throw invalid('unknown_parameter', `unknown query parameter ${JSON.stringify(Object.keys(ctx.query)[0])}`);
   const epochs = s.epochs.list();
   ctx.body = { signer: s.signer.describe(), current: epochs.at(-1)?.epoch ?? null, epochs };
-}
-
-const AUDIT_PARAMS = ['type', 'since', 'until', 'after', 'follow'];
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-
-function timeParam(v: unknown, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  const ms = typeof v === 'string' && ISO_TIME.test(v) ? Date.parse(v) : NaN;
-  if (!Number.isFinite(ms))
-    throw invalid(`invalid_${name}`, `${name} must be an ISO 8601 time like 2025-01-31T12:00:00Z`);
-  return ms;
-}
-
-function single(ctx: Context, name: string): string | undefined {
-  const v = ctx.query[name];
-  if (Array.isArray(v)) throw invalid(`invalid_${name}`, `${name} may be given once`);
-  return v;
-}
-
-async function auditEvents(ctx: Context, s: ControlServices): Promise<void> {
-  const unknown = Object.keys(ctx.query).find((k) => !AUDIT_PARAMS.includes(k));
-  if (unknown)
-    throw invalid(
-      'unknown_parameter',
-      `unknown query parameter ${JSON.stringify(unknown)}; allowed: ${AUDIT_PARAMS.join(', ')}`,
-    );
-  const typeParam = single(ctx, 'type');
-  let types: Set<string> | undefined;
-  if (typeParam !== undefined) {
-    types = new Set(typeParam.split(',').map((t) => t.trim()));
-    const bad = [...types].find((t) => !(CONTROL_ENTRY_TYPES as readonly string[]).includes(t));
-    if (bad !== undefined)
-      throw invalid(
-        'invalid_type',
-        `unknown event type ${JSON.stringify(bad)}; types: ${CONTROL_ENTRY_TYPES.join(', ')}`,
-      );
-  }
-  const since = timeParam(single(ctx, 'since'), 'since');
-  const until = timeParam(single(ctx, 'until'), 'until');
-  if (since !== undefined && until !== undefined && until <= since)
-    throw invalid('invalid_until', 'until must be later than since');
-  const followParam = single(ctx, 'follow');
-  if (followParam !== undefined && followParam !== 'true' && followParam !== 'false')
-    throw invalid('invalid_follow', 'follow must be true or false');
-  const headerId = ctx.get('Last-Event-ID');
-  const afterRaw = headerId !== '' ? headerId : single(ctx, 'after');
-  let after = 0;
-  if (afterRaw !== undefined) {
-    if (!/^(0|[1-9][0-9]{0,15})$/.test(afterRaw.trim()))
-      throw invalid('invalid_last_event_id', 'Last-Event-ID (or after) must be an event id: a non-negative integer');
-    after = Number(afterRaw.trim());
-    if (after > s.audit.lastId)
-      throw invalid('invalid_last_event_id', `event ${after} does not exist (the last event is ${s.audit.lastId})`);
-  }
-  const filter: AuditFilter = {
-    ...(types ? { types } : {}),
-    ...(since !== undefined ? { since } : {}),
-    ...(until !== undefined ? { until } : {}),
-  };
-  const follow = followParam !== 'false' && (until === undefined || until > Date.now());
-  if (ctx.method === 'HEAD') {
-    ctx.status = 200;
-    ctx.type = 'text/event-stream';
-    return;
-  }
-  streamEvents(ctx, s, after, filter, follow);
-}
-
-/** Largest backlog kept for a slow live SSE client before its stream is ended (it resumes with Last-Event-ID). */
-const MAX_SSE_BUFFER = 16 * 1024 * 1024;
-/** Replay pauses for the client above this much unsent output. */
-const REPLAY_HIGH_WATER = 1024 * 1024;
-
-function streamEvents(ctx: Context, s: ControlServices, after: number, filter: AuditFilter, follow: boolean): void {
-  const socket = ctx.req.socket;
-  socket.setTimeout(0);
-  socket.setNoDelay(true);
-  socket.setKeepAlive(true);
-  const out = new PassThrough();
-  ctx.status = 200;
-  ctx.set({
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-store',
-    'X-Accel-Buffering': 'no',
-    Connection: 'keep-alive',
-  });
-  ctx.body = out;
-
-  let last = after;
-  let replaying = true;
-  let done = false;
-  const buffered: StoredEvent[] = [];
-  const timers: NodeJS.Timeout[] = [];
-  const send = (e: StoredEvent) => {
-    if (done || e.id <= last) return;
-    last = e.id;
-    if (!matches(e, filter)) return;
-    out.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`);
-    if (out.writableLength > MAX_SSE_BUFFER)
-      finish(': the client is too slow; reconnect with Last-Event-ID to resume\n\n');
-  };
-  const finish = (comment?: string) => {
-    if (done) return;
-    done = true;
-    unsubscribe();
-    s.streams.delete(closer);
-    for (const t of timers) clearTimeout(t);
-    if (comment) out.write(comment);
-    out.end();
-  };
-  const unsubscribe = s.audit.subscribe((e) => (replaying ? buffered.push(e) : send(e)));
-  const closer = () => finish(': the server is shutting down\n\n');
-  s.streams.add(closer);
-  // The response's 'close' fires when the client goes away (or the response ends).
-  ctx.res.once('close', () => finish());
-  out.on('error', () => finish());
-  out.write(`retry: 2000\n: stele audit stream; resuming after event ${after}\n\n`);
-
-  // Replay and the live events queued meanwhile are written at the client's pace (waiting
-  // for 'drain'); only a live client that falls far behind is cut off.
-  const paced = async (e: StoredEvent) => {
-    send(e);
-    if (!done && out.writableLength > REPLAY_HIGH_WATER) {
-      await new Promise<void>((resolve) => {
-        out.once('drain', resolve);
-        out.once('close', resolve);
-      });
-    }
-  };
-  void (async () => {
-    try {
-      for await (const e of s.audit.since(after)) {
-        if (done) return;
-        await paced(e);
-      }
-      while (buffered.length > 0 && !done) await paced(buffered.shift()!);
-      replaying = false;
-      if (!follow) return finish();
-      const ping = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
-      ping.unref();
-      timers.push(ping as unknown as NodeJS.Timeout);
-      if (filter.until !== undefined) {
-        const t = setTimeout(() => finish(), Math.max(0, filter.until - Date.now()));
-        t.unref();
-        timers.push(t);
-      }
-    } catch (e) {
-      s.logger.error({ err: (e as Error).message }, 'audit stream replay failed');
-      finish(': replay failed; reconnect to resume\n\n');
-    }
-  })();
 }

@@ -102,23 +102,31 @@ const FORBIDDEN = /[\x00-\x08\x0b-\x1f\x7f]/;
 
 /** Parses a tlog-policy text; throws PolicyError("line N: …") on the first problem. */
 export function parsePolicy(text: string): Policy {
-  const logs: PolicyLog[] = [];
-  const witnesses: PolicyWitness[] = [];
-  const groups: PolicyGroup[] = [];
-  let quorum: string | undefined;
-  const defined = new Set<string>();
-  const keys = new Map<string, string>();
-  // "Each defined name can be listed as a group member at most once": name → the group and line that list it.
-  const listedIn = new Map<string, string>();
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
-  lines.forEach((raw, i) => {
-    const fail = (msg: string): never => {
-      throw new PolicyError(`line ${i + 1}: ${msg}`);
-    };
+  const parser = new PolicyParser();
+  lines.forEach((raw, i) => parser.line(raw, i + 1));
+  return parser.policy();
+}
+
+/** The state of a policy read line by line: what each line may refer to is what came before it. */
+class PolicyParser {
+  private readonly logs: PolicyLog[] = [];
+  private readonly witnesses: PolicyWitness[] = [];
+  private readonly groups: PolicyGroup[] = [];
+  private quorum: string | undefined;
+  private readonly defined = new Set<string>();
+  /** Key material → what it was given for (a key may appear once in a policy). */
+  private readonly keys = new Map<string, string>();
+  // "Each defined name can be listed as a group member at most once": name → the group and line that list it.
+  private readonly listedIn = new Map<string, string>();
+  private lineNo = 0;
+
+  line(raw: string, lineNo: number): void {
+    this.lineNo = lineNo;
     const bad = FORBIDDEN.exec(raw);
     if (bad)
-      fail(
+      this.fail(
         bad[0] === '\r'
           ? 'carriage return (CRLF line endings are not allowed)'
           : `control character 0x${hex2(bad[0].charCodeAt(0))} is not allowed`,
@@ -126,81 +134,94 @@ export function parsePolicy(text: string): Policy {
     const line = trimWs(raw);
     if (line === '' || line.startsWith('#')) return;
     const [keyword, ...args] = line.split(FIELDS) as [string, ...string[]];
-    const vkeyAt = (vkey: string, what: string): VkeyParts => {
-      let p: VkeyParts;
-      try {
-        p = splitVkey(vkey);
-      } catch (e) {
-        return fail(`${what}: ${(e as Error).message}`);
-      }
-      const dup = keys.get(keyMaterial(p));
-      if (dup !== undefined) fail(`${what}: the same public key as ${dup} (duplicates are not allowed)`);
-      keys.set(keyMaterial(p), what);
-      return p;
-    };
-    const newName = (name: string) => {
-      if (name === QUORUM_NONE) fail('the name "none" is predefined');
-      if (defined.has(name)) fail(`the name ${name} is already defined`);
-      defined.add(name);
-    };
-    switch (keyword) {
-      case 'log': {
-        if (args.length < 1 || args.length > 2) fail('expected: log <vkey> [<url>]');
-        vkeyAt(args[0]!, 'log');
-        logs.push(args[1] === undefined ? { vkey: args[0]! } : { vkey: args[0]!, url: args[1] });
-        return;
-      }
-      case 'witness': {
-        if (args.length < 2 || args.length > 3) fail('expected: witness <name> <vkey> [<url>]');
-        const [name, vkey, url] = args as [string, string, string | undefined];
-        const p = vkeyAt(vkey, `witness ${name}`);
-        if (!WITNESS_KEY_TYPES.has(p.type))
-          fail(`witness ${name}: key type 0x${hex2(p.type)} is not a cosignature key (0x04 or 0x06)`);
-        newName(name);
-        witnesses.push(url === undefined ? { name, vkey } : { name, vkey, url });
-        return;
-      }
-      case 'group': {
-        if (args.length < 3) fail('expected: group <name> all|any|<k> <name>... (at least one member)');
-        const [name, kText, ...members] = args as [string, string, ...string[]];
-        let k: PolicyGroup['k'];
-        if (kText === 'all' || kText === 'any') k = kText;
-        else if (/^[0-9]+$/.test(kText)) {
-          k = Number(kText);
-          if (!(k >= 1 && k <= members.length))
-            fail(`group ${name}: threshold ${kText} is not between 1 and its ${members.length} members`);
-        } else
-          return fail(`group ${name}: threshold must be all, any or a decimal number, not ${JSON.stringify(kText)}`);
-        const seen = new Set<string>();
-        for (const m of members) {
-          if (m === QUORUM_NONE) fail(`group ${name}: "none" cannot be a group member`);
-          if (!defined.has(m)) fail(`group ${name}: ${m} is not a witness or group defined on a preceding line`);
-          if (seen.has(m)) fail(`group ${name}: ${m} is listed twice`);
-          const earlier = listedIn.get(m);
-          if (earlier !== undefined)
-            fail(`group ${name}: ${m} is already a member of ${earlier} (a name may be listed in one group only)`);
-          seen.add(m);
-        }
-        newName(name);
-        for (const m of members) listedIn.set(m, `group ${name} (line ${i + 1})`);
-        groups.push({ name, k, members });
-        return;
-      }
-      case 'quorum': {
-        if (args.length !== 1) fail('expected: quorum <name>');
-        if (quorum !== undefined) fail('a second quorum line (a policy has exactly one)');
-        if (args[0] !== QUORUM_NONE && !defined.has(args[0]!))
-          fail(`quorum: ${args[0]} is not a witness or group defined on a preceding line`);
-        quorum = args[0]!;
-        return;
-      }
-      default:
-        fail(`unknown keyword ${JSON.stringify(keyword)} (expected log, witness, group or quorum)`);
+    if (keyword === 'log') this.log(args);
+    else if (keyword === 'witness') this.witness(args);
+    else if (keyword === 'group') this.group(args);
+    else if (keyword === 'quorum') this.quorumLine(args);
+    else this.fail(`unknown keyword ${JSON.stringify(keyword)} (expected log, witness, group or quorum)`);
+  }
+
+  policy(): Policy {
+    if (this.quorum === undefined)
+      throw new PolicyError('no quorum line (a policy has exactly one; `quorum none` requires no cosignatures)');
+    return { logs: this.logs, witnesses: this.witnesses, groups: this.groups, quorum: this.quorum };
+  }
+
+  private fail(msg: string): never {
+    throw new PolicyError(`line ${this.lineNo}: ${msg}`);
+  }
+
+  private vkeyAt(vkey: string, what: string): VkeyParts {
+    let p: VkeyParts;
+    try {
+      p = splitVkey(vkey);
+    } catch (e) {
+      return this.fail(`${what}: ${(e as Error).message}`);
     }
-  });
-  if (quorum === undefined)
-    throw new PolicyError('no quorum line (a policy has exactly one; `quorum none` requires no cosignatures)');
-  return { logs, witnesses, groups, quorum };
+    const dup = this.keys.get(keyMaterial(p));
+    if (dup !== undefined) this.fail(`${what}: the same public key as ${dup} (duplicates are not allowed)`);
+    this.keys.set(keyMaterial(p), what);
+    return p;
+  }
+
+  private newName(name: string): void {
+    if (name === QUORUM_NONE) this.fail('the name "none" is predefined');
+    if (this.defined.has(name)) this.fail(`the name ${name} is already defined`);
+    this.defined.add(name);
+  }
+
+  private log(args: readonly string[]): void {
+    if (args.length < 1 || args.length > 2) this.fail('expected: log <vkey> [<url>]');
+    this.vkeyAt(args[0]!, 'log');
+    this.logs.push(args[1] === undefined ? { vkey: args[0]! } : { vkey: args[0]!, url: args[1] });
+  }
+
+  private witness(args: readonly string[]): void {
+    if (args.length < 2 || args.length > 3) this.fail('expected: witness <name> <vkey> [<url>]');
+    const [name, vkey, url] = args as [string, string, string | undefined];
+    const p = this.vkeyAt(vkey, `witness ${name}`);
+    if (!WITNESS_KEY_TYPES.has(p.type))
+      this.fail(`witness ${name}: key type 0x${hex2(p.type)} is not a cosignature key (0x04 or 0x06)`);
+    this.newName(name);
+    this.witnesses.push(url === undefined ? { name, vkey } : { name, vkey, url });
+  }
+
+  private group(args: readonly string[]): void {
+    if (args.length < 3) this.fail('expected: group <name> all|any|<k> <name>... (at least one member)');
+    const [name, kText, ...members] = args as [string, string, ...string[]];
+    const k = this.threshold(name, kText, members.length);
+    const seen = new Set<string>();
+    for (const m of members) {
+      if (m === QUORUM_NONE) this.fail(`group ${name}: "none" cannot be a group member`);
+      if (!this.defined.has(m)) this.fail(`group ${name}: ${m} is not a witness or group defined on a preceding line`);
+      if (seen.has(m)) this.fail(`group ${name}: ${m} is listed twice`);
+      const earlier = this.listedIn.get(m);
+      if (earlier !== undefined)
+        this.fail(`group ${name}: ${m} is already a member of ${earlier} (a name may be listed in one group only)`);
+      seen.add(m);
+    }
+    this.newName(name);
+    for (const m of members) this.listedIn.set(m, `group ${name} (line ${this.lineNo})`);
+    this.groups.push({ name, k, members });
+  }
+
+  private threshold(name: string, kText: string, members: number): PolicyGroup['k'] {
+    if (kText === 'all' || kText === 'any') return kText;
+    if (!/^[0-9]+$/.test(kText))
+      this.fail(`group ${name}: threshold must be all, any or a decimal number, not ${JSON.stringify(kText)}`);
+    const k = Number(kText);
+    if (!(k >= 1 && k <= members))
+      this.fail(`group ${name}: threshold ${kText} is not between 1 and its ${members} members`);
+    return k;
+  }
+
+  private quorumLine(args: readonly string[]): void {
+    if (args.length !== 1) this.fail('expected: quorum <name>');
+    if (this.quorum !== undefined) this.fail('a second quorum line (a policy has exactly one)');
+    if (args[0] !== QUORUM_NONE && !this.defined.has(args[0]!))
+      this.fail(`quorum: ${args[0]} is not a witness or group defined on a preceding line`);
+    this.quorum = args[0]!;
+  }
 }
 
 /** Writes the policy as text: logs, witnesses, groups (in order), then the quorum line. */

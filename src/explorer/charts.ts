@@ -76,11 +76,8 @@ function legend(prefix: string, types: Array<[string, number]>): HTMLElement {
   );
 }
 
-/** Anchors over time, stacked by entry type, plus a table of the same numbers. */
-export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
-  const prefix = `c${++chartSeq}`;
-  const times = entries.map((e) => Date.parse(e.timestamp)).filter((t) => Number.isFinite(t));
-  if (times.length === 0) return h('p', null, 'No entries to chart.');
+/** Entries counted per time bucket (about 40 buckets over their span) and entry type, busiest type first. */
+function bucketCounts(entries: readonly ChartEntry[], times: readonly number[]) {
   const min = Math.min(...times);
   const max = Math.max(...times);
   const bucket = BUCKETS.find((b) => (max - min) / b < 40) ?? BUCKETS[BUCKETS.length - 1]!;
@@ -99,15 +96,27 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
     counts[Math.floor((t - start) / bucket)]![typeIndex.get(e.type)!]! += e.weight ?? 1;
   }
   for (const c of counts) c.forEach((v, i) => (c[i] = Math.round(v)));
+  return { min, max, bucket, start, n, types, counts };
+}
+
+/** Geometry of the time chart, in SVG units. */
+const W = 720;
+const H = 260;
+const L = 48;
+const B = 36;
+const T = 12;
+const PLOT_W = W - L - 12;
+const PLOT_H = H - B - T;
+
+/** Anchors over time, stacked by entry type, plus a table of the same numbers. */
+export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
+  const prefix = `c${++chartSeq}`;
+  const times = entries.map((e) => Date.parse(e.timestamp)).filter((t) => Number.isFinite(t));
+  if (times.length === 0) return h('p', null, 'No entries to chart.');
+  const { min, max, bucket, start, n, types, counts } = bucketCounts(entries, times);
   const peak = Math.max(1, ...counts.map((c) => c.reduce((a, b) => a + b, 0)));
-  const W = 720;
-  const H = 260;
-  const L = 48;
-  const B = 36;
-  const T = 12;
-  const plotW = W - L - 12;
-  const plotH = H - B - T;
-  const bw = plotW / n;
+  const plotH = PLOT_H;
+  const bw = PLOT_W / n;
   const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': `${prefix}-t` });
   chart.append(
     svg(
@@ -124,25 +133,7 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
       svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, String(Math.round(f * peak))),
     );
   }
-  counts.forEach((c, i) => {
-    let y = T + plotH;
-    c.forEach((v, ti) => {
-      if (v === 0) return;
-      const hgt = (v / peak) * plotH;
-      y -= hgt;
-      const r = svg('rect', {
-        x: L + i * bw + 1,
-        y,
-        width: Math.max(1, bw - 2),
-        height: hgt,
-        fill: fill(prefix, ti),
-        stroke: stroke(ti),
-        'stroke-width': 0.8,
-      });
-      r.append(svg('title', null, `${fmtTime(start + i * bucket)}: ${v} × ${types[ti]![0]}`));
-      chart.append(r);
-    });
-  });
+  drawStacks(chart, prefix, counts, peak, bw, (i, v, ti) => `${fmtTime(start + i * bucket)}: ${v} × ${types[ti]![0]}`);
   chart.append(svg('line', { x1: L, x2: W - 12, y1: T + plotH, y2: T + plotH, class: 'axis-line' }));
   const ticks = n === 1 ? [0] : [0, Math.floor((n - 1) / 2), n - 1];
   for (const i of [...new Set(ticks)]) {
@@ -196,6 +187,37 @@ export function timeChart(entries: readonly ChartEntry[]): HTMLElement {
   );
 }
 
+/** One stacked bar per bucket, a rectangle per type with its count as a tooltip. */
+function drawStacks(
+  chart: SVGElement,
+  prefix: string,
+  counts: readonly number[][],
+  peak: number,
+  bw: number,
+  tip: (bucket: number, count: number, type: number) => string,
+): void {
+  const plotH = PLOT_H;
+  counts.forEach((c, i) => {
+    let y = T + plotH;
+    c.forEach((v, ti) => {
+      if (v === 0) return;
+      const hgt = (v / peak) * plotH;
+      y -= hgt;
+      const r = svg('rect', {
+        x: L + i * bw + 1,
+        y,
+        width: Math.max(1, bw - 2),
+        height: hgt,
+        fill: fill(prefix, ti),
+        stroke: stroke(ti),
+        'stroke-width': 0.8,
+      });
+      r.append(svg('title', null, tip(i, v, ti)));
+      chart.append(r);
+    });
+  });
+}
+
 /** Entries by type as labelled horizontal bars. */
 export function typeChart(entries: readonly ChartEntry[]): HTMLElement {
   const prefix = `c${++chartSeq}`;
@@ -243,6 +265,50 @@ export function typeChart(entries: readonly ChartEntry[]): HTMLElement {
 
 const range = (lo: number, hi: number): string => (hi - lo === 1 ? `leaf ${lo}` : `leaves ${lo}–${hi - 1}`);
 
+/** Size of a box in the audit path drawing. */
+const BOX_W = 200;
+const BOX_H = 44;
+
+/** One node of the audit path drawing: a titled box with the start of its hash. */
+function box(
+  x: number,
+  y: number,
+  title: string,
+  hash: Uint8Array,
+  kind: 'node' | 'sibling' | 'root' | 'leaf' | 'bad',
+) {
+  return svg(
+    'g',
+    { class: `pbox pbox-${kind}` },
+    svg('rect', { x: x - BOX_W / 2, y, width: BOX_W, height: BOX_H, rx: 6 }),
+    svg('text', { x, y: y + 18, 'text-anchor': 'middle', class: 'pbox-title' }, title),
+    svg('text', { x, y: y + 35, 'text-anchor': 'middle', class: 'pbox-hash' }, short(toHex(hash), 20)),
+  );
+}
+
+/** The audit path in words: the leaf hash, then each sibling and the node it makes. */
+function pathAsText(p: FoldedProof): Child[] {
+  const { steps } = p;
+  return [
+    h(
+      'li',
+      null,
+      `Leaf ${p.leaf.index}: SHA-256(0x00 ‖ entry hash) = `,
+      h('code', { class: 'hash' }, toHex(p.leaf.hash)),
+    ),
+    ...steps.map((s) =>
+      h(
+        'li',
+        null,
+        `Sibling ${range(s.sibling.lo, s.sibling.hi)} on the ${s.side} `,
+        h('code', { class: 'hash' }, toHex(s.sibling.hash)),
+        ` → ${range(s.node.lo, s.node.hi)} = `,
+        h('code', { class: 'hash' }, toHex(s.node.hash)),
+      ),
+    ),
+  ];
+}
+
 /**
  * The audit path drawn from the leaf (bottom) to the root (top): at each level the node
  * computed so far (solid box, in the centre column) and the sibling read from the tiles
@@ -255,8 +321,7 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
   const rootOk = top.length === root.length && top.every((b, i) => b === root[i]);
   const W = 640;
   const rowH = 78;
-  const boxW = 200;
-  const boxH = 44;
+  const boxH = BOX_H;
   const cx = W / 2;
   const rows = steps.length + 1;
   const H = rows * rowH + 36;
@@ -269,20 +334,6 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
       `Audit path of leaf ${p.leaf.index}: ${steps.length} sibling hashes from the tiles combine with the leaf hash up to the root`,
     ),
   );
-  const box = (
-    x: number,
-    y: number,
-    title: string,
-    hash: Uint8Array,
-    kind: 'node' | 'sibling' | 'root' | 'leaf' | 'bad',
-  ) =>
-    svg(
-      'g',
-      { class: `pbox pbox-${kind}` },
-      svg('rect', { x: x - boxW / 2, y, width: boxW, height: boxH, rx: 6 }),
-      svg('text', { x, y: y + 18, 'text-anchor': 'middle', class: 'pbox-title' }, title),
-      svg('text', { x, y: y + 35, 'text-anchor': 'middle', class: 'pbox-hash' }, short(toHex(hash), 20)),
-    );
   pic.append(box(cx, yOf(0), `${range(p.leaf.index, p.leaf.index + 1)} (leaf hash)`, p.leaf.hash, 'leaf'));
   steps.forEach((s, i) => {
     const y = yOf(i);
@@ -330,24 +381,6 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
         'a one-leaf tree: the leaf is the root',
       ),
     );
-  const items: Child[] = [
-    h(
-      'li',
-      null,
-      `Leaf ${p.leaf.index}: SHA-256(0x00 ‖ entry hash) = `,
-      h('code', { class: 'hash' }, toHex(p.leaf.hash)),
-    ),
-    ...steps.map((s) =>
-      h(
-        'li',
-        null,
-        `Sibling ${range(s.sibling.lo, s.sibling.hi)} on the ${s.side} `,
-        h('code', { class: 'hash' }, toHex(s.sibling.hash)),
-        ` → ${range(s.node.lo, s.node.hi)} = `,
-        h('code', { class: 'hash' }, toHex(s.node.hash)),
-      ),
-    ),
-  ];
   return h(
     'figure',
     { class: 'figure', 'data-testid': 'audit-path' },
@@ -357,6 +390,6 @@ export function auditPathDrawing(p: FoldedProof, root: Uint8Array): HTMLElement 
       null,
       `From the leaf up: solid boxes are hashes computed in your browser, dashed boxes are sibling hashes read from the tiles. The top box must equal the signed root ${short(toHex(root))}: ${rootOk ? 'it does' : 'it does NOT'}.`,
     ),
-    h('details', null, h('summary', null, 'The path as text'), h('ol', { class: 'steps' }, items)),
+    h('details', null, h('summary', null, 'The path as text'), h('ol', { class: 'steps' }, pathAsText(p))),
   );
 }

@@ -5,7 +5,8 @@
 // reads with STELE_BACKEND=aws (src/serve/aws-log.ts awsLogConfigFromEnv). A bucket has no
 // symlinks, so there is no file-kind check.
 import { DynamoLock } from '../aws/dynamo-lock.js';
-import { type AwsLogConfig, BUCKET_LOCK_KEY, awsBackends, awsPrivateStore, openAwsReader } from '../serve/aws-log.js';
+import { type AwsLogConfig, BUCKET_LOCK_KEY } from '../serve/aws-config.js';
+import { awsBackends, awsPrivateStore, openAwsReader } from '../serve/aws-log.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import type { FsckTarget } from './fsck.js';

@@ -15,127 +15,32 @@
 // Besides the sequencer it runs two background chores: the partial-tile sweeper (its
 // progress kept in the table) and a heartbeat log line that the CDK stack turns into the
 // stalled-checkpoint alarm.
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { Logger } from 'pino';
 import { bytesEqual } from '../core/hash.js';
-import { indexFeeder, reconcileIndex } from '../index/catchup.js';
+import { reconcileIndex } from '../index/catchup.js';
 import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../read/reader.js';
-import {
-  type BatchListener,
-  type CheckpointWitnessing,
-  type PublishedCheckpoint,
-  decodePublishedCheckpoint,
-} from '../sequencer/contract.js';
-import { Sequencer } from '../sequencer/sequencer.js';
+import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
+import type { Sequencer } from '../sequencer/sequencer.js';
+import { openSequencer } from './open-sequencer.js';
 import { CHECKPOINT_JSON_KEY } from '../store/layout.js';
 import { parsePrivateKey } from '../keys/local-signer.js';
-import { type LogKeySpec, type LogSigner, isPkcs11Signer, openLogSigner } from './log-signer.js';
+import { type LogSigner, openLogSigner } from './log-signer.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import type { LookupIndex } from '../index/types.js';
 import { type SequencerLock, StoreLock } from '../store/lock.js';
 import { StoreMark } from '../store/mark.js';
-import type { ObjectReader } from '../store/store.js';
 import { DynamoIndex } from '../aws/dynamo-index.js';
 import { DynamoLock, DynamoMark, createDynamoClient } from '../aws/dynamo-lock.js';
 import { KmsSigner } from '../aws/kms.js';
-import { PartialSweeper, S3ObjectStore, type S3StoreOptions, createS3Client } from '../store/s3.js';
-import { fsReason } from '../store/files.js';
-
-/**
- * Default shortest time between batch starts on AWS, in ms: a batch costs a KMS signature, a
- * few S3 PUTs and two DynamoDB writes whatever its size, so a trickle of anchors costs at most
- * one batch a second instead of one per anchor (README: "What a batch costs").
- */
-export const AWS_MIN_BATCH_SPACING_MS = 1000;
-
-export interface AwsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
-
-export type AwsSignerConfig =
-  /** AWS KMS key of spec ECC_NIST_EDWARDS25519 (id, ARN or alias). */
-  | {
-      readonly kind: 'kms';
-      readonly keyId: string;
-      readonly endpoint?: string;
-      readonly timeoutMs?: number;
-      readonly expectKeyId?: string;
-    }
-  /** A local Ed25519 key file (created 0600 if absent), or a key in an HSM: as the local log opens them. */
-  | LogKeySpec
-  | { readonly kind: 'signer'; readonly signer: NoteSigner }
-  /**
-   * The log's public key only, as a note vkey (`<origin>+<hash>+<key>`): what an API replica
-   * needs to verify the published checkpoints. It cannot sign, so a sequencer refuses it.
-   */
-  | { readonly kind: 'vkey'; readonly vkey: string };
-
-/** Where the sequencer's lock record lives: a DynamoDB item, or an object in the bucket. */
-export type LockKind = 'dynamodb' | 'bucket';
-
-/** The bucket lock's key under the staging prefix (never served). */
-export const BUCKET_LOCK_KEY = 'lock.json';
-
-export interface AwsLogConfig {
-  /** Log origin: the checkpoint's first line and the signing key's name. */
-  readonly origin: string;
-  readonly region?: string;
-  /** Static credentials (tests, S3-compatible stores); default: the SDK's provider chain (task role). */
-  readonly credentials?: AwsCredentials;
-  readonly s3: {
-    readonly bucket: string;
-    /** Prefix of the public objects (default "log/"); '' puts them at the bucket root. */
-    readonly publicPrefix?: string;
-    /** Prefix of staged batches (default "private/"); must not overlap the public prefix. */
-    readonly stagingPrefix?: string;
-    /** An S3-compatible endpoint (--s3-endpoint). */
-    readonly endpoint?: string;
-    /** Path-style addressing, for most S3-compatible servers. */
-    readonly forcePathStyle?: boolean;
-    /** Parallel PUTs per batch (default 32). */
-    readonly concurrency?: number;
-    /**
-     * Refuse to start unless the endpoint enforces If-None-Match / If-Match on PUT
-     * (default true). Only a test server that lacks them should turn this off; the lock
-     * alone still prevents forks, but tiles are then not protected against overwrites.
-     */
-    readonly requireConditionalWrites?: boolean;
-    /** Delete partial tiles once their full tile is published (default true). */
-    readonly sweepPartials?: boolean;
-    readonly clientConfig?: S3StoreOptions['clientConfig'];
-  };
-  /** The table of the lock (lock 'dynamodb'), the lookup index and the sweep mark; optional with the bucket lock. */
-  readonly dynamo?: { readonly table: string; readonly endpoint?: string };
-  /** Where the lock record lives (default 'dynamodb'). */
-  readonly lock?: LockKind;
-  /** Without DynamoDB: the directory of the sequencer's embedded LMDB lookup index. */
-  readonly indexDir?: string;
-  readonly signer: AwsSignerConfig;
-  /** Maintain the lookup index as batches publish (default true). */
-  readonly index?: boolean;
-  readonly batchInterval?: number;
-  readonly maxBatch?: number;
-  /** Shortest time between batch starts in ms (default AWS_MIN_BATCH_SPACING_MS: each batch is a KMS sign, S3 PUTs and two DynamoDB writes). */
-  readonly minBatchSpacing?: number;
-  readonly maxPending?: number;
-  readonly listeners?: readonly BatchListener[];
-  /**
-   * The witnesses (and required mirrors) a checkpoint waits for before it is published, made
-   * once the log's key and public objects are known (`stele serve`: src/serve/witnessing.ts).
-   * Without it the log publishes on its own signature, and a split view goes unseen.
-   */
-  readonly witnessing?: (log: {
-    readonly verifier: NoteVerifier;
-    readonly store: ObjectReader;
-  }) => Promise<CheckpointWitnessing | undefined>;
-  readonly logger?: Logger;
-  /** Heartbeat log period in ms (default 10,000; 0 turns it off). */
-  readonly heartbeatMs?: number;
-}
+import { PartialSweeper, S3ObjectStore, createS3Client } from '../store/s3.js';
+import {
+  AWS_MIN_BATCH_SPACING_MS,
+  AwsConfigError,
+  type AwsLogConfig,
+  BUCKET_LOCK_KEY,
+  type LockKind,
+} from './aws-config.js';
 
 export interface AwsLog {
   readonly sequencer: Sequencer;
@@ -222,9 +127,72 @@ export function awsPrivateStore(config: AwsLogConfig): { readonly store: S3Objec
   };
 }
 
-/** Opens (or creates) the log on S3 + DynamoDB + KMS and starts its sequencer. */
-export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
+/** Refuses an endpoint that ignores If-None-Match / If-Match, unless the config waives the check. */
+async function checkConditionalWrites(config: AwsLogConfig, store: S3ObjectStore, staging: S3ObjectStore) {
+  if (config.s3.requireConditionalWrites !== false) {
+    const support = await staging.probeConditionalWrites();
+    if (support.ifMatchForm) store.ifMatchForm = support.ifMatchForm;
+    if (!support.ifNoneMatch || !support.ifMatch) {
+      throw new Error(
+        `the S3 endpoint ignores conditional writes (If-None-Match honoured: ${support.ifNoneMatch}, If-Match: ${support.ifMatch}); ` +
+          'Stele needs them to keep tiles immutable (set requireConditionalWrites: false only for a test server)',
+      );
+    }
+  } else {
+    config.logger?.warn(
+      'conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks',
+    );
+  }
+}
+
+/**
+ * A heartbeat log line every `heartbeatMs` (the stack's stalled-checkpoint alarm reads it):
+ * stallSeconds grows only while anchors wait and no checkpoint is published. Each publish
+ * also tells the partial-tile sweeper what it may delete.
+ */
+function startHeartbeat(
+  sequencer: Sequencer,
+  sweeper: PartialSweeper | undefined,
+  openedSize: number,
+  config: AwsLogConfig,
+) {
   const log = config.logger;
+  let lastProgress = Date.now();
+  let stopReported = false;
+  sequencer.onPublished((c) => {
+    lastProgress = Date.now();
+    sweeper?.published(c.size);
+  });
+  sweeper?.published(openedSize);
+  const heartbeatMs = config.heartbeatMs ?? 10_000;
+  const heartbeat =
+    heartbeatMs > 0
+      ? setInterval(() => {
+          const now = Date.now();
+          if (sequencer.pending === 0) lastProgress = now;
+          const c = sequencer.checkpoint;
+          log?.info(
+            {
+              heartbeat: 1,
+              size: c.size,
+              pending: sequencer.pending,
+              stallSeconds: Math.round((now - lastProgress) / 1000),
+              checkpointAgeSeconds: Math.round((now - Date.parse(c.timestamp)) / 1000),
+            },
+            'sequencer heartbeat',
+          );
+          if (sequencer.failure && !stopReported) {
+            stopReported = true;
+            log?.fatal({ err: sequencer.failure.message }, 'sequencer is stopped; restart it to resume from storage');
+          }
+        }, heartbeatMs)
+      : undefined;
+  heartbeat?.unref();
+  return heartbeat;
+}
+
+/** The lock the config asks for, once the config can run it (one line why not, naming the setting). */
+function checkedLockKind(config: AwsLogConfig): LockKind {
   const lockKind = config.lock ?? 'dynamodb';
   if (lockKind === 'dynamodb' && !config.dynamo)
     throw new AwsConfigError(
@@ -237,6 +205,13 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
   }
   if (config.index !== false && !config.dynamo && !config.indexDir)
     throw new AwsConfigError('the lookup index needs DynamoDB (STELE_DYNAMO_TABLE) or a local index directory');
+  return lockKind;
+}
+
+/** Opens (or creates) the log on S3 + DynamoDB + KMS and starts its sequencer. */
+export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
+  const log = config.logger;
+  const lockKind = checkedLockKind(config);
   const { s3, store, staging, ddb } = awsBackends(config);
   let key: Omit<LogSigner, 'created'> | undefined;
   let index: LookupIndex | undefined;
@@ -246,20 +221,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     ddb?.destroy();
   };
   try {
-    if (config.s3.requireConditionalWrites !== false) {
-      const support = await staging.probeConditionalWrites();
-      if (support.ifMatchForm) store.ifMatchForm = support.ifMatchForm;
-      if (!support.ifNoneMatch || !support.ifMatch) {
-        throw new Error(
-          `the S3 endpoint ignores conditional writes (If-None-Match honoured: ${support.ifNoneMatch}, If-Match: ${support.ifMatch}); ` +
-            'Stele needs them to keep tiles immutable (set requireConditionalWrites: false only for a test server)',
-        );
-      }
-    } else {
-      log?.warn(
-        'conditional S3 writes are not verified on this endpoint; the DynamoDB lock alone guards against forks',
-      );
-    }
+    await checkConditionalWrites(config, store, staging);
 
     key = await openSigner(config);
     const { signer } = key;
@@ -279,7 +241,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       verifier: makeVerifier(config.origin, SIG_ED25519, signer.publicKey),
       store,
     });
-    const sequencer = await Sequencer.open({
+    const sequencer = await openSequencer({
       origin: config.origin,
       signer,
       store,
@@ -289,7 +251,8 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       maxBatch: config.maxBatch,
       minBatchSpacing: config.minBatchSpacing ?? AWS_MIN_BATCH_SPACING_MS,
       maxPending: config.maxPending,
-      listeners: [...(index ? [indexFeeder(index, reader)] : []), ...(config.listeners ?? [])],
+      ...(index ? { index: { index, reader } } : {}),
+      listeners: config.listeners,
       ...(witnessing ? { witnessing } : {}),
       logger: log,
     });
@@ -313,38 +276,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
             (e) => log?.error({ err: e.message }, 'partial-tile sweep failed; retried after the next publish'),
           );
 
-    // Heartbeat: stallSeconds grows only while anchors wait and no checkpoint is published.
-    let lastProgress = Date.now();
-    let stopReported = false;
-    sequencer.onPublished((c) => {
-      lastProgress = Date.now();
-      sweeper?.published(c.size);
-    });
-    sweeper?.published(opened.size);
-    const heartbeatMs = config.heartbeatMs ?? 10_000;
-    const heartbeat =
-      heartbeatMs > 0
-        ? setInterval(() => {
-            const now = Date.now();
-            if (sequencer.pending === 0) lastProgress = now;
-            const c = sequencer.checkpoint;
-            log?.info(
-              {
-                heartbeat: 1,
-                size: c.size,
-                pending: sequencer.pending,
-                stallSeconds: Math.round((now - lastProgress) / 1000),
-                checkpointAgeSeconds: Math.round((now - Date.parse(c.timestamp)) / 1000),
-              },
-              'sequencer heartbeat',
-            );
-            if (sequencer.failure && !stopReported) {
-              stopReported = true;
-              log?.fatal({ err: sequencer.failure.message }, 'sequencer is stopped; restart it to resume from storage');
-            }
-          }, heartbeatMs)
-        : undefined;
-    heartbeat?.unref();
+    const heartbeat = startHeartbeat(sequencer, sweeper, opened.size, config);
 
     return {
       sequencer,
@@ -421,72 +353,6 @@ export async function openAwsReader(config: AwsLogConfig) {
   };
 }
 
-export class AwsConfigError extends Error {
-  override name = 'AwsConfigError';
-}
-
-/**
- * The sequencer's signing key: KMS, a key in an HSM (`signer`, a pkcs11: URI from --signer or
- * STELE_SIGNER), or a key file (created 0600 on first start); two of them is a mistake, not a
- * choice. The public key alone (STELE_VKEY) is taken too, for the operator's checks (`stele
- * log fsck|recover --aws`), which only verify; a sequencer refuses it when it opens (openSigner).
- */
-function signingKeyFromEnv(env: NodeJS.ProcessEnv, signer: string | undefined): AwsSignerConfig {
-  if (isPkcs11Signer(signer)) {
-    const other = env.STELE_KMS_KEY_ID ? 'STELE_KMS_KEY_ID' : env.STELE_KEY_FILE ? 'STELE_KEY_FILE' : undefined;
-    if (other)
-      throw new AwsConfigError(
-        `the log has one signing key: give ${other} or --signer pkcs11:… (STELE_SIGNER), not both`,
-      );
-    return { kind: 'pkcs11', uri: signer, env };
-  }
-  if (env.STELE_KMS_KEY_ID) {
-    return {
-      kind: 'kms',
-      keyId: env.STELE_KMS_KEY_ID,
-      endpoint: env.STELE_KMS_ENDPOINT || undefined,
-      expectKeyId: env.STELE_KMS_EXPECT_KEY_ID || undefined,
-    };
-  }
-  if (env.STELE_KEY_FILE) return { kind: 'key-file', path: env.STELE_KEY_FILE };
-  if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
-  throw new AwsConfigError(
-    'STELE_KMS_KEY_ID (or STELE_KEY_FILE, or --signer pkcs11:… for a key in an HSM) is required for the AWS backend',
-  );
-}
-
-/** The log's public key from STELE_VKEY, or the file STELE_VKEY_FILE names. */
-function publicKeyFromEnv(env: NodeJS.ProcessEnv): AwsSignerConfig {
-  if (env.STELE_VKEY) return { kind: 'vkey', vkey: env.STELE_VKEY };
-  try {
-    return { kind: 'vkey', vkey: readFileSync(env.STELE_VKEY_FILE!, 'utf8').trim() };
-  } catch (e) {
-    throw new AwsConfigError(`cannot read STELE_VKEY_FILE ${env.STELE_VKEY_FILE}: ${fsReason(e)}`);
-  }
-}
-
-/**
- * An API replica's key: the log's public key only (STELE_VKEY, or STELE_VKEY_FILE holding
- * it), or KMS, whose GetPublicKey is all a replica calls. A replica never reads a private key
- * file nor opens a token: given only STELE_KEY_FILE or a pkcs11: signer it refuses, so
- * neither the private key nor the token's PIN need be on its host.
- */
-function replicaKeyFromEnv(env: NodeJS.ProcessEnv, signer: string | undefined): AwsSignerConfig {
-  if (env.STELE_VKEY || env.STELE_VKEY_FILE) return publicKeyFromEnv(env);
-  if (env.STELE_KMS_KEY_ID) return signingKeyFromEnv(env, undefined);
-  if (isPkcs11Signer(signer))
-    throw new AwsConfigError(
-      "an API replica verifies with the log's public key only and never opens the HSM: set STELE_VKEY to the vkey the sequencer printed (or `stele key show`) instead of --signer pkcs11:…",
-    );
-  if (env.STELE_KEY_FILE)
-    throw new AwsConfigError(
-      "an API replica verifies with the log's public key only and never reads its private key: set STELE_VKEY to the vkey the sequencer printed instead of STELE_KEY_FILE",
-    );
-  throw new AwsConfigError(
-    "an API replica needs the log's public key: STELE_VKEY (or STELE_VKEY_FILE, or STELE_KMS_KEY_ID)",
-  );
-}
-
 /** The log's public key from its signing key, which is let go at once; the key must be this log's. */
 async function readerPublicKey(config: AwsLogConfig): Promise<Uint8Array> {
   const s = config.signer;
@@ -511,65 +377,4 @@ function vkeyVerifier(vkey: string, origin: string): NoteVerifier {
   if (v.type !== SIG_ED25519) throw new AwsConfigError("STELE_VKEY must be the log's Ed25519 vkey (type 0x01)");
   if (v.name !== origin) throw new AwsConfigError(`STELE_VKEY is the key of ${v.name}, not of ${origin}`);
   return v;
-}
-
-/**
- * The AWS configuration from the environment, as the CDK stack sets it on both services:
- *   STELE_ORIGIN, AWS_REGION, STELE_S3_BUCKET, STELE_S3_PREFIX (default log/),
- *   STELE_S3_STAGING_PREFIX (default private/), STELE_S3_ENDPOINT, STELE_S3_FORCE_PATH_STYLE,
- *   STELE_LOCK (dynamodb, the default, or bucket), STELE_DYNAMO_TABLE (required for the
- *   DynamoDB lock), STELE_DYNAMO_ENDPOINT, STELE_KMS_KEY_ID, STELE_KMS_ENDPOINT,
- *   STELE_KMS_EXPECT_KEY_ID, STELE_KEY_FILE (instead of KMS), STELE_SIGNER (a pkcs11: URI, instead of
- *   both; its PIN from pin-source or STELE_PKCS11_PIN), STELE_BATCH_INTERVAL_MS, STELE_MAX_BATCH,
- *   STELE_MIN_BATCH_SPACING_MS; for an API replica (`role: 'api'`) STELE_VKEY or STELE_VKEY_FILE,
- *   the log's public key, instead of a signing key.
- * `lock` and `signer` (from `stele serve --lock`, `--signer` or its config file) override
- * STELE_LOCK and STELE_SIGNER.
- */
-export function awsLogConfigFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
-  over: { lock?: LockKind; role?: 'sequencer' | 'api'; signer?: string } = {},
-): AwsLogConfig {
-  const need = (name: string): string => {
-    const v = env[name];
-    if (!v) throw new AwsConfigError(`${name} is required for the AWS backend`);
-    return v;
-  };
-  const int = (name: string): number | undefined => {
-    const v = env[name];
-    if (v === undefined || v === '') return undefined;
-    if (!/^[0-9]+$/.test(v)) throw new AwsConfigError(`${name} must be a non-negative integer`);
-    return Number(v);
-  };
-  const flag = (name: string): boolean | undefined => {
-    const v = env[name];
-    if (v === undefined || v === '') return undefined;
-    if (!/^(1|0|true|false)$/i.test(v)) throw new AwsConfigError(`${name} must be true or false`);
-    return /^(1|true)$/i.test(v);
-  };
-  const lock = over.lock ?? (env.STELE_LOCK || 'dynamodb');
-  if (lock !== 'dynamodb' && lock !== 'bucket') throw new AwsConfigError('STELE_LOCK must be dynamodb or bucket');
-  const table = lock === 'dynamodb' ? need('STELE_DYNAMO_TABLE') : env.STELE_DYNAMO_TABLE || undefined;
-  const signerSpec = over.signer ?? (env.STELE_SIGNER || undefined);
-  const signer = over.role === 'api' ? replicaKeyFromEnv(env, signerSpec) : signingKeyFromEnv(env, signerSpec);
-  return {
-    origin: need('STELE_ORIGIN'),
-    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
-    s3: {
-      bucket: need('STELE_S3_BUCKET'),
-      publicPrefix: env.STELE_S3_PREFIX ?? undefined,
-      stagingPrefix: env.STELE_S3_STAGING_PREFIX || undefined,
-      endpoint: env.STELE_S3_ENDPOINT || undefined,
-      forcePathStyle: flag('STELE_S3_FORCE_PATH_STYLE'),
-      // Only for a test server that ignores conditional PUTs (the lock still prevents forks).
-      requireConditionalWrites: flag('STELE_S3_REQUIRE_CONDITIONAL_WRITES'),
-    },
-    ...(table ? { dynamo: { table, endpoint: env.STELE_DYNAMO_ENDPOINT || undefined } } : {}),
-    lock,
-    signer,
-    batchInterval: int('STELE_BATCH_INTERVAL_MS'),
-    maxBatch: int('STELE_MAX_BATCH'),
-    minBatchSpacing: int('STELE_MIN_BATCH_SPACING_MS'),
-    heartbeatMs: int('STELE_HEARTBEAT_MS'),
-  };
 }

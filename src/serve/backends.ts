@@ -5,18 +5,20 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
-import type { AwsLogConfig } from './aws-log.js';
-import { indexFeeder, reconcileIndex } from '../index/catchup.js';
+import type { AwsLogConfig } from './aws-config.js';
+import { reconcileIndex } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
 import { DuplicateAnchors } from '../sequencer/in-flight-duplicates.js';
 import { localPaths, openLocalLog } from './local-log.js';
+import type { AnchorRequest } from '../core/anchor.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../read/reader.js';
 import {
   type AnchorReceipt,
   AnchorTimeoutError,
+  type OnCommitted,
   type IntegratedBatch,
   type PublishedCheckpoint,
 } from '../sequencer/contract.js';
@@ -45,6 +47,11 @@ export interface Backend {
   /** The published objects, served at /checkpoint and /tile/…. */
   readonly objects: ObjectReader;
   readonly sequencer?: Sequencer;
+  /**
+   * A sequencer's submit under the anchor deadline: the one way entries reach the log. The
+   * ledger's anchor route adds the duplicate rule on top; the control plane records through it.
+   */
+  readonly append?: Append;
   readonly keyCreated: boolean;
   readonly witnessEndpoints: readonly WitnessEndpoint[];
   onPublished(fn: (cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void): void;
@@ -57,6 +64,8 @@ export interface Backend {
   /** Integrates what was accepted, then releases storage. */
   close(): Promise<void>;
 }
+
+type Append = (request: AnchorRequest, onCommitted?: OnCommitted) => Promise<AnchorReceipt>;
 
 export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Backend> {
   if (cfg.backend === 'aws') {
@@ -78,7 +87,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
 /** The S3/AWS log's configuration: the environment, with this start's lock and --signer. */
 async function awsConfig(cfg: ServeConfig, env: NodeJS.ProcessEnv, role: 'sequencer' | 'api'): Promise<AwsLogConfig> {
   // The AWS SDK loads only for this backend.
-  const { awsLogConfigFromEnv } = await import('./aws-log.js');
+  const { awsLogConfigFromEnv } = await import('./aws-config.js');
   return awsLogConfigFromEnv(env, { lock: cfg.lock, role, signer: cfg.signer });
 }
 
@@ -102,11 +111,7 @@ export async function openSettingsHome(
  * The receipt, or AnchorTimeoutError once `ms` have passed: an anchor never hangs, whatever
  * storage or the witnesses do. It may still be committed later, which the error says.
  */
-export function withDeadline(
-  receipt: Promise<AnchorReceipt>,
-  ms: number,
-  why: () => string | null,
-): Promise<AnchorReceipt> {
+function withDeadline(receipt: Promise<AnchorReceipt>, ms: number, why: () => string | null): Promise<AnchorReceipt> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -121,29 +126,50 @@ export function withDeadline(
   return Promise.race([receipt, late]).finally(() => clearTimeout(timer));
 }
 
-function sequencerLedger(
-  sequencer: Sequencer,
-  reader: LogReader,
-  index: LedgerService['index'],
-  publicKey: Uint8Array,
-  origin: string,
-  witnessing: AdvertisedWitnessing,
-  anchorTimeoutMs: number,
-): LedgerService {
+/** What a log with a sequencer gives the HTTP layer (the local log and the AWS sequencer alike). */
+function sequencerBackend(
+  log: {
+    readonly sequencer: Sequencer;
+    readonly reader: LogReader;
+    readonly index: LedgerService['index'];
+    readonly publicKey: Uint8Array;
+    readonly objects: ObjectReader;
+    readonly keyCreated: boolean;
+    close(): Promise<void>;
+  },
+  cfg: ServeConfig,
+  witnessing: LogWitnessing,
+): Backend {
+  const { sequencer, reader, index } = log;
+  feedMirrors(sequencer, witnessing);
+  const append: Append = (req, onCommitted) =>
+    withDeadline(sequencer.submit(req, onCommitted), cfg.anchorTimeoutMs, () => sequencer.notReady);
   const anchors = new DuplicateAnchors(
     (req) => sequencer.submit(req),
     publishedAnchorFinder(index, reader, () => sequencer.checkpoint),
   );
   return {
-    origin,
-    publicKey,
-    reader,
-    index,
-    checkpoint: () => sequencer.checkpoint,
-    committed: () => sequencer.committedCheckpoint,
-    lifetimeEntries: () => sequencer.lifetimeEntries,
-    ...ledgerWitnessFields(witnessing),
-    submit: (req, options) => withDeadline(anchors.submit(req, options), anchorTimeoutMs, () => sequencer.notReady),
+    ledger: {
+      origin: cfg.origin,
+      publicKey: log.publicKey,
+      reader,
+      index,
+      checkpoint: () => sequencer.checkpoint,
+      committed: () => sequencer.committedCheckpoint,
+      lifetimeEntries: () => sequencer.lifetimeEntries,
+      ...ledgerWitnessFields(witnessing),
+      submit: (req, options) =>
+        withDeadline(anchors.submit(req, options), cfg.anchorTimeoutMs, () => sequencer.notReady),
+    },
+    objects: log.objects,
+    sequencer,
+    append,
+    keyCreated: log.keyCreated,
+    witnessEndpoints: witnessing.witnesses,
+    onPublished: (fn) => sequencer.onPublished(fn),
+    notReady: () => sequencer.notReady,
+    onStopped: (fn) => sequencer.onStopped(fn),
+    close: log.close,
   };
 }
 
@@ -171,7 +197,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     minBatchSpacing: cfg.minBatchSpacingMs ?? 0,
     fsync: cfg.fsync ?? true,
     logger,
-    listeners: [indexFeeder(index, reader)],
+    index: { index, reader },
     witnessing: witnessing.hook,
     signer: logKey.signer,
   }).catch(async (e: unknown) => {
@@ -181,37 +207,31 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     throw e;
   });
   const { sequencer, store, signer } = opened;
-  const keyCreated = logKey.created;
   await reconcileIndex(index, reader, sequencer.checkpoint, logger);
-  feedMirrors(sequencer, witnessing);
-  return {
-    ledger: sequencerLedger(sequencer, reader, index, signer.publicKey, cfg.origin, witnessing, cfg.anchorTimeoutMs),
-    objects: store,
-    sequencer,
-    keyCreated,
-    witnessEndpoints: witnessing.witnesses,
-    ...sequencerHealth(sequencer),
-    async close() {
-      await sequencer.close();
-      await witnessing.close();
-      await index.close();
-      logKey.close();
+  return sequencerBackend(
+    {
+      sequencer,
+      reader,
+      index,
+      publicKey: signer.publicKey,
+      objects: store,
+      keyCreated: logKey.created,
+      async close() {
+        await sequencer.close();
+        await witnessing.close();
+        await index.close();
+        logKey.close();
+      },
     },
-  };
+    cfg,
+    witnessing,
+  );
 }
 
 /** Mirrors that are not required follow each publish, and the checkpoint the log opened with. */
 function feedMirrors(sequencer: Sequencer, witnessing: LogWitnessing): void {
   sequencer.onPublished((cp) => witnessing.published(cp));
   witnessing.published(sequencer.checkpoint);
-}
-
-function sequencerHealth(sequencer: Sequencer): Pick<Backend, 'onPublished' | 'notReady' | 'onStopped'> {
-  return {
-    onPublished: (fn) => sequencer.onPublished(fn),
-    notReady: () => sequencer.notReady,
-    onStopped: (fn) => sequencer.onStopped(fn),
-  };
 }
 
 async function awsSequencer(
@@ -243,27 +263,21 @@ async function awsSequencer(
     throw new Error('the AWS sequencer needs the DynamoDB index');
   }
   await log.indexReady;
-  const { sequencer } = log;
-  feedMirrors(sequencer, witnessing);
-  const ledger = sequencerLedger(
-    sequencer,
-    log.reader,
-    log.index,
-    log.signer.publicKey,
-    config.origin,
+  const backend = sequencerBackend(
+    {
+      sequencer: log.sequencer,
+      reader: log.reader,
+      index: log.index,
+      publicKey: log.signer.publicKey,
+      objects: log.store,
+      keyCreated: false,
+      close,
+    },
+    cfg,
     witnessing,
-    cfg.anchorTimeoutMs,
   );
-  await publishExplorerConfig(log.store, ledger);
-  return {
-    ledger,
-    objects: log.store,
-    sequencer,
-    keyCreated: false,
-    witnessEndpoints: witnessing.witnesses,
-    ...sequencerHealth(sequencer),
-    close,
-  };
+  await publishExplorerConfig(log.store, backend.ledger);
+  return backend;
 }
 
 /** Writes /explorer.json beside the tiles, so the explorer served by the CDN knows the keys. */

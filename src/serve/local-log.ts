@@ -6,21 +6,17 @@ import type { Logger } from 'pino';
 import type { NoteSigner, SeedSigner } from '../core/note.js';
 import { loadOrCreateKey } from '../keys/local-signer.js';
 import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
-import { Sequencer } from '../sequencer/sequencer.js';
 import { FsObjectStore } from '../store/fs.js';
 import { StoreLock } from '../store/lock.js';
+import { type BatchSettings, type SequencerParts, openSequencer } from './open-sequencer.js';
 
-export interface LocalLogOptions {
+export interface LocalLogOptions extends BatchSettings {
   readonly dataDir: string;
   readonly origin: string;
-  readonly batchInterval?: number;
-  readonly maxBatch?: number;
-  /** Shortest time between batch starts in ms (default 0: back to back). */
-  readonly minBatchSpacing?: number;
-  readonly maxPending?: number;
   readonly fsync?: boolean;
   /** Delete a tile's partials once its full tile is durable (default true; see FsStoreOptions). */
   readonly sweepPartials?: boolean;
+  readonly index?: SequencerParts['index'];
   readonly listeners?: readonly BatchListener[];
   readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
@@ -44,7 +40,7 @@ export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLo
   const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true, sweepPartials: o.sweepPartials ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
   await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);
-  const sequencer = await Sequencer.open({
+  const sequencer = await openSequencer({
     origin: o.origin,
     signer,
     store,
@@ -54,6 +50,7 @@ export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLo
     maxBatch: o.maxBatch,
     minBatchSpacing: o.minBatchSpacing,
     maxPending: o.maxPending,
+    index: o.index,
     listeners: o.listeners,
     witnessing: o.witnessing,
     logger: o.logger,

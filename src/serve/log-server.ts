@@ -12,9 +12,10 @@ import type { ServeConfig } from './config.js';
 import { mountControlPlane } from '../control/mount.js';
 import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../core/note.js';
 import { describeQuorum, parsePolicy } from '../core/tlog-policy.js';
-import { openBackend, openSettingsHome, withDeadline } from './backends.js';
+import { type Backend, openBackend, openSettingsHome } from './backends.js';
 import { reconcileLogSettings } from './log-settings.js';
 import { lockDataDir } from '../store/dir-lock.js';
+import { Undo } from './undo.js';
 
 export type { ServeConfig } from './config.js';
 
@@ -53,62 +54,10 @@ export async function startServer(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RunningServer> {
   const tokenGuard = guardFor(given);
-  const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
-  // The settings the log was started with, kept with it (a local directory or the S3 log's
-  // private prefix): read and compared before anything opens, recorded once the log has.
-  const stored = await openSettingsHome(given, env).catch(async (e: unknown) => {
-    await dirLock?.release();
-    throw e;
-  });
-  const unwind = async () => {
-    stored?.close();
-    await dirLock?.release();
-  };
-  const settings = stored
-    ? await reconcileLogSettings(given, stored.home).catch(async (e: unknown) => {
-        await unwind();
-        throw e;
-      })
-    : undefined;
-  const cfg = settings?.cfg ?? given;
-  if (settings && settings.applied.length > 0)
-    logger.info(
-      { settings: settings.applied },
-      `using the ${settings.applied.join(', ')} stored with the log (${stored!.home.where})`,
-    );
-  const http = await listen(cfg).catch(async (e: unknown) => {
-    await unwind();
-    throw e;
-  });
-  const backend = await openBackend(cfg, logger, env).catch(async (e: unknown) => {
-    await http.close();
-    await unwind();
-    throw e;
-  });
-  // Only a log that opened (verified, not refused) gets its settings recorded.
-  await settings?.record().catch(async (e: unknown) => {
-    await backend.close();
-    await http.close();
-    await unwind();
-    throw e;
-  });
-  stored?.close();
+  const { cfg, undo, dirLock, http, backend, anchorPolicy } = await openParts(given, logger, env);
   const { ledger } = backend;
-  // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
-  const anchorPolicy =
-    cfg.mode === 'production' && backend.sequencer
-      ? await (await import('../api/anchor-policy.js'))
-          .openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger)
-          .catch(async (e: unknown) => {
-            await backend.close();
-            await http.close();
-            await dirLock?.release();
-            throw new ConfigError(`anchor policy: ${(e as Error).message}`);
-          })
-      : undefined;
   const guard: GuardOptions = { ...tokenGuard, ...(anchorPolicy ? { decide: anchorPolicy.decide } : {}) };
-  const metrics = new Metrics();
-  metrics.watchReader(ledger.reader.stats);
+  const metrics = watchedMetrics(backend);
   // The stored checkpoint that /checkpoint serves: one that does not verify makes the log unready.
   const servedCheckpoint = new ServedCheckpoint(backend.objects, ledger, logger);
   metrics.watchHealth({
@@ -116,10 +65,6 @@ export async function startServer(
     checkpoint: () => ledger.checkpoint(),
     commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures),
   });
-  if (backend.followerStatus) metrics.watchFollower(backend.followerStatus);
-  backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
-  metrics.onPublished(ledger.checkpoint(), null);
-
   let shuttingDown = false;
   const app = createApp({
     ledger,
@@ -132,25 +77,19 @@ export async function startServer(
     servedCheckpoint,
   });
   const control = cfg.enterprise
-    ? await mountControlPlane(app, {
-        submit: (req, onCommitted) => {
-          if (!backend.sequencer)
-            throw new ConfigError('the enterprise control plane needs a log that accepts entries');
-          const { sequencer } = backend;
-          return withDeadline(sequencer.submit(req, onCommitted), cfg.anchorTimeoutMs, () => sequencer.notReady);
-        },
-        reader: ledger.reader,
-        checkpoint: () => ledger.checkpoint(),
-        dataDir: join(cfg.dataDir, 'control'),
-        logger,
-        env,
-      }).catch(async (e: unknown) => {
-        anchorPolicy?.close();
-        await backend.close();
-        await http.close();
-        await dirLock?.release();
-        throw e;
-      })
+    ? await undo.guard(() =>
+        mountControlPlane(app, {
+          submit: (req, onCommitted) => {
+            if (!backend.append) throw new ConfigError('the enterprise control plane needs a log that accepts entries');
+            return backend.append(req, onCommitted);
+          },
+          reader: ledger.reader,
+          checkpoint: () => ledger.checkpoint(),
+          dataDir: join(cfg.dataDir, 'control'),
+          logger,
+          env,
+        }),
+      )
     : undefined;
   const { server } = http;
   server.removeAllListeners('request');
@@ -189,6 +128,63 @@ export async function startServer(
     },
     stopped: new Promise<Error>((resolve) => backend.onStopped(resolve)),
   };
+}
+
+/**
+ * Opens, in order, what the server needs, each undone (newest first) if a later one fails:
+ * the data directory's lock, the stored settings, the port, the log, the anchor policy.
+ */
+async function openParts(given: ServeConfig, logger: Logger, env: NodeJS.ProcessEnv) {
+  const undo = new Undo();
+  const dirLock = given.backend === 'aws' ? undefined : await lockDataDir(given.dataDir);
+  undo.push(() => dirLock?.release());
+  // The settings the log was started with, kept with it (a local directory or the S3 log's
+  // private prefix): read and compared before anything opens, recorded once the log has.
+  const stored = await undo.guard(() => openSettingsHome(given, env));
+  let storedOpen = true;
+  const closeStored = () => {
+    if (storedOpen) stored?.close();
+    storedOpen = false;
+  };
+  undo.push(closeStored);
+  const settings = stored ? await undo.guard(() => reconcileLogSettings(given, stored.home)) : undefined;
+  const cfg = settings?.cfg ?? given;
+  if (settings && settings.applied.length > 0)
+    logger.info(
+      { settings: settings.applied },
+      `using the ${settings.applied.join(', ')} stored with the log (${stored!.home.where})`,
+    );
+  const http = await undo.guard(() => listen(cfg));
+  undo.push(() => http.close());
+  const backend = await undo.guard(() => openBackend(cfg, logger, env));
+  undo.push(() => backend.close());
+  // Only a log that opened (verified, not refused) gets its settings recorded.
+  await undo.guard(async () => settings?.record());
+  closeStored();
+  // Production: every anchor is decided by the anchor policy (loaded only then: Cedar is large).
+  const anchorPolicy =
+    cfg.mode === 'production' && backend.sequencer
+      ? await undo.guard(async () => {
+          const { openAnchorPolicy } = await import('../api/anchor-policy.js');
+          return openAnchorPolicy(cfg.anchorPolicy ?? join(cfg.dataDir, 'anchor-policy'), logger).catch(
+            (e: unknown) => {
+              throw new ConfigError(`anchor policy: ${(e as Error).message}`);
+            },
+          );
+        })
+      : undefined;
+  undo.push(() => anchorPolicy?.close());
+  return { cfg, undo, dirLock, http, backend, anchorPolicy };
+}
+
+/** The /metrics collectors of a backend: its reads, its follower, each publish. */
+function watchedMetrics(backend: Backend): Metrics {
+  const metrics = new Metrics();
+  metrics.watchReader(backend.ledger.reader.stats);
+  if (backend.followerStatus) metrics.watchFollower(backend.followerStatus);
+  backend.onPublished((cp, batch) => metrics.onPublished(cp, batch));
+  metrics.onPublished(backend.ledger.checkpoint(), null);
+  return metrics;
 }
 
 /** Binds the port before the log is opened; until then every request is a 503 `starting`. */

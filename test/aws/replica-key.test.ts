@@ -4,7 +4,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AwsConfigError, awsLogConfigFromEnv, openAwsLog, openAwsReader } from '../../src/serve/aws-log.js';
+import { AwsConfigError, awsLogConfigFromEnv } from '../../src/serve/aws-config.js';
+import { openAwsLog, openAwsReader } from '../../src/serve/aws-log.js';
 import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/core/note.js';
 import { scratchDir } from '../helpers/tmp.js';
 

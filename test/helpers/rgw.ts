@@ -18,7 +18,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
-import type { AwsLogConfig } from '../../src/serve/aws-log.js';
+import type { AwsLogConfig } from '../../src/serve/aws-config.js';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { ensureBuilt } from './cli.js';
 import { freePort } from './ports.js';

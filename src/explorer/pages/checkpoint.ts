@@ -1,7 +1,5 @@
 /// <reference lib="dom" />
 // The overview page: the verified checkpoint, its witnesses, and the latest entries.
-/// <reference lib="dom" />
-// The overview page: the verified checkpoint, its witnesses, and the latest entries.
 import { TILE_WIDTH } from '../../core/tiles.js';
 import { short, toBase64, toHex } from '../bytes.js';
 import { badge, clear, fmtInt, fmtTime, h, hashText, type Verdict } from '../dom.js';
@@ -26,69 +24,10 @@ export async function viewCheckpoint(main: HTMLElement): Promise<void> {
   }
   const cp = l.cp;
   const t = l.resolved.trust!;
-  const overall: Verdict = cp.ok ? 'PASS' : 'FAIL';
-  clear(status);
-  status.className = `panel panel-${overall.toLowerCase()}`;
-  status.dataset.status = overall;
-  status.append(
-    badge(overall, cp.ok ? 'Checkpoint verified in your browser' : 'Checkpoint verification FAILED'),
-    h(
-      'p',
-      null,
-      cp.ok
-        ? `Signed by ${t.log.name}${t.witnesses.length ? `, cosigned by ${cp.witnessRows.filter((w) => w.status === 'PASS').length} witnesses` : ''}, matching the tiles, ${cp.consistency.status === 'PASS' ? 'and consistent with the checkpoint this browser saw before.' : 'and remembered so later visits can check the log only grew.'}`
-        : 'See the failed checks below. Do not rely on this log view.',
-    ),
-  );
+  showVerdict(status, cp, t);
   const timeCell = h('span', null, badge('PENDING', 'reading the latest entry…'));
-  const cosignTimes = cp.witnessRows.filter((w) => w.time !== undefined).map((w) => w.time!);
   main.append(
-    h(
-      'section',
-      { 'aria-labelledby': 'cp-fields' },
-      h('h2', { id: 'cp-fields', class: 'visually-hidden' }, 'Checkpoint fields'),
-      dl([
-        ['Origin', h('code', { 'data-testid': 'cp-origin' }, cp.origin)],
-        ['Tree size', h('span', { 'data-testid': 'cp-size' }, fmtInt(cp.size))],
-        [
-          'Root hash',
-          cp.root
-            ? h(
-                'span',
-                null,
-                hashText(toHex(cp.root), { 'data-testid': 'cp-root' }),
-                h('br'),
-                h('small', null, 'base64 ', h('code', null, toBase64(cp.root))),
-              )
-            : '—',
-        ],
-        [
-          'Time',
-          h(
-            'span',
-            null,
-            timeCell,
-            cosignTimes.length ? h('br') : null,
-            cosignTimes.length
-              ? h('small', null, `Cosigned ${fmtTime(Math.max(...cosignTimes) * 1000)} (latest witness time, signed)`)
-              : null,
-          ),
-        ],
-        [
-          'Signature',
-          h(
-            'span',
-            null,
-            badge(cp.signature.status),
-            ' ',
-            `${t.log.name}, key id `,
-            h('code', null, short(t.log.keyId, 24)),
-            h('br'),
-            h('small', null, `Key ${SOURCE_LABEL[l.resolved.source as TrustSource]}`),
-          ),
-        ],
-      ]),
-    ),
+    fieldsSection(l, cp, timeCell),
     h('h2', null, 'Checks'),
     h('ul', { class: 'checks', 'data-testid': 'cp-checks' }, [
       checkItem(cp.signature, 'signature'),
@@ -97,42 +36,7 @@ export async function viewCheckpoint(main: HTMLElement): Promise<void> {
       checkItem(cp.consistency, 'consistency'),
     ]),
     h('h2', null, 'Witness cosignatures'),
-    cp.witnessRows.length
-      ? h(
-          'div',
-          { class: 'scroll' },
-          h(
-            'table',
-            { class: 'data', 'data-testid': 'witnesses' },
-            h(
-              'thead',
-              null,
-              h(
-                'tr',
-                null,
-                h('th', { scope: 'col' }, 'Witness'),
-                h('th', { scope: 'col' }, 'Status'),
-                h('th', { scope: 'col' }, 'Signed time'),
-                h('th', { scope: 'col' }, 'Detail'),
-              ),
-            ),
-            h(
-              'tbody',
-              null,
-              cp.witnessRows.map((w) =>
-                h(
-                  'tr',
-                  null,
-                  h('th', { scope: 'row' }, w.name),
-                  h('td', null, badge(w.status)),
-                  h('td', null, w.time !== undefined ? fmtTime(w.time * 1000) : '—'),
-                  h('td', null, w.detail),
-                ),
-              ),
-            ),
-          ),
-        )
-      : h('p', null, 'This log has no witnesses configured.'),
+    witnessTable(cp),
     h(
       'details',
       null,
@@ -157,9 +61,133 @@ export async function viewCheckpoint(main: HTMLElement): Promise<void> {
     latest.append(h('p', null, 'The log is empty.'));
     return;
   }
+  await showLatest(latest, cp, cp.root, timeCell);
+}
+
+type Loaded = Awaited<ReturnType<typeof load>>;
+type VerifiedView = NonNullable<Loaded['cp']>;
+type Trust = NonNullable<Loaded['resolved']['trust']>;
+
+/** The panel at the top: PASS or FAIL, and what was verified, in words. */
+function showVerdict(status: HTMLElement, cp: VerifiedView, t: Trust): void {
+  const overall: Verdict = cp.ok ? 'PASS' : 'FAIL';
+  clear(status);
+  status.className = `panel panel-${overall.toLowerCase()}`;
+  status.dataset.status = overall;
+  status.append(
+    badge(overall, cp.ok ? 'Checkpoint verified in your browser' : 'Checkpoint verification FAILED'),
+    h(
+      'p',
+      null,
+      cp.ok
+        ? `Signed by ${t.log.name}${t.witnesses.length ? `, cosigned by ${cp.witnessRows.filter((w) => w.status === 'PASS').length} witnesses` : ''}, matching the tiles, ${cp.consistency.status === 'PASS' ? 'and consistent with the checkpoint this browser saw before.' : 'and remembered so later visits can check the log only grew.'}`
+        : 'See the failed checks below. Do not rely on this log view.',
+    ),
+  );
+}
+
+/** The checkpoint's fields: origin, size, root, time (filled in once the latest entry is read), signature. */
+function fieldsSection(l: Loaded, cp: VerifiedView, timeCell: HTMLElement): HTMLElement {
+  const t = l.resolved.trust!;
+  const cosignTimes = cp.witnessRows.filter((w) => w.time !== undefined).map((w) => w.time!);
+  return h(
+    'section',
+    { 'aria-labelledby': 'cp-fields' },
+    h('h2', { id: 'cp-fields', class: 'visually-hidden' }, 'Checkpoint fields'),
+    dl([
+      ['Origin', h('code', { 'data-testid': 'cp-origin' }, cp.origin)],
+      ['Tree size', h('span', { 'data-testid': 'cp-size' }, fmtInt(cp.size))],
+      [
+        'Root hash',
+        cp.root
+          ? h(
+              'span',
+              null,
+              hashText(toHex(cp.root), { 'data-testid': 'cp-root' }),
+              h('br'),
+              h('small', null, 'base64 ', h('code', null, toBase64(cp.root))),
+            )
+          : '—',
+      ],
+      [
+        'Time',
+        h(
+          'span',
+          null,
+          timeCell,
+          cosignTimes.length ? h('br') : null,
+          cosignTimes.length
+            ? h('small', null, `Cosigned ${fmtTime(Math.max(...cosignTimes) * 1000)} (latest witness time, signed)`)
+            : null,
+        ),
+      ],
+      [
+        'Signature',
+        h(
+          'span',
+          null,
+          badge(cp.signature.status),
+          ' ',
+          `${t.log.name}, key id `,
+          h('code', null, short(t.log.keyId, 24)),
+          h('br'),
+          h('small', null, `Key ${SOURCE_LABEL[l.resolved.source as TrustSource]}`),
+        ),
+      ],
+    ]),
+  );
+}
+
+/** One row per witness: its verdict on the cosignature, the time it signed, why. */
+function witnessTable(cp: VerifiedView): HTMLElement {
+  return cp.witnessRows.length
+    ? h(
+        'div',
+        { class: 'scroll' },
+        h(
+          'table',
+          { class: 'data', 'data-testid': 'witnesses' },
+          h(
+            'thead',
+            null,
+            h(
+              'tr',
+              null,
+              h('th', { scope: 'col' }, 'Witness'),
+              h('th', { scope: 'col' }, 'Status'),
+              h('th', { scope: 'col' }, 'Signed time'),
+              h('th', { scope: 'col' }, 'Detail'),
+            ),
+          ),
+          h(
+            'tbody',
+            null,
+            cp.witnessRows.map((w) =>
+              h(
+                'tr',
+                null,
+                h('th', { scope: 'row' }, w.name),
+                h('td', null, badge(w.status)),
+                h('td', null, w.time !== undefined ? fmtTime(w.time * 1000) : '—'),
+                h('td', null, w.detail),
+              ),
+            ),
+          ),
+        ),
+      )
+    : h('p', null, 'This log has no witnesses configured.');
+}
+
+/** The newest entries, each verified against the root, and the checkpoint's time from the last. */
+async function showLatest(
+  latest: HTMLElement,
+  cp: VerifiedView,
+  root: Uint8Array,
+  timeCell: HTMLElement,
+): Promise<void> {
   try {
     const lastTile = Math.floor((cp.size - 1) / TILE_WIDTH);
-    const tree = { size: cp.size, root: cp.root };
+    const tree = { size: cp.size, root };
     let rows = await verifyBundle(client, lastTile, tree);
     // A last bundle of fewer than LATEST_ROWS entries: the rest come from the bundle before it.
     if (rows.length < LATEST_ROWS && lastTile > 0)

@@ -227,7 +227,20 @@ export async function runLabelSearch(
     out.append(notFoundPanel(why, retry));
     return;
   }
-  const root = cp.root;
+  await showLabelMatches(out, q, cp, cp.root, listed, via, more);
+}
+
+/** The artifacts listed for a label, each entry read and verified from the tiles (and shown whole if only one). */
+async function showLabelMatches(
+  out: HTMLElement,
+  q: Extract<Query, { kind: 'label' }>,
+  cp: CheckpointResult,
+  root: Uint8Array,
+  listed: readonly LabelMatch[],
+  via: string,
+  more: boolean,
+): Promise<void> {
+  const size = cp.size;
   const rows = await Promise.all(listed.map((m) => verifyEntry(client, m.seq, { size, root })));
   const checked = rows.map((e, i) => {
     const m = listed[i]!;

@@ -60,45 +60,7 @@ export async function viewTrust(main: HTMLElement, rerender: () => Promise<void>
       h('p', { class: 'panel panel-fail' }, badge('FAIL', 'No key'), ' ', l.error ?? 'No log key is configured.'),
     );
   }
-  const vkey = h('textarea', { id: 'pin-vkey', rows: 2 }) as HTMLTextAreaElement;
-  const wits = h('textarea', { id: 'pin-witnesses', rows: 3 }) as HTMLTextAreaElement;
-  const thr = h('input', { id: 'pin-threshold', type: 'number', min: 0, value: '' }) as HTMLInputElement;
-  const msg = h('p', { role: 'status' });
-  main.append(
-    h('h2', null, 'Pin a key by hand'),
-    h(
-      'form',
-      {
-        class: 'pinform',
-        onsubmit: (ev: Event) => {
-          ev.preventDefault();
-          try {
-            const witnesses = wits.value
-              .split('\n')
-              .map((s) => s.trim())
-              .filter(Boolean);
-            const c: TrustConfig = {
-              vkey: vkey.value.trim(),
-              witnesses,
-              threshold: thr.value === '' ? witnesses.length : Number(thr.value),
-            };
-            pin(storage, c);
-            reload();
-          } catch (e) {
-            msg.textContent = `Not pinned: ${(e as Error).message}`;
-          }
-        },
-      },
-      h('label', { for: 'pin-vkey' }, 'Log vkey (', h('code', null, 'origin+hash+base64'), ')'),
-      vkey,
-      h('label', { for: 'pin-witnesses' }, 'Witness vkeys, one per line'),
-      wits,
-      h('label', { for: 'pin-threshold' }, 'Witness threshold (default: all)'),
-      thr,
-      h('button', { type: 'submit' }, 'Pin'),
-      msg,
-    ),
-  );
+  main.append(h('h2', null, 'Pin a key by hand'), pinForm(reload));
   if (t) {
     const seen = readSeen(storage, t.log.name);
     main.append(
@@ -119,4 +81,44 @@ export async function viewTrust(main: HTMLElement, rerender: () => Promise<void>
         : h('p', null, 'None yet.'),
     );
   }
+}
+
+/** The form that pins a log key (and its witnesses and threshold) typed by hand. */
+function pinForm(reload: () => void): HTMLElement {
+  const vkey = h('textarea', { id: 'pin-vkey', rows: 2 }) as HTMLTextAreaElement;
+  const wits = h('textarea', { id: 'pin-witnesses', rows: 3 }) as HTMLTextAreaElement;
+  const thr = h('input', { id: 'pin-threshold', type: 'number', min: 0, value: '' }) as HTMLInputElement;
+  const msg = h('p', { role: 'status' });
+  return h(
+    'form',
+    {
+      class: 'pinform',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        try {
+          const witnesses = wits.value
+            .split('\n')
+            .map((s) => s.trim())
+            .filter(Boolean);
+          const c: TrustConfig = {
+            vkey: vkey.value.trim(),
+            witnesses,
+            threshold: thr.value === '' ? witnesses.length : Number(thr.value),
+          };
+          pin(storage, c);
+          reload();
+        } catch (e) {
+          msg.textContent = `Not pinned: ${(e as Error).message}`;
+        }
+      },
+    },
+    h('label', { for: 'pin-vkey' }, 'Log vkey (', h('code', null, 'origin+hash+base64'), ')'),
+    vkey,
+    h('label', { for: 'pin-witnesses' }, 'Witness vkeys, one per line'),
+    wits,
+    h('label', { for: 'pin-threshold' }, 'Witness threshold (default: all)'),
+    thr,
+    h('button', { type: 'submit' }, 'Pin'),
+    msg,
+  );
 }
