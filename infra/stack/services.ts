@@ -8,8 +8,8 @@ import type { StackParameters } from './parameters.js';
 import {
   anchorTokensSecret,
   containerImage,
-  type LogSettings,
   metricsLogGroup,
+  type ServiceSettings,
   type ServiceTask,
   serviceTask,
 } from './tasks.js';
@@ -28,7 +28,7 @@ export interface LogServices extends Services {
 /** Both task definitions and both services (`imageAsset`: see SteleStackProps). */
 export function logServices(
   stack: Stack,
-  log: LogSettings,
+  log: ServiceSettings,
   cluster: ecs.ICluster,
   sequencerRole: iam.IRole,
   imageAsset: string | undefined,

@@ -18,7 +18,7 @@ import type { ActiveTable } from './storage.js';
 export type ServiceRole = 'sequencer' | 'api';
 
 /** What both services are told about the log they serve. */
-export interface LogSettings {
+export interface ServiceSettings {
   readonly params: StackParameters;
   readonly bucket: s3.IBucket;
   readonly table: ActiveTable;
@@ -54,7 +54,7 @@ export function anchorTokensSecret(stack: Stack, p: StackParameters): secretsman
   });
 }
 
-function environment(role: ServiceRole, s: LogSettings): Record<string, string> {
+function environment(role: ServiceRole, s: ServiceSettings): Record<string, string> {
   const p = s.params;
   return {
     STELE_BACKEND: 'aws',
@@ -93,7 +93,7 @@ function command(policy: string | undefined): string[] {
 
 /** What the two task definitions share. */
 export interface TaskSettings {
-  readonly log: LogSettings;
+  readonly log: ServiceSettings;
   readonly image: ecs.ContainerImage;
   readonly tokens: secretsmanager.ISecret;
   readonly sequencerRole: iam.IRole;
