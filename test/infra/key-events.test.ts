@@ -1,4 +1,4 @@
-// The two EventBridge rules on the log key (infra/stack.ts), their synthesized patterns
+// The two EventBridge rules on the log key (infra/stack/signing.ts), their synthesized patterns
 // matched against CloudTrail events shaped as KMS records them. EventBridge is AWS-only, so
 // `standInEventBridgeMatch` is a thin stand-in for its pattern matching, for the forms these
 // patterns use (value lists, anything-but, nested fields, arrays of objects in the event,
