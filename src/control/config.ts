@@ -228,7 +228,48 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     'signer_key',
     'body_limit_bytes',
   ]);
-  const o = reader(top.sub('oidc'), '[control.oidc]', [
+  const oidc = oidcSettings(top.sub('oidc'));
+  const roles = roleTable(top.sub('roles'));
+  const p = reader(top.sub('policy'), '[control.policy]', ['dir', 'poll_ms', 'decision_cache_size']);
+  const policyDir = p.str('dir', 'policy')!;
+
+  const lease = leaseSettings(top.sub('lease'));
+  const kek = kekSettings(top.sub('kek'));
+  const signerKey = top.str('signer_key');
+  if (signerKey !== undefined && signerKey !== 'file' && !signerKey.startsWith('pkcs11:'))
+    throw new ControlConfigError('[control].signer_key (env STELE_CONTROL_SIGNER) must be "file" or a pkcs11: URI');
+
+  const ledgerScope = top.str('ledger_scope', 'control')!;
+  if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope))
+    throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
+  const a = reader(top.sub('audit'), '[control.audit]', [
+    'fsync',
+    'auth_failure_rate',
+    'auth_failure_window_s',
+    'auth_failure_sources',
+  ]);
+  return {
+    oidc,
+    roles,
+    policyDir: isAbsolute(policyDir) ? policyDir : join(dataDir, policyDir),
+    policyPollMs: p.int('poll_ms', 1_000, 10, 60_000),
+    policyDecisionCacheSize: p.int('decision_cache_size', 10_000, 0, 1_000_000),
+    lease,
+    kek,
+    ledgerScope,
+    signerName: top.str('signer_name', 'stele-control')!,
+    ...(signerKey !== undefined && signerKey !== 'file' ? { signerKey } : {}),
+    auditFsync: a.bool('fsync', true),
+    // auth_failure_rate (a per-second budget) is superseded by the window: still accepted, unused.
+    authFailureWindowS: a.int('auth_failure_window_s', 60, 1, 86_400),
+    authFailureSources: a.int('auth_failure_sources', 100, 1, 100_000),
+    bodyLimitBytes: top.int('body_limit_bytes', 16 * 1024, 1024, 1024 * 1024),
+  };
+}
+
+/** [control.oidc]: the issuer (https, or http on loopback), audiences, asymmetric algorithms, caches, MFA. */
+function oidcSettings(table: Table): OidcSettings {
+  const o = reader(table, '[control.oidc]', [
     'issuer',
     'audience',
     'algorithms',
@@ -295,7 +336,11 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError('[control.oidc].token_cache_ttl_s must not exceed jwks_cache_max_age_s');
   }
 
-  const rolesTable = top.sub('roles');
+  return oidc;
+}
+
+/** [control.roles]: role → operations (the default roles when the table is empty). */
+function roleTable(rolesTable: Table): Record<string, Operation[]> {
   const roles: Record<string, Operation[]> =
     Object.keys(rolesTable).length > 0
       ? {}
@@ -309,10 +354,12 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     roles[role] = ops as Operation[];
   }
 
-  const p = reader(top.sub('policy'), '[control.policy]', ['dir', 'poll_ms', 'decision_cache_size']);
-  const policyDir = p.str('dir', 'policy')!;
+  return roles;
+}
 
-  const l = reader(top.sub('lease'), '[control.lease]', [
+/** [control.lease]: TTL bounds (min ≤ default ≤ max) and the Cedar names of a lease request. */
+function leaseSettings(table: Table): LeaseSettings {
+  const l = reader(table, '[control.lease]', [
     'ttl_default_s',
     'ttl_min_s',
     'ttl_max_s',
@@ -332,7 +379,12 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError('[control.lease]: ttl_min_s ≤ ttl_default_s ≤ ttl_max_s must hold');
   }
 
-  const k = reader(top.sub('kek'), '[control.kek]', [
+  return lease;
+}
+
+/** [control.kek]: the key-encryption key's provider (local, aws-kms or pkcs11) and its settings. */
+function kekSettings(table: Table): KekSettings {
+  const k = reader(table, '[control.kek]', [
     'provider',
     'region',
     'endpoint',
@@ -348,9 +400,6 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     throw new ControlConfigError(
       '[control.kek].pkcs11_uri (env STELE_KEK_PKCS11_URI) must be the pkcs11: URI of the HSM token',
     );
-  const signerKey = top.str('signer_key');
-  if (signerKey !== undefined && signerKey !== 'file' && !signerKey.startsWith('pkcs11:'))
-    throw new ControlConfigError('[control].signer_key (env STELE_CONTROL_SIGNER) must be "file" or a pkcs11: URI');
   const kek: KekSettings = {
     provider,
     ...(provider === 'pkcs11' ? { pkcs11Uri: pkcs11Uri! } : {}),
@@ -360,30 +409,5 @@ export function parseControlConfig(raw: Table, dataDir: string): ControlConfig {
     timeoutMs: k.int('timeout_ms', 5_000, 100, 60_000),
   };
 
-  const ledgerScope = top.str('ledger_scope', 'control')!;
-  if (Buffer.byteLength(ledgerScope) > 256 || /[\u0000-\u001f\u007f]/u.test(ledgerScope))
-    throw new ControlConfigError('[control].ledger_scope must be at most 256 UTF-8 bytes without control characters');
-  const a = reader(top.sub('audit'), '[control.audit]', [
-    'fsync',
-    'auth_failure_rate',
-    'auth_failure_window_s',
-    'auth_failure_sources',
-  ]);
-  return {
-    oidc,
-    roles,
-    policyDir: isAbsolute(policyDir) ? policyDir : join(dataDir, policyDir),
-    policyPollMs: p.int('poll_ms', 1_000, 10, 60_000),
-    policyDecisionCacheSize: p.int('decision_cache_size', 10_000, 0, 1_000_000),
-    lease,
-    kek,
-    ledgerScope,
-    signerName: top.str('signer_name', 'stele-control')!,
-    ...(signerKey !== undefined && signerKey !== 'file' ? { signerKey } : {}),
-    auditFsync: a.bool('fsync', true),
-    // auth_failure_rate (a per-second budget) is superseded by the window: still accepted, unused.
-    authFailureWindowS: a.int('auth_failure_window_s', 60, 1, 86_400),
-    authFailureSources: a.int('auth_failure_sources', 100, 1, 100_000),
-    bodyLimitBytes: top.int('body_limit_bytes', 16 * 1024, 1024, 1024 * 1024),
-  };
+  return kek;
 }

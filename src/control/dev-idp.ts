@@ -146,6 +146,60 @@ export async function requestToken(issuer: string, clientId: string, secret: str
   return { accessToken: json.access_token, expiresIn: json.expires_in ?? 0 };
 }
 
+/** The OIDC provider: one client-credentials client per configured client, JWT access tokens for the resource asked. */
+function devProvider(
+  Provider: Awaited<ReturnType<typeof loadProvider>>,
+  issuer: string,
+  o: DevIdpOptions,
+  alg: string,
+  secret: string,
+  signingKeys: JWK[],
+) {
+  const provider = new Provider(issuer, {
+    clients: Object.keys(o.clients).map((client_id) => ({
+      client_id,
+      client_secret: secret,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_post',
+    })),
+    jwks: { keys: signingKeys as never },
+    features: {
+      clientCredentials: { enabled: true },
+      devInteractions: { enabled: false },
+      introspection: { enabled: false },
+      revocation: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async () => o.defaultResource,
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (_ctx: unknown, resource: string, client: { clientId: string }) => ({
+          scope: 'stele',
+          audience: resource,
+          accessTokenTTL: o.clients[client.clientId]?.ttl ?? 300,
+          accessTokenFormat: 'jwt' as const,
+          jwt: { sign: { alg } },
+        }),
+      },
+    },
+    adapter: MemoryAdapter,
+    ttl: {
+      ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
+        token.resourceServer?.accessTokenTTL ?? 300,
+    },
+    extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({
+      ...(o.clients[token.clientId ?? '']?.claims ?? {}),
+    }),
+    clientDefaults: { id_token_signed_response_alg: alg } as never,
+    enabledJWA: { clientAuthSigningAlgValues: [], idTokenSigningAlgValues: [alg] } as never,
+  });
+  provider.proxy = false;
+  // Expected token-endpoint errors (invalid_target, …) are answered; nothing to log.
+  provider.on('server_error', () => undefined);
+  return provider;
+}
+
 export async function startDevIdp(o: DevIdpOptions): Promise<DevIdp> {
   const host = o.host ?? '127.0.0.1';
   if (!LOOPBACK_HOSTS.includes(host))
@@ -170,51 +224,7 @@ export async function startDevIdp(o: DevIdpOptions): Promise<DevIdp> {
   const { address, port, family } = server.address() as AddressInfo;
   const issuer = `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`;
 
-  const build = (signingKeys: JWK[]) => {
-    const provider = new Provider(issuer, {
-      clients: Object.keys(o.clients).map((client_id) => ({
-        client_id,
-        client_secret: secret,
-        grant_types: ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-        token_endpoint_auth_method: 'client_secret_post',
-      })),
-      jwks: { keys: signingKeys as never },
-      features: {
-        clientCredentials: { enabled: true },
-        devInteractions: { enabled: false },
-        introspection: { enabled: false },
-        revocation: { enabled: false },
-        resourceIndicators: {
-          enabled: true,
-          defaultResource: async () => o.defaultResource,
-          useGrantedResource: async () => true,
-          getResourceServerInfo: async (_ctx: unknown, resource: string, client: { clientId: string }) => ({
-            scope: 'stele',
-            audience: resource,
-            accessTokenTTL: o.clients[client.clientId]?.ttl ?? 300,
-            accessTokenFormat: 'jwt' as const,
-            jwt: { sign: { alg } },
-          }),
-        },
-      },
-      adapter: MemoryAdapter,
-      ttl: {
-        ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) =>
-          token.resourceServer?.accessTokenTTL ?? 300,
-      },
-      extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({
-        ...(o.clients[token.clientId ?? '']?.claims ?? {}),
-      }),
-      clientDefaults: { id_token_signed_response_alg: alg } as never,
-      enabledJWA: { clientAuthSigningAlgValues: [], idTokenSigningAlgValues: [alg] } as never,
-    });
-    provider.proxy = false;
-    // Expected token-endpoint errors (invalid_target, …) are answered; nothing to log.
-    provider.on('server_error', () => undefined);
-    return provider;
-  };
+  const build = (signingKeys: JWK[]) => devProvider(Provider, issuer, o, alg, secret, signingKeys);
   handler = build(keys).callback();
 
   return {

@@ -90,6 +90,32 @@ export async function openControlState(dataDir: string, env: NodeJS.ProcessEnv):
   return { config, signer, kek, epochStore: new FsObjectStore(join(dataDir, 'state')) };
 }
 
+/** The signing key's epochs, each new one (the first, or a rotation) anchored in the ledger. */
+function openKeyEpochs(
+  store: FsObjectStore,
+  signer: ControlSigner,
+  kek: KekProvider,
+  recorder: Recorder,
+  logger: Logger,
+): Promise<KeyEpochs> {
+  return KeyEpochs.open(
+    store,
+    signer,
+    kek,
+    async (record, hash) => {
+      const r = await recorder.record(
+        'key_epoch',
+        record.epoch === 1 ? 'Created' : 'Rotated',
+        record as unknown as Record<string, unknown>,
+        { artifact: `key-epoch-${record.epoch}` },
+      );
+      if (r.digest !== hash) throw new Error('key epoch digest mismatch');
+      return r.ledgerEntryId;
+    },
+    logger,
+  );
+}
+
 /** Mounts /v1 routes on `app`. */
 export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<MountedControlPlane> {
   const logger = deps.logger.child({ component: 'control' });
@@ -105,22 +131,7 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
       pollMs: config.policyPollMs,
       decisionCacheSize: config.policyDecisionCacheSize,
     });
-    const epochs = await KeyEpochs.open(
-      epochStore,
-      signer,
-      kek,
-      async (record, hash) => {
-        const r = await recorder.record(
-          'key_epoch',
-          record.epoch === 1 ? 'Created' : 'Rotated',
-          record as unknown as Record<string, unknown>,
-          { artifact: `key-epoch-${record.epoch}` },
-        );
-        if (r.digest !== hash) throw new Error('key epoch digest mismatch');
-        return r.ledgerEntryId;
-      },
-      logger,
-    );
+    const epochs = await openKeyEpochs(epochStore, signer, kek, recorder, logger);
     const auth = new OidcAuthenticator(config.oidc);
     const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
     authFailures = authFailureAggregator({ config, recorder, logger });

@@ -165,168 +165,199 @@ function summarise(ms: number[]): LatencySummary | null {
 }
 
 export async function runHammer(o: HammerOptions): Promise<HammerReport> {
-  const verifier = await logVerifier(o);
-  const tilesBase = o.tiles ?? o.url;
-  const objects = new HttpObjectReader(tilesBase, { attempts: 1 });
-  const view = new SharedView(new LogReader(objects, { unverified: true, cacheBytes: 64 * 1024 * 1024 }), verifier);
-  const anchorUrl = new URL('api/ledger/anchor', withSlash(o.url)).toString();
-  const poster = new JsonPoster(anchorUrl, o.writers);
-  const authorization: Record<string, string> = o.token ? { authorization: `Bearer ${o.token}` } : {};
-  const checkpointUrl = new URL('checkpoint', objects.base).toString();
-  const problems: string[] = [];
-  const problem = (msg: string) => {
-    if (problems.length < KEPT_PROBLEMS) problems.push(msg);
-  };
+  const run = new HammerRun(o, await logVerifier(o));
+  const first = await run.fetchCheckpoint();
+  const startHead = first ? await run.view.observe(first, 'checkpoint') : null;
+  if (!startHead)
+    throw new HammerSetupError(
+      `cannot read a verified checkpoint from ${run.checkpointUrl}: ${run.problems[0] ?? run.view.failures[0] ?? 'unknown'}`,
+    );
+  const ticker = setInterval(() => run.progress(), 1000);
+  const readers = Array.from({ length: o.readers }, () => run.reader());
+  const writers = Array.from({ length: o.writers }, () => run.writer());
+  await sleep(o.durationMs);
+  run.writing = false;
+  await Promise.all(writers);
+  run.poster.close();
+  const writeSeconds = (performance.now() - run.started) / 1000;
+  // Readers carry on until every acknowledged anchor is proved included (or the settle time runs out).
+  const settleUntil = performance.now() + (o.settleMs ?? 10_000);
+  while (run.view.unverified > 0 && performance.now() < settleUntil) await sleep(READ_PAUSE_MS);
+  run.reading = false;
+  await Promise.all(readers);
+  // One last look, so the anchors the readers had not reached are proved against the latest checkpoint.
+  const last = await run.fetchCheckpoint();
+  if (last) await run.view.observe(last, 'checkpoint');
+  clearInterval(ticker);
+  run.progress();
+  return run.report(startHead.size, writeSeconds);
+}
 
-  const latencies: number[] = [];
-  const anchored: string[] = [];
-  let duplicates = 0;
-  let writeErrors = 0;
-  let readErrors = 0;
-  const pushback = { 429: 0, 503: 0 };
-  let writing = true;
-  let reading = true;
-  const started = performance.now();
-  let sent = 0;
+/** One hammer run's shared state: the view every reader and writer feeds, and the counts. */
+class HammerRun {
+  readonly view: SharedView;
+  readonly poster: JsonPoster;
+  readonly checkpointUrl: string;
+  readonly problems: string[] = [];
+  readonly started = performance.now();
+  writing = true;
+  reading = true;
+  private readonly tilesBase: string;
+  private readonly anchorUrl: string;
+  private readonly authorization: Record<string, string>;
+  private readonly latencies: number[] = [];
+  private readonly anchored: string[] = [];
+  private duplicates = 0;
+  private writeErrors = 0;
+  private readErrors = 0;
+  private readonly pushback = { 429: 0, 503: 0 };
+  private sent = 0;
+  // A fresh digest per anchor: this run's random prefix and a counter (unique without a
+  // random draw per anchor, which was a twentieth of the hammer's CPU).
+  private readonly runPrefix = randomBytes(24).toString('hex');
+  private fresh = 0;
 
-  const fetchCheckpoint = async (): Promise<string | null> => {
+  constructor(
+    private readonly o: HammerOptions,
+    verifier: NoteVerifier,
+  ) {
+    this.tilesBase = o.tiles ?? o.url;
+    const objects = new HttpObjectReader(this.tilesBase, { attempts: 1 });
+    this.view = new SharedView(new LogReader(objects, { unverified: true, cacheBytes: 64 * 1024 * 1024 }), verifier);
+    this.anchorUrl = new URL('api/ledger/anchor', withSlash(o.url)).toString();
+    this.poster = new JsonPoster(this.anchorUrl, o.writers);
+    this.authorization = o.token ? { authorization: `Bearer ${o.token}` } : {};
+    this.checkpointUrl = new URL('checkpoint', objects.base).toString();
+  }
+
+  private problem(msg: string): void {
+    if (this.problems.length < KEPT_PROBLEMS) this.problems.push(msg);
+  }
+
+  async fetchCheckpoint(): Promise<string | null> {
     try {
-      const res = await fetch(checkpointUrl, { headers: { 'Cache-Control': 'no-cache' } });
+      const res = await fetch(this.checkpointUrl, { headers: { 'Cache-Control': 'no-cache' } });
       if (res.status === 429 || res.status === 503) return null;
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       return await res.text();
     } catch (e) {
-      readErrors++;
-      problem(`GET ${checkpointUrl}: ${(e as Error).message}`);
+      this.readErrors++;
+      this.problem(`GET ${this.checkpointUrl}: ${(e as Error).message}`);
       return null;
     }
-  };
+  }
 
-  const first = await fetchCheckpoint();
-  const startHead = first ? await view.observe(first, 'checkpoint') : null;
-  if (!startHead)
-    throw new HammerSetupError(
-      `cannot read a verified checkpoint from ${checkpointUrl}: ${problems[0] ?? view.failures[0] ?? 'unknown'}`,
-    );
-
-  // A fresh digest per anchor: this run's random prefix and a counter (unique without a
-  // random draw per anchor, which was a twentieth of the hammer's CPU).
-  const runPrefix = randomBytes(24).toString('hex');
-  let fresh = 0;
-  const freshDigest = () => runPrefix + (fresh++).toString(16).padStart(16, '0');
+  private freshDigest(): string {
+    return this.runPrefix + (this.fresh++).toString(16).padStart(16, '0');
+  }
 
   /** Waits for the next slot of the target rate (shared by every writer). */
-  const pace = async () => {
-    if (!o.rate) return;
-    const due = started + (sent++ / o.rate) * 1000;
+  private async pace(): Promise<void> {
+    if (!this.o.rate) return;
+    const due = this.started + (this.sent++ / this.o.rate) * 1000;
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
-  };
+  }
 
-  const writer = async () => {
-    while (writing) {
-      await pace();
-      if (!writing) break;
-      const duplicate = anchored.length > 0 && Math.random() < o.duplicateShare;
-      const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : freshDigest();
-      const t0 = performance.now();
-      let res: PostAnswer;
-      try {
-        res = await poster.post(JSON.stringify({ digest }), authorization);
-      } catch (e) {
-        writeErrors++;
-        problem(`POST ${anchorUrl}: ${(e as Error).message}`);
-        await sleep(READ_PAUSE_MS);
-        continue;
-      }
-      if (res.status === 429 || res.status === 503) {
-        pushback[res.status]++;
-        await sleep(res.retryAfter !== undefined ? Math.min(res.retryAfter * 1000, MAX_RETRY_AFTER_MS) : READ_PAUSE_MS);
-        continue;
-      }
-      const body = parseJson(res.body);
-      // A re-sent digest is the same anchor: the log answers it with the existing entry (200).
-      const existing = res.status === 200 && (duplicate || res.resent);
-      const answer = res.status === 201 || existing ? parseAnchorAnswer(body) : null;
-      if (!answer) {
-        writeErrors++;
-        problem(`POST ${anchorUrl}: HTTP ${res.status} ${res.body.slice(0, 200)}`);
-        continue;
-      }
-      latencies.push(performance.now() - t0);
-      if (duplicate) duplicates++;
-      else anchored.push(digest);
-      view.expect(answer.leafIndex, answer.entryHash);
-      // The answer's checkpoint joins the view: one more checkpoint to check against the others.
-      void view.observe(answer.note, `the answer for leaf ${answer.leafIndex}`);
+  async writer(): Promise<void> {
+    while (this.writing) {
+      await this.pace();
+      if (!this.writing) break;
+      await this.anchorOne();
     }
-  };
+  }
 
-  const reader = async () => {
-    while (reading) {
-      const note = await fetchCheckpoint();
-      const head = note ? await view.observe(note, 'checkpoint') : null;
-      if (head && head.size > 0) await view.spotCheck(head, Math.floor(Math.random() * head.size));
+  /** One POST: a fresh digest, or (a share of the time) one already anchored. */
+  private async anchorOne(): Promise<void> {
+    const { anchored } = this;
+    const duplicate = anchored.length > 0 && Math.random() < this.o.duplicateShare;
+    const digest = duplicate ? anchored[Math.floor(Math.random() * anchored.length)]! : this.freshDigest();
+    const t0 = performance.now();
+    let res: PostAnswer;
+    try {
+      res = await this.poster.post(JSON.stringify({ digest }), this.authorization);
+    } catch (e) {
+      this.writeErrors++;
+      this.problem(`POST ${this.anchorUrl}: ${(e as Error).message}`);
+      await sleep(READ_PAUSE_MS);
+      return;
+    }
+    if (res.status === 429 || res.status === 503) {
+      this.pushback[res.status]++;
+      await sleep(res.retryAfter !== undefined ? Math.min(res.retryAfter * 1000, MAX_RETRY_AFTER_MS) : READ_PAUSE_MS);
+      return;
+    }
+    const body = parseJson(res.body);
+    // A re-sent digest is the same anchor: the log answers it with the existing entry (200).
+    const existing = res.status === 200 && (duplicate || res.resent);
+    const answer = res.status === 201 || existing ? parseAnchorAnswer(body) : null;
+    if (!answer) {
+      this.writeErrors++;
+      this.problem(`POST ${this.anchorUrl}: HTTP ${res.status} ${res.body.slice(0, 200)}`);
+      return;
+    }
+    this.latencies.push(performance.now() - t0);
+    if (duplicate) this.duplicates++;
+    else anchored.push(digest);
+    this.view.expect(answer.leafIndex, answer.entryHash);
+    // The answer's checkpoint joins the view: one more checkpoint to check against the others.
+    void this.view.observe(answer.note, `the answer for leaf ${answer.leafIndex}`);
+  }
+
+  async reader(): Promise<void> {
+    while (this.reading) {
+      const note = await this.fetchCheckpoint();
+      const head = note ? await this.view.observe(note, 'checkpoint') : null;
+      if (head && head.size > 0) await this.view.spotCheck(head, Math.floor(Math.random() * head.size));
       await sleep(READ_PAUSE_MS);
     }
-  };
+  }
 
-  const progress = () => {
-    const elapsedS = (performance.now() - started) / 1000;
-    o.onProgress?.({
+  progress(): void {
+    const elapsedS = (performance.now() - this.started) / 1000;
+    this.o.onProgress?.({
       elapsedS,
-      treeSize: view.head?.size ?? 0,
-      anchors: latencies.length,
-      anchorsPerS: latencies.length / Math.max(elapsedS, 1e-3),
-      pushback: pushback[429] + pushback[503],
-      verified: view.counts.inclusionProofs,
-      failures: view.failureCount,
+      treeSize: this.view.head?.size ?? 0,
+      anchors: this.latencies.length,
+      anchorsPerS: this.latencies.length / Math.max(elapsedS, 1e-3),
+      pushback: this.pushback[429] + this.pushback[503],
+      verified: this.view.counts.inclusionProofs,
+      failures: this.view.failureCount,
     });
-  };
-  const ticker = setInterval(progress, 1000);
+  }
 
-  const readers = Array.from({ length: o.readers }, reader);
-  const writers = Array.from({ length: o.writers }, writer);
-  await sleep(o.durationMs);
-  writing = false;
-  await Promise.all(writers);
-  poster.close();
-  const writeSeconds = (performance.now() - started) / 1000;
-  // Readers carry on until every acknowledged anchor is proved included (or the settle time runs out).
-  const settleUntil = performance.now() + (o.settleMs ?? 10_000);
-  while (view.unverified > 0 && performance.now() < settleUntil) await sleep(READ_PAUSE_MS);
-  reading = false;
-  await Promise.all(readers);
-  // One last look, so the anchors the readers had not reached are proved against the latest checkpoint.
-  const last = await fetchCheckpoint();
-  if (last) await view.observe(last, 'checkpoint');
-  clearInterval(ticker);
-  progress();
-
-  const perSecond = latencies.length / writeSeconds;
-  const writeGoal = o.writeGoal !== undefined ? { target: o.writeGoal, met: perSecond >= o.writeGoal } : undefined;
-  const endSize = view.head?.size ?? startHead.size;
-  const unverified = view.unverified;
-  if (unverified > 0) problem(`${unverified} acknowledged anchors were not proved included in any checkpoint read`);
-  const ok =
-    view.failureCount === 0 && writeErrors === 0 && readErrors === 0 && unverified === 0 && (writeGoal?.met ?? true);
-  return {
-    url: o.url,
-    tiles: tilesBase,
-    durationS: Math.round(writeSeconds * 100) / 100,
-    tree: { startSize: startHead.size, endSize, growth: endSize - startHead.size },
-    writes: {
-      acknowledged: latencies.length,
-      duplicates,
-      perSecond: Math.round(perSecond * 10) / 10,
-      integrateMs: summarise(latencies),
-      pushback,
-      errors: writeErrors,
-    },
-    reads: { ...view.counts, errors: readErrors, unverified },
-    verificationFailures: view.failureCount,
-    problems: [...view.failures, ...problems].slice(0, KEPT_PROBLEMS),
-    goals: writeGoal ? { writeGoal } : {},
-    ok,
-  };
+  report(startSize: number, writeSeconds: number): HammerReport {
+    const { o, view, latencies } = this;
+    const perSecond = latencies.length / writeSeconds;
+    const writeGoal = o.writeGoal !== undefined ? { target: o.writeGoal, met: perSecond >= o.writeGoal } : undefined;
+    const endSize = view.head?.size ?? startSize;
+    const unverified = view.unverified;
+    if (unverified > 0)
+      this.problem(`${unverified} acknowledged anchors were not proved included in any checkpoint read`);
+    const ok =
+      view.failureCount === 0 &&
+      this.writeErrors === 0 &&
+      this.readErrors === 0 &&
+      unverified === 0 &&
+      (writeGoal?.met ?? true);
+    return {
+      url: o.url,
+      tiles: this.tilesBase,
+      durationS: Math.round(writeSeconds * 100) / 100,
+      tree: { startSize, endSize, growth: endSize - startSize },
+      writes: {
+        acknowledged: latencies.length,
+        duplicates: this.duplicates,
+        perSecond: Math.round(perSecond * 10) / 10,
+        integrateMs: summarise(latencies),
+        pushback: this.pushback,
+        errors: this.writeErrors,
+      },
+      reads: { ...view.counts, errors: this.readErrors, unverified },
+      verificationFailures: view.failureCount,
+      problems: [...view.failures, ...this.problems].slice(0, KEPT_PROBLEMS),
+      goals: writeGoal ? { writeGoal } : {},
+      ok,
+    };
+  }
 }

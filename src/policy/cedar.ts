@@ -164,65 +164,12 @@ export class PolicyEngine {
   }
 
   private async load(): Promise<boolean> {
-    const names = (await readdir(this.dir)).sort();
-    const files: [string, string][] = [];
-    let total = 0;
-    for (const n of names) {
-      if (!(n.endsWith('.cedar') || n === 'entities.json' || n === 'schema.cedarschema')) continue;
-      const text = await readFile(join(this.dir, n), 'utf8');
-      total += Buffer.byteLength(text);
-      if (total > MAX_POLICY_BYTES) throw new Error(`policy directory exceeds ${MAX_POLICY_BYTES} bytes`);
-      files.push([n, text]);
-    }
-    const h = createHash('sha256');
-    for (const [n, t] of files) h.update(`${n}\0${Buffer.byteLength(t)}\0`).update(t);
-    const digest = h.digest('hex');
+    const { files, digest } = await readPolicyFiles(this.dir);
     if (digest === this.lastDigest) return true;
-
-    const policies: Record<string, string> = {};
-    const ests: unknown[] = [];
-    let entities: cedar.EntityJson[] = [];
-    let schema: string | undefined;
-    for (const [n, text] of files) {
-      if (n === 'entities.json') {
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch (e) {
-          throw new Error(`entities.json is not valid JSON: ${(e as Error).message}`);
-        }
-        if (!Array.isArray(parsed)) throw new Error('entities.json must be a JSON array of Cedar entities');
-        entities = parsed as cedar.EntityJson[];
-      } else if (n === 'schema.cedarschema') {
-        schema = text;
-      } else {
-        const parts = cedar.policySetTextToParts(text);
-        if (parts.type !== 'success') throw new Error(`${n}: ${messages(parts.errors)}`);
-        if (parts.policy_templates.length > 0) throw new Error(`${n}: policy templates are not supported`);
-        parts.policies.forEach((p, i) => {
-          const json = cedar.policyToJson(p);
-          if (json.type !== 'success') throw new Error(`${n}: ${messages(json.errors)}`);
-          ests.push(json.json);
-          const annotated = json.json.annotations?.id;
-          const id = annotated ?? `${n}#${i}`;
-          if (Object.hasOwn(policies, id)) throw new Error(`${n}: duplicate policy id ${JSON.stringify(id)}`);
-          policies[id] = p;
-        });
-      }
-    }
+    const { policies, ests, entities, schema } = parsePolicyFiles(files);
     const pset: cedar.PolicySet = { staticPolicies: policies };
-    const parsed = cedar.checkParsePolicySet(pset);
-    if (parsed.type !== 'success') throw new Error(`policies: ${messages(parsed.errors)}`);
-    const ents = cedar.checkParseEntities({ entities, ...(schema ? { schema } : {}) });
-    if (ents.type !== 'success') throw new Error(`entities.json: ${messages(ents.errors)}`);
+    checkPolicySet(pset, entities, schema);
     if (schema) {
-      const v = cedar.validate({ schema, policies: pset, validationSettings: { mode: 'strict' } });
-      if (v.type !== 'success') throw new Error(`schema: ${messages(v.errors)}`);
-      if (v.validationErrors.length > 0) {
-        throw new Error(
-          `policies do not validate against the schema: ${v.validationErrors.map((x) => `${x.policyId}: ${x.error.message}`).join('; ')}`,
-        );
-      }
       const s = cedar.preparseSchema(this.schemaName, schema);
       if (s.type !== 'success') throw new Error(`schema: ${messages(s.errors)}`);
     }
@@ -315,4 +262,74 @@ export class PolicyEngine {
 
 function messages(errors: readonly cedar.DetailedError[]): string {
   return errors.map((e) => e.message).join('; ') || 'unknown error';
+}
+
+/** The policy directory's files (policies, entities, schema), bounded in size, and a digest of them all. */
+async function readPolicyFiles(dir: string): Promise<{ files: [string, string][]; digest: string }> {
+  const names = (await readdir(dir)).sort();
+  const files: [string, string][] = [];
+  let total = 0;
+  for (const n of names) {
+    if (!(n.endsWith('.cedar') || n === 'entities.json' || n === 'schema.cedarschema')) continue;
+    const text = await readFile(join(dir, n), 'utf8');
+    total += Buffer.byteLength(text);
+    if (total > MAX_POLICY_BYTES) throw new Error(`policy directory exceeds ${MAX_POLICY_BYTES} bytes`);
+    files.push([n, text]);
+  }
+  const h = createHash('sha256');
+  for (const [n, t] of files) h.update(`${n}\0${Buffer.byteLength(t)}\0`).update(t);
+  return { files, digest: h.digest('hex') };
+}
+
+/** Policies by id (its @id annotation, else file#index), their JSON forms, the entities and the schema. */
+function parsePolicyFiles(files: readonly [string, string][]) {
+  const policies: Record<string, string> = {};
+  const ests: unknown[] = [];
+  let entities: cedar.EntityJson[] = [];
+  let schema: string | undefined;
+  for (const [n, text] of files) {
+    if (n === 'entities.json') entities = parseEntities(text);
+    else if (n === 'schema.cedarschema') schema = text;
+    else {
+      const parts = cedar.policySetTextToParts(text);
+      if (parts.type !== 'success') throw new Error(`${n}: ${messages(parts.errors)}`);
+      if (parts.policy_templates.length > 0) throw new Error(`${n}: policy templates are not supported`);
+      parts.policies.forEach((p, i) => {
+        const json = cedar.policyToJson(p);
+        if (json.type !== 'success') throw new Error(`${n}: ${messages(json.errors)}`);
+        ests.push(json.json);
+        const id = json.json.annotations?.id ?? `${n}#${i}`;
+        if (Object.hasOwn(policies, id)) throw new Error(`${n}: duplicate policy id ${JSON.stringify(id)}`);
+        policies[id] = p;
+      });
+    }
+  }
+  return { policies, ests, entities, schema };
+}
+
+function parseEntities(text: string): cedar.EntityJson[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`entities.json is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw new Error('entities.json must be a JSON array of Cedar entities');
+  return parsed as cedar.EntityJson[];
+}
+
+/** The set parses, the entities parse (against the schema if any), and the policies validate strictly against it. */
+function checkPolicySet(pset: cedar.PolicySet, entities: cedar.EntityJson[], schema: string | undefined): void {
+  const parsed = cedar.checkParsePolicySet(pset);
+  if (parsed.type !== 'success') throw new Error(`policies: ${messages(parsed.errors)}`);
+  const ents = cedar.checkParseEntities({ entities, ...(schema ? { schema } : {}) });
+  if (ents.type !== 'success') throw new Error(`entities.json: ${messages(ents.errors)}`);
+  if (!schema) return;
+  const v = cedar.validate({ schema, policies: pset, validationSettings: { mode: 'strict' } });
+  if (v.type !== 'success') throw new Error(`schema: ${messages(v.errors)}`);
+  if (v.validationErrors.length > 0) {
+    throw new Error(
+      `policies do not validate against the schema: ${v.validationErrors.map((x) => `${x.policyId}: ${x.error.message}`).join('; ')}`,
+    );
+  }
 }

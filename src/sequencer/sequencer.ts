@@ -33,9 +33,7 @@ import {
   StorageUnavailableError,
   UnrecordableRequestError,
   decodePublishedCheckpoint,
-  encodePublishedCheckpoint,
 } from './contract.js';
-import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY } from '../store/layout.js';
 import type { LockState, SequencerLock, StagedBatch } from '../store/lock.js';
 import { ImmutableConflictError, type ObjectStore, VersionConflictError } from '../store/store.js';
 import { TileHashReader } from '../core/tiles.js';
@@ -44,9 +42,11 @@ import { TileSet } from '../read/tile-set.js';
 import { type BatchResult, RightEdge } from './right-edge.js';
 import { type Segment, SequencingPool, batchEntries, rejection } from './pool.js';
 import { PublishedBatch, type Unpublished } from './receipts.js';
-import { assertLockCurrent, assertNothingPublished, openFailure, publishedCheckpointOf } from './lock-check.js';
+import { assertLockCurrent, openFailure, publishedCheckpointOf } from './lock-check.js';
 import { loadEdge } from './recover.js';
 import { StagingBuffer } from './staging-buffer.js';
+import { HeldLock } from './held-lock.js';
+import { PublicCheckpointObjects } from './public-checkpoint.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface SequencerOptions {
@@ -131,14 +131,12 @@ export class Sequencer {
   private unpublished: Unpublished[] = [];
   /** Tiles of the unpublished batches: enough for their inclusion proofs at any later size. */
   private unpublishedTiles = new TileSet();
-  private lockVersion: string | null = null;
-  /** The lock record as this sequencer last wrote or read it. */
-  private lockState: LockState | undefined;
+  private readonly lock: HeldLock;
+  private readonly publicCheckpoint: PublicCheckpointObjects;
   /** The last committed batch, written but not yet durable: its object keys and staging key. */
   private unpersisted: { keys: string[]; staged: StagedBatch } | undefined;
   /** Its fsyncs once started (commit() waits for them before the next lock swap). */
   private persisting: Promise<void> = Promise.resolve();
-  private checkpointVersions: { note: string | null; json: string | null } = { note: null, json: null };
   /** Why the log cannot commit, while storage keeps failing (a recovery attempt failed); submit() refuses meanwhile. */
   private degraded: string | undefined;
   /** Why the last publish did not happen (a failed write, or too few cosignatures), until one does. */
@@ -156,6 +154,8 @@ export class Sequencer {
     this.pool = new SequencingPool(this.now, this.maxBatch);
     this.listeners = [...(opts.listeners ?? [])];
     this.reader = new LogReader(opts.store, { cacheBytes: 16 * 1024 * 1024 });
+    this.lock = new HeldLock(opts.lock);
+    this.publicCheckpoint = new PublicCheckpointObjects(opts.store);
   }
 
   /** Opens the log in storage (creating it if empty), re-applying a staged batch if needed. */
@@ -464,8 +464,7 @@ export class Sequencer {
       note: checkpoint.note,
       staged,
     };
-    this.lockVersion = await this.opts.lock.swap(this.lockVersion, state);
-    this.lockState = state;
+    await this.lock.swap(state);
     committed();
     await this.opts.store.createAll(result.objects, { durable: false });
     this.edge = result.edge;
@@ -532,11 +531,8 @@ export class Sequencer {
    * start then re-applies nothing and verifies the edge as stored.
    */
   private async forgetStaged(): Promise<void> {
-    const state = this.lockState;
-    if (this.stopped || !state?.staged || this.unpersisted) return;
-    const { staged: _, ...clean } = state;
-    this.lockVersion = await this.opts.lock.swap(this.lockVersion, clean);
-    this.lockState = clean;
+    if (this.stopped || this.unpersisted) return;
+    await this.lock.forgetStaged();
   }
 
   /**
@@ -577,7 +573,7 @@ export class Sequencer {
     );
     // The index may learn the entries while the checkpoint is being written (both after
     // the tiles): lookups of entries beyond the public size are answered 404 meanwhile.
-    await Promise.all([this.writePublicCheckpoint(published), this.notifyListeners(batches)]);
+    await Promise.all([this.publicCheckpoint.write(published), this.notifyListeners(batches)]);
     this.published = published;
     this.publishTrouble = undefined;
     this.unpublished = [];
@@ -623,21 +619,6 @@ export class Sequencer {
         await sleep(RETRY_DELAY_MS);
       }
     }
-  }
-
-  private async writePublicCheckpoint(c: PublishedCheckpoint): Promise<void> {
-    // Two independent objects (each complete on its own), so they are swapped side by side.
-    // A swap that succeeds keeps its version even if the other fails, so the retry matches.
-    // Neither needs to survive a power loss: the lock record holds the committed checkpoint
-    // durably, and open() publishes it again before anything is served.
-    const relaxed = { durable: false };
-    const [json, note] = await Promise.allSettled([
-      this.opts.store.swap(CHECKPOINT_JSON_KEY, encodePublishedCheckpoint(c), this.checkpointVersions.json, relaxed),
-      this.opts.store.swap(CHECKPOINT_KEY, Buffer.from(c.note), this.checkpointVersions.note, relaxed),
-    ]);
-    if (json.status === 'fulfilled') this.checkpointVersions.json = json.value;
-    if (note.status === 'fulfilled') this.checkpointVersions.note = note.value;
-    for (const r of [json, note]) if (r.status === 'rejected') throw r.reason;
   }
 
   /** Each listener sees the batches in order; listeners run side by side. */
@@ -691,67 +672,50 @@ export class Sequencer {
 
   /** Reads the lock, re-applies a staged batch, loads and verifies the right edge. */
   private async recover(opening: boolean): Promise<void> {
-    const { store, staging, lock, signer, origin } = this.opts;
+    const { store, signer, origin } = this.opts;
     // A write-behind still running would race the re-apply below; its failure is repaired there.
     await this.persisting.catch(() => undefined);
     this.persisting = Promise.resolve();
     this.unpersisted = undefined;
     const verifier = makeVerifier(origin, SIG_ED25519, signer.publicKey);
-    const [noteObj, jsonObj] = await Promise.all([
-      store.getVersioned(CHECKPOINT_KEY),
-      store.getVersioned(CHECKPOINT_JSON_KEY),
-    ]);
-    this.checkpointVersions = { note: noteObj?.version ?? null, json: jsonObj?.version ?? null };
-    const published = publishedCheckpointOf(jsonObj?.data, noteObj?.data, verifier);
-    let held = await lock.read();
-    const created = !held;
-    if (!held) {
-      // Only a log with nothing published is new; while running, a lock never disappears.
-      if (!opening)
-        throw new LogStateError(
-          'the lock record disappeared while the log was running; this sequencer stopped so the log cannot fork',
-        );
-      await assertNothingPublished(store, published);
-      const timestamp = new Date(this.now()).toISOString();
-      const signed = await signCheckpoint({ origin, size: 0, root: RightEdge.empty().root() }, signer);
-      await lock.swap(null, { size: 0, root: toHex(signed.root), timestamp, note: signed.note });
-      held = await lock.read();
-      if (!held) throw new Error('lock record vanished after creation');
-    }
-    const { state, version } = held;
+    const stored = await this.publicCheckpoint.read();
+    const published = publishedCheckpointOf(stored.json, stored.note, verifier);
+    const { state, created } = await this.lock.take({ store, signer, origin, now: this.now() }, published, opening);
     const opened = openCheckpoint(state.note, verifier);
     if (opened.size !== state.size || toHex(opened.root) !== state.root)
       throw new Error('lock record note does not match its size and root');
-    // (A lock just created was checked above against everything published.)
+    // (A lock just created was checked against everything published as it was made.)
     if (!created) await assertLockCurrent(store, state, published);
     const committed: PublishedCheckpoint = { ...opened, timestamp: state.timestamp };
-    this.lockVersion = version;
-    this.lockState = state;
-    this.published = this.readPublished(jsonObj?.data, verifier) ?? this.published;
-
-    const staged = state.staged;
-    // A staging object is deleted only once the batch's objects are durable: then there is nothing to re-apply.
-    const stagedData =
-      staged && (staged.key !== undefined ? await staging.get(staged.key) : Buffer.from(staged.records, 'base64'));
-    if (staged && stagedData) {
-      const label = staged.key ?? `the batch staged in the lock from ${staged.fromSize}`;
-      const records = decodeBundle(stagedData, label, Number.MAX_SAFE_INTEGER);
-      const base = await loadEdge(store, staged.fromSize, hashFromHex(staged.fromRoot));
-      const result = base.append(records);
-      if (!bytesEqual(result.root, committed.root) || result.edge.size !== committed.size) {
-        throw new Error(`staged batch ${label} does not reproduce the committed root`);
-      }
-      await this.reapply(result, committed, staged);
-      this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
-      if (opening) {
-        const entries = records.map((r) => parseCanonicalEntry(r));
-        this.unpublished.push({ fromSize: staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
-        for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
-      }
-      return;
-    }
+    this.published = this.readPublished(stored.json, verifier) ?? this.published;
+    if (state.staged && (await this.reapplyStaged(state.staged, committed, opening))) return;
     this.edge = await loadEdge(store, committed.size, committed.root);
     this.committed = committed;
+  }
+
+  /**
+   * Re-applies the batch the lock names as staged, if its staged copy is still there (it is
+   * deleted only once the batch's objects are durable: then there is nothing to re-apply).
+   */
+  private async reapplyStaged(staged: StagedBatch, committed: PublishedCheckpoint, opening: boolean): Promise<boolean> {
+    const { store, staging } = this.opts;
+    const stagedData = staged.key !== undefined ? await staging.get(staged.key) : Buffer.from(staged.records, 'base64');
+    if (!stagedData) return false;
+    const label = staged.key ?? `the batch staged in the lock from ${staged.fromSize}`;
+    const records = decodeBundle(stagedData, label, Number.MAX_SAFE_INTEGER);
+    const base = await loadEdge(store, staged.fromSize, hashFromHex(staged.fromRoot));
+    const result = base.append(records);
+    if (!bytesEqual(result.root, committed.root) || result.edge.size !== committed.size) {
+      throw new Error(`staged batch ${label} does not reproduce the committed root`);
+    }
+    await this.reapply(result, committed, staged);
+    this.opts.logger?.info({ size: committed.size }, 're-applied a staged batch');
+    if (opening) {
+      const entries = records.map((r) => parseCanonicalEntry(r));
+      this.unpublished.push({ fromSize: staged.fromSize, batch: [], entries, entryHashes: result.entryHashes });
+      for (const t of result.tiles.all()) this.unpublishedTiles.add(t);
+    }
+    return true;
   }
 
   /** The public checkpoint as stored, if it verifies under the log key. */
