@@ -27,7 +27,7 @@ function findInvocation(script: string, path: string): string {
 
 function realOrNull(p: string): string | null {
   try {
-    return realpathSync(p);
+    return realpathSync.native(p); // one system call, where the JS version lstats each component
   } catch {
     return null;
   }
@@ -43,6 +43,7 @@ function isExecutable(p: string): boolean {
 
 /** Rewrites the `stele …` commands quoted in a hint to the form the user can run. */
 export function asInvoked(text: string): string {
+  if (!text.includes('`stele ')) return text; // finding the invocation walks $PATH: only when needed
   const how = invocation();
   return how === 'stele' ? text : text.replace(/`stele /g, `\`${how} `);
 }
