@@ -214,6 +214,12 @@ export function renderReport(r: Report): string {
   return lines.join('\n');
 }
 
+/** The labels an entry records (artifact, scope, tenant), for the text reports. */
+export function labelsLine(e: Readonly<Record<string, unknown>>): string {
+  const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : '(none)');
+  return `  labels      artifact ${shown(e.artifact)}, scope ${shown(e.scope)}, tenant ${shown(e.tenant)}`;
+}
+
 /** A report in a few words: its verdict, or the first failed check. */
 export function verdictLine(r: Report): string {
   const failed = r.checks.find((c) => c.status === 'FAIL' && c.rule !== 6);

@@ -4,7 +4,6 @@
 import type { Command } from 'commander';
 import { type GetResult, type Match, describeLookup, getEntries, parseLookup } from '../../../src/client/lookup.js';
 import { EXIT } from '../../errors.js';
-import { labelsLine } from './anchor.js';
 import {
   type CommonOptions,
   common,
@@ -19,6 +18,7 @@ import {
   short,
   tilesOption,
   verdictLine,
+  labelsLine,
 } from './common.js';
 
 interface GetOptions extends CommonOptions {
