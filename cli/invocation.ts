@@ -1,7 +1,8 @@
 // How the user runs this CLI, so hints print a command they can paste: `stele` when the
-// `stele` on PATH is this very script, else `npx stele` under npx, else `node <path>`.
+// `stele` on PATH is this very script, else `npx stele` under npx or where npx would run it
+// (a clone's node_modules/.bin), else `node <path>`.
 import { realpathSync, statSync } from 'node:fs';
-import { delimiter, join, relative } from 'node:path';
+import { delimiter, dirname, join, relative } from 'node:path';
 
 let cached: string | undefined;
 
@@ -21,13 +22,16 @@ function findInvocation(script: string, path: string): string {
       return /[\\/]node_modules[\\/]\.bin$/.test(dir) && process.env.npm_command === 'exec' ? 'npx stele' : 'stele';
     }
   }
+  // In a clone after `npm ci`, `npx stele` runs this script (packages/bin links it): the README's form.
+  const local = realOrNull(join(process.cwd(), 'node_modules', '.bin', 'stele'));
+  if (local && realOrNull(join(dirname(local), '..', '..', 'dist', 'cli', 'main.js')) === self) return 'npx stele';
   const rel = relative(process.cwd(), script);
   return `node ${rel.startsWith('..') || rel === '' ? script : rel}`;
 }
 
 function realOrNull(p: string): string | null {
   try {
-    return realpathSync(p);
+    return realpathSync.native(p); // one system call, where the JS version lstats each component
   } catch {
     return null;
   }
@@ -43,6 +47,7 @@ function isExecutable(p: string): boolean {
 
 /** Rewrites the `stele …` commands quoted in a hint to the form the user can run. */
 export function asInvoked(text: string): string {
+  if (!text.includes('`stele ')) return text; // finding the invocation walks $PATH: only when needed
   const how = invocation();
   return how === 'stele' ? text : text.replace(/`stele /g, `\`${how} `);
 }

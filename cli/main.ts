@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `stele`: the ledger's command-line client and server launcher (cli/program.ts). This file
-// imports nothing but Node's own modules: `stele --version` answers from here, and every
-// other run loads the program, which loads only the command group it runs.
+// imports nothing but Node's own modules: `stele --version` answers from here, `stele --help`
+// from the help kept by the last run that rendered it, and every other run loads the
+// program, which loads only the command group it runs.
 import module from 'node:module';
 
 // Compiled code of the modules loaded below is cached on disk (Node ≥ 22.1; $TMPDIR, or
@@ -26,6 +27,10 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   // The same string as commander's `.version()` in cli/program.ts (test/cli/startup.test.ts).
   process.stdout.write('0.1.0\n');
 } else {
-  const { run } = await import('./program.js');
-  await run(process.argv);
+  // `stele --help` as commander rendered it for this build, when kept (cli/help-cache.ts).
+  const help = await import('./help-cache.js');
+  if (!(help.isTopHelp(args) && help.replayHelp())) {
+    const { run } = await import('./program.js');
+    await run(process.argv);
+  }
 }

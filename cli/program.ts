@@ -2,23 +2,16 @@
 // cli/main.ts loads this once it knows the run is more than `--version`. Only the group the
 // arguments name is loaded (cli/commands/groups.ts); the others are listed by their help
 // line, so `stele --help` and a mistyped command load commander and nothing else.
-import { Command, CommanderError, Help } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { GROUPS, LOADS_EVERY_GROUP } from './commands/groups.js';
+import { invokedCommand, registerModules } from './commands/lazy.js';
 import { EXIT } from './exit.js';
+import { isTopHelp, keepHelp } from './help-cache.js';
 import { setVerbosity, traceHttp } from './verbosity.js';
 
 export const VERSION = '0.1.0';
 
-/** The top-level command a run invokes (`stele help <command>` too), or undefined. */
-export function invokedCommand(args: readonly string[]): string | undefined {
-  const words: string[] = [];
-  for (const a of args) {
-    if (a === '--') break;
-    if (!a.startsWith('-')) words.push(a);
-    if (words.length === 2) break;
-  }
-  return words[0] === 'help' ? words[1] : words[0];
-}
+export { invokedCommand } from './commands/lazy.js';
 
 /**
  * The program for `args` (process.argv without node and the script): the group that
@@ -26,19 +19,12 @@ export function invokedCommand(args: readonly string[]): string | undefined {
  * help line alone. `every`: register every group in full (`stele completion`, and tests).
  */
 export async function buildProgram(args: readonly string[], every = false): Promise<Command> {
-  const invoked = invokedCommand(args);
-  const loadAll = every || invoked === LOADS_EVERY_GROUP;
-  const terms = new Map<Command, string>();
+  const loadAll = every || invokedCommand(args) === LOADS_EVERY_GROUP;
   const program = new Command('stele')
     .description('Stele: a tiled transparency ledger (C2SP tlog-tiles) — serve it, anchor to it, verify it')
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureHelp({
-      subcommandTerm(this: Help, cmd: Command): string {
-        return terms.get(cmd) ?? Help.prototype.subcommandTerm.call(this, cmd);
-      },
-    })
     .option('-q, --quiet', 'print nothing on success: the exit code says the result (errors still go to stderr)')
     .option('-v, --verbose', 'also print each HTTP request and its answer on stderr')
     .hook('preAction', (cmd) => {
@@ -57,13 +43,7 @@ Exit codes:
   4  the log's storage needs an operator: serve refused to start or its sequencer stopped
      (a lost or rolled-back lock, another writer); see \`stele log fsck\``,
     );
-  for (const group of GROUPS) {
-    if (loadAll || group.commands.some((c) => c.name === invoked)) {
-      (await group.load())(program);
-      continue;
-    }
-    for (const c of group.commands) terms.set(program.command(c.name).description(c.summary), c.term);
-  }
+  await registerModules(program, GROUPS, args, loadAll);
   return program;
 }
 
@@ -73,13 +53,24 @@ export async function run(argv: readonly string[]): Promise<void> {
   // Under --json a failure is also one JSON document on stdout, so scripts parse every outcome.
   const end = args.indexOf('--');
   const wantsJson = (end < 0 ? args : args.slice(0, end)).includes('--json');
+  // The top-level help is kept as printed, for cli/main.ts to replay next time.
+  const topHelp = isTopHelp(args);
+  let helpText = '';
   try {
     const program = await buildProgram(args);
+    if (topHelp)
+      program.configureOutput({
+        writeOut: (text) => {
+          helpText += text;
+          process.stdout.write(text);
+        },
+      });
     await program.parseAsync([...argv]);
   } catch (e) {
     if (e instanceof CommanderError) {
       // Help and version requests exit 0; usage errors were already printed by commander.
       process.exitCode = e.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+      if (topHelp && e.code === 'commander.helpDisplayed') keepHelp(helpText);
       if (e.exitCode !== 0 && wantsJson) {
         const { errorJson } = await import('./errors.js');
         process.stdout.write(errorJson({ code: EXIT.USAGE, message: e.message.replace(/^error: /, '') }));

@@ -1,26 +1,13 @@
 // The command groups of `stele`, in the order `stele --help` lists them, each with the
-// module that defines it. A run loads only the group it invokes (cli/program.ts): its
-// module, and so the libraries its commands import, while every other top-level command
-// is listed from here by its help line alone. So `stele --help` loads commander and this
-// file, and `stele ledger verify` never loads the AWS SDK, Koa or the control plane.
-// test/cli/startup.test.ts checks these lines against the modules' own definitions.
-import type { Command } from 'commander';
+// module that defines it. A run loads only the group it invokes (cli/program.ts, through
+// cli/commands/lazy.ts): its module, and so the libraries its commands import, while every
+// other top-level command is listed from here by its help line alone. So `stele --help`
+// loads commander and this file, and `stele ledger verify` never loads the AWS SDK, Koa or
+// the control plane. test/cli/startup.test.ts checks these lines against the modules' own
+// definitions.
+import type { CommandModule } from './lazy.js';
 
-/** A top-level command as `stele --help` lists it. */
-export interface TopCommand {
-  readonly name: string;
-  /** Its term in the command list: name, `[options]` and arguments. */
-  readonly term: string;
-  readonly summary: string;
-}
-
-export interface CommandGroup {
-  /** The top-level commands the group's module registers, in their order. */
-  readonly commands: readonly TopCommand[];
-  load(): Promise<(program: Command) => void>;
-}
-
-export const GROUPS: readonly CommandGroup[] = [
+export const GROUPS: readonly CommandModule[] = [
   {
     commands: [
       {
@@ -35,6 +22,11 @@ export const GROUPS: readonly CommandGroup[] = [
   {
     commands: [
       { name: 'ledger', term: 'ledger', summary: 'anchor to and verify the ledger (pinned key and checkpoint)' },
+    ],
+    load: async () => (await import('./ledger.js')).registerLedgerCommands,
+  },
+  {
+    commands: [
       {
         name: 'verify',
         term: 'verify [options] <package_file>',
@@ -42,7 +34,7 @@ export const GROUPS: readonly CommandGroup[] = [
           'verify a package file against the ledger; with --anchor, verify and record it, or anchor it if it is new',
       },
     ],
-    load: async () => (await import('./ledger.js')).registerLedgerCommands,
+    load: async () => (await import('./verify.js')).registerVerify,
   },
   {
     commands: [{ name: 'log', term: 'log', summary: "operate a log's own storage: check it, rebuild its lock record" }],

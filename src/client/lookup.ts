@@ -3,7 +3,9 @@
 // the checkpoint by the pinned key and pin, the entry bound to its leaf and to what was
 // asked for, and its inclusion. An artifact label without a scope lists the latest entry of
 // each scope (the API's search route; from the tiles, the record bundles), and answers an
-// artifact's anchor rather than a later event of the same file.
+// artifact's anchor rather than a later event of the same file; with `all`, every entry
+// naming the artifact, oldest first (its history; from the tiles only: the API answers
+// the latest entry of an artifact, never its history).
 import { artifactId, parseEntryId } from '../core/entry.js';
 import { hashFromHex, leafHash, toHex } from '../core/hash.js';
 import type { EntryLookup, EntryView, LedgerApi } from './api.js';
@@ -25,7 +27,7 @@ export type Lookup =
   | { readonly by: 'digest'; readonly digest: string }
   | { readonly by: 'leaf'; readonly leaf: number }
   | { readonly by: 'id'; readonly id: string }
-  | { readonly by: 'artifact'; readonly artifact: string; readonly scope?: string };
+  | { readonly by: 'artifact'; readonly artifact: string; readonly scope?: string; readonly all?: boolean };
 
 export interface Match {
   readonly report: Report;
@@ -55,10 +57,13 @@ export function parseLookup(o: {
   id?: string;
   artifact?: string;
   scope?: string;
+  all?: boolean;
 }): Lookup {
   const given = (['digest', 'leaf', 'id', 'artifact'] as const).filter((k) => o[k] !== undefined);
   if (given.length !== 1) throw new UsageError('give exactly one of --digest, --leaf, --id or --artifact');
   if (o.scope !== undefined && o.artifact === undefined) throw new UsageError('--scope goes with --artifact');
+  if (o.all && o.artifact === undefined)
+    throw new UsageError('--all goes with --artifact (the history of an artifact)');
   if (o.digest !== undefined) {
     if (!HEX64.test(o.digest)) throw new UsageError('--digest must be 64 hexadecimal characters (a SHA-256)');
     return { by: 'digest', digest: o.digest.toLowerCase() };
@@ -69,7 +74,12 @@ export function parseLookup(o: {
       throw new UsageError(`--id ${JSON.stringify(o.id)} is not an entry id (led_<leaf>_<12 hex>)`);
     return { by: 'id', id: o.id };
   }
-  return { by: 'artifact', artifact: o.artifact!, ...(o.scope !== undefined ? { scope: o.scope } : {}) };
+  return {
+    by: 'artifact',
+    artifact: o.artifact!,
+    ...(o.scope !== undefined ? { scope: o.scope } : {}),
+    ...(o.all ? { all: true } : {}),
+  };
 }
 
 export function describeLookup(l: Lookup): string {
@@ -231,6 +241,12 @@ async function tilesLeaves(
   // Scope "" is no scope, as in the artifact id (docs/design.md §1.4).
   const scope = l.by === 'artifact' && l.scope !== undefined ? (l.scope === '' ? null : l.scope) : undefined;
   if (scope === null) hits = hits.filter(([sc]) => sc === null || sc === '');
+  // The history: every entry naming the artifact (in the scope, if one is given), oldest first.
+  if (l.by === 'artifact' && l.all)
+    return hits
+      .filter(([sc]) => scope === undefined || scope === null || sc === scope)
+      .map(([, seq]) => seq)
+      .sort((a, b) => a - b);
   return latestByScope(hits, scope === null ? undefined : scope).map(([, seq]) => seq);
 }
 
@@ -260,8 +276,13 @@ export async function getEntries(
 ): Promise<GetResult> {
   const get = (q: Lookup) =>
     view instanceof TilesView ? getFromTiles(s, view, q, onScanProgress) : getFromApi(s, view as ApiView, q);
+  if (l.by === 'artifact' && l.all && !(view instanceof TilesView))
+    throw new UsageError('the history of an artifact (--all) is read from the tiles: pass --tiles');
   const r = await get(l);
-  return l.by === 'artifact' ? { ...r, matches: await Promise.all(r.matches.map((m) => anchorOf(m, get))) } : r;
+  // A history lists each entry as it is; a single answer is the artifact's anchor.
+  return l.by === 'artifact' && !l.all
+    ? { ...r, matches: await Promise.all(r.matches.map((m) => anchorOf(m, get))) }
+    : r;
 }
 
 /**

@@ -31,6 +31,7 @@ import { LRUCache } from 'lru-cache';
 import { checkLabel } from '../core/labels.js';
 import type { Operation, OidcSettings } from './config.js';
 import { ControlError } from './errors.js';
+import { UnreachableError, asUnreachable } from '../store/unreachable.js';
 
 /** Who is calling, as the verified token says. */
 export interface Caller {
@@ -114,6 +115,11 @@ export interface AuthStats {
   failures: number;
 }
 
+/** The setting that names the issuer, for messages. */
+function issuerSetting(s: OidcSettings): string {
+  return s.issuerSetting ?? '[control.oidc] issuer';
+}
+
 export class OidcAuthenticator {
   readonly stats: AuthStats = { verifications: 0, cacheHits: 0, failures: 0 };
   private discovered: Promise<Discovered> | undefined;
@@ -153,13 +159,19 @@ export class OidcAuthenticator {
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
         doc = (await res.json()) as typeof doc;
       } catch (e) {
-        throw new ControlError(
+        // Not reached at all: which issuer, the setting naming it and why (src/store/unreachable.ts).
+        const unreachable = asUnreachable(e, `the OIDC identity provider ${url}`, issuerSetting(this.s));
+        const err = new ControlError(
           503,
           'idp_unavailable',
-          `the identity provider's discovery document could not be fetched (${(e as Error).message})`,
+          unreachable instanceof UnreachableError
+            ? unreachable.message
+            : `the identity provider's discovery document could not be fetched (${(e as Error).message})`,
           {},
           { 'Retry-After': '5' },
         );
+        if (unreachable instanceof UnreachableError) err.cause = unreachable;
+        throw err;
       }
       if (doc.issuer !== this.s.issuer) {
         throw new ControlError(
@@ -194,6 +206,22 @@ export class OidcAuthenticator {
       this.discoveryFailedAt = this.now();
     });
     return p;
+  }
+
+  /**
+   * Fetches the discovery document now, at start: an issuer that cannot be reached is an
+   * UnreachableError (one line; the CLI exits 3). Any other failure (an HTTP error, a
+   * discovery document naming another issuer) is returned, for a warning: a request
+   * retries the discovery and answers 503 with it.
+   */
+  async checkReachable(): Promise<string | null> {
+    try {
+      await this.discover();
+      return null;
+    } catch (e) {
+      if (e instanceof ControlError && e.cause instanceof UnreachableError) throw e.cause;
+      return (e as Error).message;
+    }
   }
 
   /** Verifies the Authorization header; throws AuthenticationError (401) or a 503. */

@@ -40,6 +40,8 @@ export const ASYMMETRIC_ALGS = [
 export interface OidcSettings {
   /** Issuer URL, exactly as the `iss` claim and the discovery document state it. */
   readonly issuer: string;
+  /** The setting that named the issuer (STELE_OIDC_ISSUER, or the file's key), for messages. */
+  readonly issuerSetting?: string;
   /** Accepted `aud` values (the control plane's resource identifier). */
   readonly audience: readonly string[];
   readonly algorithms: readonly string[];
@@ -211,7 +213,11 @@ export function resolveControlConfig(dataDir: string, env: NodeJS.ProcessEnv): C
     t[key] = v;
     if (table !== '') raw[table] = t;
   }
-  return parseControlConfig(raw, dataDir);
+  const config = parseControlConfig(raw, dataDir);
+  const issuerSetting = env.STELE_OIDC_ISSUER
+    ? 'STELE_OIDC_ISSUER'
+    : `[control.oidc] issuer in ${explicit ?? defaultPath}`;
+  return { ...config, oidc: { ...config.oidc, issuerSetting } };
 }
 
 /** Validates a [control] table (already merged with overrides). */

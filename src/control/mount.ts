@@ -127,12 +127,15 @@ export async function mountControlPlane(app: Koa, deps: ControlDeps): Promise<Mo
   const streams = new Set<() => void>();
   const state = { closing: false };
   try {
+    const auth = new OidcAuthenticator(config.oidc);
+    // An issuer that cannot be reached stops the start (one line, exit 3), as storage does.
+    const idpProblem = await auth.checkReachable();
+    if (idpProblem) logger.warn({ issuer: config.oidc.issuer }, idpProblem);
     policy = await PolicyEngine.open(config.policyDir, logger, {
       pollMs: config.policyPollMs,
       decisionCacheSize: config.policyDecisionCacheSize,
     });
     const epochs = await openKeyEpochs(epochStore, signer, kek, recorder, logger);
-    const auth = new OidcAuthenticator(config.oidc);
     const roles = new RoleTable(config.roles, config.oidc.mfaRoles);
     authFailures = authFailureAggregator({ config, recorder, logger });
     app.use(

@@ -3,7 +3,6 @@
 // verifier keys in vkey form (docs/design.md §1.3).
 import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js';
 import { parseExtendedCheckpointBody } from './checkpoint-body.js';
 import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex, u64be } from './hash.js';
 import { NoteError } from './note-error.js';
@@ -23,9 +22,31 @@ interface HostCrypto {
   verify(algorithm: null, data: Uint8Array, key: HostKey, signature: Uint8Array): boolean;
   sign(algorithm: null, data: Uint8Array, key: HostKey): Uint8Array;
 }
-const nodeCrypto = (
-  globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
-).process?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
+const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
+const nodeCrypto = host?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
+
+// ML-DSA-44 (@noble/post-quantum) costs a CLI run about 7 ms to load and is used only by a
+// key or cosignature of type 0x06, so it is loaded at its first use: synchronously in Node
+// (require of an ES module, Node ≥ 22.12), and in a browser by `loadMlDsa44()`, which this
+// module starts at once there (the page fetches a checkpoint before it can verify one).
+type MlDsa44 = typeof import('@noble/post-quantum/ml-dsa.js')['ml_dsa44'];
+let mlDsa: MlDsa44 | undefined;
+type NodeModule = { createRequire(from: string): (id: string) => { ml_dsa44: MlDsa44 } };
+const nodeModule = host?.getBuiltinModule?.('node:module') as NodeModule | undefined;
+
+/** Loads ML-DSA-44 ahead of its first use (needed only where Node's require is absent). */
+export async function loadMlDsa44(): Promise<void> {
+  mlDsa ??= (await import('@noble/post-quantum/ml-dsa.js')).ml_dsa44;
+}
+if (!nodeModule) void loadMlDsa44();
+
+function mlDsa44(): MlDsa44 {
+  if (mlDsa) return mlDsa;
+  if (!nodeModule) throw new NoteError('ML-DSA-44 is still loading: await loadMlDsa44() first');
+  mlDsa = nodeModule.createRequire(import.meta.url)('@noble/post-quantum/ml-dsa.js').ml_dsa44;
+  return mlDsa;
+}
+
 // DER prefixes of a raw Ed25519 public key (SPKI) and seed (PKCS#8), for Node's KeyObjects.
 const SPKI_ED25519 = Uint8Array.of(0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00);
 const PKCS8_ED25519 = Uint8Array.of(
@@ -204,7 +225,7 @@ export function cosignBodyMlDsa44(
 ): string {
   const message = checkpointSubtreeMessage(name, body, timestamp);
   if (!message) throw new NoteError('an ML-DSA-44 cosignature covers a checkpoint body');
-  const sig = ml_dsa44.sign(message, secretKey);
+  const sig = mlDsa44().sign(message, secretKey);
   return signatureLine(name, keyHash(name, SIG_SUBTREE_MLDSA44, publicKey), concatBytes(u64be(timestamp), sig));
 }
 
@@ -297,8 +318,9 @@ export function verifySignature(body: string, sig: NoteSignature, v: NoteVerifie
 }
 
 function mlDsa44Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  const impl = mlDsa44(); // outside the try: a verifier that cannot load is an error, not a bad signature
   try {
-    return ml_dsa44.verify(signature, message, publicKey);
+    return impl.verify(signature, message, publicKey);
   } catch {
     return false; // a malformed key or signature encoding
   }

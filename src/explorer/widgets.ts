@@ -1,5 +1,6 @@
 /// <reference lib="dom" />
 // Pieces every page uses: report lists, field lists, entry panels, entry tables, the search form.
+import { CLIENT_ENTRY_TYPES } from '../core/anchor.js';
 import { toHex } from './bytes.js';
 import { auditPathDrawing } from './charts.js';
 import { badge, type Child, fmtInt, fmtTime, h, hashText } from './dom.js';
@@ -199,9 +200,9 @@ export function dataTable(testid: string, headers: readonly string[], rows: HTML
   );
 }
 
-export function entriesTable(rows: EntryResult[]): HTMLElement {
+export function entriesTable(rows: EntryResult[], testid = 'entries'): HTMLElement {
   return dataTable(
-    'entries',
+    testid,
     ['Leaf', 'Entry id', 'Type', 'Result', 'Artifact', 'Time', 'Verified'],
     rows.map((r) => {
       const f = r.fields ?? {};
@@ -218,6 +219,46 @@ export function entriesTable(rows: EntryResult[]): HTMLElement {
       );
     }),
   );
+}
+
+/**
+ * A control-plane event: an entry of a type no client appends (a policy evaluation, an access
+ * decision, a key epoch, a refused token), not a release. An entry whose fields cannot be
+ * read stays with the releases, where its FAIL shows.
+ */
+function isEvent(r: EntryResult): boolean {
+  const type = r.fields?.type;
+  return typeof type === 'string' && !Object.hasOwn(CLIENT_ENTRY_TYPES, type);
+}
+
+/**
+ * Entries split by kind, each list in the given order and at most `limit` long: the releases
+ * (anchors and recorded verifications) in the entries table, and apart from it, when there
+ * are any, the control plane's events in a table of their own.
+ */
+export function entriesByKind(rows: readonly EntryResult[], limit = Number.POSITIVE_INFINITY): HTMLElement[] {
+  const releases = rows.filter((r) => !isEvent(r)).slice(0, limit);
+  const events = rows.filter(isEvent).slice(0, limit);
+  const out = [
+    releases.length > 0 || events.length === 0
+      ? entriesTable(releases)
+      : h('p', { class: 'muted', 'data-testid': 'no-releases' }, 'No anchors or verifications among these entries.'),
+  ];
+  if (events.length > 0)
+    out.push(
+      h(
+        'section',
+        { class: 'events', 'data-testid': 'control-events' },
+        h('h3', null, 'Control-plane events'),
+        h(
+          'p',
+          { class: 'muted' },
+          'Policy evaluations, access decisions, key epochs and refused tokens the control plane records in the log: not releases.',
+        ),
+        entriesTable(events, 'events'),
+      ),
+    );
+  return out;
 }
 
 /**

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerLedgerCommands } from '../../cli/commands/ledger.js';
+import { registerVerify } from '../../cli/commands/verify.js';
 import { configToToml } from '../../src/client/config.js';
 import { EMPTY_ROOT, toHex } from '../../src/core/hash.js';
 import { SIG_ED25519, SeedSigner, formatVkey, keyIdOf, makeVerifier } from '../../src/core/note.js';
@@ -281,7 +282,8 @@ describe.concurrent('bad input and exit codes', () => {
       const program = new Command('stele')
         .exitOverride()
         .configureOutput({ writeOut: (t) => (text += t), writeErr: (t) => (text += t) });
-      registerLedgerCommands(program);
+      await registerLedgerCommands(program);
+      registerVerify(program);
       await expect(program.parseAsync([...c, '--help'], { from: 'user' })).rejects.toMatchObject({
         code: 'commander.helpDisplayed',
         exitCode: 0,

@@ -72,6 +72,7 @@ describe("the README's commands, as written", () => {
       'ledger checkpoint',
       'verify',
       'ledger get',
+      'ledger get',
       'ledger status',
       'ledger mirror',
       'ledger verify',

@@ -86,6 +86,14 @@ describe('what the CLI loads at start', () => {
       expect(r.stdout).toMatch(new RegExp(`^  ${c}\\b`, 'm'));
   });
 
+  it('a second --help replays the help the first one printed, loading no package at all', () => {
+    const first = packagesLoaded(['--help']);
+    const second = packagesLoaded(['--help']);
+    expect(second.packages).toEqual([]);
+    expect(second.stdout).toBe(first.stdout);
+    expect(second.stdout).toMatch(/^Usage: stele \[options\] \[command\]/);
+  });
+
   it.each([
     [['ledger', 'verify', '--help']],
     [['ledger', 'anchor', '--help']],
@@ -96,6 +104,12 @@ describe('what the CLI loads at start', () => {
     [['key', 'show', '--help']],
   ])('stele %j loads none of the heavy libraries', (args) => {
     expect(heavyIn(packagesLoaded(args).packages)).toEqual([]);
+  });
+
+  it('`ledger verify <file>` loads neither ML-DSA (no type 0x06 key pinned) nor cli-progress (no terminal)', () => {
+    const r = packagesLoaded(['ledger', 'verify', '--help']);
+    expect(r.packages).not.toContain('@noble/post-quantum');
+    expect(r.packages).not.toContain('cli-progress');
   });
 
   it('the test would see them: `completion bash` loads every group, and with it jose (dev-idp)', () => {
@@ -115,6 +129,17 @@ describe('the command list from cli/commands/groups.ts', () => {
     const ledger = p.commands.find((c) => c.name() === 'ledger')!;
     expect(ledger.commands.map((c) => c.name())).toContain('verify');
     expect(p.commands.find((c) => c.name() === 'control')!.commands).toEqual([]);
+  });
+
+  it('`stele ledger --help` lists from cli/commands/ledger.ts the help the subcommands give when loaded', async () => {
+    const ledgerOf = (p: Awaited<ReturnType<typeof buildProgram>>) => p.commands.find((c) => c.name() === 'ledger')!;
+    const listed = ledgerOf(await buildProgram(['ledger', '--help']));
+    const loaded = ledgerOf(await buildProgram([], true));
+    expect(listed.helpInformation()).toBe(loaded.helpInformation());
+    // `ledger verify` loads its own subcommand only: the others are listed, with no options.
+    const run = ledgerOf(await buildProgram(['ledger', 'verify', 'x']));
+    expect(run.commands.find((c) => c.name() === 'verify')!.options.length).toBeGreaterThan(0);
+    expect(run.commands.find((c) => c.name() === 'mirror')!.options).toEqual([]);
   });
 
   it('finds the invoked command past global options and in `help <command>`', () => {

@@ -20,6 +20,7 @@ import {
   fileLabel,
   reportFiles,
   verdictLine,
+  labelsLine,
 } from './common.js';
 import { STDIN } from '../../../src/client/hashfile.js';
 
@@ -44,12 +45,6 @@ export function anchorJson(r: AnchorResult) {
     pinMoved: r.pinMoved,
     proofFile: r.savedProof ?? null,
   };
-}
-
-/** The labels an entry records (artifact, scope, tenant), for the text reports. */
-export function labelsLine(e: Readonly<Record<string, unknown>>): string {
-  const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : '(none)');
-  return `  labels      artifact ${shown(e.artifact)}, scope ${shown(e.scope)}, tenant ${shown(e.tenant)}`;
 }
 
 export function printAnchor(r: AnchorResult, verb = 'Anchored'): void {

@@ -1,7 +1,8 @@
 // Shared plumbing of the ledger commands: configuration and trust loading, output (human
 // or --json), the PASS/FAIL report renderer, progress bars (only on a terminal), options.
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import cliProgress from 'cli-progress';
+import type CliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
@@ -213,6 +214,12 @@ export function renderReport(r: Report): string {
   return lines.join('\n');
 }
 
+/** The labels an entry records (artifact, scope, tenant), for the text reports. */
+export function labelsLine(e: Readonly<Record<string, unknown>>): string {
+  const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : '(none)');
+  return `  labels      artifact ${shown(e.artifact)}, scope ${shown(e.scope)}, tenant ${shown(e.tenant)}`;
+}
+
 /** A report in a few words: its verdict, or the first failed check. */
 export function verdictLine(r: Report): string {
   const failed = r.checks.find((c) => c.status === 'FAIL' && c.rule !== 6);
@@ -250,6 +257,8 @@ const NO_PROGRESS: Progress = { update() {}, stop() {} };
 /** A progress bar on stderr, shown only when stderr is a terminal and output is not JSON. */
 export function progress(label: string, json: boolean | undefined, unit = ''): Progress {
   if (json || isQuiet() || !process.stderr.isTTY || process.env.STELE_NO_PROGRESS) return NO_PROGRESS;
+  // Loaded here, on a terminal only: a run whose output is piped never pays for it.
+  const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

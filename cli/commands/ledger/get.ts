@@ -1,10 +1,9 @@
 // `stele ledger get`: an entry by --digest, --leaf, --id or --artifact (with or without
 // --scope), from the JSON API or (--tiles) from the tiles, each match verified and shown
-// with its report.
+// with its report; `--artifact NAME --all`, the artifact's history, one line per entry.
 import type { Command } from 'commander';
 import { type GetResult, type Match, describeLookup, getEntries, parseLookup } from '../../../src/client/lookup.js';
 import { EXIT } from '../../errors.js';
-import { labelsLine } from './anchor.js';
 import {
   type CommonOptions,
   common,
@@ -18,6 +17,8 @@ import {
   scanProgress,
   short,
   tilesOption,
+  verdictLine,
+  labelsLine,
 } from './common.js';
 
 interface GetOptions extends CommonOptions {
@@ -26,6 +27,7 @@ interface GetOptions extends CommonOptions {
   id?: string;
   artifact?: string;
   scope?: string;
+  all?: boolean;
   tiles?: string | true;
 }
 
@@ -67,6 +69,21 @@ function printMatch(m: Match): void {
   out(renderReport(m.report));
 }
 
+/** The history of an artifact: the checkpoint once, then one line per entry, oldest first. */
+function printHistory(r: GetResult): void {
+  const cp = r.checkpoint;
+  out(
+    `History of ${describeLookup(r.lookup)} in ${r.source}: ${r.matches.length} ${r.matches.length === 1 ? 'entry' : 'entries'}${cp ? `, verified against tree size ${cp.treeSize}, root ${short(cp.rootHash)}` : ''}`,
+  );
+  for (const m of r.matches) {
+    const e = m.entry;
+    const scope = e?.scope !== undefined ? `  scope ${JSON.stringify(e.scope)}` : '';
+    out(
+      `  ${e?.id ?? `leaf ${m.leafIndex}`}  ${e ? `${e.type} (${e.result})  ${e.timestamp}  ${e.digest}${scope}` : '(unreadable)'}  ${verdictLine(m.report)}`,
+    );
+  }
+}
+
 export function registerGet(ledger: Command): void {
   common(
     ledger
@@ -80,23 +97,35 @@ export function registerGet(ledger: Command): void {
         'an artifact label: its latest entry in --scope, or in each scope when none is given',
       )
       .option('--scope <scope>', 'with --artifact: the scope (default: every scope)')
+      .option(
+        '--all',
+        "with --artifact: the artifact's history, every entry naming it, oldest first (read from the tiles)",
+      )
       .addOption(tilesOption())
       .addHelpText(
         'after',
         `
 Without --scope, --artifact lists the latest entry of every scope recording that label
 (the API's GET /api/ledger/search; from --tiles, the record bundles, whose index a local
-mirror keeps beside the configuration). Exit code 1 when nothing matches.
+mirror keeps beside the configuration). With --all, every entry naming the artifact, oldest
+first, one line each (id, kind, time, digest, verdict), each verified; it reads the tiles
+(--tiles, else the configured tiles or the endpoint's). Exit code 1 when nothing matches.
 
 Examples:
   stele ledger get --digest 3f1c…
   stele ledger get --artifact build-150.bin
-  stele ledger get --artifact build-150.bin --scope nightly --tiles ./mirror`,
+  stele ledger get --artifact build-150.bin --scope nightly --tiles ./mirror
+  stele ledger get --artifact build-150.bin --all`,
       ),
   ).action(async (opts: GetOptions) => {
     const lookup = parseLookup(opts);
     const o = await openSession(opts, { requireOnline: !opts.tiles, tilesFallback: true });
-    const view = await logView(opts.tiles, o.loaded, o.api);
+    // The history is read from the tiles: the API answers an artifact's latest entry only.
+    const view = await logView(
+      opts.tiles ?? (lookup.by === 'artifact' && lookup.all ? true : undefined),
+      o.loaded,
+      o.api,
+    );
     const sp = scanProgress(opts.json);
     const r = await getEntries(o.session, view, lookup, sp.onScanProgress).finally(() => sp.stop());
     if (opts.json) emitJson(getJson(r));
@@ -105,7 +134,8 @@ Examples:
         out(
           `Not found: no entry with ${describeLookup(lookup)} in ${r.source}${r.checkpoint ? ` (tree size ${r.checkpoint.treeSize})` : ''}`,
         );
-      for (const m of r.matches) printMatch(m);
+      else if (lookup.by === 'artifact' && lookup.all) printHistory(r);
+      else for (const m of r.matches) printMatch(m);
       if (r.pinMoved) out(`pin advanced ${r.pinMoved.from} → ${r.pinMoved.to}`);
     }
     if (r.matches.length === 0 || r.matches.some((m) => m.report.failed)) process.exitCode = EXIT.VERIFY_FAILED;

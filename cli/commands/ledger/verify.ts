@@ -4,7 +4,6 @@ import type { Command } from 'commander';
 import { UsageError } from '../../../src/client/errors.js';
 import { sha256File } from '../../../src/client/hashfile.js';
 import { type VerifyResult, verifyFile } from '../../../src/client/verify-file.js';
-import { verifyFileWithTlogProof } from '../../../src/client/tlog-proof-file.js';
 import {
   type CommonOptions,
   type Opened,
@@ -26,8 +25,8 @@ import {
   fileLabel,
   reportFiles,
   verdictLine,
+  labelsLine,
 } from './common.js';
-import { labelsLine } from './anchor.js';
 
 export const RULES_HELP = `
 The report (docs/interface.md §4.3), each check PASS or FAIL, computed on this machine:
@@ -112,6 +111,8 @@ async function runProofVerify(file: string, proofPath: string, opts: VerifyCliOp
   const { session } = await openSession(opts, { online: false, requireOnline: false });
   const hp = hashProgress(fileLabel(file), opts.json);
   const { digest, bytes } = await sha256File(file, hp.onHashProgress).finally(() => hp.stop());
+  // Loaded for --proof only: the tlog-proof parser and its checks are not every verify's.
+  const { verifyFileWithTlogProof } = await import('../../../src/client/tlog-proof-file.js');
   return verifyFileWithTlogProof(session, file, digest, bytes, proofPath);
 }
 

@@ -6,7 +6,7 @@ import { badge, clear, fmtInt, fmtTime, h, hashText, type Verdict } from '../dom
 import { client, load, setFailure } from '../site.js';
 import { SOURCE_LABEL, type TrustSource } from '../trust.js';
 import { verifyBundle } from '../page-checks.js';
-import { checkItem, dl, entriesTable, noCheckpoint, reportEntryFailures } from '../widgets.js';
+import { checkItem, dl, entriesByKind, noCheckpoint, reportEntryFailures } from '../widgets.js';
 
 export async function viewCheckpoint(main: HTMLElement): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Checkpoint'));
@@ -203,9 +203,9 @@ async function showLatest(
           )
         : badge('FAIL', 'the latest entry does not verify'),
     );
-    const newest = rows.slice(-LATEST_ROWS).reverse();
+    // Releases and the control plane's events apart, the newest of each.
     latest.append(
-      entriesTable(newest),
+      ...entriesByKind([...rows].reverse(), LATEST_ROWS),
       h('p', null, h('a', { href: '#/entries' }, `Browse all ${fmtInt(cp.size)} entries →`)),
     );
     reportEntryFailures(rows);

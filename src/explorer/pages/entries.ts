@@ -7,7 +7,7 @@ import { badge, fmtInt, h, type Verdict } from '../dom.js';
 import { bundleWidth } from '../log.js';
 import { client, load, setFailure } from '../site.js';
 import { type EntryResult, verifyBundle, verifyEntry } from '../page-checks.js';
-import { entriesTable, entryPanel, noCheckpoint, nonEmptyLog, reportEntryFailures } from '../widgets.js';
+import { entriesByKind, entryPanel, noCheckpoint, nonEmptyLog, reportEntryFailures } from '../widgets.js';
 
 export async function viewEntries(main: HTMLElement, tileParam: string | undefined): Promise<void> {
   main.append(h('h1', { tabindex: '-1' }, 'Entries'));
@@ -66,7 +66,7 @@ export async function viewEntries(main: HTMLElement, tileParam: string | undefin
     );
     summary.dataset.status = v;
     summary.className = `panel panel-${v.toLowerCase()}`;
-    main.append(entriesTable([...rows].sort((a, b) => b.seq - a.seq)), nav.cloneNode(true));
+    main.append(...entriesByKind([...rows].sort((a, b) => b.seq - a.seq)), nav.cloneNode(true));
     reportEntryFailures(rows);
   } catch (e) {
     summary.replaceChildren(badge('FAIL'), ` ${(e as Error).message}`);
