@@ -12,7 +12,7 @@ import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-
 import { EMPTY_ROOT, toHex } from '../core/hash.js';
 import { type NoteVerifier, SIG_ED25519, keyIdOf, parseCosignerVkey, parseVkey } from '../core/note.js';
 import { type Policy, PolicyError, parsePolicy, simpleThreshold, thresholdPolicy } from '../core/tlog-policy.js';
-import { ConfigError } from './errors.js';
+import { ClientConfigError } from './errors.js';
 import { type Quorum, policyQuorum } from './rules.js';
 import { fsReason } from '../store/files.js';
 
@@ -82,21 +82,21 @@ export function parseKeyId(s: string): string | null {
 function table(v: unknown, path: string, where: string): Record<string, unknown> {
   if (v === undefined) return {};
   if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw new ConfigError(`${where}: [${path}] is not a table`);
+    throw new ClientConfigError(`${where}: [${path}] is not a table`);
   return v as Record<string, unknown>;
 }
 
 function optString(t: Record<string, unknown>, key: string, path: string, where: string): string | undefined {
   const v = t[key];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new ConfigError(`${where}: ${path}.${key} must be a string`);
+  if (typeof v !== 'string') throw new ClientConfigError(`${where}: ${path}.${key} must be a string`);
   return v;
 }
 
 function toInt(v: unknown, path: string, where: string): number {
   const n = typeof v === 'bigint' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
-    throw new ConfigError(`${where}: ${path} must be a non-negative integer`);
+    throw new ClientConfigError(`${where}: ${path} must be a non-negative integer`);
   return n;
 }
 
@@ -107,14 +107,14 @@ export function pinnedLogVerifier(trust: TrustPin, where = 'configuration'): Not
   try {
     v = parseVkey(trust.vkey);
   } catch (e) {
-    throw new ConfigError(`${where}: ledger.trust.vkey is malformed: ${(e as Error).message}`);
+    throw new ClientConfigError(`${where}: ledger.trust.vkey is malformed: ${(e as Error).message}`);
   }
   if (v.type !== SIG_ED25519)
-    throw new ConfigError(`${where}: ledger.trust.vkey is not an Ed25519 (type 0x01) log key`);
+    throw new ClientConfigError(`${where}: ledger.trust.vkey is not an Ed25519 (type 0x01) log key`);
   if (keyIdOf(v.publicKey) !== trust.keyId)
-    throw new ConfigError(`${where}: ledger.trust.vkey does not hash to the pinned key_id`);
+    throw new ClientConfigError(`${where}: ledger.trust.vkey does not hash to the pinned key_id`);
   if (trust.origin !== undefined && trust.origin !== v.name)
-    throw new ConfigError(`${where}: ledger.trust.origin does not match the vkey's name`);
+    throw new ClientConfigError(`${where}: ledger.trust.origin does not match the vkey's name`);
   return v;
 }
 
@@ -127,7 +127,7 @@ export function trustWitnesses(
     try {
       return parseCosignerVkey(w.vkey);
     } catch (e) {
-      throw new ConfigError(`${where}: witness ${w.name}: ${(e as Error).message}`);
+      throw new ClientConfigError(`${where}: witness ${w.name}: ${(e as Error).message}`);
     }
   });
   return { witnesses, quorum: policyQuorum(trust.policy, witnesses) };
@@ -150,7 +150,7 @@ export function checkPolicy(policy: Policy, keyId: string, where: string): strin
     }
   }
   if (policy.logs.length > 0 && mine === undefined)
-    throw new ConfigError(
+    throw new ClientConfigError(
       `${where}: none of its ${policy.logs.length} log line(s) is the pinned log key ${keyId.slice(0, 16)}…`,
     );
   trustWitnesses({ keyId, treeSize: 0, rootHash: '', policy }, where);
@@ -162,7 +162,7 @@ export function policyFromText(text: string, where: string): Policy {
   try {
     return parsePolicy(text);
   } catch (e) {
-    if (e instanceof PolicyError) throw new ConfigError(`${where}: ${e.message}`);
+    if (e instanceof PolicyError) throw new ClientConfigError(`${where}: ${e.message}`);
     throw e;
   }
 }
@@ -175,42 +175,42 @@ export function defaultPolicyFile(configFile: string): string {
 /** Validates the parsed TOML document. */
 export function configFromToml(doc: Record<string, unknown>, where: string): LedgerConfig {
   const ledger = table(doc.ledger, 'ledger', where);
-  if (doc.ledger === undefined) throw new ConfigError(`${where}: no [ledger] table`);
+  if (doc.ledger === undefined) throw new ClientConfigError(`${where}: no [ledger] table`);
   const t = table(ledger.trust, 'ledger.trust', where);
   if (ledger.trust === undefined)
-    throw new ConfigError(`${where}: no [ledger.trust] table (run \`stele ledger init\`)`);
+    throw new ClientConfigError(`${where}: no [ledger.trust] table (run \`stele ledger init\`)`);
   const keyId = optString(t, 'key_id', 'ledger.trust', where);
   if (!keyId || !HEX64.test(keyId))
-    throw new ConfigError(`${where}: ledger.trust.key_id must be 64 lowercase hex characters`);
+    throw new ClientConfigError(`${where}: ledger.trust.key_id must be 64 lowercase hex characters`);
   const rootHash = optString(t, 'root_hash', 'ledger.trust', where) ?? toHex(EMPTY_ROOT);
   if (!HEX64.test(rootHash))
-    throw new ConfigError(`${where}: ledger.trust.root_hash must be 64 lowercase hex characters`);
+    throw new ClientConfigError(`${where}: ledger.trust.root_hash must be 64 lowercase hex characters`);
   const treeSize = t.tree_size === undefined ? 0 : toInt(t.tree_size, 'ledger.trust.tree_size', where);
   const rawWitnesses = t.witnesses === undefined ? [] : t.witnesses;
   if (!Array.isArray(rawWitnesses))
-    throw new ConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
+    throw new ClientConfigError(`${where}: ledger.trust.witnesses must be an array of tables`);
   const policyFile = optString(t, 'policy', 'ledger.trust', where);
   if (policyFile !== undefined && (rawWitnesses.length > 0 || t.witness_threshold !== undefined)) {
-    throw new ConfigError(
+    throw new ClientConfigError(
       `${where}: ledger.trust has both a policy file and witnesses/witness_threshold; the policy file says which witnesses count`,
     );
   }
   const witnesses = rawWitnesses.map((w, i) => {
     const wt = table(w, `ledger.trust.witnesses[${i}]`, where);
     const vkey = optString(wt, 'vkey', `ledger.trust.witnesses[${i}]`, where);
-    if (!vkey) throw new ConfigError(`${where}: ledger.trust.witnesses[${i}] has no vkey`);
+    if (!vkey) throw new ClientConfigError(`${where}: ledger.trust.witnesses[${i}] has no vkey`);
     let v: NoteVerifier;
     try {
       v = parseCosignerVkey(vkey);
     } catch (e) {
-      throw new ConfigError(`${where}: ledger.trust.witnesses[${i}].vkey: ${(e as Error).message}`);
+      throw new ClientConfigError(`${where}: ledger.trust.witnesses[${i}].vkey: ${(e as Error).message}`);
     }
     return { name: v.name, vkey };
   });
   const witnessThreshold =
     t.witness_threshold === undefined ? 0 : toInt(t.witness_threshold, 'ledger.trust.witness_threshold', where);
   if (witnessThreshold > witnesses.length) {
-    throw new ConfigError(
+    throw new ClientConfigError(
       `${where}: witness_threshold ${witnessThreshold} exceeds the ${witnesses.length} pinned witnesses`,
     );
   }
@@ -218,7 +218,7 @@ export function configFromToml(doc: Record<string, unknown>, where: string): Led
   try {
     policy = thresholdPolicy([], witnesses, witnessThreshold);
   } catch (e) {
-    throw new ConfigError(`${where}: ledger.trust.witnesses: ${(e as Error).message}`);
+    throw new ClientConfigError(`${where}: ledger.trust.witnesses: ${(e as Error).message}`);
   }
   const trust: TrustPin = { keyId, treeSize, rootHash, policy };
   if (policyFile !== undefined) trust.policyFile = policyFile;
@@ -248,7 +248,7 @@ export function configToToml(c: LedgerConfig): string {
   if (c.trust.policyFile !== undefined) trust.policy = c.trust.policyFile;
   else {
     const k = simpleThreshold(c.trust.policy);
-    if (k === null) throw new ConfigError('a witness policy other than M of N needs a policy file');
+    if (k === null) throw new ClientConfigError('a witness policy other than M of N needs a policy file');
     trust.witness_threshold = k;
     if (c.trust.policy.witnesses.length > 0)
       trust.witnesses = c.trust.policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey }));
@@ -262,11 +262,11 @@ export function configToToml(c: LedgerConfig): string {
   );
 }
 
-function readError(path: string, e: unknown): ConfigError {
+function readError(path: string, e: unknown): ClientConfigError {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT')
-    return new ConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
-  return new ConfigError(`cannot read configuration ${path}: ${fsReason(e)}`);
+    return new ClientConfigError(`no configuration at ${path}; run \`stele ledger init\` first (or pass --config)`);
+  return new ClientConfigError(`cannot read configuration ${path}: ${fsReason(e)}`);
 }
 
 /** Reads and validates the file (no environment overrides). */
@@ -282,7 +282,7 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     doc = parseToml(text) as Record<string, unknown>;
   } catch (e) {
     const msg = e instanceof TomlError ? `line ${e.line}: ${e.message.split('\n')[0]}` : (e as Error).message;
-    throw new ConfigError(`${path} is not valid TOML (${msg})`);
+    throw new ClientConfigError(`${path} is not valid TOML (${msg})`);
   }
   const cfg = configFromToml(doc, path);
   if (cfg.trust.policyFile !== undefined) {
@@ -291,12 +291,12 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     try {
       policyText = await fs.readFile(file, 'utf8');
     } catch (e) {
-      throw new ConfigError(`cannot read the trust policy ${file} named in ${path}: ${fsReason(e)}`);
+      throw new ClientConfigError(`cannot read the trust policy ${file} named in ${path}: ${fsReason(e)}`);
     }
     cfg.trust.policy = policyFromText(policyText, file);
     const vkey = checkPolicy(cfg.trust.policy, cfg.trust.keyId, file);
     if (vkey !== undefined && cfg.trust.vkey !== undefined && vkey !== cfg.trust.vkey) {
-      throw new ConfigError(
+      throw new ClientConfigError(
         `${file}: its log line for key id ${cfg.trust.keyId.slice(0, 16)}… differs from ledger.trust.vkey in ${path}`,
       );
     }
@@ -337,13 +337,13 @@ export async function saveConfig(path: string, c: LedgerConfig, policyText?: str
     await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
     if (policyText !== undefined) {
       if (c.trust.policyFile === undefined)
-        throw new ConfigError('a policy text needs [ledger.trust] policy to name its file');
+        throw new ClientConfigError('a policy text needs [ledger.trust] policy to name its file');
       await writeAtomically(resolve(dirname(path), c.trust.policyFile), policyText);
     }
     await writeAtomically(path, text);
   } catch (e) {
-    if (e instanceof ConfigError) throw e;
-    throw new ConfigError(`cannot write configuration ${path}: ${fsReason(e)}`);
+    if (e instanceof ClientConfigError) throw e;
+    throw new ClientConfigError(`cannot write configuration ${path}: ${fsReason(e)}`);
   }
 }
 

@@ -21,9 +21,9 @@ export class VerificationError extends ClientError {
   }
 }
 
-/** Bad or missing configuration: trust file, pinned key, … */
-export class ConfigError extends ClientError {
-  override name = 'ConfigError';
+/** Bad or missing client configuration (the [ledger] file, its trust settings, a pinned key); a server's settings fail with settings/errors.ts's ConfigError. */
+export class ClientConfigError extends ClientError {
+  override name = 'ClientConfigError';
   constructor(message: string) {
     super('config', message);
   }

@@ -8,7 +8,7 @@ import { formatPolicy, minimumCosigners } from '../core/tlog-policy.js';
 import { findExplorerDir } from '../http/explorer-files.js';
 import type { ExplorerJson } from '../api/wire.js';
 import type { TrustPin } from './config.js';
-import { ClientError, ConfigError } from './errors.js';
+import { ClientError, ClientConfigError } from './errors.js';
 
 /** The explorer's trust file, as `stele serve` writes it (src/api/explorer.ts) plus the policy text. */
 export const MIRROR_EXPLORER_CONFIG = 'explorer.json';
@@ -24,7 +24,7 @@ export interface MirrorExplorer {
 /** explorer.json for the pinned log: the vkey, the witnesses' vkeys and the policy that decides their quorum. */
 export function mirrorExplorerConfig(pin: TrustPin): ExplorerJson {
   if (!pin.vkey || !pin.origin)
-    throw new ConfigError(
+    throw new ClientConfigError(
       'the configuration pins no log vkey: run `ledger init` before `ledger mirror --with-explorer`',
     );
   return {

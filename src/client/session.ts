@@ -6,7 +6,7 @@ import { type NoteVerifier, SIG_ED25519, keyIdOf, parseVkey } from '../core/note
 import type { ObjectReader } from '../store/store.js';
 import type { CheckpointView, EntryView, KeyView, LedgerApi } from './api.js';
 import { type LedgerConfig, type LoadedConfig, advancePin, pinnedLogVerifier, trustWitnesses } from './config.js';
-import { ConfigError, VerificationError } from './errors.js';
+import { ClientConfigError, VerificationError } from './errors.js';
 import { type ProofBundle, PROOF_FORMAT, type ProofStore } from './proofs.js';
 import {
   type CheckedCheckpoint,
@@ -52,7 +52,7 @@ export async function trustOf(cfg: LedgerConfig, api?: LedgerApi): Promise<Trust
   let log = pinnedLogVerifier(cfg.trust);
   if (!log) {
     if (!api)
-      throw new ConfigError(
+      throw new ClientConfigError(
         'the configuration pins only a key id; run a command online once (or `stele ledger trust-config --refresh-key`) to fetch the key',
       );
     log = verifyKeyView(await api.key(), cfg.trust.keyId);

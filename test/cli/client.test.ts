@@ -23,7 +23,7 @@ import {
   type LedgerConfig,
 } from '../../src/client/config.js';
 import { thresholdPolicy } from '../../src/core/tlog-policy.js';
-import { ConfigError } from '../../src/client/errors.js';
+import { ClientConfigError } from '../../src/client/errors.js';
 import { indexCachePath } from '../../src/client/entry-index.js';
 import { sha256File } from '../../src/client/hashfile.js';
 import { TilesView } from '../../src/client/views.js';
@@ -145,7 +145,7 @@ describe('trust configuration', () => {
       mut(c);
       await saveConfig(path, c);
       await expect(readConfigFile(path)).rejects.toThrow(msg);
-      await expect(readConfigFile(path)).rejects.toBeInstanceOf(ConfigError);
+      await expect(readConfigFile(path)).rejects.toBeInstanceOf(ClientConfigError);
     };
     await bad((c) => (c.trust.keyId = hex('other key')), /vkey does not hash to the pinned key_id/);
     writeFileSync(path, configToToml(base).replace(/^witness_threshold = 1$/m, 'witness_threshold = 2'));

@@ -1,7 +1,7 @@
 // `stele ledger audit <dir|url>`: recompute the whole log from its records and check it.
 import type { Command } from 'commander';
 import { auditLog } from '../../../src/read/audit.js';
-import { ConfigError, UsageError } from '../../../src/client/errors.js';
+import { ClientConfigError, UsageError } from '../../../src/client/errors.js';
 import { openObjectSource } from '../../../src/client/objects.js';
 import { NOT_WITNESSED, type ProveConsistency, type Trust, isTransportError } from '../../../src/client/rules.js';
 import { ApiView } from '../../../src/client/views.js';
@@ -50,7 +50,7 @@ export function registerAudit(ledger: Command): void {
     } else {
       // The endpoint, if configured, is asked only to prove a copy older than the pin (rule 2).
       const o = await openSession(opts, { requireOnline: false }).catch((e) => {
-        if (e instanceof ConfigError) throw new ConfigError(`${e.message} (or pass --vkey <vkey>)`);
+        if (e instanceof ClientConfigError) throw new ClientConfigError(`${e.message} (or pass --vkey <vkey>)`);
         throw e;
       });
       trust = o.session.trust;

@@ -6,7 +6,7 @@ import type CliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { LedgerApi, normalizeEndpoint } from '../../../src/client/api.js';
 import { type LoadedConfig, loadConfig, proofsDir } from '../../../src/client/config.js';
-import { ConfigError, UsageError } from '../../../src/client/errors.js';
+import { ClientConfigError, UsageError } from '../../../src/client/errors.js';
 import { ApiView, type LogView, TilesView } from '../../../src/client/views.js';
 import { type Session, trustOf } from '../../../src/client/session.js';
 import {
@@ -95,12 +95,12 @@ export async function openSession(
     try {
       api = new LedgerApi(endpoint, process.env.STELE_LEDGER_TOKEN ? { token: process.env.STELE_LEDGER_TOKEN } : {});
     } catch (e) {
-      throw new ConfigError(
+      throw new ClientConfigError(
         `${loaded.overridden.endpoint ? 'STELE_LEDGER_ENDPOINT' : `${loaded.path}: ledger.endpoint`}: ${(e as Error).message}`,
       );
     }
   } else if (requireOnline && !(mode.tilesFallback && loaded.effective.tiles)) {
-    throw new ConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
+    throw new ClientConfigError(`no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT`);
   }
   const trust = await trustOf(loaded.effective, api ?? undefined);
   // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
@@ -149,7 +149,7 @@ export async function logView(
     return new TilesView(src, src.describe(), api ? new ApiView(api).prove : null);
   }
   if (!api)
-    throw new ConfigError(
+    throw new ClientConfigError(
       `no endpoint: set [ledger] endpoint in ${loaded.path} or STELE_LEDGER_ENDPOINT, or use --tiles`,
     );
   return new ApiView(api);

@@ -17,7 +17,7 @@ import {
   policyFromText,
   saveConfig,
 } from '../../../src/client/config.js';
-import { ClientError, ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
+import { ClientError, ClientConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { labelOption } from '../../../src/client/anchor.js';
 import { verifyKeyView } from '../../../src/client/session.js';
 import { isUrl, openObjectSource } from '../../../src/client/objects.js';
@@ -200,11 +200,11 @@ Examples:
         () => true,
         (e: NodeJS.ErrnoException) => {
           if (e.code === 'ENOENT') return false;
-          throw new ConfigError(`cannot check ${path}: ${e.code}`);
+          throw new ClientConfigError(`cannot check ${path}: ${e.code}`);
         },
       );
       if (exists)
-        throw new ConfigError(
+        throw new ClientConfigError(
           `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
         );
     }

@@ -22,7 +22,7 @@ import {
   thresholdPolicy,
 } from '../../../src/core/tlog-policy.js';
 import { parseCosignerVkey, parseVkey } from '../../../src/core/note.js';
-import { ConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
+import { ClientConfigError, UsageError, VerificationError } from '../../../src/client/errors.js';
 import { ApiView } from '../../../src/client/views.js';
 import { trustOf, verifyKeyView } from '../../../src/client/session.js';
 import { verifyCheckpoint } from '../../../src/client/checkpoint.js';
@@ -134,12 +134,12 @@ export function registerTrustConfig(ledger: Command): void {
           '--policy sets the witnesses and their quorum: do not combine it with --add-witness, --remove-witness or --witness-threshold',
         );
       const text = await fs.readFile(opts.policy, 'utf8').catch((e: unknown) => {
-        throw new ConfigError(`cannot read the policy ${opts.policy}: ${fsReason(e)}`);
+        throw new ClientConfigError(`cannot read the policy ${opts.policy}: ${fsReason(e)}`);
       });
       const policy = policyFromText(text, opts.policy);
       const vkey = checkPolicy(policy, file.trust.keyId, opts.policy);
       if (vkey !== undefined && file.trust.vkey !== undefined && vkey !== file.trust.vkey) {
-        throw new ConfigError(`${opts.policy}: its log line for the pinned key id differs from the pinned vkey`);
+        throw new ClientConfigError(`${opts.policy}: its log line for the pinned key id differs from the pinned vkey`);
       }
       if (vkey !== undefined && file.trust.vkey === undefined) {
         file.trust.vkey = vkey;
@@ -186,7 +186,9 @@ export function registerTrustConfig(ledger: Command): void {
       const threshold = opts.witnessThreshold ?? k;
       if (opts.witnessThreshold !== undefined) changes.push(`witness threshold set to ${opts.witnessThreshold}`);
       if (threshold > witnesses.length)
-        throw new ConfigError(`witness threshold ${threshold} exceeds the ${witnesses.length} pinned witness(es)`);
+        throw new ClientConfigError(
+          `witness threshold ${threshold} exceeds the ${witnesses.length} pinned witness(es)`,
+        );
       file.trust.policy = thresholdPolicy(file.trust.policy.logs, witnesses, threshold);
       if (file.trust.policyFile !== undefined) policyText = formatPolicy(file.trust.policy);
     }
