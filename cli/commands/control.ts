@@ -22,6 +22,7 @@ import { KeyFileError } from '../../src/keys/local-signer.js';
 import { CliError, EXIT } from '../errors.js';
 import { closeOnSignal } from '../lifecycle.js';
 import { logLevelOption, stderrLogger } from '../logger.js';
+import { addServeOptions } from './serve-options.js';
 
 interface ClientOptions {
   endpoint?: string;
@@ -111,8 +112,17 @@ Examples:
 Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain check failed;
 2 usage, input or credential error (HTTP 4xx); 3 network or server error.`,
     );
+  controlServe(control);
+  controlEvaluate(control);
+  controlLease(control);
+  controlUnwrap(control);
+  controlRotate(control);
+  controlEpochs(control);
+  controlAudit(control);
+}
 
-  control
+function controlServe(control: Command): void {
+  const serve = control
     .command('serve')
     .description('run the ledger with the control plane mounted at /v1 (same as `stele serve --enterprise`)')
     .option(
@@ -122,14 +132,8 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     .option(
       '--control-config <file>',
       'control-plane TOML ([control] table; env STELE_CONTROL_CONFIG; default <data-dir>/control/control.toml)',
-    )
-    .option('--origin <origin>', 'log origin (env STELE_ORIGIN)')
-    .option('--host <host>', 'listen address (env STELE_HOST)')
-    .option('--port <port>', 'listen port (env STELE_PORT)')
-    .option('--batch-interval <ms>', 'longest an anchor waits for its batch (env STELE_BATCH_INTERVAL_MS)')
-    .option('--mode <mode>', 'demo or production (env STELE_MODE)')
-    .option('--anchor-tokens <list>', 'bearer tokens for the ledger anchor route (env STELE_ANCHOR_TOKENS)')
-    .option('--demo-witnesses <n>', 'local demo witnesses (env STELE_DEMO_WITNESSES)')
+    );
+  addServeOptions(serve, ['origin', 'host', 'port', 'batchInterval', 'mode', 'anchorTokens', 'demoWitnesses'])
     .option('--config <file>', 'TOML file with a [server] table')
     .addOption(logLevelOption())
     .option('--json', 'print one JSON line {url, origin, keyId, vkey, dataDir} when ready')
@@ -168,7 +172,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       }
       await closeOnSignal(server, log, 'shutting down');
     });
+}
 
+function controlEvaluate(control: Command): void {
   clientOptions(
     control
       .command('evaluate')
@@ -196,7 +202,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     }
     if (r.decision !== 'allow') process.exitCode = EXIT.VERIFY_FAILED;
   });
+}
 
+function controlLease(control: Command): void {
   clientOptions(
     control
       .command('lease')
@@ -228,7 +236,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       await calling(() => Promise.reject(e));
     }
   });
+}
 
+function controlUnwrap(control: Command): void {
   control
     .command('unwrap')
     .description("unwrap a lease's DEK with its epoch's demo KEK from the local data directory (testing only)")
@@ -271,7 +281,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
         else out(`${dek}  (epoch ${result.epoch}, lease expires ${result.expires.toISOString()})`);
       },
     );
+}
 
+function controlRotate(control: Command): void {
   clientOptions(
     control
       .command('rotate')
@@ -295,7 +307,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
       out(`  ledger entry    ${r.ledger_entry_id}`);
     }
   });
+}
 
+function controlEpochs(control: Command): void {
   clientOptions(
     control
       .command('epochs')
@@ -340,7 +354,9 @@ Exit codes: 0 success (evaluate/lease: allowed); 1 denied, or a signature/chain 
     }
     if (problems.length > 0) process.exitCode = EXIT.VERIFY_FAILED;
   });
+}
 
+function controlAudit(control: Command): void {
   clientOptions(
     control
       .command('audit')

@@ -104,7 +104,11 @@ MFA (amr hwk); service (policy.evaluate, access.lease) needs none.
 Exit codes: 0 success; 2 usage (a non-loopback --host, an unknown role, no dev-idp for the
 data directory); 3 the port is in use or the dev-idp does not answer.`,
     );
+  devIdpServe(devIdp);
+  devIdpToken(devIdp);
+}
 
+function devIdpServe(devIdp: Command): void {
   devIdp
     .command('serve')
     .description('start the development identity provider on loopback (until SIGTERM/SIGINT)')
@@ -159,7 +163,9 @@ data directory); 3 the port is in use or the dev-idp does not answer.`,
         await closeOnSignal(idp, log, 'dev-idp shutting down');
       },
     );
+}
 
+function devIdpToken(devIdp: Command): void {
   devIdp
     .command('token')
     .description('print an access token for a role from the running dev-idp (stdout only)')

@@ -58,7 +58,13 @@ function common(c: Command): Command {
 
 export function registerKeyCommands(program: Command): void {
   const key = program.command('key').description('Ed25519 keys in an HSM (PKCS#11): generate, import, show, check');
+  keyGenerate(key);
+  keyImport(key);
+  keyShow(key);
+  keyCheck(key);
+}
 
+function keyGenerate(key: Command): void {
   common(
     key
       .command('generate')
@@ -78,7 +84,9 @@ export function registerKeyCommands(program: Command): void {
     });
     report(o, made.publicKey, 'generated');
   });
+}
 
+function keyImport(key: Command): void {
   common(
     key
       .command('import')
@@ -120,7 +128,9 @@ export function registerKeyCommands(program: Command): void {
         throw new CliError(EXIT.IO, 'the token holds a different public key than the file: check the token');
       report(o, made.publicKey, 'imported');
     });
+}
 
+function keyShow(key: Command): void {
   common(
     key
       .command('show')
@@ -140,7 +150,9 @@ export function registerKeyCommands(program: Command): void {
     });
     report(o, publicKey, 'key');
   });
+}
 
+function keyCheck(key: Command): void {
   common(
     key
       .command('check')
