@@ -5,7 +5,12 @@ import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/
 export type Item = Record<string, AttributeValue>;
 
 /** Every item of `log`'s index in `table` (its meta item too when `withMeta`). */
-export async function indexItems(client: DynamoDBClient, table: string, log: string, withMeta = false): Promise<Item[]> {
+export async function indexItems(
+  client: DynamoDBClient,
+  table: string,
+  log: string,
+  withMeta = false,
+): Promise<Item[]> {
   const out: Item[] = [];
   let start: Item | undefined;
   do {
