@@ -429,10 +429,10 @@ function exists(path: string): boolean {
 }
 
 /** What a power loss can leave of `want` written without fsync: a prefix, with zeros where data was due. */
-/** Whether stored bytes `found` hold `content` (another compression of it, or it uncompressed). */
-function sameContent(key: string, found: Uint8Array, content: Uint8Array): boolean {
+/** Whether stored bytes `found` hold the content of `data` (another compression of it, or it uncompressed). */
+function sameContent(key: string, found: Uint8Array, data: Uint8Array): boolean {
   try {
-    return bytesEqual(contentOfSync(key, found), content);
+    return bytesEqual(contentOfSync(key, found), contentOfSync(key, data));
   } catch {
     return false; // not a gzip stream that decompresses: not this content
   }
