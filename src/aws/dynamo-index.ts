@@ -18,7 +18,8 @@
 // up to some thousands of scopes, as scopes are a tenant's projects).
 // Every write is idempotent or conditional, so replays, retries and two indexers racing
 // (a catch-up beside the live feed) converge on the same items:
-//   - digest (and anchor) leaves change only to a smaller leaf, artifact ones only to a larger;
+//   - digest (and anchor) leaves change only to a smaller leaf, artifact ones only to a larger
+//     (a new anchor's leaf and its digest's are one write, both conditions in it);
 //   - a scope item is written before the size that covers its entries;
 //   - counts and the indexed size move together in one conditional UpdateItem
 //     (ADD counts, SET size = end, if size = start), so each leaf is counted exactly once,
@@ -148,12 +149,18 @@ export class DynamoIndex implements LookupIndex {
         if (e.artifact !== undefined && !this.scopesWritten.has(scope)) scopes.add(scope);
       }
     }
+    // An anchor whose leaf is also its digest's earliest in the batch (the common case) is
+    // written with it, in one request; any other anchor on its own.
+    const withDigest = new Map<string, string>();
+    const apart: { attr: string; digest: string; seq: number }[] = [];
+    for (const [k, a] of anchors) {
+      if (digests.get(a.digest) === a.seq) withDigest.set(a.digest, anchorAttribute(k));
+      else apart.push({ attr: anchorAttribute(k), ...a });
+    }
     await Promise.all([
-      ...[...digests].map(([d, seq]) => this.limit(() => this.setLeaf(digestId(d), seq, '>'))),
+      ...[...digests].map(([d, seq]) => this.limit(() => this.setDigest(d, seq, withDigest.get(d)))),
       ...[...artifacts].map(([a, seq]) => this.limit(() => this.setLeaf(artifactItemId(a), seq, '<'))),
-      ...[...anchors].map(([k, { digest, seq }]) =>
-        this.limit(() => this.setLeaf(digestId(digest), seq, '>', anchorAttribute(k))),
-      ),
+      ...apart.map((a) => this.limit(() => this.setLeaf(digestId(a.digest), a.seq, '>', [a.attr]))),
       ...[...scopes].map((scope) => this.limit(() => this.putScope(scope))),
     ]);
 
@@ -209,23 +216,40 @@ export class DynamoIndex implements LookupIndex {
     this.scopesWritten.add(scope);
   }
 
-  /** Sets attribute `attr` of item `id` to `leaf` unless it already holds one `op` than `leaf` allows. */
-  private async setLeaf(id: string, leaf: number, op: '>' | '<', attr = LEAF): Promise<void> {
+  /**
+   * The digest's earliest leaf, and the anchor identity `anchorAttr` carried by that same
+   * leaf: both in one write when neither holds an earlier leaf; else each on its own.
+   */
+  private async setDigest(digest: string, leaf: number, anchorAttr: string | undefined): Promise<void> {
+    const id = digestId(digest);
+    if (anchorAttr === undefined) return void (await this.setLeaf(id, leaf, '>'));
+    if (await this.setLeaf(id, leaf, '>', [LEAF, anchorAttr])) return;
+    await Promise.all([this.setLeaf(id, leaf, '>'), this.setLeaf(id, leaf, '>', [anchorAttr])]);
+  }
+
+  /**
+   * Sets attributes `attrs` of item `id` to `leaf` unless one already holds a leaf `op` than
+   * `leaf` does not allow; false if so (nothing written).
+   */
+  private async setLeaf(id: string, leaf: number, op: '>' | '<', attrs = [LEAF]): Promise<boolean> {
     this.stats.writes++;
+    const names = Object.fromEntries(attrs.map((a, i) => [`#l${i}`, a]));
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.table,
           Key: { pk: { S: `${this.ns}#${id}` }, sk: { S: LEAF } },
-          UpdateExpression: 'SET #l = :l',
-          ConditionExpression: `attribute_not_exists(#l) OR #l ${op} :l`,
-          ExpressionAttributeNames: { '#l': attr },
+          UpdateExpression: `SET ${attrs.map((_, i) => `#l${i} = :l`).join(', ')}`,
+          ConditionExpression: attrs.map((_, i) => `(attribute_not_exists(#l${i}) OR #l${i} ${op} :l)`).join(' AND '),
+          ExpressionAttributeNames: names,
           ExpressionAttributeValues: { ':l': { N: String(leaf) } },
         }),
       );
+      return true;
     } catch (e) {
       if (!isConditionFailure(e)) throw e;
       this.stats.conditionFailures++; // already earlier (digest) or later (artifact)
+      return false;
     }
   }
 

@@ -183,7 +183,11 @@ describe('DynamoIndex items per entry (dynalite)', () => {
       );
     const items = () => indexItems(index.client, ddb.table, log);
     // Each anchor with its own digest and a new artifact label (bench/scale.ts's entries).
+    const writesBefore = index.stats.writes;
     await index.onBatch(anchors(0, label));
+    // a write per anchor for its digest and identity together, one for its artifact; the
+    // scope's item and the size once per batch
+    expect(index.stats.writes - writesBefore).toBe(2 * N + 2);
     const fresh = await items();
     // two per entry, and one for the scope they share (was three per entry: a label row each)
     expect(fresh.length).toBe(2 * N + 1);
