@@ -428,7 +428,6 @@ function exists(path: string): boolean {
   }
 }
 
-/** What a power loss can leave of `want` written without fsync: a prefix, with zeros where data was due. */
 /** Whether stored bytes `found` hold the content of `data` (another compression of it, or it uncompressed). */
 function sameContent(key: string, found: Uint8Array, data: Uint8Array): boolean {
   try {
@@ -438,6 +437,7 @@ function sameContent(key: string, found: Uint8Array, data: Uint8Array): boolean 
   }
 }
 
+/** What a power loss can leave of `want` written without fsync: a prefix, with zeros where data was due. */
 function couldBeTorn(found: Uint8Array, want: Uint8Array): boolean {
   if (found.length > want.length) return false;
   for (let i = 0; i < found.length; i++) if (found[i] !== want[i] && found[i] !== 0) return false;
