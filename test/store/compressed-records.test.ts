@@ -23,6 +23,7 @@ import { type StaticServer, startStaticServer } from '../helpers/explorer-server
 import { decompressInPlace, readContent } from '../helpers/stored-objects.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { startTestServer } from '../api/server.js';
+import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 
 const ORIGIN = 'compressed.test/log';
 const N = 600; // two full bundles and a partial of 88
@@ -258,4 +259,32 @@ describe('a log written before compression (plain record bundles)', () => {
     const reader = new LogReader(new DirObjectReader(oldPublic));
     expect(await reader.records(0, 768, grown)).toHaveLength(768);
   });
+});
+
+describe('the stele command (a subprocess)', () => {
+  it('log fsck passes on the compressed log and on one written before compression; ledger audit reads a static copy of the stored files', async () => {
+    await ensureBuilt();
+    const sb = new Sandbox('stele-compressed-cli-');
+    const old = scratchDir('stele-compressed-cli-old-');
+    cpSync(dataDir, old, { recursive: true });
+    decompressInPlace(recordFiles(join(old, 'log')));
+    const server = await startTestServer({ dataDir: old, origin: ORIGIN });
+    const copy = await startStaticServer({ roots: [publicDir] });
+    try {
+      for (const dir of [dataDir, old]) {
+        const fsck = await sb.json(['log', 'fsck', '--data-dir', dir]);
+        expect([dir, fsck.code]).toEqual([dir, 0]);
+      }
+      const key = (await (await fetch(`${server.url}/api/ledger/key`)).json()) as { keyId: string };
+      expect((await sb.run(['ledger', 'init', '--endpoint', server.url, '--trust-key', key.keyId])).code).toBe(0);
+      // the stored gzip bytes, sent without Content-Encoding
+      const audit = await sb.json(['ledger', 'audit', copy.url]);
+      expect(audit.code).toBe(0);
+      expect([audit.out.ok, audit.out.treeSize, audit.out.entriesChecked]).toEqual([true, N, N]);
+    } finally {
+      await server.close();
+      await copy.close();
+      sb.cleanup();
+    }
+  }, 180_000);
 });
