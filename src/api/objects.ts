@@ -2,7 +2,8 @@
 // Cache-Control of docs/design.md §1.2, so verifiers and mirrors can read tiles locally. Nothing
 // is served before it verifies: a tile or bundle is authenticated against the published
 // checkpoint by the reader (the proof routes' check, and its cache, so a warm read costs a
-// set lookup), the checkpoint against the log key and the tree. What fails is a 500
+// set lookup), the checkpoint against the log key and the tree; a record bundle as content,
+// then gzipped for a client that accepts it. What fails is a 500
 // corrupt_storage (no-store: respondWithError), so no cache in front keeps altered bytes.
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
@@ -10,7 +11,9 @@ import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual } from '../core/hash.js';
 import { SIG_ED25519, makeVerifier } from '../core/note.js';
 import { parseTilePath, tileWidthAt } from '../core/tiles.js';
+import { isRecordBundleKey } from '../core/stored-records.js';
 import { CHECKPOINT_KEY, objectMeta } from '../store/layout.js';
+import { storedForm } from '../store/stored-form.js';
 import type { ObjectReader } from '../store/store.js';
 import { CorruptObjectError } from '../read/reader.js';
 import { MissingObjectError } from '../read/tilestore.js';
@@ -137,6 +140,20 @@ export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckp
     const meta = objectMeta(key);
     ctx.set('Content-Type', meta.contentType);
     if (ctx.response.get('Cache-Control') !== 'no-store') ctx.set('Cache-Control', meta.cacheControl);
+    if (isRecordBundleKey(key)) data = await negotiated(ctx, key, data);
     ctx.body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   };
+}
+
+/**
+ * A record bundle (authenticated as content) as the client accepts it: gzip with
+ * `Content-Encoding: gzip` when its Accept-Encoding allows gzip, as S3 and CloudFront serve
+ * the stored object; the content itself when it sends none or refuses gzip (a bucket or CDN
+ * sends gzip to such a client too, as tlog-tiles allows; the local origin can do better).
+ */
+async function negotiated(ctx: Context, key: string, content: Uint8Array): Promise<Uint8Array> {
+  ctx.vary('Accept-Encoding');
+  if (ctx.acceptsEncodings('gzip', 'identity') !== 'gzip') return content;
+  ctx.set('Content-Encoding', 'gzip');
+  return storedForm(key, content);
 }

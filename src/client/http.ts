@@ -2,6 +2,7 @@
 // clear line (NetworkError / LogAnswerError), bounded retries for idempotent GETs, and counters.
 import { LogAnswerError, NetworkError, ResponseError } from './errors.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readAtMost } from '../core/stored-records.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const USER_AGENT = 'stele-cli/0.1.0';
@@ -65,13 +66,14 @@ export interface RawResponse {
 /** One HTTP exchange with timeout; network failures throw NetworkError, any status is returned. */
 export async function request(
   url: string,
-  init: { method?: string; body?: string; headers?: Record<string, string> } = {},
+  init: { method?: string; body?: string; headers?: Record<string, string>; maxBytes?: number } = {},
   options: HttpOptions = {},
   stats?: HttpStats,
 ): Promise<RawResponse> {
   const timeoutMs = options.timeoutMs ?? defaultTimeout();
   const attempts = init.method && init.method !== 'GET' ? 1 : Math.max(1, options.attempts ?? 3);
   let last: unknown;
+  let tooLarge = false;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
       if (stats) stats.requests++;
@@ -82,7 +84,16 @@ export async function request(
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'follow',
       });
-      const body = new Uint8Array(await res.arrayBuffer());
+      // Read as decoded (fetch gunzips a Content-Encoding: gzip answer): bounded, so a
+      // small compressed answer cannot expand into memory without end.
+      const body =
+        init.maxBytes === undefined || !res.body
+          ? new Uint8Array(await res.arrayBuffer())
+          : await readAtMost(res.body, init.maxBytes);
+      if (!body) {
+        tooLarge = true;
+        break;
+      }
       if (stats) stats.bytes += body.length;
       if ((res.status >= 500 || res.status === 429) && attempt < attempts) {
         await sleep(100 * 2 ** attempt);
@@ -97,6 +108,7 @@ export async function request(
       await sleep(100 * 2 ** attempt);
     }
   }
+  if (tooLarge) throw new ResponseError(`${safeOrigin(url)}: the answer is larger than ${init.maxBytes} bytes`);
   throw networkError(url, last, timeoutMs);
 }
 

@@ -38,6 +38,7 @@ import { ClientError, VerificationError } from './errors.js';
 import { orderedPipeline, parallelRange } from '../read/pipeline.js';
 import { type CheckedCheckpoint, type Outcome, type Trust, checkCheckpoint } from './rules.js';
 import { fsReason, makeDataDir } from '../store/files.js';
+import { contentOf, storedForm } from '../store/stored-form.js';
 
 export interface MirrorOptions {
   readonly source: ObjectReader;
@@ -75,17 +76,22 @@ class Dest {
   private readonly dirs = new Set<string>();
   constructor(readonly root: string) {}
 
+  /** An object's content (a record bundle decompressed); null if absent, or stored compressed but broken (fetched again). */
   async read(key: string): Promise<Uint8Array | null> {
+    let stored: Uint8Array;
     try {
-      return new Uint8Array(await fs.readFile(join(this.root, key)));
+      stored = new Uint8Array(await fs.readFile(join(this.root, key)));
     } catch (e) {
       if (isMissing(e)) return null;
       throw new ClientError('io', `cannot read ${join(this.root, key)}: ${fsReason(e)}`);
     }
+    return contentOf(key, stored).catch(() => null);
   }
 
-  async write(key: string, data: Uint8Array): Promise<void> {
+  /** Writes an object as the log stores it: a record bundle compressed. */
+  async write(key: string, content: Uint8Array): Promise<void> {
     const path = join(this.root, key);
+    const data = await storedForm(key, content);
     try {
       const dir = dirname(path);
       if (!this.dirs.has(dir)) {

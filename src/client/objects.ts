@@ -4,11 +4,18 @@ import { promises as fs } from 'node:fs';
 import { resolve } from 'node:path';
 import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader } from '../store/store.js';
-import { ClientError, NetworkError, UsageError } from './errors.js';
+import { MAX_RECORD_BUNDLE_BYTES } from '../core/stored-records.js';
+import { contentOf } from '../store/stored-form.js';
+import { TileFormatError } from '../core/tiles.js';
+import { ClientError, NetworkError, ResponseError, UsageError, VerificationError } from './errors.js';
 import { type HttpOptions, type HttpStats, request } from './http.js';
 import { fsReason } from '../store/files.js';
 
-/** Reads objects over HTTP: 404 (and 410) → null, other failures → NetworkError. */
+/**
+ * Reads objects over HTTP: 404 (and 410) → null, other failures → NetworkError. Answers are
+ * bounded by the largest object a log has (a record bundle's content); a record bundle
+ * comes back decompressed however it was sent.
+ */
 export class HttpObjectReader implements ObjectReader {
   readonly stats: HttpStats = { requests: 0, bytes: 0 };
   readonly base: string;
@@ -34,10 +41,16 @@ export class HttpObjectReader implements ObjectReader {
 
   async get(key: string): Promise<Uint8Array | null> {
     const url = new URL(key, this.base).toString();
-    const res = await request(url, {}, this.options, this.stats);
+    const res = await request(url, { maxBytes: MAX_RECORD_BUNDLE_BYTES }, this.options, this.stats);
     if (res.status === 404 || res.status === 410) return null;
     if (res.status !== 200) throw new NetworkError(`GET ${url}: HTTP ${res.status}`);
-    return res.body;
+    // fetch has undone a Content-Encoding: gzip; a host that serves the stored gzip bytes
+    // without the header (a static copy of the bucket) leaves them to decompress here.
+    try {
+      return await contentOf(key, res.body);
+    } catch (e) {
+      throw new ResponseError(`${url}: ${(e as Error).message}`);
+    }
   }
 }
 
@@ -61,6 +74,8 @@ export class DirObjectReader implements ObjectReader {
       if (data) this.stats.bytes += data.length;
       return data;
     } catch (e) {
+      // A stored record bundle that does not decompress within bounds is bad bytes, not bad I/O.
+      if (e instanceof TileFormatError) throw new VerificationError(`${e.message} (in ${this.dir})`);
       throw new ClientError('io', `cannot read ${key} in ${this.dir}: ${fsReason(e)}`);
     }
   }

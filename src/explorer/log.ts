@@ -5,6 +5,7 @@
 // later visits even from a mirror that sends no caching headers.
 import { HashTile, TILE_WIDTH, TileHashReader, tilePath } from '../core/tiles.js';
 import { decodeBundle } from '../core/bundle.js';
+import { MAX_RECORD_BUNDLE_BYTES, isRecordBundleKey, readAtMost, recordBundleContent } from '../core/stored-records.js';
 
 export class FetchError extends Error {
   override name = 'FetchError';
@@ -67,9 +68,17 @@ export class LogClient {
       }
       if (res.status === 404 || res.status === 410) return null;
       if (!res.ok) throw new FetchError(path, res.status, `${path}: HTTP ${res.status}`);
-      const data = new Uint8Array(await res.arrayBuffer());
+      // Bounded: the browser has undone a Content-Encoding: gzip, and no object is larger.
+      const data = res.body
+        ? await readAtMost(res.body, MAX_RECORD_BUNDLE_BYTES)
+        : new Uint8Array(await res.arrayBuffer());
+      if (!data) throw new FetchError(path, res.status, `${path} is larger than any object of a log`);
       this.stats.bytes += data.length;
-      return data;
+      // A static copy of the bucket may serve a stored (gzip) record bundle without the header.
+      if (!isRecordBundleKey(path)) return data;
+      return recordBundleContent(data, path).catch((e: unknown) => {
+        throw new FetchError(path, res.status, (e as Error).message);
+      });
     })();
     this.objects.set(path, p);
     p.catch(() => this.objects.delete(path)); // a failed fetch may be retried

@@ -41,6 +41,7 @@ import { dirname, join } from 'node:path';
 import { bytesEqual } from '../core/hash.js';
 import { OBJECT_READ_FLAGS, isAbsent, processAlive, tempName } from './files.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
+import { contentOfSync, storedFormSync } from './stored-form.js';
 
 /** An object to write: its path under the store's root and its bytes. */
 export interface PathObject {
@@ -91,13 +92,14 @@ export class FsWriter {
         const temp = tempName(o.path);
         const fd = openSync(temp, 'wx', 0o644);
         temps.push(temp);
+        const stored = storedFormSync(o.key, o.data);
         try {
-          writeAll(fd, o.data);
+          writeAll(fd, stored);
           if (durable && this.fsync) fsyncSync(fd);
         } finally {
           closeSync(fd);
         }
-        return { ...o, temp };
+        return { ...o, stored, temp };
       });
       for (const w of written) this.linkInPlace(w, repairTorn);
       if (durable && this.fsync) for (const d of dirs) syncPath(d);
@@ -107,17 +109,25 @@ export class FsWriter {
     }
   }
 
-  /** Moves a written temporary file into place unless an object is there; identical bytes are fine, and with `repairTorn` a torn copy is replaced. */
-  private linkInPlace({ key, path, data, temp }: PathObject & { temp: string }, repairTorn: boolean): void {
+  /**
+   * Moves a written temporary file into place unless an object is there; one of the same
+   * content is fine (stored compressed or not, see src/store/stored-form.ts), and with
+   * `repairTorn` a torn copy is replaced.
+   */
+  private linkInPlace(
+    { key, path, data, stored, temp }: PathObject & { stored: Uint8Array; temp: string },
+    repairTorn: boolean,
+  ): void {
     this.puts++;
     try {
       linkSync(temp, path);
     } catch (e) {
       if (!isErr(e, 'EEXIST')) throw e;
       const existing = readObject(path);
-      if (existing !== null && bytesEqual(existing, data)) return;
+      if (existing !== null && (bytesEqual(existing, stored) || sameContent(key, existing, data))) return;
       // A symlink (read as absent) is replaced: rename swaps the name, never touches its target.
-      if (existing !== null && (!repairTorn || !couldBeTorn(existing, data))) throw new ImmutableConflictError(key);
+      const torn = repairTorn && existing !== null && (couldBeTorn(existing, stored) || couldBeTorn(existing, data));
+      if (existing !== null && !torn) throw new ImmutableConflictError(key);
       renameSync(temp, path);
     }
   }
@@ -415,6 +425,15 @@ function exists(path: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Whether stored bytes `found` hold the content of `data` (another compression of it, or it uncompressed). */
+function sameContent(key: string, found: Uint8Array, data: Uint8Array): boolean {
+  try {
+    return bytesEqual(contentOfSync(key, found), contentOfSync(key, data));
+  } catch {
+    return false; // not a gzip stream that decompresses: not this content
   }
 }
 

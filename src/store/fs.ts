@@ -8,6 +8,7 @@ import { TILE_WIDTH, parseTilePath } from '../core/tiles.js';
 import { RequestThread, startModuleWorker } from './threads.js';
 import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
 import { badgeName, contentVersion } from './fs-writer.js';
+import { contentOf } from './stored-form.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';
 import {
   ImmutableConflictError,
@@ -64,7 +65,8 @@ export class FsObjectStore implements ObjectStore {
    * directory on the way) or anything else answers as absent, so a link planted in the
    * public directory can never make the server read and serve a file from elsewhere (the
    * private key). The last component is opened with O_NOFOLLOW and checked with fstat on the
-   * descriptor read from; directories are checked once each (see realDirs).
+   * descriptor read from; directories are checked once each (see realDirs). A record bundle
+   * stored compressed is returned decompressed (src/store/stored-form.ts).
    */
   async get(key: string): Promise<Uint8Array | null> {
     const path = this.file(key);
@@ -77,11 +79,13 @@ export class FsObjectStore implements ObjectStore {
       if (isAbsent(e)) return null;
       throw e;
     }
+    let data: Uint8Array | null;
     try {
-      return await readRegular(fh);
+      data = await readRegular(fh);
     } finally {
       await fh.close();
     }
+    return data && contentOf(key, data);
   }
 
   /**

@@ -1,8 +1,10 @@
 // ObjectStore on Amazon S3 (or any S3-compatible endpoint: --s3-endpoint, path-style).
 //
 //   create   PutObject with `If-None-Match: *`. A 412 means the key exists: the object is
-//            read back, identical bytes count as created (this is also how a retried PUT
-//            whose first attempt landed resolves), different bytes are ImmutableConflictError.
+//            read back, identical content counts as created (this is also how a retried PUT
+//            whose first attempt landed resolves), other content is ImmutableConflictError.
+//   gzip     record bundles are stored compressed, with `Content-Encoding: gzip`, and read
+//            back decompressed (src/store/stored-form.ts).
 //   swap     PutObject with `If-Match: <ETag>` (`If-None-Match: *` when creating). A 412 is
 //            VersionConflictError unless the object already holds exactly our bytes.
 //   If-Match RFC 9110 and AWS S3 take the ETag quoted, as S3 returns it; Ceph RGW 16 compares
@@ -33,6 +35,7 @@ import {
 import pLimit from 'p-limit';
 import { bytesEqual } from '../core/hash.js';
 import { type ObjectMeta, objectMeta } from './layout.js';
+import { contentOf, isStoredCompressed, storedForm } from './stored-form.js';
 import {
   ImmutableConflictError,
   type ObjectStore,
@@ -199,7 +202,7 @@ export class S3ObjectStore implements ObjectStore {
     try {
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key }));
       this.countRetries(res);
-      const data = await res.Body!.transformToByteArray();
+      const data = await contentOf(key, await res.Body!.transformToByteArray());
       return { data, version: res.ETag ?? '' };
     } catch (e) {
       this.countRetries(e);
@@ -217,9 +220,10 @@ export class S3ObjectStore implements ObjectStore {
   async persist(): Promise<void> {}
 
   private async createOne(key: string, data: Uint8Array): Promise<void> {
+    const stored = await storedForm(key, data);
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.put(key, data, { IfNoneMatch: '*' });
+        await this.put(key, stored, { IfNoneMatch: '*' });
         return;
       } catch (e) {
         if (isPreconditionFailed(e)) {
@@ -322,6 +326,8 @@ export class S3ObjectStore implements ObjectStore {
           Body: data,
           ContentType: m.contentType,
           CacheControl: m.cacheControl,
+          // S3 (and CloudFront in front of it) then serve the stored bytes with this header.
+          ...(isStoredCompressed(key, data) ? { ContentEncoding: 'gzip' } : {}),
           ...condition,
         }),
       );

@@ -21,6 +21,7 @@ import { Bundle } from '../../src/core/bundle.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { digestOf, getJson, startTestServer } from './server.js';
 import { editIndexRow } from '../helpers/index-rows.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 const ORIGIN = 'corrupt.test/log';
 // A full level-1 tile (65,536 leaves) and a few hundred more.
@@ -67,10 +68,10 @@ async function withCorruption(
   to?: number,
 ): Promise<void> {
   const file = join(dataDir, 'log', key);
-  const data = readFileSync(file);
+  const data = readContent(file);
   const was = data[at]!;
   data[at] = to ?? was ^ 0x01;
-  writeFileSync(file, data);
+  writeContent(file, data);
   try {
     server = await startTestServer({ dataDir, origin: ORIGIN });
     await body(server.url);
@@ -78,7 +79,7 @@ async function withCorruption(
     await server?.close();
     server = undefined;
     data[at] = was;
-    writeFileSync(file, data);
+    writeContent(file, data);
   }
 }
 
@@ -217,7 +218,7 @@ describe('corrupted storage is never served', () => {
 
   it('a record that still parses but does not hash to its entry hash: corrupt_storage', async () => {
     const key = tilePath({ kind: 'records', index: 2, width: 256 });
-    const item = Bundle.decode(readFileSync(join(dataDir, 'log', key))).item(5);
+    const item = Bundle.decode(readContent(join(dataDir, 'log', key))).item(5);
     const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 12;
     await withCorruption(
       key,
@@ -254,7 +255,7 @@ async function refusedBeside(url: string, bad: readonly string[], fine: readonly
   for (const key of fine) {
     const got = await object(url, key);
     expect([key, got.status, got.cache]).toEqual([key, 200, 'public, max-age=31536000, immutable']);
-    expect(Buffer.from(got.bytes).equals(readFileSync(join(dataDir, 'log', key))), key).toBe(true);
+    expect(Buffer.from(got.bytes).equals(readContent(join(dataDir, 'log', key))), key).toBe(true);
   }
 }
 
@@ -285,7 +286,7 @@ describe('the objects served at /tile and /checkpoint verify, or are corrupt_sto
       await refusedBeside(url, [entries], [tilePath({ kind: 0, index: 1, width: 256 }), ...others]);
     });
     const records = tilePath({ kind: 'records', index: 2, width: 256 });
-    const item = Bundle.decode(readFileSync(join(dataDir, 'log', records))).item(5);
+    const item = Bundle.decode(readContent(join(dataDir, 'log', records))).item(5);
     const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 12;
     await withCorruption(
       records,
@@ -362,7 +363,7 @@ describe('an older partial tile, which clients at older tree sizes read', () => 
     const current = [tilePath({ kind: 0, index: 1, width: 124 }), tilePath({ kind: 'records', index: 1, width: 124 })];
     const get = async (key: string) => {
       const got = await object(server!.url, key);
-      return [got.status, got.code ?? Buffer.from(got.bytes).equals(readFileSync(join(dir, 'log', key)))];
+      return [got.status, got.code ?? Buffer.from(got.bytes).equals(readContent(join(dir, 'log', key)))];
     };
     for (const key of older) {
       const file = join(dir, 'log', key);

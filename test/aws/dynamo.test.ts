@@ -30,6 +30,7 @@ import { VersionConflictError } from '../../src/store/store.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
 import { type S3Server, startS3Server } from '../helpers/s3-server.js';
 import { firstCandidate } from '../helpers/index-rows.js';
+import { billedBytes, indexItems } from '../helpers/dynamo-items.js';
 
 let ddb: DynamoServer;
 let s3: S3Server;
@@ -163,21 +164,8 @@ describe('DynamoIndex (dynalite)', () => {
   });
 });
 
-/**
- * Bytes DynamoDB bills an item for: its attribute names and values (a number by its digits,
- * about one byte per two) and 100 bytes of overhead.
- */
-function billedBytes(item: Record<string, { S?: string; N?: string }>): number {
-  let bytes = 100;
-  for (const [name, value] of Object.entries(item))
-    bytes +=
-      Buffer.byteLength(name) +
-      (value.S !== undefined ? Buffer.byteLength(value.S) : Math.ceil(value.N!.length / 2) + 1);
-  return bytes;
-}
-
 describe('DynamoIndex items per entry (dynalite)', () => {
-  it('an anchor adds at most three items (its digest with its identity, its artifact, its label row), one when its artifact is known', async () => {
+  it('an anchor adds at most two items (its digest with its identity, its artifact), one when its artifact is known; lookups and search as before', async () => {
     const log = 'log.example.com/prod';
     const index = new DynamoIndex({ ...conn(), table: ddb.table, log });
     await index.clear();
@@ -193,32 +181,34 @@ describe('DynamoIndex items per entry (dynalite)', () => {
           scope: 'acme/ci',
         })),
       );
-    const items = async () => {
-      const { ScanCommand } = await import('@aws-sdk/client-dynamodb');
-      const res = await index.client.send(
-        new ScanCommand({
-          TableName: ddb.table,
-          FilterExpression: 'begins_with(pk, :ns) AND NOT contains(pk, :meta)',
-          ExpressionAttributeValues: { ':ns': { S: `idx#${log}#` }, ':meta': { S: '#meta' } },
-        }),
-      );
-      return res.Items ?? [];
-    };
+    const items = () => indexItems(index.client, ddb.table, log);
     // Each anchor with its own digest and a new artifact label (bench/scale.ts's entries).
+    const writesBefore = index.stats.writes;
     await index.onBatch(anchors(0, label));
+    // a write per anchor for its digest and identity together, one for its artifact; the
+    // scope's item and the size once per batch
+    expect(index.stats.writes - writesBefore).toBe(2 * N + 2);
     const fresh = await items();
-    expect(fresh.length / N).toBe(3); // was 4: the identity had an item of its own
-    const bytes = fresh.reduce((n, item) => n + billedBytes(item as Record<string, { S?: string; N?: string }>), 0);
-    expect(bytes / N).toBeLessThan(610); // was about 790
+    // two per entry, and one for the scope they share (was three per entry: a label row each)
+    expect(fresh.length).toBe(2 * N + 1);
+    const bytes = fresh.reduce((n, item) => n + billedBytes(item), 0);
+    expect(bytes / N).toBeLessThan(380); // was about 592
+    expect(Math.max(...fresh.map(billedBytes))).toBeLessThan(1024); // each write is one write unit
     // New digests for the same artifacts: one item each.
     await index.onBatch(anchors(N, (i) => label(i - N)));
-    expect((await items()).length).toBe(4 * N);
+    expect((await items()).length).toBe(3 * N + 1);
     // Found as before, each through its digest's item.
     const e = anchors(0, label).entryAt(7);
     const identity = anchorIdentity(e)!;
     expect(await index.findAnchor(identity, e.digest, firstCandidate)).toBe(7);
+    expect(await index.findByDigest(e.digest, firstCandidate)).toBe(7);
     expect(await index.findByArtifact(e.artifactId!, firstCandidate)).toBe(N + 7);
+    expect(await index.searchArtifact(label(7), 10, undefined, async () => true)).toEqual({
+      matches: [{ artifactId: e.artifactId, seq: N + 7 }],
+      more: false,
+    });
     await index.clear();
+    expect(await items()).toEqual([]);
     await index.close();
   }, 60_000);
 });

@@ -17,6 +17,7 @@ import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { copyLog, digestOf, makeLog } from '../helpers/logs.js';
 import { scratchDir } from '../helpers/tmp.js';
 import type { JsonObject } from '../helpers/json.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 const ORIGIN = 'fsck.test/log';
 type Json = JsonObject;
@@ -110,9 +111,9 @@ describe('stele log fsck', () => {
   it('names a record bundle whose record was altered (still valid JSON)', async () => {
     const d = fresh();
     const file = join(d, 'log/tile/records/002.p/188');
-    const text = readFileSync(file, 'latin1');
+    const text = readContent(file).toString('latin1'); // the bundle's records, not its gzip stream
     const at = text.indexOf('"digest":"', text.indexOf('"digest":"') + 1) + 10; // entry 513's digest
-    writeFileSync(file, text.slice(0, at) + (text[at] === '0' ? '1' : '0') + text.slice(at + 1), 'latin1');
+    writeContent(file, Buffer.from(text.slice(0, at) + (text[at] === '0' ? '1' : '0') + text.slice(at + 1), 'latin1'));
     const r = await fsck(d);
     expect(r.code).toBe(1);
     expect(r.out.firstBad).toBe('tile/records/002.p/188');

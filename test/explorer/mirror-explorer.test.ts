@@ -2,7 +2,8 @@
 // `stele ledger mirror <dir> --with-explorer` as a subprocess, then the mirror directory
 // served by a plain static file server (no API, no `?vkey=` link) and opened in Chromium:
 // the explorer verifies the copy against the key the client pinned, finds a label in every
-// scope by scanning the bundles, and shows a full newest page.
+// scope by scanning the bundles (stored gzip, served without Content-Encoding), and shows a
+// full newest page.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +62,9 @@ describe.skipIf(!hasChromium())('a mirror with its own explorer', () => {
     expect(explorer.files).toBeGreaterThan(1);
     expect(existsSync(join(mirrorDir(), 'index.html'))).toBe(true);
     expect(existsSync(join(mirrorDir(), 'checkpoint'))).toBe(true);
+    // Record bundles are copied as the log stores them, gzip: the static server below sends
+    // those bytes without Content-Encoding, so the explorer must recognise and gunzip them.
+    expect([...readFileSync(join(mirrorDir(), 'tile/records/000')).subarray(0, 3)]).toEqual([0x1f, 0x8b, 0x08]);
     const config = JSON.parse(readFileSync(join(mirrorDir(), 'explorer.json'), 'utf8'));
     expect(config.vkey).toBe(serve.vkey);
     expect(config.origin).toBe(serve.origin);

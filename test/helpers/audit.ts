@@ -2,10 +2,11 @@
 // files itself, hashes with node:crypto (through the naive RFC 6962 helper), verifies the
 // checkpoint's Ed25519 signature with node:crypto, recomputes the whole entry chain from
 // the record bundles, the tree root from the entry hashes, and every hash tile present at
-// the checkpoint's size. Used by the sequencer, crash and tlogcheck suites.
+// the checkpoint's size (record bundles stored compressed are gunzipped). Used by the sequencer, crash and tlogcheck suites.
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { NaiveTree, naiveLeafHash, sha256 } from './naive.js';
 
 const TILE = 256;
@@ -41,7 +42,10 @@ export function decodeFramed(data: Uint8Array, what: string): Uint8Array[] {
 
 async function readMaybe(file: string): Promise<Uint8Array | null> {
   try {
-    return new Uint8Array(await fs.readFile(file));
+    const data = new Uint8Array(await fs.readFile(file));
+    // Record bundles are stored gzip-compressed (logs before that: plain); either reads.
+    const gzip = /[/\\]tile[/\\]records[/\\]/.test(file) && data[0] === 0x1f && data[1] === 0x8b;
+    return gzip ? new Uint8Array(gunzipSync(data)) : data;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw e;

@@ -9,6 +9,7 @@ import { SIG_ED25519, SeedSigner, formatVkey, makeVerifier } from '../../src/cor
 import { writeTestKey } from '../helpers/audit.js';
 import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { makeLog } from '../helpers/logs.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 const ORIGIN = 'monitor.test/log';
 const VKEY = formatVkey(
@@ -70,9 +71,9 @@ describe('stele monitor', () => {
 
   it('reports a record that does not hash to its entry as invalid', async () => {
     const file = join(logB, 'log', 'tile', 'records', '000');
-    const bytes = await fs.readFile(file);
+    const bytes = readContent(file); // the records, not their gzip stream
     bytes.writeUInt8(bytes[bytes.length - 3]! ^ 1, bytes.length - 3);
-    await fs.writeFile(file, bytes);
+    writeContent(file, bytes);
     const r = await sb.run([
       'monitor',
       join(logB, 'log'),

@@ -1,6 +1,6 @@
 // LogReader over a real log: compact bundles, one read of each tile per request, the
 // synchronous path on a warm cache, byte-bounded memory, and corruption still detected.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +22,7 @@ import type { ObjectReader } from '../../src/store/store.js';
 import { TILE_WIDTH, TileFormatError, tilePath } from '../../src/core/tiles.js';
 import { Bundle, decodeBundle, encodeBundle } from '../../src/core/bundle.js';
 import { parseCanonicalEntry } from '../../src/core/entry.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 /** The bundle decoder as it was before Bundle: one subarray per item. */
 function referenceDecode(data: Uint8Array, maxItems = TILE_WIDTH): Uint8Array[] {
@@ -247,13 +248,13 @@ describe('LogReader', () => {
   // Each case flips bytes of a real log's file, asks a fresh verifying reader, and restores it.
   const flip = (key: string, at: number, to?: number) => {
     const file = join(dir, 'log', key);
-    const data = readFileSync(file);
+    const data = readContent(file);
     const was = data[at]!;
     data[at] = to ?? was ^ 0x01;
-    writeFileSync(file, data);
+    writeContent(file, data);
     return () => {
       data[at] = was;
-      writeFileSync(file, data);
+      writeContent(file, data);
     };
   };
   const corruptKey = async (p: Promise<unknown>): Promise<string> => {
@@ -293,7 +294,7 @@ describe('LogReader', () => {
 
   it('refuses a record that does not hash to its entry hash, though it still parses', async () => {
     const key = tilePath({ kind: 'records', index: 5, width: 256 });
-    const bundle = Bundle.decode(readFileSync(join(dir, 'log', key)));
+    const bundle = Bundle.decode(readContent(join(dir, 'log', key)));
     const item = bundle.item(9);
     const at = item.byteOffset + Buffer.from(item).indexOf('"digest":"') + 10; // the digest's first hex digit
     const restore = flip(key, at, item[at - item.byteOffset] === 0x30 ? 0x31 : 0x30);
@@ -301,7 +302,7 @@ describe('LogReader', () => {
       const reader = new LogReader(store);
       expect(await corruptKey(reader.entryWithProof(5 * 256 + 9, head))).toBe(key);
       expect(await corruptKey(reader.records(5 * 256, 6 * 256, head))).toBe(key);
-      expect(() => parseCanonicalEntry(Bundle.decode(readFileSync(join(dir, 'log', key))).item(9))).not.toThrow();
+      expect(() => parseCanonicalEntry(Bundle.decode(readContent(join(dir, 'log', key))).item(9))).not.toThrow();
       await verifies(reader, 5 * 256 + 10);
       expect((await reader.records(4 * 256, 5 * 256, head)).length).toBe(256);
     } finally {

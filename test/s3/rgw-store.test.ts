@@ -2,7 +2,9 @@
 // RADOS Gateway on a one-node cluster (test/helpers/rgw.ts). Nothing here is emulated: the
 // 412s come from the gateway, and concurrent writers race on one key for real.
 import { randomBytes } from 'node:crypto';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { gunzipSync } from 'node:zlib';
+import { encodeBundle } from '../../src/core/bundle.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/store/s3.js';
 import { ImmutableConflictError, VersionConflictError } from '../../src/store/store.js';
@@ -30,6 +32,33 @@ function makeStore(prefix = `t-${randomBytes(4).toString('hex')}/`): S3ObjectSto
     prefix,
   });
 }
+
+describe('S3ObjectStore on Ceph RGW: record bundles stored compressed', () => {
+  it('are stored gzip with Content-Encoding: gzip (what S3 and CloudFront send), read back as content, re-created as the same object', async () => {
+    const prefix = `gz-${randomBytes(4).toString('hex')}/`;
+    const store = makeStore(prefix);
+    const content = encodeBundle(
+      Array.from({ length: 40 }, (_, i) => Buffer.from(`{"digest":"${'ab'.repeat(32)}","n":${i}}`)),
+    );
+    const key = 'tile/records/000.p/40';
+    await store.createAll([
+      { key, data: content },
+      { key: 'tile/entries/000.p/1', data: bytes(34, 3) },
+    ]);
+    const raw = await store.client.send(new GetObjectCommand({ Bucket: rgw.bucket, Key: `${prefix}${key}` }));
+    expect(raw.ContentEncoding).toBe('gzip');
+    const stored = await raw.Body!.transformToByteArray();
+    expect(stored.length).toBeLessThan(content.length / 3);
+    expect(gunzipSync(stored).equals(Buffer.from(content))).toBe(true);
+    expect(Buffer.from((await store.get(key))!).equals(Buffer.from(content))).toBe(true);
+    await store.createAll([{ key, data: content }]); // RGW's 412, then the same content: created
+    const entries = await store.client.send(
+      new GetObjectCommand({ Bucket: rgw.bucket, Key: `${prefix}tile/entries/000.p/1` }),
+    );
+    expect(entries.ContentEncoding).toBeUndefined();
+    store.client.destroy();
+  });
+});
 
 describe('S3ObjectStore on Ceph RGW: create-if-absent', () => {
   it('identical bytes count as created, different bytes are refused (ImmutableConflictError) and never overwrite', async () => {

@@ -26,6 +26,7 @@ import { DEFAULT_INLINE_LIMIT, type LockState, type SequencerLock, StoreLock } f
 import type { CreateOptions, ObjectStore, StoredObject, VersionedObject } from '../../src/store/store.js';
 import { auditLogDir, tileFile, verifyCheckpointNote, writeTestKey } from '../helpers/audit.js';
 import { naiveLeafHash } from '../helpers/naive.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 const ORIGIN = 'test.example/sequencer';
 const dirs: string[] = [];
@@ -245,9 +246,9 @@ describe('sequencer on the local store: a 70,000+ leaf log', () => {
     for (const [file, offset] of targets) {
       const full = path.join(logDir, file);
       const original = await readFile(full);
-      const tampered = Buffer.from(original);
+      const tampered = readContent(full); // a record bundle's JSON, not its gzip stream
       tampered[offset]! ^= 0x01;
-      await writeFile(full, tampered);
+      writeContent(full, tampered);
       try {
         // Refused as a state for the operator (exit 4), saying what failed and to run fsck.
         const refused = openLocalLog({ dataDir, origin: ORIGIN, fsync: false });
