@@ -183,100 +183,103 @@ Examples:
   stele ledger init --endpoint http://127.0.0.1:8080 --trust-key <key_id>
   stele ledger init --vkey '<origin>+<hash>+<key>' --tiles ./mirror      (offline: no API)`,
       ),
-  ).action(async (opts: InitOptions) => {
-    const given = givenKey(opts);
-    const keyId = given.keyId;
-    const endpointArg = opts.endpoint ?? process.env.STELE_LEDGER_ENDPOINT;
-    if (!endpointArg && opts.tiles === undefined)
-      throw new UsageError(
-        'no endpoint: pass --endpoint <url> (or set STELE_LEDGER_ENDPOINT), or start offline with --vkey <vkey> --tiles <dir|url>',
-      );
-    if (!endpointArg && !given.vkey)
-      throw new UsageError('offline (no endpoint) the key comes from --vkey <vkey>: a key id alone cannot be checked');
-    const api = endpointArg ? new LedgerApi(endpointArg) : null;
-    const path = configPath(opts.config);
-    if (!opts.force) {
-      const exists = await fs.stat(path).then(
-        () => true,
-        (e: NodeJS.ErrnoException) => {
-          if (e.code === 'ENOENT') return false;
-          throw new ClientConfigError(`cannot check ${path}: ${e.code}`);
-        },
-      );
-      if (exists)
-        throw new ClientConfigError(
-          `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
-        );
-    }
+  ).action(runInit);
+}
 
-    const pinned = api ? await pinFromApi(api, keyId, given.vkey) : await pinFromTiles(opts.tiles!, given.vkey!);
-    const { log, cc, advertised } = pinned;
-    const policy: Policy = opts.witnesses
-      ? advertised
-      : { logs: advertised.logs, witnesses: [], groups: [], quorum: QUORUM_NONE };
-    const policyFile = defaultPolicyFile(path);
-    const cfg: LedgerConfig = {
-      ...(api ? { endpoint: api.endpoint } : {}),
-      trust: {
-        keyId,
-        origin: log.name,
-        vkey: pinned.vkey,
-        treeSize: cc.size,
-        rootHash: toHex(cc.root),
-        policy,
-        policyFile,
-      },
-    };
-    const tenant = labelOption('tenant', opts.tenant ?? process.env.STELE_LEDGER_TENANT);
-    if (tenant !== undefined) cfg.tenant = tenant;
-    const scope = labelOption('scope', opts.scope);
-    if (scope !== undefined) cfg.scope = scope;
-    if (opts.tiles !== undefined) cfg.tiles = tilesSetting(opts.tiles);
-    // Shown before it is written: the witnesses are the log's word until the user reviews them.
-    if (!opts.json) {
-      out(`Trust policy (C2SP tlog-policy) for ${log.name}:`);
-      out(`  log      ${pinned.vkey}`);
-      for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
-      out(
-        `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
-      );
-      if (!opts.witnesses && advertised.witnesses.length > 0)
-        out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
-    }
-    const policyText =
-      `# C2SP tlog-policy written by \`stele ledger init\` from ${pinned.from}.\n` +
-      (api
-        ? '# The witnesses and quorum are what the log advertised: review them, and set your own\n'
-        : '# Offline: no witnesses are known here; set the ones you trust and their quorum\n') +
-      '# with `stele ledger trust-config --policy <file>`.\n' +
-      formatPolicy(policy);
-    await saveConfig(path, cfg, policyText);
-
-    if (opts.json) {
-      emitJson({
-        config: path,
-        endpoint: api?.endpoint ?? null,
-        tiles: cfg.tiles ?? null,
-        offline: api === null,
-        origin: log.name,
-        keyId,
-        vkey: pinned.vkey,
-        pinned: { treeSize: cc.size, rootHash: toHex(cc.root) },
-        availableWitnesses: pinned.key?.witnesses ?? [],
-        witnessPolicy: pinned.key?.witnessPolicy ?? null,
-        policy: {
-          file: join(dirname(path), policyFile),
-          witnesses: policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
-          quorum: describeQuorum(policy),
-        },
-      });
-      return;
-    }
-    out(
-      `Pinned ${log.name} (key id ${short(keyId)}) at checkpoint size ${cc.size}, root ${short(toHex(cc.root))}${api ? '' : `, read from ${pinned.from} (offline)`}`,
+/** `stele ledger init`: fetches and checks the log's key and witnesses, then writes the client configuration. */
+async function runInit(opts: InitOptions) {
+  const given = givenKey(opts);
+  const keyId = given.keyId;
+  const endpointArg = opts.endpoint ?? process.env.STELE_LEDGER_ENDPOINT;
+  if (!endpointArg && opts.tiles === undefined)
+    throw new UsageError(
+      'no endpoint: pass --endpoint <url> (or set STELE_LEDGER_ENDPOINT), or start offline with --vkey <vkey> --tiles <dir|url>',
     );
-    out(`Wrote ${path} and its trust policy ${join(dirname(path), policyFile)}`);
-    if (policy.quorum === QUORUM_NONE)
-      out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');
-  });
+  if (!endpointArg && !given.vkey)
+    throw new UsageError('offline (no endpoint) the key comes from --vkey <vkey>: a key id alone cannot be checked');
+  const api = endpointArg ? new LedgerApi(endpointArg) : null;
+  const path = configPath(opts.config);
+  if (!opts.force) {
+    const exists = await fs.stat(path).then(
+      () => true,
+      (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT') return false;
+        throw new ClientConfigError(`cannot check ${path}: ${e.code}`);
+      },
+    );
+    if (exists)
+      throw new ClientConfigError(
+        `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
+      );
+  }
+
+  const pinned = api ? await pinFromApi(api, keyId, given.vkey) : await pinFromTiles(opts.tiles!, given.vkey!);
+  const { log, cc, advertised } = pinned;
+  const policy: Policy = opts.witnesses
+    ? advertised
+    : { logs: advertised.logs, witnesses: [], groups: [], quorum: QUORUM_NONE };
+  const policyFile = defaultPolicyFile(path);
+  const cfg: LedgerConfig = {
+    ...(api ? { endpoint: api.endpoint } : {}),
+    trust: {
+      keyId,
+      origin: log.name,
+      vkey: pinned.vkey,
+      treeSize: cc.size,
+      rootHash: toHex(cc.root),
+      policy,
+      policyFile,
+    },
+  };
+  const tenant = labelOption('tenant', opts.tenant ?? process.env.STELE_LEDGER_TENANT);
+  if (tenant !== undefined) cfg.tenant = tenant;
+  const scope = labelOption('scope', opts.scope);
+  if (scope !== undefined) cfg.scope = scope;
+  if (opts.tiles !== undefined) cfg.tiles = tilesSetting(opts.tiles);
+  // Shown before it is written: the witnesses are the log's word until the user reviews them.
+  if (!opts.json) {
+    out(`Trust policy (C2SP tlog-policy) for ${log.name}:`);
+    out(`  log      ${pinned.vkey}`);
+    for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
+    out(
+      `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
+    );
+    if (!opts.witnesses && advertised.witnesses.length > 0)
+      out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
+  }
+  const policyText =
+    `# C2SP tlog-policy written by \`stele ledger init\` from ${pinned.from}.\n` +
+    (api
+      ? '# The witnesses and quorum are what the log advertised: review them, and set your own\n'
+      : '# Offline: no witnesses are known here; set the ones you trust and their quorum\n') +
+    '# with `stele ledger trust-config --policy <file>`.\n' +
+    formatPolicy(policy);
+  await saveConfig(path, cfg, policyText);
+
+  if (opts.json) {
+    emitJson({
+      config: path,
+      endpoint: api?.endpoint ?? null,
+      tiles: cfg.tiles ?? null,
+      offline: api === null,
+      origin: log.name,
+      keyId,
+      vkey: pinned.vkey,
+      pinned: { treeSize: cc.size, rootHash: toHex(cc.root) },
+      availableWitnesses: pinned.key?.witnesses ?? [],
+      witnessPolicy: pinned.key?.witnessPolicy ?? null,
+      policy: {
+        file: join(dirname(path), policyFile),
+        witnesses: policy.witnesses.map((w) => ({ name: w.name, vkey: w.vkey })),
+        quorum: describeQuorum(policy),
+      },
+    });
+    return;
+  }
+  out(
+    `Pinned ${log.name} (key id ${short(keyId)}) at checkpoint size ${cc.size}, root ${short(toHex(cc.root))}${api ? '' : `, read from ${pinned.from} (offline)`}`,
+  );
+  out(`Wrote ${path} and its trust policy ${join(dirname(path), policyFile)}`);
+  if (policy.quorum === QUORUM_NONE)
+    out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');
 }
