@@ -89,11 +89,76 @@ func (l *logDir) readCheckpoint() error {
 	return nil
 }
 
-// tileCache hands TileHashReader the log's hash tiles, each read from disk once.
+// tileKey names a tile whatever its width: the widest authenticated one is kept.
+type tileKey struct {
+	level int
+	n     int64
+}
+
+// tileRows is an authenticated tile: its stored hashes (row 0) and the interior hashes above
+// them (row r holds width>>r hashes), computed once, as Stele's HashTile keeps them.
+type tileRows struct {
+	data []byte
+	rows [tileHeight + 1][]tlog.Hash
+}
+
+func newTileRows(data []byte) *tileRows {
+	t := &tileRows{data: data}
+	row := make([]tlog.Hash, len(data)/tlog.HashSize)
+	for i := range row {
+		copy(row[i][:], data[i*tlog.HashSize:])
+	}
+	t.rows[0] = row
+	for r := 1; r <= tileHeight; r++ {
+		below := t.rows[r-1]
+		up := make([]tlog.Hash, len(below)/2)
+		for i := range up {
+			up[i] = tlog.NodeHash(below[2*i], below[2*i+1])
+		}
+		t.rows[r] = up
+	}
+	return t
+}
+
+// tileCache holds the hash tiles TileHashReader has authenticated, each read from disk once.
+// As Stele's reader does, a tile is authenticated on its first use and trusted after: a
+// read whose hashes are all in cached tiles is answered from them, any other goes through
+// TileHashReader, which checks what it reads against the checkpoint's root.
 type tileCache struct {
-	log   *logDir
-	mu    sync.RWMutex
-	tiles map[tlog.Tile][]byte
+	log    *logDir
+	mu     sync.RWMutex
+	tiles  map[tileKey]*tileRows
+	verify tlog.HashReader
+}
+
+func newTileCache(l *logDir) *tileCache {
+	c := &tileCache{log: l, tiles: map[tileKey]*tileRows{}}
+	c.verify = tlog.TileHashReader(l.tree, c)
+	return c
+}
+
+func (c *tileCache) cached(k tileKey) *tileRows {
+	c.mu.RLock()
+	t := c.tiles[k]
+	c.mu.RUnlock()
+	return t
+}
+
+// ReadHashes is a tlog.HashReader over the cache, falling back to TileHashReader.
+func (c *tileCache) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		level, n := tlog.SplitStoredHashIndex(x)
+		r := level % tileHeight
+		shift := tileHeight - r
+		t := c.cached(tileKey{level / tileHeight, n >> shift})
+		pos := int(n & (1<<shift - 1))
+		if t == nil || pos >= len(t.rows[r]) {
+			return c.verify.ReadHashes(indexes)
+		}
+		out[i] = t.rows[r][pos]
+	}
+	return out, nil
 }
 
 func (c *tileCache) Height() int { return tileHeight }
@@ -101,18 +166,16 @@ func (c *tileCache) Height() int { return tileHeight }
 func (c *tileCache) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
-		c.mu.RLock()
-		data, ok := c.tiles[t]
-		c.mu.RUnlock()
-		if !ok {
-			var err error
-			data, err = c.log.read(tilePath(strconv.Itoa(t.L), t.N, t.W))
-			if err != nil {
-				return nil, err
-			}
-			if len(data) != t.W*tlog.HashSize {
-				return nil, fmt.Errorf("tile %d/%d: %d bytes, want %d", t.L, t.N, len(data), t.W*tlog.HashSize)
-			}
+		if cached := c.cached(tileKey{t.L, t.N}); cached != nil && len(cached.data) >= t.W*tlog.HashSize {
+			out[i] = cached.data[:t.W*tlog.HashSize]
+			continue
+		}
+		data, err := c.log.read(tilePath(strconv.Itoa(t.L), t.N, t.W))
+		if err != nil {
+			return nil, err
+		}
+		if len(data) != t.W*tlog.HashSize {
+			return nil, fmt.Errorf("tile %d/%d: %d bytes, want %d", t.L, t.N, len(data), t.W*tlog.HashSize)
 		}
 		out[i] = data
 	}
@@ -123,7 +186,10 @@ func (c *tileCache) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 func (c *tileCache) SaveTiles(tiles []tlog.Tile, data [][]byte) {
 	c.mu.Lock()
 	for i, t := range tiles {
-		c.tiles[t] = data[i]
+		k := tileKey{t.L, t.N}
+		if had := c.tiles[k]; had == nil || len(data[i]) > len(had.data) {
+			c.tiles[k] = newTileRows(data[i])
+		}
 	}
 	c.mu.Unlock()
 }
@@ -163,7 +229,7 @@ func openLog(dir string) (*logDir, error) {
 	if err := l.readCheckpoint(); err != nil {
 		return nil, err
 	}
-	l.hashes = tlog.TileHashReader(l.tree, &tileCache{log: l, tiles: map[tlog.Tile][]byte{}})
+	l.hashes = newTileCache(l)
 	prior := make([]byte, tlog.HashSize)
 	for n := int64(0); n*tileWidth < l.tree.N; n++ {
 		width := tileWidth
