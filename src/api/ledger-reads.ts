@@ -24,13 +24,12 @@ const CACHED_ANSWERS = 4096;
  * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
  * header naming text/x.tlog-proof (`format=json` keeps the JSON view whatever Accept says).
  */
-function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
+function wantsTlogProof(accept: string, format: string | undefined): boolean {
   if (format !== undefined) {
     if (format === 'tlog-proof') return true;
     if (format === 'json') return false;
     throw badRequest('invalid_format', 'format must be json or tlog-proof');
   }
-  const accept = ctx.get('Accept');
   if (accept === '') return false;
   return accept.split(',').some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
 }
@@ -61,7 +60,18 @@ function lookupKeyOf(query: Query): LookupKey {
   return key as LookupKey;
 }
 
+/** A read route's answer (status 200): its media type and body. */
+export interface ReadAnswer {
+  readonly type: string;
+  readonly body: Buffer | string;
+}
+
 export interface LedgerReads {
+  /** GET /entry's answer to a query (and the request's Accept header); throws its refusal. */
+  readonly entryAnswer: (query: Query, accept: string) => Promise<ReadAnswer>;
+  /** GET /consistency's answer to a query; throws its refusal. */
+  readonly consistencyAnswer: (query: Query) => Promise<ReadAnswer>;
+  /** The two as Koa handlers (the router's mount, and hotReads). */
   readonly entry: Middleware;
   readonly consistency: Middleware;
   /** The checkpoint views the routes answer with (each JSON serialised once per checkpoint). */
@@ -87,10 +97,8 @@ function makeReads(svc: LedgerService): LedgerReads {
   // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
   const consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
 
-  const entry: Middleware = async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
-    const asProof = wantsTlogProof(ctx, single(query, 'format'));
+  const entryAnswer = async (query: Query, accept: string): Promise<ReadAnswer> => {
+    const asProof = wantsTlogProof(accept, single(query, 'format'));
     const key = lookupKeyOf(query);
     const cp = svc.checkpoint();
     const value = single(query, key)!;
@@ -136,12 +144,9 @@ function makeReads(svc: LedgerService): LedgerReads {
     if (asProof) {
       // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
       const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
-      ctx.set('Content-Type', `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`);
-      ctx.body = steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note);
-      return;
+      return { type: TLOG_PROOF_TYPE, body: steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note) };
     }
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body =
+    const body =
       cached?.body ??
       entryAnswers.answer(seq, generation, {
         found,
@@ -155,11 +160,10 @@ function makeReads(svc: LedgerService): LedgerReads {
           found.leafHash,
         ),
       }).body;
+    return { type: JSON_TYPE, body };
   };
 
-  const consistency: Middleware = async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
+  const consistencyAnswer = async (query: Query): Promise<ReadAnswer> => {
     for (const k of Object.keys(query))
       if (k !== 'first' && k !== 'second')
         throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(k)}`);
@@ -169,22 +173,37 @@ function makeReads(svc: LedgerService): LedgerReads {
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
-    ctx.set('Content-Type', JSON_TYPE);
     const key = `${first}/${second}`;
     const cached = consistencyAnswers.get(key, FOREVER);
-    if (cached) {
-      ctx.body = cached.body;
-      return;
-    }
+    if (cached) return { type: JSON_TYPE, body: cached.body };
     const found = await svc.reader.consistency(first, second, cp);
     // The signed root stands for the checkpoint's own size (the tiles' agree with it).
     const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.body = consistencyAnswers.answer(key, FOREVER, {
+    const body = consistencyAnswers.answer(key, FOREVER, {
       body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
     }).body;
+    return { type: JSON_TYPE, body };
   };
 
-  return { entry, consistency, checkpoints };
+  return {
+    entryAnswer,
+    consistencyAnswer,
+    entry: koaRead((ctx) => entryAnswer(queryOf(ctx), ctx.get('Accept'))),
+    consistency: koaRead((ctx) => consistencyAnswer(queryOf(ctx))),
+    checkpoints,
+  };
+}
+
+const TLOG_PROOF_TYPE = `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`;
+
+/** A read route as a Koa handler: never stored by a cache, its answer's type and body. */
+function koaRead(answer: (ctx: Context) => Promise<ReadAnswer>): Middleware {
+  return async (ctx) => {
+    noStore(ctx);
+    const a = await answer(ctx);
+    ctx.set('Content-Type', a.type);
+    ctx.body = a.body;
+  };
 }
 
 /**
