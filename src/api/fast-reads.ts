@@ -12,10 +12,11 @@ import type Koa from 'koa';
 import { answerableError, errorBody } from '../http/errors.js';
 import { checkRequestEdge } from '../http/request-rules.js';
 import type { AppOptions } from './app.js';
+import type { Maybe } from '../read/reader.js';
 import { type ReadAnswer, ledgerReads } from './ledger-reads.js';
 import { JSON_TYPE, type Query } from './route-helpers.js';
 
-type Answerer = (query: Query, accept: string) => Promise<ReadAnswer>;
+type Answerer = (query: Query, accept: string) => Maybe<ReadAnswer>;
 
 /**
  * The server's request listener: the hot reads answered here, every other request by `app`
@@ -42,21 +43,35 @@ export function appListener(app: Koa, o: AppOptions): RequestListener {
     res.end(a.body);
   };
 
-  const answer = async (req: IncomingMessage, res: ServerResponse, path: string, route: Answerer, q: number) => {
-    const start = performance.now();
-    let status = 200;
-    try {
-      checkRequestEdge(req);
-      const url = req.url!;
-      send(res, 200, {}, await route(parseQuery(q < 0 ? '' : url.slice(q + 1)), req.headers.accept ?? ''));
-    } catch (e) {
-      const err = answerableError(e, o.logger, path);
-      status = err.status;
-      send(res, status, err.headers, { type: JSON_TYPE, body: JSON.stringify(errorBody(err)) });
-    }
+  /** Records the request's metrics (and debug line) once answered. */
+  const done = (path: string, status: number, start: number) => {
     const ms = performance.now() - start;
     record(path, 'GET', status, ms / 1000);
     if (logRequests) o.logger.debug({ method: 'GET', path, status, ms: Math.round(ms * 10) / 10 }, 'request');
+  };
+
+  const refuse = (res: ServerResponse, path: string, start: number, e: unknown) => {
+    const err = answerableError(e, o.logger, path);
+    send(res, err.status, err.headers, { type: JSON_TYPE, body: JSON.stringify(errorBody(err)) });
+    done(path, err.status, start);
+  };
+
+  /** Answers synchronously when the route can (a warm cache), else once its promise settles. */
+  const answer = (req: IncomingMessage, res: ServerResponse, path: string, route: Answerer, q: number) => {
+    const start = performance.now();
+    let a: Maybe<ReadAnswer>;
+    try {
+      checkRequestEdge(req);
+      a = route(parseQuery(q < 0 ? '' : req.url!.slice(q + 1)), req.headers.accept ?? '');
+    } catch (e) {
+      return refuse(res, path, start, e);
+    }
+    const ok = (answered: ReadAnswer) => {
+      send(res, 200, {}, answered);
+      done(path, 200, start);
+    };
+    if (a instanceof Promise) a.then(ok, (e: unknown) => refuse(res, path, start, e));
+    else ok(a);
   };
 
   return (req, res) => {
@@ -66,6 +81,6 @@ export function appListener(app: Koa, o: AppOptions): RequestListener {
     const route = req.method === 'GET' ? routes.get(path) : undefined;
     // A fragment (never sent by a client) is left to Koa's URL parsing.
     if (!route || url.includes('#')) return void koa(req, res);
-    void answer(req, res, path, route, q);
+    answer(req, res, path, route, q);
   };
 }
