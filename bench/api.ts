@@ -19,13 +19,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
-import { anchorRequest } from '../src/core/anchor.js';
-import { LmdbIndex } from '../src/index/lmdb.js';
-import { openLocalLog } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { entryId } from '../src/core/entry.js';
 import { formatTileIndex } from '../src/core/tiles.js';
 import { startGoref } from './goref/goref.js';
+import { buildAnchorLog, digestOf } from './anchor-log.js';
 import { QUICK, figure, note, percentile, pinLoadGenerator, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
@@ -35,7 +33,6 @@ const WARMUP = QUICK ? 3 : 10;
 const ROUNDS = QUICK ? 2 : 5;
 const SLICE = QUICK ? 2 : 3;
 const ORIGIN = 'bench.stele/api';
-const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
 const BASE = process.env.BENCH_STELE_BASE;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -44,29 +41,6 @@ const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').f
 const ROUTES = process.env.BENCH_API_ROUTES?.split(',').filter(Boolean);
 /** A full level-0 tile's index, at random. */
 const fullTile = () => formatTileIndex(Math.floor(Math.random() * Math.floor(LOG_SIZE / 256)));
-
-async function buildLog(dataDir: string): Promise<void> {
-  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-  const { sequencer } = await openLocalLog({
-    dataDir,
-    origin: ORIGIN,
-    fsync: false,
-    batchInterval: 1,
-    maxBatch: 65_536,
-    listeners: [index],
-  });
-  const wave = 65_536;
-  for (let from = 0; from < LOG_SIZE; from += wave) {
-    const n = Math.min(wave, LOG_SIZE - from);
-    await Promise.all(
-      Array.from({ length: n }, (_, k) =>
-        sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k), { artifact: `a${from + k}` })),
-      ),
-    );
-  }
-  await sequencer.close();
-  await index.close();
-}
 
 // Set once the log is built (which uses both CPUs), before any server starts.
 let pinned: ReturnType<typeof pinLoadGenerator>;
@@ -313,7 +287,7 @@ export default async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-api-'));
   try {
     let t = performance.now();
-    await buildLog(dataDir);
+    await buildAnchorLog(dataDir, ORIGIN, LOG_SIZE);
     figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
 
     const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), {

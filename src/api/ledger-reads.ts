@@ -1,7 +1,9 @@
 // The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
-// proof) and GET /api/ledger/consistency: their handlers, which @koa/router mounts with the
-// other /api/ledger routes, and `hotReads`, which answers their exact paths before the router
-// is consulted (its layer matching, and the garbage it leaves, would be paid by every request).
+// proof) and GET /api/ledger/consistency: their answers as functions of the query (which the
+// server's node:http fast path calls, src/api/fast-reads.ts), the same as Koa handlers, which
+// @koa/router mounts with the other /api/ledger routes, and `hotReads`, which answers their
+// exact paths in the Koa app before the router is consulted (its layer matching, and the
+// garbage it leaves, would be paid by every request).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';

@@ -6,19 +6,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anchorRequest } from '../../src/core/anchor.js';
 import { entryId } from '../../src/core/entry.js';
-import { LmdbIndex } from '../../src/index/lmdb.js';
 import { LogReader } from '../../src/read/reader.js';
-import { openLocalLog } from '../../src/serve/local-log.js';
 import type { RunningServer } from '../../src/serve/log-server.js';
 import { FsObjectStore } from '../../src/store/fs.js';
+import { buildAnchorLog, digestOf } from '../../bench/anchor-log.js';
 import { type Goref, startGoref } from '../../bench/goref/goref.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { digestOf, startTestServer } from '../api/server.js';
+import { startTestServer } from '../api/server.js';
 
 const ORIGIN = 'goref.test/log';
-/** Past level-1 boundaries of a few thousand entries: 3,000 = 11 full level-0 tiles and a partial. */
+/** A few thousand entries: 11 full level-0 tiles and a partial one under a partial level-1 tile. */
 const SIZE = 3000;
 
 /** A seeded generator, so a failure names queries that can be asked again. */
@@ -28,31 +26,6 @@ function random(seed: number): () => number {
     s = (s * 1103515245 + 12345) % 2 ** 31;
     return s / 2 ** 31;
   };
-}
-
-async function buildLog(dataDir: string): Promise<void> {
-  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-  const { sequencer } = await openLocalLog({
-    dataDir,
-    origin: ORIGIN,
-    fsync: false,
-    batchInterval: 1,
-    maxBatch: 1000,
-    listeners: [index],
-  });
-  // Three waves, so the tiles are written by several batches as a live log's are.
-  for (const [from, to] of [
-    [0, 700],
-    [700, 2049],
-    [2049, SIZE],
-  ] as const)
-    await Promise.all(
-      Array.from({ length: to - from }, (_, k) =>
-        sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k), { artifact: `a${from + k}` })),
-      ),
-    );
-  await sequencer.close();
-  await index.close();
 }
 
 interface Answer {
@@ -74,7 +47,8 @@ describe('goref, the Go reference of the read path', () => {
 
   beforeAll(async () => {
     dataDir = scratchDir('stele-goref-');
-    await buildLog(dataDir);
+    // Waves of 700: the tiles are written by several batches, as a live log's are.
+    await buildAnchorLog(dataDir, ORIGIN, SIZE, 700);
     const reader = new LogReader(new FsObjectStore(join(dataDir, 'log')), { unverified: true });
     for (let seq = 0; seq < SIZE; seq++) ids.push(entryId(seq, (await reader.entry(seq, SIZE)).entryHash));
     ours = await startTestServer({ dataDir, origin: ORIGIN });
