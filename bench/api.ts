@@ -1,27 +1,29 @@
-// Issue 3 figures: GET /api/ledger/entry (by id and by hash) and consistency proofs over a
-// 1,000,000-entry log against a bare Koa JSON route, POST /api/ledger/anchor at 256
-// connections, and tiles read per proof. Servers run as child processes (one core each
-// side on this 2-core machine); autocannon drives them from this process.
+// Issue 36 figures: GET /api/ledger/entry (by id and by hash) and consistency proofs over a
+// 1,000,000-entry log, uniform random queries, each route's server CPU per request (from
+// /proc) against the Go reference bench/goref (x/mod's tlog over the same tiles, answers
+// checked byte-identical by test/interop/goref.test.ts) in interleaved rounds, with bare Koa
+// and bare node:http at the same answer size as context; then POST /api/ledger/anchor at 256
+// connections. Servers run as child processes pinned to CPU 0, autocannon (64 connections)
+// drives them from this process on CPU 1.
 // BENCH_STELE_BASE=<checkout> also measures that checkout's server (its dist/) on the same
 // log, route by route beside this one, its figures prefixed `base_`: a before/after in one run.
-// BENCH_CONNECTIONS sets the read connections (default 100); BENCH_API_READS_ONLY=1 skips the anchors;
+// BENCH_CONNECTIONS sets the read connections (default 64); BENCH_API_READS_ONLY=1 skips the anchors;
 // BENCH_API_ROUTES=tile,tile_bundle (names below) measures only those read routes. The tile
 // routes read /tile/… as a CDN in front of the origin would (each tile authenticated before
 // it is served: their cost per request is that check's).
 // BENCH_SERVER_NODE_ARGS passes Node flags to every server child, bare Koa's too (e.g.
 // `--max-semi-space-size=64`: a young generation large enough for the read path's garbage).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
-import { anchorRequest } from '../src/core/anchor.js';
-import { LmdbIndex } from '../src/index/lmdb.js';
-import { openLocalLog } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { entryId } from '../src/core/entry.js';
 import { formatTileIndex } from '../src/core/tiles.js';
+import { startGoref } from './goref/goref.js';
+import { buildAnchorLog, digestOf } from './anchor-log.js';
 import { QUICK, figure, note, percentile, pinLoadGenerator, processCpuMs } from './util.js';
 
 const LOG_SIZE = QUICK ? 100_000 : 1_000_000;
@@ -31,38 +33,14 @@ const WARMUP = QUICK ? 3 : 10;
 const ROUNDS = QUICK ? 2 : 5;
 const SLICE = QUICK ? 2 : 3;
 const ORIGIN = 'bench.stele/api';
-const digestOf = (i: number) => i.toString(16).padStart(64, '0');
 const ROOT = new URL('..', import.meta.url).pathname;
 const BASE = process.env.BENCH_STELE_BASE;
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const READS_ONLY = process.env.BENCH_API_READS_ONLY === '1';
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const ROUTES = process.env.BENCH_API_ROUTES?.split(',').filter(Boolean);
 /** A full level-0 tile's index, at random. */
 const fullTile = () => formatTileIndex(Math.floor(Math.random() * Math.floor(LOG_SIZE / 256)));
-
-async function buildLog(dataDir: string): Promise<void> {
-  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-  const { sequencer } = await openLocalLog({
-    dataDir,
-    origin: ORIGIN,
-    fsync: false,
-    batchInterval: 1,
-    maxBatch: 65_536,
-    listeners: [index],
-  });
-  const wave = 65_536;
-  for (let from = 0; from < LOG_SIZE; from += wave) {
-    const n = Math.min(wave, LOG_SIZE - from);
-    await Promise.all(
-      Array.from({ length: n }, (_, k) =>
-        sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k), { artifact: `a${from + k}` })),
-      ),
-    );
-  }
-  await sequencer.close();
-  await index.close();
-}
 
 // Set once the log is built (which uses both CPUs), before any server starts.
 let pinned: ReturnType<typeof pinLoadGenerator>;
@@ -103,6 +81,22 @@ app.use((ctx) => {
   ctx.body = n > 0 ? { ok: true, n: Math.random(), pad: pads.get(n) } : { ok: true, n: Math.random() };
 });
 const s = app.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));
+process.on('SIGTERM', () => s.close(() => process.exit(0)));
+`;
+
+// The same answers on bare node:http: the floor under any framework.
+const BARE_NODE = `
+import { createServer } from 'node:http';
+const pads = new Map();
+const s = createServer((req, res) => {
+  const n = req.url.startsWith('/pad/') ? Number(req.url.slice(5)) : 0;
+  if (n > 0 && !pads.has(n)) pads.set(n, 'x'.repeat(Math.max(0, n - 40)));
+  const body = JSON.stringify(n > 0 ? { ok: true, n: Math.random(), pad: pads.get(n) } : { ok: true, n: Math.random() });
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+});
+s.keepAliveTimeout = 65000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));
 process.on('SIGTERM', () => s.close(() => process.exit(0)));
 `;
 
@@ -177,95 +171,110 @@ async function slice(srv: Server, paths: () => string, init: Partial<autocannon.
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
-/** Bare Koa, the baseline every route is compared with. */
-interface Bare {
-  readonly srv: Server;
-  /** Its status line and headers: padding makes up the rest of a route's answer. */
+/** The floors every route is seen beside: bare Koa and bare node:http answering padded JSON. */
+interface Floors {
+  readonly koa: Server;
+  readonly node: Server;
+  /** Their status line and headers: padding makes up the rest of a route's answer. */
   readonly headerBytes: number;
 }
 
 /**
- * One read route on one server: a cold run, then ROUNDS rounds, each a slice of the route
- * followed by slices of bare Koa flat out, at the route's rate, and at its rate with answers
- * of its size; figures named `name_…`. This machine's speed drifts by up to 2× over minutes
- * (a shared host), so each ratio is taken within a round, whose slices see the same machine,
- * and the median over the rounds is reported.
+ * One read route on one server against the Go reference (when it has one): a cold run of
+ * each, then ROUNDS rounds, each a slice of the route on our server, one on Go's, and one
+ * each of bare Koa and bare node:http answering bodies of the route's size; figures named
+ * `name_…`. This machine's speed drifts by up to 2× over minutes (a shared host), so each
+ * ratio is taken within a round, whose slices see the same machine, and the median over the
+ * rounds is reported.
  */
-async function measureRoute(name: string, srv: Server, paths: () => string, bare: Bare): Promise<void> {
+async function measureRoute(
+  name: string,
+  srv: Server,
+  go: Server | undefined,
+  paths: () => string,
+  floors: Floors,
+): Promise<void> {
   // A freshly started server reads its tiles from storage as it goes: the first run shows
   // that cold start, the rounds the steady state of a warm replica (the target).
   const cold = await load(srv.url, CONNECTIONS, paths, { duration: WARMUP });
   figure(`${name}_cold_throughput`, Math.round(cold.rps), `req/s (first ${WARMUP} s after start)`);
+  if (go) await load(go.url, CONNECTIONS, paths, { duration: WARMUP });
   const before = await metrics(srv.url);
-  const rounds: { route: Slice; flat: Slice; sameRate: Slice; sameSize: Slice }[] = [];
+  const rounds: { route: Slice; go?: Slice; koa: Slice; node: Slice }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const route = await slice(srv, paths);
-    const rate = { overallRate: Math.max(1, Math.round(route.rps)) };
-    // Bare Koa flat out answers several times this route's rate, and CPU per request depends
-    // on the rate (requests per turn of the event loop): at the route's rate the two compare
-    // at one operating point; padded to its size, what is left is the route's own work.
-    const pad = `/pad/${Math.max(1, Math.round(route.bytesPerAnswer - bare.headerBytes))}`;
+    const goSlice = go ? await slice(go, paths) : undefined;
+    const pad = `/pad/${Math.max(1, Math.round(route.bytesPerAnswer - floors.headerBytes))}`;
     rounds.push({
       route,
-      flat: await slice(bare.srv, () => '/'),
-      sameRate: await slice(bare.srv, () => '/', rate),
-      sameSize: await slice(bare.srv, () => pad, rate),
+      ...(goSlice ? { go: goSlice } : {}),
+      koa: await slice(floors.koa, () => pad),
+      node: await slice(floors.node, () => pad),
     });
   }
   const after = await metrics(srv.url);
   const requests = rounds.reduce((n, r) => n + r.route.requests, 0);
-  const delta = (metric: string) => after(metric) - before(metric);
-  const ratio = (baseline: 'flat' | 'sameRate' | 'sameSize') =>
-    median(rounds.map((r) => r[baseline].cpuPerRequest / r.route.cpuPerRequest));
   const us = (ms: number) => Math.round(ms * 1000);
+  const med = (f: (r: (typeof rounds)[number]) => number) => median(rounds.map(f));
   note(
-    `${name}, per round (route | bare flat | same rate | same size, µs): ${rounds
-      .map((r) => [r.route, r.flat, r.sameRate, r.sameSize].map((x) => us(x.cpuPerRequest)).join('|'))
+    `${name}, per round (ours | go | bare koa | bare node:http, µs per request): ${rounds
+      .map((r) => [r.route, r.go, r.koa, r.node].map((x) => (x ? us(x.cpuPerRequest) : '-')).join('|'))
       .join('  ')}`,
   );
-  figure(`${name}_throughput`, Math.round(median(rounds.map((r) => r.route.rps))), 'req/s');
-  figure(`${name}_vs_bare_koa`, Math.round(median(rounds.map((r) => r.route.rps / r.flat.rps)) * 100), '%');
-  figure(`${name}_server_cpu_per_request`, us(median(rounds.map((r) => r.route.cpuPerRequest))), 'µs');
-  // Goal ≥ 0.50: this route costs at most twice a bare Koa JSON route's CPU per request.
-  figure(`${name}_cpu_efficiency_vs_bare_koa`, Number(ratio('flat').toFixed(2)), '');
+  figure(`${name}_cpu_us`, us(med((r) => r.route.cpuPerRequest)), 'µs');
+  if (go) {
+    figure(`${name}_go_cpu_us`, us(med((r) => r.go!.cpuPerRequest)), 'µs');
+    // Goal ≤ 2.0 (moonshot 1.5): our CPU per request over Go's, taken within each round.
+    figure(`${name}_vs_go`, Number(med((r) => r.route.cpuPerRequest / r.go!.cpuPerRequest).toFixed(2)), '');
+  }
   figure(
-    `${name}_bare_koa_at_same_rate_cpu_per_request`,
-    us(median(rounds.map((r) => r.sameRate.cpuPerRequest))),
-    'µs',
+    `${name}_p50_ms`,
+    med((r) => r.route.p50),
+    'ms',
   );
-  figure(`${name}_cpu_efficiency_vs_bare_koa_at_same_rate`, Number(ratio('sameRate').toFixed(2)), '');
+  figure(
+    `${name}_p99_ms`,
+    med((r) => r.route.p99),
+    'ms',
+  );
+  figure(`${name}_p99_worst_round_ms`, Math.max(...rounds.map((r) => r.route.p99)), 'ms');
+  if (go) {
+    figure(
+      `${name}_go_p50_ms`,
+      med((r) => r.go!.p50),
+      'ms',
+    );
+    figure(
+      `${name}_go_p99_ms`,
+      med((r) => r.go!.p99),
+      'ms',
+    );
+  }
+  figure(`${name}_throughput`, Math.round(med((r) => r.route.rps)), 'req/s');
+  if (go) figure(`${name}_go_throughput`, Math.round(med((r) => r.go!.rps)), 'req/s');
   figure(`${name}_bytes_per_answer`, Math.round(rounds[0]!.route.bytesPerAnswer), 'bytes');
-  figure(
-    `${name}_bare_koa_same_size_same_rate_cpu_per_request`,
-    us(median(rounds.map((r) => r.sameSize.cpuPerRequest))),
-    'µs',
-  );
-  figure(`${name}_cpu_efficiency_vs_bare_koa_same_size_same_rate`, Number(ratio('sameSize').toFixed(2)), '');
-  figure(`${name}_p50`, median(rounds.map((r) => r.route.p50)), 'ms');
-  figure(`${name}_p99`, median(rounds.map((r) => r.route.p99)), 'ms');
-  figure(`${name}_p99_worst_round`, Math.max(...rounds.map((r) => r.route.p99)), 'ms');
-  figure(`${name}_bare_koa_p99`, median(rounds.map((r) => r.flat.p99)), 'ms');
+  // Context: bare Koa and bare node:http at the route's answer size, flat out.
+  figure(`${name}_bare_koa_cpu_us`, us(med((r) => r.koa.cpuPerRequest)), 'µs');
+  figure(`${name}_bare_node_http_cpu_us`, us(med((r) => r.node.cpuPerRequest)), 'µs');
   figure(
     `${name}_errors`,
-    rounds.reduce((n, r) => n + r.route.errors, 0),
+    rounds.reduce((n, r) => n + r.route.errors + (r.go?.errors ?? 0), 0),
     'responses',
   );
   // What stalls the event loop (p99 causes): its delay over the rounds (prom-client resets it per scrape), and GC time.
   figure(`${name}_event_loop_delay_p99`, Number((after('nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(1)), 'ms');
-  figure(`${name}_event_loop_delay_max`, Number((after('nodejs_eventloop_lag_max_seconds') * 1000).toFixed(1)), 'ms');
   const gcMs = (sums: (m: string) => number) =>
     ['minor', 'major', 'incremental', 'weakcb'].reduce(
       (t, k) => t + (sums(`nodejs_gc_duration_seconds_sum{kind="${k}"}`) || 0),
       0,
     ) * 1000;
   figure(`${name}_gc_per_request`, Number((((gcMs(after) - gcMs(before)) / requests) * 1000).toFixed(1)), 'µs');
-  const fetched = delta('stele_tile_fetches');
+  const delta = (metric: string) => after(metric) - before(metric);
   figure(
     `${name}_tiles_read_per_request`,
-    Number(((fetched + delta('stele_tile_cache_hits')) / requests).toFixed(2)),
+    Number(((delta('stele_tile_fetches') + delta('stele_tile_cache_hits')) / requests).toFixed(2)),
     'tiles',
   );
-  figure(`${name}_tiles_fetched_per_request`, Number((fetched / requests).toFixed(3)), 'tiles');
   // Hash tiles only (bundles aside): about one per tree level per proof path.
   figure(
     `${name}_hash_tiles_read_per_request`,
@@ -278,7 +287,7 @@ export default async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-api-'));
   try {
     let t = performance.now();
-    await buildLog(dataDir);
+    await buildAnchorLog(dataDir, ORIGIN, LOG_SIZE);
     figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
 
     const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), {
@@ -286,26 +295,30 @@ export default async function main(): Promise<void> {
     });
     pinned = pinLoadGenerator();
     note(pinned ? 'servers pinned to CPU 0, this load generator to CPU 1 (BENCH_PIN=0: unpinned)' : 'unpinned');
-    const sampleIds: string[] = [];
-    for (let k = 0; k < 2000; k++) {
-      const seq = Math.floor(Math.random() * LOG_SIZE);
-      sampleIds.push(entryId(seq, (await reader.entry(seq, LOG_SIZE)).entryHash));
-    }
-    const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
+    // Every leaf's id, so entry?id queries are uniform over the whole log as the others are.
+    const ids: string[] = [];
+    for (let n = 0; n * 256 < LOG_SIZE; n++)
+      for (const [i, eh] of (await reader.bundle('entries', n, Math.min(256, LOG_SIZE - n * 256))).entries())
+        ids.push(entryId(n * 256 + i, eh));
+    const anyLeaf = () => Math.floor(Math.random() * LOG_SIZE);
 
-    // Efficiency is compared in server CPU per request (both processes' CPU from /proc, the
+    // Efficiency is compared in server CPU per request (each process's CPU from /proc, the
     // same load generator): on a shared machine req/s says as much about the neighbours.
-    const bare = await startChild(['--import', 'tsx', '--input-type=module', '-e', BARE_KOA]);
-    await load(bare.url, CONNECTIONS, () => '/', { duration: WARMUP });
-    const bareRun = await slice(bare, () => '/', { duration: DURATION });
-    figure('bare_koa_json', Math.round(bareRun.rps), 'req/s');
-    figure('bare_koa_json_p99', bareRun.p99, 'ms');
-    figure('bare_koa_bytes_per_answer', Math.round(bareRun.bytesPerAnswer), 'bytes');
-    const baseline: Bare = {
-      srv: bare,
-      headerBytes: bareRun.bytesPerAnswer - Buffer.byteLength(JSON.stringify({ ok: true, n: Math.random() })),
+    const floors: Floors = {
+      koa: await startChild(['--import', 'tsx', '--input-type=module', '-e', BARE_KOA]),
+      node: await startChild(['--input-type=module', '-e', BARE_NODE]),
+      headerBytes: 0,
     };
+    await load(floors.koa.url, CONNECTIONS, () => '/', { duration: WARMUP });
+    await load(floors.node.url, CONNECTIONS, () => '/', { duration: WARMUP });
+    const bareRun = await slice(floors.koa, () => '/', { duration: DURATION });
+    const headerBytes = bareRun.bytesPerAnswer - Buffer.byteLength(JSON.stringify({ ok: true, n: Math.random() }));
     figure('bare_koa_server_cpu_per_request', Math.round(bareRun.cpuPerRequest * 1000), 'µs');
+    figure(
+      'bare_node_http_server_cpu_per_request',
+      Math.round((await slice(floors.node, () => '/')).cpuPerRequest * 1000),
+      'µs',
+    );
     if (SERVER_NODE_ARGS.length > 0) note(`servers run with node ${SERVER_NODE_ARGS.join(' ')}`);
     note(
       `reads at ${CONNECTIONS} connections: ${WARMUP} s of warm-up, then ${ROUNDS} rounds of ${SLICE} s slices; load average ${loadavg()
@@ -314,8 +327,9 @@ export default async function main(): Promise<void> {
     );
 
     // The servers under test: this checkout's and, with BENCH_STELE_BASE, the base's, each
-    // route measured on one then the other so both see the same machine.
+    // route measured on one then the other so both see the same machine; and the Go reference.
     const servers: (Server & { prefix: string })[] = [];
+    let go: Server | undefined;
     try {
       for (const [prefix, cwd] of BASE ? [['base_', BASE] as const, ['', ROOT] as const] : [['', ROOT] as const]) {
         note(`${prefix || 'this '}server: ${cwd}`);
@@ -324,9 +338,13 @@ export default async function main(): Promise<void> {
         if (prefix) cpSync(dataDir, dir, { recursive: true });
         servers.push({ prefix, ...(await startChild(serveArgs(dir), cwd)) });
       }
-      for (const [name, paths] of [
-        ['entry_by_id', () => `/api/ledger/entry?id=${pick(sampleIds)}`],
-        ['entry_by_hash', () => `/api/ledger/entry?hash=${digestOf(Math.floor(Math.random() * LOG_SIZE))}`],
+      const cpFile = join(dataDir, 'checkpoint.json');
+      writeFileSync(cpFile, await (await fetch(`${servers[0]!.url}/api/ledger/checkpoint`)).text());
+      go = await startGoref(join(dataDir, 'log'), cpFile, pinned?.wrap);
+      note('go reference: bench/goref (x/mod tlog), its answers checked by test/interop/goref.test.ts');
+      for (const [name, paths, hasGo] of [
+        ['entry_by_id', () => `/api/ledger/entry?id=${ids[anyLeaf()]}`, true],
+        ['entry_by_hash', () => `/api/ledger/entry?hash=${digestOf(anyLeaf())}`, true],
         [
           'consistency',
           () => {
@@ -334,17 +352,21 @@ export default async function main(): Promise<void> {
             const b = a + Math.floor(Math.random() * (LOG_SIZE - a + 1));
             return `/api/ledger/consistency?first=${a}&second=${b}`;
           },
+          true,
         ],
         // Full level-0 tiles, then entry bundles, spread over the log (the read a mirror or auditor makes).
-        ['tile', () => `/tile/0/${fullTile()}`],
-        ['tile_bundle', () => `/tile/entries/${fullTile()}`],
+        ['tile', () => `/tile/0/${fullTile()}`, false],
+        ['tile_bundle', () => `/tile/entries/${fullTile()}`, false],
       ] as const) {
         if (ROUTES && !ROUTES.includes(name)) continue;
-        for (const srv of servers) await measureRoute(`${srv.prefix}${name}`, srv, paths, baseline);
+        for (const srv of servers)
+          await measureRoute(`${srv.prefix}${name}`, srv, hasGo ? go : undefined, paths, { ...floors, headerBytes });
       }
     } finally {
       for (const srv of servers) await stop(srv.child);
-      await stop(bare.child);
+      if (go) await stop(go.child);
+      await stop(floors.koa.child);
+      await stop(floors.node.child);
     }
 
     if (READS_ONLY) return;

@@ -1,12 +1,15 @@
 // The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
-// proof) and GET /api/ledger/consistency: their handlers, which @koa/router mounts with the
-// other /api/ledger routes, and `hotReads`, which answers their exact paths before the router
-// is consulted (its layer matching, and the garbage it leaves, would be paid by every request).
+// proof) and GET /api/ledger/consistency: their answers as functions of the query (which the
+// server's node:http fast path calls, src/api/fast-reads.ts), the same as Koa handlers, which
+// @koa/router mounts with the other /api/ledger routes, and `hotReads`, which answers their
+// exact paths in the Koa app before the router is consulted (its layer matching, and the
+// garbage it leaves, would be paid by every request).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
-import type { EntryWithProof } from '../read/reader.js';
+import { type EntryWithProof, type Maybe, andThen } from '../read/reader.js';
+import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { indexCovers } from './index-coverage.js';
@@ -24,13 +27,12 @@ const CACHED_ANSWERS = 4096;
  * Whether /entry should answer a C2SP tlog-proof file: `format=tlog-proof`, or an Accept
  * header naming text/x.tlog-proof (`format=json` keeps the JSON view whatever Accept says).
  */
-function wantsTlogProof(ctx: Context, format: string | undefined): boolean {
+function wantsTlogProof(accept: string, format: string | undefined): boolean {
   if (format !== undefined) {
     if (format === 'tlog-proof') return true;
     if (format === 'json') return false;
     throw badRequest('invalid_format', 'format must be json or tlog-proof');
   }
-  const accept = ctx.get('Accept');
   if (accept === '') return false;
   return accept.split(',').some((t) => t.split(';')[0]!.trim().toLowerCase() === TLOG_PROOF_MEDIA_TYPE);
 }
@@ -61,7 +63,21 @@ function lookupKeyOf(query: Query): LookupKey {
   return key as LookupKey;
 }
 
+/** A read route's answer (status 200): its media type and body. */
+export interface ReadAnswer {
+  readonly type: string;
+  readonly body: Buffer | string;
+}
+
 export interface LedgerReads {
+  /**
+   * GET /entry's answer to a query (and the request's Accept header); throws its refusal.
+   * Synchronous (no promise) when the answer needs nothing that is not in memory.
+   */
+  readonly entryAnswer: (query: Query, accept: string) => Maybe<ReadAnswer>;
+  /** GET /consistency's answer to a query; throws its refusal. Synchronous as entryAnswer. */
+  readonly consistencyAnswer: (query: Query) => Maybe<ReadAnswer>;
+  /** The two as Koa handlers (the router's mount, and hotReads). */
   readonly entry: Middleware;
   readonly consistency: Middleware;
   /** The checkpoint views the routes answer with (each JSON serialised once per checkpoint). */
@@ -87,79 +103,107 @@ function makeReads(svc: LedgerService): LedgerReads {
   // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
   const consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
 
-  const entry: Middleware = async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
-    const asProof = wantsTlogProof(ctx, single(query, 'format'));
-    const key = lookupKeyOf(query);
-    const cp = svc.checkpoint();
-    const value = single(query, key)!;
-    let seq: number | undefined;
-    let idPrefix: string | undefined;
-    // The index names candidates; the entry a candidate names must really carry the digest or
-    // artifact asked for (a short key can be shared, and the index may be stale: restored, or
-    // ahead of a rolled-back log). The entry read to check it is the answer's.
+  /**
+   * The answer for leaf `seq` of `cp` (`confirmed`: the entry if the lookup read it already):
+   * synchronous when its answer is kept or its tiles are cached. An id's hash prefix must match.
+   */
+  const entryAt = (
+    seq: number,
+    cp: PublishedCheckpoint,
+    idPrefix: string | undefined,
+    asProof: boolean,
+    confirmed?: EntryWithProof,
+  ): Maybe<ReadAnswer> => {
+    // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
+    const generation = checkpoints.json(cp);
+    const cached = entryAnswers.get(seq, generation);
+    return andThen(cached?.found ?? confirmed ?? svc.reader.entryWithProofNow(seq, cp), (found) => {
+      if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
+        throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
+      }
+      if (asProof) return tlogProofAnswer(seq, found, cp);
+      const body =
+        cached?.body ??
+        entryAnswers.answer(seq, generation, {
+          found,
+          body: entryProofJson(
+            seq,
+            found.canonical,
+            found.entryHash,
+            found.auditPath,
+            checkpoints.view(cp),
+            generation,
+            found.leafHash,
+          ),
+        }).body;
+      return { type: JSON_TYPE, body };
+    });
+  };
+
+  /** A C2SP tlog-proof file of the entry: its extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1). */
+  const tlogProofAnswer = async (seq: number, found: EntryWithProof, cp: PublishedCheckpoint): Promise<ReadAnswer> => {
+    const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
+    return { type: TLOG_PROOF_TYPE, body: steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note) };
+  };
+
+  /**
+   * An entry found through the index by digest or artifact. The index names candidates; the
+   * entry a candidate names must really carry the digest or artifact asked for (a short key
+   * can be shared, and the index may be stale: restored, or ahead of a rolled-back log). The
+   * entry read to check it is the answer's.
+   */
+  const lookedUp = async (
+    key: 'artifact' | 'hash',
+    value: string,
+    cp: PublishedCheckpoint,
+    asProof: boolean,
+  ): Promise<ReadAnswer> => {
     let confirmed: EntryWithProof | undefined;
     const confirm = async (candidate: number) => {
       if (candidate >= cp.size) return false;
-      const found = await svc.reader.entryWithProof(candidate, cp);
+      const found = await svc.reader.entryWithProofNow(candidate, cp);
       if (!carries(found, key, value)) return false;
       confirmed = found;
       return true;
     };
+    const seq =
+      key === 'artifact'
+        ? await svc.index.findByArtifact(value, confirm)
+        : await svc.index.findByDigest(value.toLowerCase(), confirm);
+    if (seq === undefined || seq >= cp.size) {
+      // Not found is an answer only from an index that covers the tree (not one rebuilding).
+      await indexCovers(svc.index, cp);
+      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    }
+    return entryAt(seq, cp, undefined, asProof, confirmed);
+  };
+
+  const entryAnswer = (query: Query, accept: string): Maybe<ReadAnswer> => {
+    const asProof = wantsTlogProof(accept, single(query, 'format'));
+    const key = lookupKeyOf(query);
+    const cp = svc.checkpoint();
+    const value = single(query, key)!;
+    if (key === 'artifact') {
+      if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
+      return lookedUp(key, value, cp, asProof);
+    }
+    if (key === 'hash') {
+      if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
+      return lookedUp(key, value, cp, asProof);
+    }
+    let seq: number;
+    let idPrefix: string | undefined;
     if (key === 'id') {
       const id = parseEntryId(value);
       if (!id) throw badRequest('invalid_id', 'id must look like led_<leaf index>_<12 hex>');
       seq = id.seq;
       idPrefix = id.hashPrefix;
-    } else if (key === 'leaf') {
-      seq = treeSizeParam(query, 'leaf');
-    } else if (key === 'artifact') {
-      if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
-      seq = await svc.index.findByArtifact(value, confirm);
-    } else {
-      if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
-      seq = await svc.index.findByDigest(value.toLowerCase(), confirm);
-    }
-    if (seq === undefined || seq >= cp.size) {
-      // Not found is an answer only from an index that covers the tree (not one rebuilding).
-      if (key !== 'id' && key !== 'leaf') await indexCovers(svc.index, cp);
-      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    }
-    // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
-    const generation = checkpoints.json(cp);
-    const cached = entryAnswers.get(seq, generation);
-    const found = cached?.found ?? confirmed ?? (await svc.reader.entryWithProof(seq, cp));
-    if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
-      throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
-    }
-    if (asProof) {
-      // extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1).
-      const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
-      ctx.set('Content-Type', `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`);
-      ctx.body = steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note);
-      return;
-    }
-    ctx.set('Content-Type', JSON_TYPE);
-    ctx.body =
-      cached?.body ??
-      entryAnswers.answer(seq, generation, {
-        found,
-        body: entryProofJson(
-          seq,
-          found.canonical,
-          found.entryHash,
-          found.auditPath,
-          checkpoints.view(cp),
-          generation,
-          found.leafHash,
-        ),
-      }).body;
+    } else seq = treeSizeParam(query, 'leaf');
+    if (seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
+    return entryAt(seq, cp, idPrefix, asProof);
   };
 
-  const consistency: Middleware = async (ctx) => {
-    noStore(ctx);
-    const query = queryOf(ctx);
+  const consistencyAnswer = (query: Query): Maybe<ReadAnswer> => {
     for (const k of Object.keys(query))
       if (k !== 'first' && k !== 'second')
         throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(k)}`);
@@ -169,22 +213,38 @@ function makeReads(svc: LedgerService): LedgerReads {
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
-    ctx.set('Content-Type', JSON_TYPE);
     const key = `${first}/${second}`;
     const cached = consistencyAnswers.get(key, FOREVER);
-    if (cached) {
-      ctx.body = cached.body;
-      return;
-    }
-    const found = await svc.reader.consistency(first, second, cp);
-    // The signed root stands for the checkpoint's own size (the tiles' agree with it).
-    const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-    ctx.body = consistencyAnswers.answer(key, FOREVER, {
-      body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
-    }).body;
+    if (cached) return { type: JSON_TYPE, body: cached.body };
+    return andThen(svc.reader.consistencyNow(first, second, cp), (found) => {
+      // The signed root stands for the checkpoint's own size (the tiles' agree with it).
+      const secondRoot = second === cp.size ? cp.root : found.secondRoot;
+      const body = consistencyAnswers.answer(key, FOREVER, {
+        body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
+      }).body;
+      return { type: JSON_TYPE, body };
+    });
   };
 
-  return { entry, consistency, checkpoints };
+  return {
+    entryAnswer,
+    consistencyAnswer,
+    entry: koaRead((ctx) => entryAnswer(queryOf(ctx), ctx.get('Accept'))),
+    consistency: koaRead((ctx) => consistencyAnswer(queryOf(ctx))),
+    checkpoints,
+  };
+}
+
+const TLOG_PROOF_TYPE = `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`;
+
+/** A read route as a Koa handler: never stored by a cache, its answer's type and body. */
+function koaRead(answer: (ctx: Context) => Maybe<ReadAnswer>): Middleware {
+  return async (ctx) => {
+    noStore(ctx);
+    const a = await answer(ctx);
+    ctx.set('Content-Type', a.type);
+    ctx.body = a.body;
+  };
 }
 
 /**

@@ -65,19 +65,26 @@ function classify(e: unknown): ApiError | null {
   return new ApiError(status, 'bad_request', h.expose && h.message ? h.message : 'bad request');
 }
 
-/** Answers `e` as the JSON error shape; unexpected errors are logged (name and message only). */
-export function respondWithError(ctx: Context, e: unknown, logger: Logger): void {
+/** The refusal `e` is answered with; an unexpected error is a 500 `internal`, logged (name and message only). */
+export function answerableError(e: unknown, logger: Logger, path: string): ApiError {
   const known = classify(e);
-  const err = known ?? new ApiError(500, 'internal', 'internal error');
-  if (!known)
-    logger.error(
-      { err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path: ctx.path },
-      'request failed',
-    );
+  if (known) return known;
+  logger.error({ err: e instanceof Error ? { name: e.name, message: e.message } : String(e), path }, 'request failed');
+  return new ApiError(500, 'internal', 'internal error');
+}
+
+/** The JSON error shape of a refusal. */
+export const errorBody = (err: ApiError): { error: Record<string, unknown> } => ({
+  error: { code: err.code, message: err.message, ...err.details },
+});
+
+/** Answers `e` as the JSON error shape (see answerableError). */
+export function respondWithError(ctx: Context, e: unknown, logger: Logger): void {
+  const err = answerableError(e, logger, ctx.path);
   ctx.status = err.status;
   ctx.set(err.headers);
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = { error: { code: err.code, message: err.message, ...err.details } };
+  ctx.body = errorBody(err);
 }
 
 /**

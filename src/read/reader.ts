@@ -131,7 +131,8 @@ export interface ConsistencyAt {
 
 type Cached = HashTile | Bundle;
 
-type Maybe<T> = T | Promise<T>;
+/** A value, or its promise when it had to be loaded (the hot paths stay synchronous on a warm cache). */
+export type Maybe<T> = T | Promise<T>;
 
 /** A tree being read: its size and, when verifying, its trusted root. */
 interface Tree {
@@ -173,7 +174,7 @@ function all<T extends readonly unknown[]>(...parts: { readonly [K in keyof T]: 
 }
 
 /** `f` of the value, synchronously if it is already there. */
-function then<T, U>(value: Maybe<T>, f: (v: T) => Maybe<U>): Maybe<U> {
+export function andThen<T, U>(value: Maybe<T>, f: (v: T) => Maybe<U>): Maybe<U> {
   return value instanceof Promise ? value.then(f) : f(value);
 }
 
@@ -349,7 +350,7 @@ export class LogReader {
       const [index, width] = [Math.floor(count / TILE_WIDTH), count % TILE_WIDTH];
       if (width === 0) continue;
       keys.push(cacheKey(level, index, width));
-      reads.push(then(this.tileNow(level, index, width), (t) => (tiles[level] = t)));
+      reads.push(andThen(this.tileNow(level, index, width), (t) => (tiles[level] = t)));
     }
     await Promise.all(reads);
     const present = tiles.filter((t) => t !== undefined);
@@ -475,7 +476,7 @@ export class LogReader {
   private run<T>(tree: Tree, plan: (reader: TileHashReader) => HashPlan<T>): Maybe<T> {
     const reader = this.hashReader(tree);
     const p = plan(reader);
-    return then(p.refs.length === 0 ? [] : reader.hashes(p.refs), (hashes) => p.finish(hashes));
+    return andThen(p.refs.length === 0 ? [] : reader.hashes(p.refs), (hashes) => p.finish(hashes));
   }
 
   // `published` is a tree whose tiles exist (a checkpoint's): tile widths come from it, so
@@ -496,6 +497,11 @@ export class LogReader {
 
   /** Both roots and the consistency proof between them, reading each tile once. */
   async consistency(first: number, second: number, published: TreeRef = second): Promise<ConsistencyAt> {
+    return this.consistencyNow(first, second, published);
+  }
+
+  /** As consistency, synchronously when every tile it needs is cached and authenticated (a server's hot path). */
+  consistencyNow(first: number, second: number, published: TreeRef = second): Maybe<ConsistencyAt> {
     return this.run(this.treeFor(second, published), (r) => planConsistencyWithRoots(first, second, r.rangeMemo));
   }
 
@@ -509,6 +515,11 @@ export class LogReader {
 
   /** As entry, with the audit path; the leaf and the path come from one read of each tile. */
   async entryWithProof(seq: number, tree: TreeRef): Promise<EntryWithProof> {
+    return this.readEntry(seq, this.resolve(tree), true);
+  }
+
+  /** As entryWithProof, synchronously when its tiles and bundles are cached and checked (a server's hot path). */
+  entryWithProofNow(seq: number, tree: TreeRef): Maybe<EntryWithProof> {
     return this.readEntry(seq, this.resolve(tree), true);
   }
 
@@ -541,13 +552,13 @@ export class LogReader {
       planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF),
     );
     const parts = all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width), hashes);
-    return then(parts, ([entries, records, [leaf, auditPath]]) => {
+    return andThen(parts, ([entries, records, [leaf, auditPath]]) => {
       const i = seq - n * TILE_WIDTH;
       const read = () => new ReadEntry(seq, records.item(i), entries.item(i), leaf, auditPath);
       // Bundles are immutable: each item is checked the first time it is served, then trusted.
       return entries.checked(i) && records.checked(i)
         ? read()
-        : then(this.checkEntry(tree, seq, entries, records), read);
+        : andThen(this.checkEntry(tree, seq, entries, records), read);
     });
   }
 
@@ -555,13 +566,13 @@ export class LogReader {
   private checkEntry(tree: Tree, seq: number, entries: Bundle, records: Bundle): Maybe<void> {
     const n = Math.floor(seq / TILE_WIDTH);
     const i = seq - n * TILE_WIDTH;
-    return then(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => {
+    return andThen(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => {
       const eh = this.checkedEntryHash(entries, tile, seq);
       if (records.checked(i)) return;
       // The prior is in this bundle and tile but for item 0, whose prior ends the previous bundle.
       const prior =
         i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
-      return then(prior, (before) => {
+      return andThen(prior, (before) => {
         if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
           const key = tilePath({ kind: 'records', index: n, width: records.length });
           throw this.corrupt(
@@ -579,7 +590,7 @@ export class LogReader {
   private entryHashAt(tree: Tree, seq: number): Maybe<Uint8Array> {
     const n = Math.floor(seq / TILE_WIDTH);
     const width = bundleWidth(n, tree.size);
-    return then(all(this.bundleNow('entries', n, width), this.treeTile(tree, 0, n, width)), ([entries, tile]) =>
+    return andThen(all(this.bundleNow('entries', n, width), this.treeTile(tree, 0, n, width)), ([entries, tile]) =>
       this.checkedEntryHash(entries, tile, seq),
     );
   }

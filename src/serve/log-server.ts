@@ -2,7 +2,8 @@
 // the log's objects as the CDN serves them, metrics, and graceful shutdown.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { createApp } from '../api/app.js';
+import { type AppOptions, createApp } from '../api/app.js';
+import { appListener } from '../api/fast-reads.js';
 import { ServedCheckpoint } from '../api/objects.js';
 import { type HttpServer, listenHttp } from '../http/server.js';
 import { type GuardOptions, bearerTokens, parseTokenGrants } from '../api/anchor-guard.js';
@@ -66,7 +67,7 @@ export async function startServer(
     commitFailures: backend.sequencer && (() => backend.sequencer!.commitFailures),
   });
   let shuttingDown = false;
-  const app = createApp({
+  const appOptions: AppOptions = {
     ledger,
     objects: backend.objects,
     logger,
@@ -75,7 +76,8 @@ export async function startServer(
     notReady: () => backend.notReady(),
     closing: () => shuttingDown,
     servedCheckpoint,
-  });
+  };
+  const app = createApp(appOptions);
   const control = cfg.enterprise
     ? await undo.guard(() =>
         mountControlPlane(app, {
@@ -93,7 +95,7 @@ export async function startServer(
     : undefined;
   const { server } = http;
   server.removeAllListeners('request');
-  server.on('request', app.callback());
+  server.on('request', appListener(app, appOptions));
 
   let closing: Promise<void> | undefined;
   return {
