@@ -9,12 +9,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,8 +64,19 @@ type logDir struct {
 	byDigest map[string]int64
 }
 
+// read returns an object's content: record bundles are stored gzip-compressed (Stele writes
+// them so, a CDN serves them so), recognised by gzip's magic bytes.
 func (l *logDir) read(rel string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(l.dir, filepath.FromSlash(rel)))
+	data, err := os.ReadFile(filepath.Join(l.dir, filepath.FromSlash(rel)))
+	if err != nil || len(data) < 3 || data[0] != 0x1f || data[1] != 0x8b || data[2] != 0x08 {
+		return data, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	// A bundle holds at most 256 items of at most 65,535 bytes, each after a 2-byte length.
+	return io.ReadAll(io.LimitReader(zr, 256*(2+65535)+1))
 }
 
 // readCheckpoint parses the tree of the log's checkpoint note (origin, size, base64 root).

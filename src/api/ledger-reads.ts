@@ -97,54 +97,70 @@ export function ledgerReads(svc: LedgerService): LedgerReads {
 }
 
 function makeReads(svc: LedgerService): LedgerReads {
-  const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
-  const checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
-  const entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
+  const answers = new ReadAnswers(svc);
+  return {
+    entryAnswer: (query, accept) => answers.entryAnswer(query, accept),
+    consistencyAnswer: (query) => answers.consistencyAnswer(query),
+    entry: koaRead((ctx) => answers.entryAnswer(queryOf(ctx), ctx.get('Accept'))),
+    consistency: koaRead((ctx) => answers.consistencyAnswer(queryOf(ctx))),
+    checkpoints: answers.checkpoints,
+  };
+}
+
+/** The read routes' answers over one service, with the answers kept for reuse. */
+class ReadAnswers {
+  readonly checkpoints: CheckpointViews;
+  private readonly entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
   // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
-  const consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
+  private readonly consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
+
+  constructor(private readonly svc: LedgerService) {
+    const witnessKeys = new Map(svc.witnesses.map((w) => [w.name, w.publicKey]));
+    this.checkpoints = new CheckpointViews(svc.publicKey, witnessKeys, () => svc.lifetimeEntries());
+  }
 
   /**
    * The answer for leaf `seq` of `cp` (`confirmed`: the entry if the lookup read it already):
    * synchronous when its answer is kept or its tiles are cached. An id's hash prefix must match.
    */
-  const entryAt = (
+  private entryAt(
     seq: number,
     cp: PublishedCheckpoint,
     idPrefix: string | undefined,
     asProof: boolean,
     confirmed?: EntryWithProof,
-  ): Maybe<ReadAnswer> => {
+  ): Maybe<ReadAnswer> {
     // An entry's answer holds the checkpoint's JSON, so that JSON is its generation.
-    const generation = checkpoints.json(cp);
-    const cached = entryAnswers.get(seq, generation);
-    return andThen(cached?.found ?? confirmed ?? svc.reader.entryWithProofNow(seq, cp), (found) => {
+    const generation = this.checkpoints.json(cp);
+    const cached = this.entryAnswers.get(seq, generation);
+    return andThen(cached?.found ?? confirmed ?? this.svc.reader.entryWithProofNow(seq, cp), (found) => {
       if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
         throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
       }
-      if (asProof) return tlogProofAnswer(seq, found, cp);
+      if (asProof) return this.tlogProofAnswer(seq, found, cp);
       const body =
         cached?.body ??
-        entryAnswers.answer(seq, generation, {
+        this.entryAnswers.answer(seq, generation, {
           found,
           body: entryProofJson(
             seq,
             found.canonical,
             found.entryHash,
             found.auditPath,
-            checkpoints.view(cp),
+            this.checkpoints.view(cp),
             generation,
             found.leafHash,
           ),
         }).body;
       return { type: JSON_TYPE, body };
     });
-  };
+  }
 
   /** A C2SP tlog-proof file of the entry: its extra needs entry_hash(seq − 1), authenticated against the same checkpoint (§1.1). */
-  const tlogProofAnswer = async (seq: number, found: EntryWithProof, cp: PublishedCheckpoint): Promise<ReadAnswer> => {
-    const prior = seq === 0 ? ZERO_HASH : (await svc.reader.entry(seq - 1, cp)).entryHash;
+  private async tlogProofAnswer(seq: number, found: EntryWithProof, cp: PublishedCheckpoint): Promise<ReadAnswer> {
+    const prior = seq === 0 ? ZERO_HASH : (await this.svc.reader.entry(seq - 1, cp)).entryHash;
     return { type: TLOG_PROOF_TYPE, body: steleTlogProof(seq, found.canonical, prior, found.auditPath, cp.note) };
-  };
+  }
 
   /**
    * An entry found through the index by digest or artifact. The index names candidates; the
@@ -152,44 +168,44 @@ function makeReads(svc: LedgerService): LedgerReads {
    * can be shared, and the index may be stale: restored, or ahead of a rolled-back log). The
    * entry read to check it is the answer's.
    */
-  const lookedUp = async (
+  private async lookedUp(
     key: 'artifact' | 'hash',
     value: string,
     cp: PublishedCheckpoint,
     asProof: boolean,
-  ): Promise<ReadAnswer> => {
+  ): Promise<ReadAnswer> {
     let confirmed: EntryWithProof | undefined;
     const confirm = async (candidate: number) => {
       if (candidate >= cp.size) return false;
-      const found = await svc.reader.entryWithProofNow(candidate, cp);
+      const found = await this.svc.reader.entryWithProofNow(candidate, cp);
       if (!carries(found, key, value)) return false;
       confirmed = found;
       return true;
     };
     const seq =
       key === 'artifact'
-        ? await svc.index.findByArtifact(value, confirm)
-        : await svc.index.findByDigest(value.toLowerCase(), confirm);
+        ? await this.svc.index.findByArtifact(value, confirm)
+        : await this.svc.index.findByDigest(value.toLowerCase(), confirm);
     if (seq === undefined || seq >= cp.size) {
       // Not found is an answer only from an index that covers the tree (not one rebuilding).
-      await indexCovers(svc.index, cp);
+      await indexCovers(this.svc.index, cp);
       throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
     }
-    return entryAt(seq, cp, undefined, asProof, confirmed);
-  };
+    return this.entryAt(seq, cp, undefined, asProof, confirmed);
+  }
 
-  const entryAnswer = (query: Query, accept: string): Maybe<ReadAnswer> => {
+  entryAnswer(query: Query, accept: string): Maybe<ReadAnswer> {
     const asProof = wantsTlogProof(accept, single(query, 'format'));
     const key = lookupKeyOf(query);
-    const cp = svc.checkpoint();
+    const cp = this.svc.checkpoint();
     const value = single(query, key)!;
     if (key === 'artifact') {
       if (!ARTIFACT_ID.test(value)) throw badRequest('invalid_artifact', 'artifact must look like art_<24 hex>');
-      return lookedUp(key, value, cp, asProof);
+      return this.lookedUp(key, value, cp, asProof);
     }
     if (key === 'hash') {
       if (!isHash64(value)) throw badRequest('invalid_hash', 'hash must be 64 hexadecimal characters');
-      return lookedUp(key, value, cp, asProof);
+      return this.lookedUp(key, value, cp, asProof);
     }
     let seq: number;
     let idPrefix: string | undefined;
@@ -200,39 +216,31 @@ function makeReads(svc: LedgerService): LedgerReads {
       idPrefix = id.hashPrefix;
     } else seq = treeSizeParam(query, 'leaf');
     if (seq >= cp.size) throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    return entryAt(seq, cp, idPrefix, asProof);
-  };
+    return this.entryAt(seq, cp, idPrefix, asProof);
+  }
 
-  const consistencyAnswer = (query: Query): Maybe<ReadAnswer> => {
+  consistencyAnswer(query: Query): Maybe<ReadAnswer> {
     for (const k of Object.keys(query))
       if (k !== 'first' && k !== 'second')
         throw badRequest('unknown_parameter', `unknown query parameter ${JSON.stringify(k)}`);
     const first = treeSizeParam(query, 'first');
     const second = treeSizeParam(query, 'second');
-    const cp = svc.checkpoint();
+    const cp = this.svc.checkpoint();
     if (first < 1) throw badRequest('invalid_first', 'first must be at least 1');
     if (first > second) throw badRequest('invalid_range', 'first must not exceed second');
     if (second > cp.size) throw badRequest('invalid_second', `second exceeds the current tree size ${cp.size}`);
     const key = `${first}/${second}`;
-    const cached = consistencyAnswers.get(key, FOREVER);
+    const cached = this.consistencyAnswers.get(key, FOREVER);
     if (cached) return { type: JSON_TYPE, body: cached.body };
-    return andThen(svc.reader.consistencyNow(first, second, cp), (found) => {
+    return andThen(this.svc.reader.consistencyNow(first, second, cp), (found) => {
       // The signed root stands for the checkpoint's own size (the tiles' agree with it).
       const secondRoot = second === cp.size ? cp.root : found.secondRoot;
-      const body = consistencyAnswers.answer(key, FOREVER, {
+      const body = this.consistencyAnswers.answer(key, FOREVER, {
         body: consistencyJson(first, second, found.firstRoot, secondRoot, found.proof),
       }).body;
       return { type: JSON_TYPE, body };
     });
-  };
-
-  return {
-    entryAnswer,
-    consistencyAnswer,
-    entry: koaRead((ctx) => entryAnswer(queryOf(ctx), ctx.get('Accept'))),
-    consistency: koaRead((ctx) => consistencyAnswer(queryOf(ctx))),
-    checkpoints,
-  };
+  }
 }
 
 const TLOG_PROOF_TYPE = `${TLOG_PROOF_MEDIA_TYPE}; charset=utf-8`;

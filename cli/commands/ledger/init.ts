@@ -199,19 +199,7 @@ async function runInit(opts: InitOptions) {
     throw new UsageError('offline (no endpoint) the key comes from --vkey <vkey>: a key id alone cannot be checked');
   const api = endpointArg ? new LedgerApi(endpointArg) : null;
   const path = configPath(opts.config);
-  if (!opts.force) {
-    const exists = await fs.stat(path).then(
-      () => true,
-      (e: NodeJS.ErrnoException) => {
-        if (e.code === 'ENOENT') return false;
-        throw new ClientConfigError(`cannot check ${path}: ${e.code}`);
-      },
-    );
-    if (exists)
-      throw new ClientConfigError(
-        `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
-      );
-  }
+  if (!opts.force) await refuseExisting(path);
 
   const pinned = api ? await pinFromApi(api, keyId, given.vkey) : await pinFromTiles(opts.tiles!, given.vkey!);
   const { log, cc, advertised } = pinned;
@@ -237,16 +225,7 @@ async function runInit(opts: InitOptions) {
   if (scope !== undefined) cfg.scope = scope;
   if (opts.tiles !== undefined) cfg.tiles = tilesSetting(opts.tiles);
   // Shown before it is written: the witnesses are the log's word until the user reviews them.
-  if (!opts.json) {
-    out(`Trust policy (C2SP tlog-policy) for ${log.name}:`);
-    out(`  log      ${pinned.vkey}`);
-    for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
-    out(
-      `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
-    );
-    if (!opts.witnesses && advertised.witnesses.length > 0)
-      out(`  (--no-witnesses: the ${advertised.witnesses.length} witness(es) the log lists are not pinned)`);
-  }
+  if (!opts.json) showPolicy(log.name, pinned.vkey, policy, opts.witnesses ? 0 : advertised.witnesses.length);
   const policyText =
     `# C2SP tlog-policy written by \`stele ledger init\` from ${pinned.from}.\n` +
     (api
@@ -282,4 +261,30 @@ async function runInit(opts: InitOptions) {
   out(`Wrote ${path} and its trust policy ${join(dirname(path), policyFile)}`);
   if (policy.quorum === QUORUM_NONE)
     out('No witnesses pinned: verification will say "not witnessed" (a split view would go unnoticed).');
+}
+
+/** An existing configuration is replaced only with --force: replacing it re-pins the key and checkpoint. */
+async function refuseExisting(path: string): Promise<void> {
+  const exists = await fs.stat(path).then(
+    () => true,
+    (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return false;
+      throw new ClientConfigError(`cannot check ${path}: ${e.code}`);
+    },
+  );
+  if (exists)
+    throw new ClientConfigError(
+      `${path} already exists; pass --force to replace it (this re-pins the key and checkpoint)`,
+    );
+}
+
+/** The trust policy about to be written; `unpinned`: how many advertised witnesses --no-witnesses left out. */
+function showPolicy(origin: string, vkey: string, policy: Policy, unpinned: number): void {
+  out(`Trust policy (C2SP tlog-policy) for ${origin}:`);
+  out(`  log      ${vkey}`);
+  for (const w of policy.witnesses) out(`  witness  ${w.name}  ${w.vkey}`);
+  out(
+    `  quorum   ${policy.quorum === QUORUM_NONE ? 'none: checkpoints will be reported as not witnessed' : describeQuorum(policy)}`,
+  );
+  if (unpinned > 0) out(`  (--no-witnesses: the ${unpinned} witness(es) the log lists are not pinned)`);
 }
