@@ -14,7 +14,9 @@
 // record's when that is newer (committed, published at the next start), with the objects a
 // start re-creates from the lock's staged batch. So a `log/` older than its lock (restored
 // from a backup) is the missing objects it is, as `stele serve` finds them.
-import { type AuditResult, auditLog } from '../read/audit.js';
+import { availableParallelism } from 'node:os';
+import { type AuditOptions, type AuditResult, auditLog } from '../read/audit.js';
+import { finishAudit, planAudit, sinceCheckpoint } from './fsck-resume.js';
 import { parallelRange } from '../read/pipeline.js';
 import { NOT_WITNESSED, type Trust } from '../core/verify/index.js';
 import { openCheckpoint } from '../core/checkpoint.js';
@@ -57,6 +59,8 @@ export interface FsckTarget {
   readonly fileKind?: (key: string) => Promise<{ kind: FileKind; detail?: string }>;
   /** The sequencer's private objects, where a staged batch's records are; absent: a staged batch named by key is not read. */
   readonly staging?: ObjectReader;
+  /** Where fsck keeps its own state (verified checkpoints, progress): the private objects; absent: none kept. */
+  readonly state?: ObjectStore;
 }
 
 /** The tree fsck checked: the published checkpoint's, or the lock record's when a start would publish that one. */
@@ -77,7 +81,8 @@ export type FindingKind =
   | 'mutex'
   | 'unexpected'
   | 'not-regular'
-  | 'lock';
+  | 'lock'
+  | 'rollback';
 
 export interface Finding {
   /** A problem makes fsck fail (exit 1); a notice is odd but harmless. */
@@ -117,6 +122,10 @@ export interface FsckResult {
   readonly lock: LockReport;
   /** The tree recomputed (and whose objects must all be present); null when there is none. */
   readonly tree: CheckedTree | null;
+  /** With `since`: the verified checkpoint the check started from. */
+  readonly since?: { readonly size: number; readonly root: string; readonly verifiedAt: string };
+  /** Where the recomputation started when it continued a killed check (entries already checked then). */
+  readonly resumedAt?: number;
   /** The first bad object: the audit's when the tree does not verify, else the first problem's. */
   readonly firstBad?: string;
   readonly problems: number;
@@ -133,8 +142,16 @@ export interface FsckResult {
 }
 
 export interface FsckOptions {
-  /** Bundles read ahead by the audit (default 8). */
+  /** Bundles read ahead by the audit (default 8, or 4 per thread). */
   readonly window?: number;
+  /** Threads checking bundles (default: one per core). */
+  readonly threads?: number;
+  /**
+   * Check only what is new since this checkpoint size fsck verified before ('last': the newest
+   * one): the tree from there, pinned to it; no listing, no older partials. FsckSinceError if
+   * there is none.
+   */
+  readonly since?: number | 'last';
   readonly onProgress?: (entriesDone: number, total: number) => void;
 }
 
@@ -385,7 +402,7 @@ export function auditTree(
   source: ObjectReader,
   note: string,
   pin: { readonly size: number; readonly root: Uint8Array },
-  opts: FsckOptions = {},
+  opts: FsckOptions & Pick<AuditOptions, 'start' | 'onState'> = {},
 ): Promise<AuditResult> {
   const trust: Trust = {
     origin: key.name,
@@ -395,7 +412,16 @@ export function auditTree(
     quorum: NOT_WITNESSED,
     pin,
   };
-  return auditLog({ source, trust, note, window: opts.window, onProgress: opts.onProgress });
+  return auditLog({
+    source,
+    trust,
+    note,
+    window: opts.window,
+    threads: opts.threads ?? availableParallelism(),
+    onProgress: opts.onProgress,
+    ...(opts.start ? { start: opts.start } : {}),
+    ...(opts.onState ? { onState: opts.onState } : {}),
+  });
 }
 
 /** `store`, with `extra` objects in front of it. */
@@ -404,6 +430,7 @@ export const overlay = (store: ObjectReader, extra: ReadonlyMap<string, Uint8Arr
 
 export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promise<FsckResult> {
   const t0 = performance.now();
+  const since = opts.since === undefined ? undefined : await sinceCheckpoint(target.state, opts.since);
   const out = new Findings();
   const published = await readPublished(target.store, target.key);
   for (const p of published.problems) out.add('problem', 'checkpoint', p.object, p.message);
@@ -430,12 +457,15 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
   const tree = ahead
     ? { size: ahead.size, root: hashFromHex(ahead.root), note: ahead.note, from: 'lock' as const }
     : cp && { size: cp.size, root: cp.root, note: cp.note, from: 'published' as const };
-  const { present, stale, listed } = await classifyListing(target, size, lockState, out);
+  // A check since a verified checkpoint reads what is new, and lists nothing.
+  const { present, stale, listed } = since
+    ? { present: null, stale: [], listed: 0 }
+    : await classifyListing(target, size, lockState, out);
   const restaged = ahead ? await stagedObjects(target, ahead, out) : new Map<string, Uint8Array>();
 
   // Every object the tree implies, all of them (the audit below stops at the first).
   const missing = new Set<string>();
-  if (tree) {
+  if (tree && present) {
     const needs =
       tree.from === 'lock'
         ? `the lock record's tree of size ${tree.size} needs it (a start builds on it; is the log directory older than the lock record, restored from a backup?)`
@@ -455,6 +485,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
 
   let audit: FsckResult['audit'];
   let stalePartialsChecked = 0;
+  let plan: Awaited<ReturnType<typeof planAudit>> | undefined;
   if (tree) {
     // The tree is pinned to what it must extend: the published checkpoint under a newer lock
     // (clients have seen it), or a lock older than the checkpoint (is it a restored backup of
@@ -465,7 +496,16 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
         : lock.relation === 'older' && lockState
           ? { size: lockState.size, root: hashFromHex(lockState.root) }
           : { size: 0, root: EMPTY_ROOT };
-    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, opts);
+    plan = await planAudit(target.state, overlay(target.store, restaged), tree, pinned, since);
+    if (plan.rollback) out.add('problem', 'rollback', CHECKPOINT_KEY, plan.rollback);
+  }
+  if (tree && plan && !plan.rollback) {
+    const { pin: pinned, start, onState } = plan;
+    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, {
+      ...opts,
+      ...(start ? { start } : {}),
+      ...(onState ? { onState } : {}),
+    });
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {
       tree: r.tree,
@@ -478,7 +518,14 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     if (!treeOk && r.failure && !missing.has(r.failure.object)) {
       out.add('problem', 'tree', r.failure.object, r.failure.message);
     }
-    if (pinned.size > 0 && !r.pin.ok && treeOk) {
+    if (plan.since && !r.pin.ok && treeOk) {
+      out.add(
+        'problem',
+        'rollback',
+        CHECKPOINT_KEY,
+        `the root recomputed at size ${pinned.size} is not the one fsck verified at ${plan.since.verifiedAt}: objects below it changed, or the log forked`,
+      );
+    } else if (pinned.size > 0 && !r.pin.ok && treeOk) {
       const detail =
         tree.from === 'lock'
           ? `${target.lockName}'s tree (size ${tree.size}) does not extend the published checkpoint (size ${pinned.size}): the log forked`
@@ -487,6 +534,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
       lock = { ...lock, relation: 'forked', detail };
     }
     if (treeOk && cp) stalePartialsChecked = await checkStalePartials(target.store, size, stale, out);
+    await finishAudit(target.state, tree, out.problems === 0);
   }
 
   const treeFailure = audit?.failure?.object;
@@ -508,6 +556,8 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     ...(audit ? { audit } : {}),
     lock,
     tree: tree ? { size: tree.size, root: toHex(tree.root), from: tree.from } : null,
+    ...(since ? { since } : {}),
+    ...(plan?.start && !since ? { resumedAt: plan.start.bundle * TILE_WIDTH } : {}),
     ...(firstBad !== undefined ? { firstBad } : {}),
     problems: out.problems,
     notices: out.notices,
