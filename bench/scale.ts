@@ -11,11 +11,15 @@
 //   rebuild_entries_per_s_end      …and over the last tenth
 //   fsck_entries_per_s_start       `stele log fsck`'s rate over the first tenth of the log…
 //   fsck_entries_per_s_end         …and over the last tenth
+//   rebuild_entries_per_cpu_s      the whole rebuild's entries per CPU second (all threads): the
+//   fsck_entries_per_cpu_s         figures of a machine shared with other work, where wall rates
+//                                  say more about the neighbours than about the code
 //   start_seconds                  opening the log and reconciling its index, as `serve` starts,
 //                                  in a process of its own
 //   rss_mib                        RSS of a process that has just started so (after a GC when exposed)
 // Default N: 200,000 (`--quick`: 20,000). `--data-dir <dir>` keeps the filled log there (and
-// measures one already filled to N there, without filling it again). Anchors as bench/sequencer.ts makes them: each
+// measures one already filled to N there, without filling it again); `--checks-only` then
+// measures only the stored bytes, the rebuild and fsck. Anchors as bench/sequencer.ts makes them: each
 // with its own digest and a new artifact label (the index's largest case).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
@@ -30,7 +34,7 @@ import { localTarget } from '../src/log/targets.js';
 import { localPaths, openLocalLog } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { MiB, QUICK, ScratchDirs, figure, note, now } from './util.js';
+import { MiB, QUICK, ScratchDirs, cpuSeconds, figure, note, now } from './util.js';
 
 const ORIGIN = 'bench.stele/scale';
 
@@ -122,27 +126,29 @@ class TenthRates {
 }
 
 /** `stele log fsck` of the whole log; its rates over the first and last tenth. */
-async function fsck(dataDir: string, total: number): Promise<{ start: number; end: number }> {
+async function fsck(dataDir: string, total: number): Promise<{ start: number; end: number; perCpuSecond: number }> {
   const rates = new TenthRates(total);
+  const cpu = process.cpuUsage();
   const r = await fsckLog(await localTarget(dataDir), { onProgress: rates.progress });
   if (!r.ok) throw new Error(`fsck of the bench log failed: ${r.firstBad}`);
-  return rates.rates();
+  return { ...rates.rates(), perCpuSecond: total / cpuSeconds(cpu) };
 }
 
 /** Rebuilds the index into a new directory, as `stele index rebuild` does; the rates over the first and last tenth. */
 async function rebuild(
   dataDir: string,
   scratch: ScratchDirs,
-): Promise<{ start: number; end: number; fileBytes: number }> {
+): Promise<{ start: number; end: number; fileBytes: number; perCpuSecond: number }> {
   const { sequencer } = await openLocalLog({ dataDir, origin: ORIGIN });
   const index = new LmdbIndex(join(scratch.make('stele-bench-scale-rebuild-'), 'index'));
   const size = sequencer.checkpoint.size;
   const rates = new TenthRates(size);
+  const cpu = process.cpuUsage();
   await rebuildIndex(index, localPaths(dataDir).publicDir, sequencer.checkpoint, { onProgress: rates.progress });
   const { fileBytes } = index.footprint();
   await index.close();
   await sequencer.close();
-  return { ...rates.rates(), fileBytes };
+  return { ...rates.rates(), fileBytes, perCpuSecond: size / cpuSeconds(cpu) };
 }
 
 /** Opens the log and its index as `serve` does at start; the seconds it took and the RSS once open. */
@@ -183,6 +189,14 @@ function keptDir(args: readonly string[]): string | undefined {
   return dir;
 }
 
+/** The index as the fill grew it (serve's way), and a start on it in a process of its own. */
+async function serveGrown(dataDir: string) {
+  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
+  const footprint = index.footprint();
+  await index.close();
+  return { footprint, started: startApart(dataDir) };
+}
+
 export default async function run(args: string[]): Promise<void> {
   const only = args.indexOf('--start-only');
   if (only >= 0) {
@@ -195,25 +209,29 @@ export default async function run(args: string[]): Promise<void> {
     const dataDir = keptDir(args) ?? scratch.make('stele-bench-scale-');
     if (!existsSync(join(dataDir, 'private', 'lock.json'))) await fill(dataDir, total);
     const stored = storedBytes(localPaths(dataDir).publicDir);
-    const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-    const footprint = index.footprint();
-    await index.close();
-    const started = startApart(dataDir);
+    // `--checks-only`: not the index as serve grew it, nor the start (whose catching up would be the old index's).
+    const grown = args.includes('--checks-only') ? undefined : await serveGrown(dataDir);
     const rates = await rebuild(dataDir, scratch);
     const checked = await fsck(dataDir, total);
-    note(`${total} entries; index rows: ${JSON.stringify(footprint.rows)}`);
+    note(`${total} entries${grown ? `; index rows: ${JSON.stringify(grown.footprint.rows)}` : ', checks only'}`);
     figure('tile_bytes_per_entry', stored.tiles / total, 'B');
     figure('entry_bundle_bytes_per_entry', stored.entries / total, 'B');
     figure('record_bundle_bytes_per_entry', stored.records / total, 'B');
-    figure('index_live_bytes_per_entry', footprint.liveBytes / total, 'B');
-    figure('index_file_bytes_per_entry', footprint.fileBytes / total, 'B');
+    if (grown) {
+      figure('index_live_bytes_per_entry', grown.footprint.liveBytes / total, 'B');
+      figure('index_file_bytes_per_entry', grown.footprint.fileBytes / total, 'B');
+    }
     figure('index_file_bytes_per_entry_rebuilt', rates.fileBytes / total, 'B');
     figure('rebuild_entries_per_s_start', Math.round(rates.start), 'entries/s');
     figure('rebuild_entries_per_s_end', Math.round(rates.end), 'entries/s');
+    figure('rebuild_entries_per_cpu_s', Math.round(rates.perCpuSecond), 'entries/s');
     figure('fsck_entries_per_s_start', Math.round(checked.start), 'entries/s');
     figure('fsck_entries_per_s_end', Math.round(checked.end), 'entries/s');
-    figure('start_seconds', started.seconds, 's');
-    figure('rss_mib', Math.round(started.rssMiB), 'MiB');
+    figure('fsck_entries_per_cpu_s', Math.round(checked.perCpuSecond), 'entries/s');
+    if (grown) {
+      figure('start_seconds', grown.started.seconds, 's');
+      figure('rss_mib', Math.round(grown.started.rssMiB), 'MiB');
+    }
   } finally {
     scratch.removeAll();
   }
