@@ -56,6 +56,13 @@ const REBUILDING_KEY = 'meta:rebuilding';
  */
 const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
+/**
+ * Rows of uncommitted batches beyond which onBatch waits for them to commit. A sequencer
+ * filling faster than the index commits (its commits slow as it grows) would otherwise hold
+ * ever more batches in memory: a 10 M-entry fill ran out of heap at 6 M. Waiting slows the
+ * batches instead.
+ */
+const MAX_PENDING_ROWS = 1_000_000;
 
 /**
  * Rows per transaction, for an index of `size` entries: about a thousandth of the entries'.
@@ -126,6 +133,8 @@ function openAt(path: string): Opened {
   };
 }
 
+const rowCount = (p: Pending): number => p.rows.digest.length + p.rows.artifact.length + p.rows.label.length;
+
 /** The fixed-width rows of `packed` buffers. */
 function* rowsOf(packed: readonly Uint8Array[], width: number): Generator<Buffer> {
   for (const p of packed) {
@@ -146,10 +155,13 @@ export class LmdbIndex implements LookupIndex {
   /** Leaves covered, committed or not. */
   private size: number;
   private writes: Promise<void> = Promise.resolve();
+  /** Rows of the batches not yet committed. */
+  private pendingRows = 0;
 
   constructor(
     private readonly path: string,
     private readonly logger?: Logger,
+    private readonly maxPendingRows = MAX_PENDING_ROWS,
   ) {
     ignoreLmdbCommitRejections();
     try {
@@ -185,8 +197,10 @@ export class LmdbIndex implements LookupIndex {
     if (end - 1 > MAX_SEQ) throw new Error(`the lookup index holds at most ${MAX_SEQ + 1} entries`);
     const p = batchRows(this.salt, this.size, end, (seq) => batch.entryAt(seq));
     this.pending.push(p);
+    this.pendingRows += rowCount(p);
     this.size = end;
     this.commitTimer ??= setTimeout(() => this.commitPending(), COMMIT_EVERY_MS).unref();
+    if (this.pendingRows > this.maxPendingRows) await this.flush();
   }
 
   /** Hands every batch not yet handed to one transaction, queued behind those before. */
@@ -249,6 +263,7 @@ export class LmdbIndex implements LookupIndex {
       root.putSync(SIZE_KEY, group[group.length - 1]!.end);
     });
     // Commits run in batch order: the group is the oldest pending.
+    for (const p of group) this.pendingRows -= rowCount(p);
     this.pending.splice(0, group.length);
     this.handed -= group.length;
   }
@@ -424,6 +439,7 @@ export class LmdbIndex implements LookupIndex {
   async clear(): Promise<void> {
     await this.flush();
     this.pending.length = 0;
+    this.pendingRows = 0;
     this.handed = 0;
     await this.db.root.close();
     for (const f of ['data.mdb', 'lock.mdb']) rmSync(join(this.path, f), { force: true });
