@@ -9,22 +9,32 @@
 //   index_file_bytes_per_entry_rebuilt  the file `stele index rebuild` writes
 //   rebuild_entries_per_s_start    `stele index rebuild`'s rate over the first tenth of the log…
 //   rebuild_entries_per_s_end      …and over the last tenth
+//   fsck_entries_per_s_start       `stele log fsck`'s rate over the first tenth of the log…
+//   fsck_entries_per_s_end         …and over the last tenth
+//   rebuild_entries_per_cpu_s      the whole rebuild's entries per CPU second (all threads): the
+//   fsck_entries_per_cpu_s         figures of a machine shared with other work, where wall rates
+//                                  say more about the neighbours than about the code
 //   start_seconds                  opening the log and reconciling its index, as `serve` starts,
 //                                  in a process of its own
 //   rss_mib                        RSS of a process that has just started so (after a GC when exposed)
-// Default N: 200,000 (`--quick`: 20,000). Anchors as bench/sequencer.ts makes them: each
+// Default N: 200,000 (`--quick`: 20,000). `--data-dir <dir>` keeps the filled log there (and
+// measures one already filled to N there, without filling it again); `--checks-only` then
+// measures only the stored bytes, the rebuild and fsck. Anchors as bench/sequencer.ts makes them: each
 // with its own digest and a new artifact label (the index's largest case).
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
 import { parseTilePath } from '../src/core/tiles.js';
-import { catchUpIndex, indexFeeder, reconcileIndex } from '../src/index/catchup.js';
+import { indexFeeder, reconcileIndex } from '../src/index/catchup.js';
+import { rebuildIndex } from '../src/index/rebuild.js';
 import { LmdbIndex } from '../src/index/lmdb.js';
+import { fsckLog } from '../src/log/fsck.js';
+import { localTarget } from '../src/log/targets.js';
 import { localPaths, openLocalLog } from '../src/serve/local-log.js';
 import { LogReader } from '../src/read/reader.js';
 import { FsObjectStore } from '../src/store/fs.js';
-import { MiB, QUICK, ScratchDirs, figure, note, now } from './util.js';
+import { MiB, QUICK, ScratchDirs, cpuSeconds, figure, note, now } from './util.js';
 
 const ORIGIN = 'bench.stele/scale';
 
@@ -88,29 +98,57 @@ async function fill(dataDir: string, total: number): Promise<void> {
   await index.close();
 }
 
+/** Progress marks at each tenth of `size`; the rates over the first and the last tenth. */
+class TenthRates {
+  private readonly marks: { at: number; ms: number }[] = [{ at: 0, ms: now() }];
+  private readonly tenth: number;
+
+  constructor(private readonly size: number) {
+    this.tenth = Math.max(1, Math.floor(size / 10));
+  }
+
+  readonly progress = (done: number): void => {
+    const { marks } = this;
+    if (done >= marks.length * this.tenth && marks.length < 10) marks.push({ at: done, ms: now() });
+    if (done === this.size) marks.push({ at: done, ms: now() });
+  };
+
+  rates(): { start: number; end: number } {
+    const { marks } = this;
+    const rate = (a: { at: number; ms: number }, b: { at: number; ms: number }) =>
+      (b.at - a.at) / Math.max(1e-3, (b.ms - a.ms) / 1000);
+    const last = marks[marks.length - 1]!;
+    return {
+      start: rate(marks[0]!, marks[1] ?? last),
+      end: rate(marks[Math.max(0, marks.length - 2)]!, last),
+    };
+  }
+}
+
+/** `stele log fsck` of the whole log; its rates over the first and last tenth. */
+async function fsck(dataDir: string, total: number): Promise<{ start: number; end: number; perCpuSecond: number }> {
+  const rates = new TenthRates(total);
+  const cpu = process.cpuUsage();
+  const r = await fsckLog(await localTarget(dataDir), { onProgress: rates.progress });
+  if (!r.ok) throw new Error(`fsck of the bench log failed: ${r.firstBad}`);
+  return { ...rates.rates(), perCpuSecond: total / cpuSeconds(cpu) };
+}
+
 /** Rebuilds the index into a new directory, as `stele index rebuild` does; the rates over the first and last tenth. */
 async function rebuild(
   dataDir: string,
   scratch: ScratchDirs,
-): Promise<{ start: number; end: number; fileBytes: number }> {
-  const { sequencer, store } = await openLocalLog({ dataDir, origin: ORIGIN });
+): Promise<{ start: number; end: number; fileBytes: number; perCpuSecond: number }> {
+  const { sequencer } = await openLocalLog({ dataDir, origin: ORIGIN });
   const index = new LmdbIndex(join(scratch.make('stele-bench-scale-rebuild-'), 'index'));
   const size = sequencer.checkpoint.size;
-  const tenth = Math.max(1, Math.floor(size / 10));
-  const marks: { at: number; ms: number }[] = [{ at: 0, ms: now() }];
-  await catchUpIndex(index, new LogReader(store), size, sequencer.checkpoint, (indexed) => {
-    if (indexed >= marks.length * tenth && marks.length < 10) marks.push({ at: indexed, ms: now() });
-    if (indexed === size) marks.push({ at: indexed, ms: now() });
-  });
+  const rates = new TenthRates(size);
+  const cpu = process.cpuUsage();
+  await rebuildIndex(index, localPaths(dataDir).publicDir, sequencer.checkpoint, { onProgress: rates.progress });
   const { fileBytes } = index.footprint();
   await index.close();
   await sequencer.close();
-  const first = marks[1] ?? marks[marks.length - 1]!;
-  const last = marks[marks.length - 1]!;
-  const beforeLast = marks[Math.max(0, marks.length - 2)]!;
-  const rate = (a: { at: number; ms: number }, b: { at: number; ms: number }) =>
-    (b.at - a.at) / Math.max(1e-3, (b.ms - a.ms) / 1000);
-  return { start: rate(marks[0]!, first), end: rate(beforeLast, last), fileBytes };
+  return { ...rates.rates(), fileBytes, perCpuSecond: size / cpuSeconds(cpu) };
 }
 
 /** Opens the log and its index as `serve` does at start; the seconds it took and the RSS once open. */
@@ -141,6 +179,24 @@ function startApart(dataDir: string): { seconds: number; rssMiB: number } {
   return JSON.parse(out.trim().split('\n').pop()!) as { seconds: number; rssMiB: number };
 }
 
+/** `--data-dir <dir>`: where the log is kept (made if absent). */
+function keptDir(args: readonly string[]): string | undefined {
+  const at = args.indexOf('--data-dir');
+  if (at < 0) return undefined;
+  const dir = args[at + 1];
+  if (!dir) throw new Error('--data-dir needs a directory');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** The index as the fill grew it (serve's way), and a start on it in a process of its own. */
+async function serveGrown(dataDir: string) {
+  const index = new LmdbIndex(join(dataDir, 'private', 'index'));
+  const footprint = index.footprint();
+  await index.close();
+  return { footprint, started: startApart(dataDir) };
+}
+
 export default async function run(args: string[]): Promise<void> {
   const only = args.indexOf('--start-only');
   if (only >= 0) {
@@ -150,25 +206,32 @@ export default async function run(args: string[]): Promise<void> {
   const total = entriesOption(args);
   const scratch = new ScratchDirs();
   try {
-    const dataDir = scratch.make('stele-bench-scale-');
-    await fill(dataDir, total);
+    const dataDir = keptDir(args) ?? scratch.make('stele-bench-scale-');
+    if (!existsSync(join(dataDir, 'private', 'lock.json'))) await fill(dataDir, total);
     const stored = storedBytes(localPaths(dataDir).publicDir);
-    const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-    const footprint = index.footprint();
-    await index.close();
-    const started = startApart(dataDir);
+    // `--checks-only`: not the index as serve grew it, nor the start (whose catching up would be the old index's).
+    const grown = args.includes('--checks-only') ? undefined : await serveGrown(dataDir);
     const rates = await rebuild(dataDir, scratch);
-    note(`${total} entries; index rows: ${JSON.stringify(footprint.rows)}`);
+    const checked = await fsck(dataDir, total);
+    note(`${total} entries${grown ? `; index rows: ${JSON.stringify(grown.footprint.rows)}` : ', checks only'}`);
     figure('tile_bytes_per_entry', stored.tiles / total, 'B');
     figure('entry_bundle_bytes_per_entry', stored.entries / total, 'B');
     figure('record_bundle_bytes_per_entry', stored.records / total, 'B');
-    figure('index_live_bytes_per_entry', footprint.liveBytes / total, 'B');
-    figure('index_file_bytes_per_entry', footprint.fileBytes / total, 'B');
+    if (grown) {
+      figure('index_live_bytes_per_entry', grown.footprint.liveBytes / total, 'B');
+      figure('index_file_bytes_per_entry', grown.footprint.fileBytes / total, 'B');
+    }
     figure('index_file_bytes_per_entry_rebuilt', rates.fileBytes / total, 'B');
     figure('rebuild_entries_per_s_start', Math.round(rates.start), 'entries/s');
     figure('rebuild_entries_per_s_end', Math.round(rates.end), 'entries/s');
-    figure('start_seconds', started.seconds, 's');
-    figure('rss_mib', Math.round(started.rssMiB), 'MiB');
+    figure('rebuild_entries_per_cpu_s', Math.round(rates.perCpuSecond), 'entries/s');
+    figure('fsck_entries_per_s_start', Math.round(checked.start), 'entries/s');
+    figure('fsck_entries_per_s_end', Math.round(checked.end), 'entries/s');
+    figure('fsck_entries_per_cpu_s', Math.round(checked.perCpuSecond), 'entries/s');
+    if (grown) {
+      figure('start_seconds', grown.started.seconds, 's');
+      figure('rss_mib', Math.round(grown.started.rssMiB), 'MiB');
+    }
   } finally {
     scratch.removeAll();
   }

@@ -14,14 +14,21 @@ interface LogOptions {
   aws?: boolean;
   json?: boolean;
   window?: number;
+  since?: number | 'last';
 }
 
 const HELP = `
 Exit codes:
   0  clean (fsck) / the lock record equals the published checkpoint (recover)
   1  a problem found (fsck) / recover refused: the message says why, nothing was written
-  2  usage error, or no log in the data directory
+  2  usage error, or no log in the data directory (fsck --since: no checkpoint of that size verified by fsck)
   3  I/O error, or the data directory is in use by a server (recover)`;
+
+/** `--since`: a tree size, or `last`. */
+function sinceArg(v: string): number | 'last' {
+  if (v === 'last') return v;
+  return intArg('--since', 1)(v);
+}
 
 /** The log to check: the data directory, or with --aws the bucket and table `stele serve` would use. */
 async function openTarget(
@@ -90,6 +97,11 @@ function printFsck(r: FsckResult, inUse: number | 'another process' | null): voi
     out(
       `  note  checked against the lock record's tree (size ${r.tree.size}), which a start builds on${cp ? ` and publishes over size ${cp.size}` : ' and publishes'}`,
     );
+  if (r.since)
+    out(
+      `  note  only what is new since the checkpoint of size ${r.since.size} that fsck verified at ${r.since.verifiedAt} (nothing listed)`,
+    );
+  if (r.resumedAt !== undefined) out(`  note  continued a check that was stopped, from entry ${r.resumedAt}`);
   if (inUse !== null)
     out(
       `  note  the directory is in use by ${typeof inUse === 'number' ? `pid ${inUse}` : inUse}: objects may change while they are checked`,
@@ -150,15 +162,36 @@ ${HELP}`,
     .description(
       'check a data directory: recompute the tree as `stele ledger audit` does (every entry hash, leaf, hash tile and the root) against the newest signed checkpoint, and report missing, corrupted or extra objects, leftovers of crashed writes, symlinks, and the lock record against the checkpoint',
     );
-  targetOptions(fsck).action(async (opts: LogOptions) => {
+  targetOptions(fsck).option(
+    '--since <size|last>',
+    'check only what is new since a checkpoint fsck verified before (its size, or `last`): the tree from there, which must extend it (a rollback or a change below it is reported), and the lock record; objects below that checkpoint are not read again, and nothing is listed (no leftovers, strangers or older partials: a full fsck checks those)',
+    sinceArg,
+  );
+  fsck.addHelpText(
+    'after',
+    `
+A full fsck records the checkpoint it verified (in the log's private state), and keeps its
+progress there as it goes: killed, run it again and it continues.`,
+  );
+  fsck.action(async (opts: LogOptions) => {
     const { target, dataDir, close } = await openTarget(opts);
     const inUse = dataDir === undefined ? null : await holder(dataDir);
     const { fsckLog } = await import('../../src/log/fsck.js');
+    const { FsckSinceError } = await import('../../src/log/fsck-resume.js');
     const bar = progress('checking', opts.json, 'entries');
-    const r = await fsckLog(target, { window: opts.window, onProgress: (d, t) => bar.update(d, t) }).finally(() => {
-      bar.stop();
-      return close();
-    });
+    const r = await fsckLog(target, {
+      window: opts.window,
+      onProgress: (d, t) => bar.update(d, t),
+      ...(opts.since === undefined ? {} : { since: opts.since }),
+    })
+      .catch((e: unknown) => {
+        if (e instanceof FsckSinceError) throw new CliError(EXIT.USAGE, e.message);
+        throw e;
+      })
+      .finally(() => {
+        bar.stop();
+        return close();
+      });
     if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
     else printFsck(r, inUse);
     if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;

@@ -1,6 +1,5 @@
 // `stele serve` (the one-command local log) and `stele index rebuild`.
 // The server, index and AWS modules load inside the actions, so other commands start fast.
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { SERVE_DEFAULTS, resolveServeConfig, serveEnvironmentHelp } from '../../src/serve/config.js';
@@ -10,6 +9,7 @@ import { invocation } from '../invocation.js';
 import { logLevelOption, stderrLogger } from '../logger.js';
 import { closeOnSignal } from '../lifecycle.js';
 import { addServeOptions } from './serve-options.js';
+import { intArg, progress } from './ledger/common.js';
 
 function config(opts: Record<string, unknown>) {
   try {
@@ -43,33 +43,39 @@ function serveIndex(program: Command): void {
     .command('index')
     .description('maintain the lookup index')
     .command('rebuild')
-    .description('rebuild the lookup index from the record bundles (stop `stele serve` first)')
+    .description(
+      'rebuild the lookup index from the record bundles, on every core (stop `stele serve` first); an interrupted rebuild continues where it stopped when run again',
+    )
     .option('--data-dir <dir>', `data directory (env STELE_DATA_DIR; default ${SERVE_DEFAULTS.dataDir})`)
     .option('--origin <origin>', 'log origin (env STELE_ORIGIN)')
+    .option('--chunk <n>', 'most entries written per transaction (default 4194304)', intArg('--chunk', 256))
+    .addOption(logLevelOption().default('warn'))
     .option('--json', 'print the result as JSON')
-    .action(async (opts: { dataDir?: string; origin?: string; json?: boolean }) => {
+    .action(async (opts: { dataDir?: string; origin?: string; chunk?: number; logLevel: string; json?: boolean }) => {
       const cfg = config({ dataDir: opts.dataDir, origin: opts.origin });
-      const { openLocalLog } = await import('../../src/serve/local-log.js');
+      const { openLocalLog, localPaths } = await import('../../src/serve/local-log.js');
       const { LmdbIndex } = await import('../../src/index/lmdb.js');
-      const { catchUpIndex } = await import('../../src/index/catchup.js');
-      const { LogReader, logCorruptObjects } = await import('../../src/read/reader.js');
-      const log = await stderrLogger('warn');
-      const { sequencer, store } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: log });
-      const dir = join(cfg.dataDir, 'private', 'index');
-      rmSync(dir, { recursive: true, force: true });
-      const index = new LmdbIndex(dir);
+      const { rebuildIndex } = await import('../../src/index/rebuild.js');
+      const log = await stderrLogger(opts.logLevel);
+      const { sequencer } = await openLocalLog({ dataDir: cfg.dataDir, origin: cfg.origin, logger: log });
+      const bar = progress('indexing', opts.json, 'entries');
+      // Not removed first: a rebuild that was interrupted continues from what it committed.
+      const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'));
       const started = performance.now();
-      const size = await catchUpIndex(
-        index,
-        new LogReader(store, logCorruptObjects(log)),
-        sequencer.checkpoint.size,
-        sequencer.checkpoint,
-      );
-      await index.close();
-      await sequencer.close();
+      const { size, resumedFrom } = await rebuildIndex(index, localPaths(cfg.dataDir).publicDir, sequencer.checkpoint, {
+        ...(opts.chunk === undefined ? {} : { maxChunk: opts.chunk }),
+        onProgress: (done, total) => bar.update(done, total),
+        // The durable high-water mark: a rerun after a kill continues from here.
+        onCommitted: (indexed) => log.info({ indexed }, 'index rebuild: committed'),
+      }).finally(async () => {
+        bar.stop();
+        await index.close();
+        await sequencer.close();
+      });
       const seconds = (performance.now() - started) / 1000;
-      if (opts.json) process.stdout.write(`${JSON.stringify({ indexed: size, seconds })}\n`);
-      else process.stdout.write(`stele: indexed ${size} entries in ${seconds.toFixed(1)} s\n`);
+      const resumed = resumedFrom > 0 ? ` (continuing an interrupted rebuild from ${resumedFrom})` : '';
+      if (opts.json) process.stdout.write(`${JSON.stringify({ indexed: size, resumedFrom, seconds })}\n`);
+      else process.stdout.write(`stele: indexed ${size} entries in ${seconds.toFixed(1)} s${resumed}\n`);
     });
 }
 

@@ -23,7 +23,7 @@ import { decodeBundle, encodeBundle } from '../core/bundle.js';
 import { MissingObjectError, readTileBytes } from '../read/tilestore.js';
 import { ClientError, VerificationError } from './errors.js';
 import { orderedPipeline, parallelRange } from '../read/pipeline.js';
-import { type Trust } from './rules.js';
+import type { Trust } from './rules.js';
 import { fsReason } from '../store/files.js';
 import { contentOf, storedForm } from '../store/stored-form.js';
 

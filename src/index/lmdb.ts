@@ -14,18 +14,16 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
-import { anchorIdentity } from '../core/duplicates.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
-import { SHORT_KEY_BYTES, anchorTag, shortKey } from './keys.js';
+import { anchorTag } from './keys.js';
+import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';
 import {
   ARTIFACT_ROW,
   DIGEST_ROW,
   LABEL_ROW,
   MAX_SEQ,
   RowSet,
-  artifactRow,
   artifactRowSeq,
-  digestRow,
   digestRowSeq,
   digestRowTag,
   labelRow,
@@ -49,6 +47,8 @@ import {
 const SIZE_KEY = 'meta:size';
 const SCHEMA_KEY = 'meta:schema';
 const SALT_KEY = 'meta:salt';
+/** Present while `stele index rebuild` fills the index: a rerun continues from `meta:size`. */
+const REBUILDING_KEY = 'meta:rebuilding';
 /**
  * What `meta:schema` holds: the rows' schema × 100 + the layout. Any other mark (the bare
  * schema 2 of layout 1, 202 of layout 2) is an older index: outdated, rebuilt from the
@@ -56,6 +56,13 @@ const SALT_KEY = 'meta:salt';
  */
 const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
+/**
+ * Rows of uncommitted batches beyond which onBatch waits for them to commit. A sequencer
+ * filling faster than the index commits (its commits slow as it grows) would otherwise hold
+ * ever more batches in memory: a 10 M-entry fill ran out of heap at 6 M. Waiting slows the
+ * batches instead.
+ */
+const MAX_PENDING_ROWS = 1_000_000;
 
 /**
  * Rows per transaction, for an index of `size` entries: about a thousandth of the entries'.
@@ -69,7 +76,6 @@ const COMMIT_EVERY_MS = 250;
 function rowsPerTransaction(size: number): number {
   return 3 * Math.min(20_000, Math.max(256, Math.floor(size / 1000)));
 }
-const ARTIFACT_HEX = /^art_([0-9a-f]{24})$/;
 
 /**
  * A failed LMDB commit (a full disk) rejects, besides the transaction's promise that commit()
@@ -92,20 +98,7 @@ function onUnhandledRejection(reason: unknown): void {
 }
 
 /** What batches not yet committed add: exact values (lookups), and the rows to write. */
-interface Pending {
-  /** The index size once this batch is in. */
-  readonly end: number;
-  /** Digest → its earliest leaf in the batch. */
-  readonly digests: Map<string, number>;
-  /** Artifact id → its latest leaf in the batch. */
-  readonly artifacts: Map<string, number>;
-  /** Anchor identity → its earliest leaf in the batch. */
-  readonly anchors: Map<string, number>;
-  /** Artifact id → its label. */
-  readonly labels: Map<string, string>;
-  readonly counts: Map<string, number>;
-  readonly rows: { readonly digest: Buffer[]; readonly artifact: Buffer[]; readonly label: Buffer[] };
-}
+type Pending = BatchRows;
 
 /**
  * LMDB's own messages name no file ("Permission denied: Attempting to setup locks"): the
@@ -140,6 +133,16 @@ function openAt(path: string): Opened {
   };
 }
 
+const rowCount = (p: Pending): number => p.rows.digest.length + p.rows.artifact.length + p.rows.label.length;
+
+/** The fixed-width rows of `packed` buffers. */
+function* rowsOf(packed: readonly Uint8Array[], width: number): Generator<Buffer> {
+  for (const p of packed) {
+    const b = Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+    for (let at = 0; at < b.length; at += width) yield b.subarray(at, at + width);
+  }
+}
+
 export class LmdbIndex implements LookupIndex {
   private db: Opened;
   private salt: Buffer;
@@ -152,10 +155,13 @@ export class LmdbIndex implements LookupIndex {
   /** Leaves covered, committed or not. */
   private size: number;
   private writes: Promise<void> = Promise.resolve();
+  /** Rows of the batches not yet committed. */
+  private pendingRows = 0;
 
   constructor(
     private readonly path: string,
     private readonly logger?: Logger,
+    private readonly maxPendingRows = MAX_PENDING_ROWS,
   ) {
     ignoreLmdbCommitRejections();
     try {
@@ -179,9 +185,7 @@ export class LmdbIndex implements LookupIndex {
   }
 
   private short(value: string): Buffer {
-    const out = Buffer.allocUnsafe(SHORT_KEY_BYTES);
-    shortKey(this.salt, value, out);
-    return out;
+    return shortOf(this.salt, value);
   }
 
   async onBatch(batch: IntegratedBatch): Promise<void> {
@@ -191,44 +195,12 @@ export class LmdbIndex implements LookupIndex {
     if (batch.fromSize > this.size)
       throw new IndexGapError(`index holds ${this.size} leaves; batch starts at ${batch.fromSize}`);
     if (end - 1 > MAX_SEQ) throw new Error(`the lookup index holds at most ${MAX_SEQ + 1} entries`);
-    const p: Pending = {
-      end,
-      digests: new Map(),
-      artifacts: new Map(),
-      anchors: new Map(),
-      labels: new Map(),
-      counts: new Map(),
-      rows: { digest: [], artifact: [], label: [] },
-    };
-    // Rows a batch repeats add nothing: the earliest row of a digest (per anchor tag) and the
-    // latest of an artifact answer every lookup.
-    const digestTags = new Set<string>();
-    for (let seq = this.size; seq < end; seq++) {
-      const e = batch.entryAt(seq);
-      const digest = e.digest.toLowerCase();
-      const identity = anchorIdentity(e);
-      const tag = identity === undefined ? 0 : anchorTag(identity);
-      if (!p.digests.has(digest)) p.digests.set(digest, seq);
-      if (identity !== undefined && !p.anchors.has(identity)) p.anchors.set(identity, seq);
-      if (!digestTags.has(`${tag}:${digest}`)) {
-        digestTags.add(`${tag}:${digest}`);
-        p.rows.digest.push(digestRow(this.short(digest), seq, tag));
-      }
-      if (e.artifactId) {
-        p.artifacts.set(e.artifactId, seq);
-        if (e.artifact !== undefined) p.labels.set(e.artifactId, e.artifact);
-      }
-      p.counts.set(e.type, (p.counts.get(e.type) ?? 0) + 1);
-    }
-    for (const [artifactId, seq] of p.artifacts) p.rows.artifact.push(artifactRow(this.short(artifactId), seq));
-    for (const [artifactId, label] of p.labels) {
-      // An id not in the usual form cannot be a search's cursor or answer: no label row.
-      const hex = ARTIFACT_HEX.exec(artifactId)?.[1];
-      if (hex !== undefined) p.rows.label.push(labelRow(this.short(label), hex));
-    }
+    const p = batchRows(this.salt, this.size, end, (seq) => batch.entryAt(seq));
     this.pending.push(p);
+    this.pendingRows += rowCount(p);
     this.size = end;
     this.commitTimer ??= setTimeout(() => this.commitPending(), COMMIT_EVERY_MS).unref();
+    if (this.pendingRows > this.maxPendingRows) await this.flush();
   }
 
   /** Hands every batch not yet handed to one transaction, queued behind those before. */
@@ -291,8 +263,60 @@ export class LmdbIndex implements LookupIndex {
       root.putSync(SIZE_KEY, group[group.length - 1]!.end);
     });
     // Commits run in batch order: the group is the oldest pending.
+    for (const p of group) this.pendingRows -= rowCount(p);
     this.pending.splice(0, group.length);
     this.handed -= group.length;
+  }
+
+  /**
+   * The rebuild's write (src/index/rebuild.ts): rows of leaves up to `end`, packed side by
+   * side per set, written in one transaction with the counts and the size, so the size is a
+   * durable high-water mark a rerun continues from. (Not sorted first: rows inserted in key
+   * order fill each page only half before it splits; in hash order about 70 %.)
+   */
+  async writeRows(chunk: {
+    readonly end: number;
+    readonly digest: readonly Uint8Array[];
+    readonly artifact: readonly Uint8Array[];
+    readonly label: readonly Uint8Array[];
+    readonly counts: ReadonlyMap<string, number>;
+  }): Promise<void> {
+    await this.flush();
+    const { root, digests, artifacts, labels } = this.db;
+    const sets = [
+      [digests, rowsOf(chunk.digest, digests.width)],
+      [artifacts, rowsOf(chunk.artifact, artifacts.width)],
+      [labels, rowsOf(chunk.label, labels.width)],
+    ] as const;
+    await root.transaction(() => {
+      for (const [set, rows] of sets) for (const r of rows) set.put(r);
+      for (const [type, n] of chunk.counts)
+        root.putSync(`t:${type}`, ((root.get(`t:${type}`) as number | undefined) ?? 0) + n);
+      root.putSync(SIZE_KEY, chunk.end);
+    });
+    this.size = chunk.end;
+  }
+
+  /**
+   * Starts `stele index rebuild`, or continues one a kill interrupted: true when it continues
+   * (the rows and size so far are kept), false when the index was emptied to start again.
+   */
+  async beginRebuild(): Promise<boolean> {
+    if (!this.old && this.db.root.get(REBUILDING_KEY) !== undefined) return true;
+    await this.clear();
+    await this.db.root.put(REBUILDING_KEY, 1);
+    return false;
+  }
+
+  /** Ends a rebuild: the index is whole. */
+  async endRebuild(): Promise<void> {
+    await this.flush();
+    await this.db.root.remove(REBUILDING_KEY);
+  }
+
+  /** The index's salt: the rebuild's threads make the rows' short keys with it. */
+  saltBytes(): Uint8Array {
+    return Uint8Array.from(this.salt);
   }
 
   /**
@@ -415,6 +439,7 @@ export class LmdbIndex implements LookupIndex {
   async clear(): Promise<void> {
     await this.flush();
     this.pending.length = 0;
+    this.pendingRows = 0;
     this.handed = 0;
     await this.db.root.close();
     for (const f of ['data.mdb', 'lock.mdb']) rmSync(join(this.path, f), { force: true });

@@ -14,77 +14,45 @@
 // record's when that is newer (committed, published at the next start), with the objects a
 // start re-creates from the lock's staged batch. So a `log/` older than its lock (restored
 // from a backup) is the missing objects it is, as `stele serve` finds them.
-import { type AuditResult, auditLog } from '../read/audit.js';
-import { parallelRange } from '../read/pipeline.js';
+import { availableParallelism } from 'node:os';
+import { type AuditOptions, type AuditResult, auditLog } from '../read/audit.js';
+import {
+  type FsckTarget,
+  type Finding,
+  type FindingKind,
+  Findings,
+  checkStalePartials,
+  classifyListing,
+  impliedObjects,
+} from './fsck-objects.js';
+import { finishAudit, planAudit, sinceCheckpoint } from './fsck-resume.js';
 import { NOT_WITNESSED, type Trust } from '../core/verify/index.js';
 import { openCheckpoint } from '../core/checkpoint.js';
-import { EMPTY_ROOT, bytesEqual, hashFromHex, toHex } from '../core/hash.js';
+import { EMPTY_ROOT, hashFromHex, toHex } from '../core/hash.js';
 import { type NoteVerifier, keyIdOf } from '../core/note.js';
-import { CHECKPOINT_JSON_KEY, CHECKPOINT_KEY, EXPLORER_CONFIG_KEY } from '../store/layout.js';
-import type { LockState, SequencerLock } from '../store/lock.js';
-import type { ObjectStore } from '../store/store.js';
-import {
-  TILE_WIDTH,
-  type TileId,
-  type TileKind,
-  levelHashCount,
-  parseTilePath,
-  tilePath,
-  tileWidthAt,
-} from '../core/tiles.js';
-import { decodeBundle, encodeBundle } from '../core/bundle.js';
-import { TileFormatError } from '../core/tiles.js';
+import { CHECKPOINT_KEY } from '../store/layout.js';
+import type { LockState } from '../store/lock.js';
+import { TILE_WIDTH, TileFormatError, tilePath } from '../core/tiles.js';
+import { decodeBundle } from '../core/bundle.js';
 import { loadEdge } from '../sequencer/recover.js';
-import { LogIntegrityError, MissingObjectError, readTileBytes } from '../read/tilestore.js';
+import { LogIntegrityError, MissingObjectError } from '../read/tilestore.js';
 import type { ObjectReader } from '../store/store.js';
 import { type PublishedState, readPublished } from './published-state.js';
 
-/** What a stored key is on disk; a bucket holds only objects, so it has no such question. */
-export type FileKind = 'file' | 'symlink' | 'other' | 'missing';
-
-export interface FsckTarget {
-  /** Where the log is, for messages (a directory, `s3://bucket/prefix`). */
-  readonly where: string;
-  /** The public objects: read, and listed. */
-  readonly store: ObjectStore;
-  /** The sequencer's lock record; null to leave it unchecked. */
-  readonly lock: SequencerLock | null;
-  /** How the lock record is named in messages (`private/lock.json`, `DynamoDB item …`). */
-  readonly lockName: string;
-  /** The log key (its name is the origin). */
-  readonly key: NoteVerifier;
-  /** A local directory's answer to "is this key a regular file?" (lstat, never following links). */
-  readonly fileKind?: (key: string) => Promise<{ kind: FileKind; detail?: string }>;
-  /** The sequencer's private objects, where a staged batch's records are; absent: a staged batch named by key is not read. */
-  readonly staging?: ObjectReader;
-}
+export {
+  FINDINGS_PER_KIND,
+  type FileKind,
+  type Finding,
+  type FindingKind,
+  type FsckTarget,
+  impliedObjects,
+} from './fsck-objects.js';
 
 /** The tree fsck checked: the published checkpoint's, or the lock record's when a start would publish that one. */
 export interface CheckedTree {
   readonly size: number;
   readonly root: string;
   readonly from: 'published' | 'lock';
-}
-
-export type FindingKind =
-  | 'checkpoint'
-  | 'tree'
-  | 'missing'
-  | 'beyond'
-  | 'unpublished'
-  | 'stale-partial'
-  | 'tmp'
-  | 'mutex'
-  | 'unexpected'
-  | 'not-regular'
-  | 'lock';
-
-export interface Finding {
-  /** A problem makes fsck fail (exit 1); a notice is odd but harmless. */
-  readonly severity: 'problem' | 'notice';
-  readonly kind: FindingKind;
-  readonly object: string;
-  readonly message: string;
 }
 
 /** How the lock record stands to the published checkpoint. */
@@ -117,6 +85,10 @@ export interface FsckResult {
   readonly lock: LockReport;
   /** The tree recomputed (and whose objects must all be present); null when there is none. */
   readonly tree: CheckedTree | null;
+  /** With `since`: the verified checkpoint the check started from. */
+  readonly since?: { readonly size: number; readonly root: string; readonly verifiedAt: string };
+  /** Where the recomputation started when it continued a killed check (entries already checked then). */
+  readonly resumedAt?: number;
   /** The first bad object: the audit's when the tree does not verify, else the first problem's. */
   readonly firstBad?: string;
   readonly problems: number;
@@ -133,44 +105,17 @@ export interface FsckResult {
 }
 
 export interface FsckOptions {
-  /** Bundles read ahead by the audit (default 8). */
+  /** Bundles read ahead by the audit (default 8, or 4 per thread). */
   readonly window?: number;
+  /** Threads checking bundles (default: one per core). */
+  readonly threads?: number;
+  /**
+   * Check only what is new since this checkpoint size fsck verified before ('last': the newest
+   * one): the tree from there, pinned to it; no listing, no older partials. FsckSinceError if
+   * there is none.
+   */
+  readonly since?: number | 'last';
   readonly onProgress?: (entriesDone: number, total: number) => void;
-}
-
-/** A broken directory can have millions of bad names; the report keeps the first of each kind. */
-export const FINDINGS_PER_KIND = 20;
-
-class Findings {
-  readonly list: Finding[] = [];
-  problems = 0;
-  notices = 0;
-  readonly perKind = new Map<FindingKind, number>();
-
-  add(severity: Finding['severity'], kind: FindingKind, object: string, message: string): void {
-    if (severity === 'problem') this.problems++;
-    else this.notices++;
-    const n = this.perKind.get(kind) ?? 0;
-    this.perKind.set(kind, n + 1);
-    if (n < FINDINGS_PER_KIND) this.list.push({ severity, kind, object, message });
-  }
-}
-
-const levelOf = (kind: TileKind): number => (typeof kind === 'number' ? kind : 0);
-const basename = (key: string): string => key.slice(key.lastIndexOf('/') + 1);
-const WELL_KNOWN = new Set([CHECKPOINT_KEY, CHECKPOINT_JSON_KEY, EXPLORER_CONFIG_KEY]);
-
-/** Every tile and bundle a tree of `size` needs, each at the width it has at that size. */
-export function* impliedObjects(size: number): Iterable<TileId> {
-  const bundles = Math.ceil(size / TILE_WIDTH);
-  for (let n = 0; n < bundles; n++) {
-    const width = tileWidthAt(0, n, size);
-    for (const kind of ['entries', 'records', 0] as const) yield { kind, index: n, width };
-  }
-  for (let level = 1; levelHashCount(level, size) > 0; level++) {
-    const tiles = Math.ceil(levelHashCount(level, size) / TILE_WIDTH);
-    for (let n = 0; n < tiles; n++) yield { kind: level, index: n, width: tileWidthAt(level, n, size) };
-  }
 }
 
 /** Reads the lock record and says how it stands to `published`. */
@@ -231,117 +176,6 @@ async function checkLock(
   return { report: { relation: 'older', ...base, detail }, state };
 }
 
-/** Lists every stored key and sorts it: the log's own objects, leftovers, strangers. */
-async function classifyListing(target: FsckTarget, size: number, lockState: LockState | undefined, out: Findings) {
-  const present = new Set<string>();
-  /** Older partial tiles within the tree, to compare with the verified ones. */
-  const stale: TileId[] = [];
-  const keys: string[] = [];
-  for await (const key of target.store.list('')) keys.push(key);
-  const ahead = lockState && lockState.size > size ? lockState.size : size;
-  for (const key of keys) {
-    const name = basename(key);
-    if (name.includes('.tmp-')) {
-      out.add(
-        'problem',
-        'tmp',
-        key,
-        `${key} is a leftover of a crashed write: remove it (it is never part of the log, but a mirror copies it)`,
-      );
-      continue;
-    }
-    if (name.startsWith('.mutex-owner-') || name.endsWith('.lock')) {
-      out.add(
-        'notice',
-        'mutex',
-        key,
-        `${key} is a swap mutex of a writer process (a later writer removes it once its owner is gone)`,
-      );
-      continue;
-    }
-    if (WELL_KNOWN.has(key)) continue;
-    const id = parseTilePath(key);
-    if (!id) {
-      out.add('problem', 'unexpected', key, `${key} is not an object of the log`);
-      continue;
-    }
-    present.add(key);
-    const level = levelOf(id.kind);
-    const need = tileWidthAt(level, id.index, size);
-    if (id.width === need) continue; // read and verified by the audit
-    if (id.width < need) stale.push(id);
-    else if (id.width <= tileWidthAt(level, id.index, ahead)) {
-      out.add(
-        'notice',
-        'unpublished',
-        key,
-        `${key} is beyond the published tree (size ${size}) but within the committed lock (size ${ahead}): the next start publishes it`,
-      );
-    } else {
-      out.add(
-        'problem',
-        'beyond',
-        key,
-        `${key} is beyond the tree: a tree of size ${size} has ${need === 0 ? 'no such tile' : `only ${tilePath({ ...id, width: need })}`}`,
-      );
-    }
-  }
-  if (target.fileKind) {
-    const fileKind = target.fileKind;
-    await parallelRange(0, keys.length, 16, async (i) => {
-      const key = keys[i]!;
-      const { kind, detail } = await fileKind(key);
-      if (kind === 'symlink')
-        out.add(
-          'problem',
-          'not-regular',
-          key,
-          `${key} is a symbolic link${detail ? ` to ${detail}` : ''}: the log directory holds regular files only (a link can serve any file)`,
-        );
-      else if (kind === 'other')
-        out.add('problem', 'not-regular', key, `${key} is not a regular file${detail ? ` (${detail})` : ''}`);
-    });
-  }
-  return { present, stale, listed: keys.length };
-}
-
-/** Checks each older partial tile against the verified object of the same index. */
-async function checkStalePartials(
-  store: ObjectStore,
-  size: number,
-  stale: readonly TileId[],
-  out: Findings,
-): Promise<number> {
-  const groups = new Map<string, TileId[]>();
-  for (const id of stale) {
-    const g = `${id.kind}/${id.index}`;
-    groups.set(g, [...(groups.get(g) ?? []), id]);
-  }
-  let checked = 0;
-  for (const ids of groups.values()) {
-    const { kind, index } = ids[0]!;
-    const width = tileWidthAt(levelOf(kind), index, size);
-    const verified = await readTileBytes(store, kind, index, width);
-    const items = typeof kind === 'number' ? null : decodeBundle(verified, tilePath({ kind, index, width }));
-    for (const id of ids) {
-      const key = tilePath(id);
-      const bytes = await store.get(key);
-      if (!bytes) continue; // deleted since the listing (the sweeper)
-      const expected = items ? encodeBundle(items.slice(0, id.width)) : verified.subarray(0, id.width * 32);
-      checked++;
-      if (!bytesEqual(bytes, expected)) {
-        out.add(
-          'problem',
-          'stale-partial',
-          key,
-          `${key} differs from the first ${id.width} ${items ? 'items' : 'hashes'} of the verified ${tilePath({ kind, index, width })}: clients at older tree sizes read a corrupted tile`,
-        );
-      }
-    }
-  }
-  return checked;
-}
-
 /**
  * The objects a start re-creates from the lock record's staged batch, by key, as
  * src/sequencer/sequencer.ts re-applies it (the edge at its start size, then its records);
@@ -385,7 +219,7 @@ export function auditTree(
   source: ObjectReader,
   note: string,
   pin: { readonly size: number; readonly root: Uint8Array },
-  opts: FsckOptions = {},
+  opts: FsckOptions & Pick<AuditOptions, 'start' | 'onState'> = {},
 ): Promise<AuditResult> {
   const trust: Trust = {
     origin: key.name,
@@ -395,7 +229,16 @@ export function auditTree(
     quorum: NOT_WITNESSED,
     pin,
   };
-  return auditLog({ source, trust, note, window: opts.window, onProgress: opts.onProgress });
+  return auditLog({
+    source,
+    trust,
+    note,
+    window: opts.window,
+    threads: opts.threads ?? availableParallelism(),
+    onProgress: opts.onProgress,
+    ...(opts.start ? { start: opts.start } : {}),
+    ...(opts.onState ? { onState: opts.onState } : {}),
+  });
 }
 
 /** `store`, with `extra` objects in front of it. */
@@ -404,6 +247,7 @@ export const overlay = (store: ObjectReader, extra: ReadonlyMap<string, Uint8Arr
 
 export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promise<FsckResult> {
   const t0 = performance.now();
+  const since = opts.since === undefined ? undefined : await sinceCheckpoint(target.state, opts.since);
   const out = new Findings();
   const published = await readPublished(target.store, target.key);
   for (const p of published.problems) out.add('problem', 'checkpoint', p.object, p.message);
@@ -430,12 +274,15 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
   const tree = ahead
     ? { size: ahead.size, root: hashFromHex(ahead.root), note: ahead.note, from: 'lock' as const }
     : cp && { size: cp.size, root: cp.root, note: cp.note, from: 'published' as const };
-  const { present, stale, listed } = await classifyListing(target, size, lockState, out);
+  // A check since a verified checkpoint reads what is new, and lists nothing.
+  const { present, stale, listed } = since
+    ? { present: null, stale: [], listed: 0 }
+    : await classifyListing(target, size, lockState, out);
   const restaged = ahead ? await stagedObjects(target, ahead, out) : new Map<string, Uint8Array>();
 
   // Every object the tree implies, all of them (the audit below stops at the first).
   const missing = new Set<string>();
-  if (tree) {
+  if (tree && present) {
     const needs =
       tree.from === 'lock'
         ? `the lock record's tree of size ${tree.size} needs it (a start builds on it; is the log directory older than the lock record, restored from a backup?)`
@@ -455,6 +302,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
 
   let audit: FsckResult['audit'];
   let stalePartialsChecked = 0;
+  let plan: Awaited<ReturnType<typeof planAudit>> | undefined;
   if (tree) {
     // The tree is pinned to what it must extend: the published checkpoint under a newer lock
     // (clients have seen it), or a lock older than the checkpoint (is it a restored backup of
@@ -465,7 +313,16 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
         : lock.relation === 'older' && lockState
           ? { size: lockState.size, root: hashFromHex(lockState.root) }
           : { size: 0, root: EMPTY_ROOT };
-    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, opts);
+    plan = await planAudit(target.state, overlay(target.store, restaged), tree, pinned, since);
+    if (plan.rollback) out.add('problem', 'rollback', CHECKPOINT_KEY, plan.rollback);
+  }
+  if (tree && plan && !plan.rollback) {
+    const { pin: pinned, start, onState } = plan;
+    const r = await auditTree(target.key, overlay(target.store, restaged), tree.note, pinned, {
+      ...opts,
+      ...(start ? { start } : {}),
+      ...(onState ? { onState } : {}),
+    });
     const treeOk = r.tree.ok && r.signature.ok;
     audit = {
       tree: r.tree,
@@ -478,7 +335,14 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     if (!treeOk && r.failure && !missing.has(r.failure.object)) {
       out.add('problem', 'tree', r.failure.object, r.failure.message);
     }
-    if (pinned.size > 0 && !r.pin.ok && treeOk) {
+    if (plan.since && !r.pin.ok && treeOk) {
+      out.add(
+        'problem',
+        'rollback',
+        CHECKPOINT_KEY,
+        `the root recomputed at size ${pinned.size} is not the one fsck verified at ${plan.since.verifiedAt}: objects below it changed, or the log forked`,
+      );
+    } else if (pinned.size > 0 && !r.pin.ok && treeOk) {
       const detail =
         tree.from === 'lock'
           ? `${target.lockName}'s tree (size ${tree.size}) does not extend the published checkpoint (size ${pinned.size}): the log forked`
@@ -487,6 +351,7 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
       lock = { ...lock, relation: 'forked', detail };
     }
     if (treeOk && cp) stalePartialsChecked = await checkStalePartials(target.store, size, stale, out);
+    await finishAudit(target.state, tree, out.problems === 0);
   }
 
   const treeFailure = audit?.failure?.object;
@@ -508,6 +373,8 @@ export async function fsckLog(target: FsckTarget, opts: FsckOptions = {}): Promi
     ...(audit ? { audit } : {}),
     lock,
     tree: tree ? { size: tree.size, root: toHex(tree.root), from: tree.from } : null,
+    ...(since ? { since } : {}),
+    ...(plan?.start && !since ? { resumedAt: plan.start.bundle * TILE_WIDTH } : {}),
     ...(firstBad !== undefined ? { firstBad } : {}),
     problems: out.problems,
     notices: out.notices,

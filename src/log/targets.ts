@@ -48,6 +48,7 @@ export async function localTarget(dataDir: string): Promise<LocalTarget> {
     lock,
     lockName: 'private/lock.json',
     staging: privateStore,
+    state: privateStore,
     key,
     fileKind: (k) => fileKind(join(paths.publicDir, k)),
   };

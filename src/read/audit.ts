@@ -3,13 +3,18 @@
 // every level and the root, and checks the checkpoint's signature and cosignatures and its
 // consistency with the pinned checkpoint. It streams bundle by bundle (bounded memory) and
 // stops at the first object that disagrees, naming it.
-import canonicalizeCjs from 'canonicalize';
-import { artifactId, entryHash } from '../core/entry.js';
-import { EMPTY_ROOT, bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
 import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, TileFormatError, tilePath, tileRoot } from '../core/tiles.js';
-import { decodeBundle } from '../core/bundle.js';
+import { HashTile, TILE_WIDTH, tilePath, tileRoot } from '../core/tiles.js';
+import { RequestThread, startModuleWorker } from '../store/threads.js';
+import {
+  type AuditFailure,
+  type BundleInput,
+  type BundleVerdict,
+  checkBundle,
+  firstDifference,
+} from './bundle-check.js';
 import { TileSet } from './tile-set.js';
 import { MissingObjectError, readTileBytes } from './tilestore.js';
 import { orderedPipeline } from './pipeline.js';
@@ -22,7 +27,7 @@ import {
   checkCopyConsistency,
 } from '../core/verify/index.js';
 
-const canonicalize = canonicalizeCjs as unknown as (value: unknown) => string | undefined;
+export type { AuditFailure } from './bundle-check.js';
 
 export interface AuditOptions {
   readonly source: ObjectReader;
@@ -40,6 +45,36 @@ export interface AuditOptions {
   readonly proveToPin?: ProveConsistency | null;
   /** Whether a failure to get that proof is the transport's (reported as such, no verdict), not the log's. */
   readonly isTransportError?: (e: unknown) => boolean;
+  /** Worker threads checking bundles side by side (default 0: on this thread). */
+  readonly threads?: number;
+  /** Where to start: the state an earlier audit of the same tree's prefix reached (`onState`). */
+  readonly start?: AuditState;
+  /** Told the state after a full bundle, at most once per `stateEveryMs` (default 250). */
+  readonly onState?: (state: AuditState) => void | Promise<void>;
+  readonly stateEveryMs?: number;
+}
+
+/**
+ * How far an audit has come, at the end of a full bundle: enough to go on from there. What it
+ * holds was recomputed from the objects before `bundle` (or, for `stele log fsck --since`,
+ * read from tiles a verified checkpoint vouches for); the root recomputed at the end depends
+ * on all of it.
+ */
+export interface AuditState {
+  /** The next bundle to check. */
+  readonly bundle: number;
+  /** The entry hash before it. */
+  readonly prior: Uint8Array;
+  /** The timestamp of the entry before it ('' when unknown). */
+  readonly lastTimestamp: string;
+  /** Per level ≥ 1: the hashes of the tile being filled, and that tile's index. */
+  readonly pending: readonly (readonly Uint8Array[])[];
+  readonly tileIndex: readonly number[];
+  readonly entriesChecked: number;
+  readonly bundlesChecked: number;
+  readonly hashTilesChecked: number;
+  /** The root recomputed at the pinned size, once the audit has passed it. */
+  readonly pinRoot: Uint8Array | null;
 }
 
 /**
@@ -47,14 +82,6 @@ export interface AuditOptions {
  * the pin, no proof to the pin at hand): not a failure, and not counted as passed.
  */
 export type PinOutcome = Outcome & { status?: 'SKIP'; reason?: string };
-
-export interface AuditFailure {
-  /** The first object found wrong (tile/…, or `checkpoint`). */
-  readonly object: string;
-  /** The leaf index concerned, when one is. */
-  readonly seq?: number;
-  readonly message: string;
-}
 
 export interface AuditResult {
   readonly ok: boolean;
@@ -77,45 +104,6 @@ class AuditStop extends Error {
   constructor(readonly failure: AuditFailure) {
     super(failure.message);
   }
-}
-
-const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const HEX64 = /^[0-9a-f]{64}$/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Problems with one record beyond its hash: shape, canonical form, artifact id. */
-function recordProblem(bytes: Uint8Array): { problem?: string; timestamp?: string } {
-  let text: string;
-  let value: Record<string, unknown>;
-  try {
-    text = utf8.decode(bytes);
-    value = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return { problem: 'is not UTF-8 JSON' };
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: 'is not a JSON object' };
-  if (value.v !== 1) return { problem: 'has no "v": 1' };
-  for (const k of ['type', 'result', 'digest', 'timestamp'] as const)
-    if (typeof value[k] !== 'string') return { problem: `has no string "${k}"` };
-  if (!HEX64.test(value.digest as string)) return { problem: 'has a digest that is not 64 lowercase hex' };
-  if (!TS.test(value.timestamp as string))
-    return { problem: 'has a timestamp that is not ISO 8601 UTC with milliseconds' };
-  if ('id' in value || 'proof' in value)
-    return { problem: 'contains "id" or "proof", which are not part of the canonical entry' };
-  if (value.artifact !== undefined) {
-    const scope = typeof value.scope === 'string' ? value.scope : '';
-    if (typeof value.artifact !== 'string' || value.artifactId !== artifactId(value.artifact, scope))
-      return { problem: 'has an artifactId that does not match its artifact and scope' };
-  }
-  if (canonicalize(value) !== text) return { problem: 'is not in RFC 8785 canonical form' };
-  return { timestamp: value.timestamp as string };
-}
-
-function firstDifference(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length) / 32;
-  for (let j = 0; j < n; j++)
-    if (!bytesEqual(a.subarray(32 * j, 32 * j + 32), b.subarray(32 * j, 32 * j + 32))) return j;
-  return n;
 }
 
 async function fetchObject(
@@ -163,15 +151,16 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   const bundles = Math.ceil(size / TILE_WIDTH);
 
   // Recomputed hashes per level not yet grouped into a full tile (< 256 each).
-  const pending: Uint8Array[][] = [[]];
-  const tileIndex: number[] = [0];
+  const start = opts.start;
+  const pending: Uint8Array[][] = start ? start.pending.map((l) => [...l]) : [[]];
+  const tileIndex: number[] = start ? [...start.tileIndex] : [0];
   let lastRow0: Uint8Array | null = null;
-  let prior: Uint8Array = new Uint8Array(32);
-  let lastTimestamp = '';
-  let entriesChecked = 0;
-  let bundlesChecked = 0;
-  let hashTilesChecked = 0;
-  let pinRoot: Uint8Array | null = trust.pin.size === 0 ? EMPTY_ROOT : null;
+  let lastTimestamp = start?.lastTimestamp ?? '';
+  let entriesChecked = start?.entriesChecked ?? 0;
+  let bundlesChecked = start?.bundlesChecked ?? 0;
+  let hashTilesChecked = start?.hashTilesChecked ?? 0;
+  let pinRoot: Uint8Array | null = trust.pin.size === 0 ? EMPTY_ROOT : (start?.pinRoot ?? null);
+  const firstBundle = start?.bundle ?? 0;
 
   const rootFrom = (treeSize: number, row0: Uint8Array | null): Uint8Array => {
     if (treeSize === 0) return EMPTY_ROOT;
@@ -212,95 +201,41 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     await pushUp(level + 1, tileRoot(row));
   };
 
-  const load = (n: number) => {
+  // Threads pay off over many bundles (each starts in a fraction of a second).
+  const checker = opts.threads && bundles - firstBundle >= 32 ? new BundleChecker(opts.threads) : null;
+  /** Each bundle's check, started as its objects arrive; the chain's start is the entry hash before it, as stored. */
+  let priorOf: Promise<Uint8Array> = Promise.resolve(start?.prior ?? new Uint8Array(32));
+  const load = (n: number): Promise<BundleVerdict> => {
     const w = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    return Promise.all([
+    const objects = Promise.all([
       fetchObject(source, 'entries', n, w),
       fetchObject(source, 'records', n, w),
       fetchObject(source, 0, n, w),
     ]);
+    const input = Promise.all([objects, priorOf]).then(
+      ([[entries, records, tile0], prior]): BundleInput => ({ n, w, entries, records, tile0, prior }),
+    );
+    // A bundle that is wrong fails its own check first; the next one's start matters no more.
+    priorOf = objects.then(([entries]) => entries.subarray(Math.max(0, entries.length - 32)));
+    priorOf.catch(() => undefined);
+    return input.then((i) => (checker ? checker.check(i) : checkBundle(i)));
   };
 
-  const consume = async (n: number, [entriesData, recordsData, tile0]: Uint8Array[]) => {
+  let stateAt = performance.now();
+  const consume = async (n: number, verdict: BundleVerdict) => {
     const w = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    const ePath = tilePath({ kind: 'entries', index: n, width: w });
-    const rPath = tilePath({ kind: 'records', index: n, width: w });
-    const tPath = tilePath({ kind: 0, index: n, width: w });
-    const decode = (data: Uint8Array, path: string) => {
-      try {
-        const items = decodeBundle(data, path);
-        if (items.length < w)
-          throw new AuditStop({
-            object: path,
-            seq: n * TILE_WIDTH + items.length,
-            message: `${path} has ${items.length} items, not ${w}`,
-          });
-        return items.slice(0, w);
-      } catch (e) {
-        if (e instanceof TileFormatError)
-          throw new AuditStop({ object: path, seq: n * TILE_WIDTH, message: e.message });
-        throw e;
-      }
-    };
-    const entries = decode(entriesData!, ePath);
-    const records = decode(recordsData!, rPath);
-    const stored0 = tile0!;
-    if (tile0!.length !== w * 32) {
+    if (verdict.firstTimestamp !== undefined && verdict.firstTimestamp < lastTimestamp) {
+      const rPath = tilePath({ kind: 'records', index: n, width: w });
+      const seq = n * TILE_WIDTH;
       throw new AuditStop({
-        object: tPath,
-        seq: n * TILE_WIDTH,
-        message: `${tPath} has ${tile0!.length} bytes, not ${w * 32}`,
+        object: rPath,
+        seq,
+        message: `record ${seq} (${rPath} item 0) has a timestamp earlier than entry ${seq - 1}'s`,
       });
     }
-    const row = Buffer.allocUnsafe(w * 32);
-    for (let i = 0; i < w; i++) {
-      const seq = n * TILE_WIDTH + i;
-      const record = records[i]!;
-      const eh = entryHash(seq, record, prior);
-      const leaf = leafHash(eh);
-      if (!bytesEqual(eh, entries[i]!)) {
-        const tileLeaf = stored0.subarray(32 * i, 32 * i + 32);
-        if (bytesEqual(leaf, tileLeaf)) {
-          throw new AuditStop({
-            object: ePath,
-            seq,
-            message: `${ePath} item ${i} (entry ${seq}) is wrong: the record chain and the hash tile agree on a different entry hash`,
-          });
-        }
-        if (bytesEqual(leafHash(entries[i]!), tileLeaf)) {
-          throw new AuditStop({
-            object: rPath,
-            seq,
-            message: `record ${seq} (${rPath} item ${i}) does not hash to its entry hash: the record was altered or the chain is broken`,
-          });
-        }
-        throw new AuditStop({
-          object: rPath,
-          seq,
-          message: `entry ${seq}: the record (${rPath}), the entry hash (${ePath}) and the leaf (${tPath}) all disagree`,
-        });
-      }
-      const { problem, timestamp } = recordProblem(record);
-      if (problem)
-        throw new AuditStop({ object: rPath, seq, message: `record ${seq} (${rPath} item ${i}) ${problem}` });
-      if (timestamp! < lastTimestamp)
-        throw new AuditStop({
-          object: rPath,
-          seq,
-          message: `record ${seq} (${rPath} item ${i}) has a timestamp earlier than entry ${seq - 1}'s`,
-        });
-      lastTimestamp = timestamp!;
-      row.set(leaf, 32 * i);
-      prior = eh;
-    }
-    if (!bytesEqual(row, stored0)) {
-      const j = firstDifference(stored0, row);
-      throw new AuditStop({
-        object: tPath,
-        seq: n * TILE_WIDTH + j,
-        message: `${tPath} hash ${j} (leaf ${n * TILE_WIDTH + j}) differs from the leaf recomputed from entry ${n * TILE_WIDTH + j}`,
-      });
-    }
+    if (verdict.failure || !verdict.row) throw new AuditStop(verdict.failure!);
+    const row = verdict.row;
+    lastTimestamp = verdict.lastTimestamp!;
     hashTilesChecked++;
     const inThis = trust.pin.size > n * TILE_WIDTH && trust.pin.size <= n * TILE_WIDTH + w;
     const k = trust.pin.size - n * TILE_WIDTH;
@@ -311,12 +246,27 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     entriesChecked += w;
     bundlesChecked++;
     opts.onProgress?.(entriesChecked, size);
+    if (opts.onState && w === TILE_WIDTH && performance.now() - stateAt >= (opts.stateEveryMs ?? 250)) {
+      stateAt = performance.now();
+      await opts.onState({
+        bundle: n + 1,
+        prior: verdict.lastEntryHash!,
+        lastTimestamp,
+        pending: pending.map((l) => [...l]),
+        tileIndex: [...tileIndex],
+        entriesChecked,
+        bundlesChecked,
+        hashTilesChecked,
+        pinRoot,
+      });
+    }
   };
 
   let failure: AuditFailure | undefined;
   let treeOk: Outcome;
   try {
-    await orderedPipeline(0, bundles, opts.window ?? 8, load, consume);
+    const window = Math.max(opts.window ?? 8, 4 * (opts.threads ?? 0));
+    await orderedPipeline(firstBundle, bundles, window, load, consume).finally(() => checker?.close());
     // The right edge: every partial upper tile, then the root.
     for (let l = 1; l < pending.length; l++) {
       const w = pending[l]!.length;
@@ -399,4 +349,29 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     ...(failure ? { failure } : {}),
     elapsedMs: performance.now() - t0,
   };
+}
+
+/** Worker threads checking bundles (src/read/bundle-check-worker.ts), sent to in turn. */
+class BundleChecker {
+  private readonly threads: RequestThread<BundleInput, BundleVerdict>[];
+  private next = 0;
+
+  constructor(count: number) {
+    this.threads = Array.from(
+      { length: count },
+      () =>
+        new RequestThread<BundleInput, BundleVerdict>(
+          () => startModuleWorker(import.meta.url, 'bundle-check-worker'),
+          'audit thread',
+        ),
+    );
+  }
+
+  check(input: BundleInput): Promise<BundleVerdict> {
+    return this.threads[this.next++ % this.threads.length]!.request(input);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.threads.map((t) => t.close()));
+  }
 }

@@ -55,6 +55,18 @@ describe('LmdbIndex', () => {
     await index.close();
   });
 
+  it('waits for its batches to commit once more rows than its bound wait (memory stays bounded)', async () => {
+    const index = new LmdbIndex(join(dir, 'bounded'), undefined, 100);
+    const entries = (from: number) => Array.from({ length: 60 }, (_, i) => entry(from + i, 'anchor'));
+    await index.onBatch(batch(0, entries(0)));
+    // 60 rows wait: under the bound, onBatch returns before the commit timer fires.
+    expect(index.footprint().rows.digest).toBe(0);
+    await index.onBatch(batch(60, entries(60)));
+    // 120 rows would wait: onBatch returned only once both batches were committed.
+    expect(index.footprint().rows.digest).toBe(120);
+    await index.close();
+  });
+
   it('counts each batch once while its transaction commits; batches commit in groups', async () => {
     const path = join(dir, 'b');
     let index = new LmdbIndex(path);
