@@ -29,6 +29,7 @@ import { FsObjectStore } from '../store/fs.js';
 import type { ObjectReader, ObjectStore } from '../store/store.js';
 import { EXPLORER_CONFIG_KEY } from '../store/layout.js';
 import { explorerConfig } from '../api/explorer.js';
+import { indexCovers } from '../api/index-coverage.js';
 import type { WitnessEndpoint } from '../witness/collector.js';
 import type { ServeConfig } from './config.js';
 import {
@@ -148,6 +149,15 @@ function sequencerBackend(
     (req) => sequencer.submit(req),
     publishedAnchorFinder(index, reader, () => sequencer.checkpoint),
   );
+  // The duplicate rule needs an index that covers the log: while it catches up (a lost index,
+  // an upgrade), an anchor is a 503 index_not_ready, never a second entry for a published one.
+  // Once it covers, it stays covered (batches are indexed before they publish).
+  let covered = false;
+  const admit = async () => {
+    if (covered) return;
+    await indexCovers(index, sequencer.checkpoint);
+    covered = true;
+  };
   return {
     ledger: {
       origin: cfg.origin,
@@ -158,8 +168,10 @@ function sequencerBackend(
       committed: () => sequencer.committedCheckpoint,
       lifetimeEntries: () => sequencer.lifetimeEntries,
       ...ledgerWitnessFields(witnessing),
-      submit: (req, options) =>
-        withDeadline(anchors.submit(req, options), cfg.anchorTimeoutMs, () => sequencer.notReady),
+      submit: async (req, options) => {
+        await admit();
+        return withDeadline(anchors.submit(req, options), cfg.anchorTimeoutMs, () => sequencer.notReady);
+      },
     },
     objects: log.objects,
     sequencer,
@@ -189,6 +201,9 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
   const reader = new LogReader(publicObjects, logCorruptObjects(logger));
+  // The index catches up with the log beside it (a lost index, an upgrade): what needs no
+  // index is served at once; lookups answer 503 index_not_ready and anchors wait meanwhile.
+  let indexReady: Promise<void> = Promise.resolve();
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,
     origin: cfg.origin,
@@ -197,7 +212,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     minBatchSpacing: cfg.minBatchSpacingMs ?? 0,
     fsync: cfg.fsync ?? true,
     logger,
-    index: { index, reader },
+    index: { index, reader, ready: () => indexReady },
     witnessing: witnessing.hook,
     signer: logKey.signer,
   }).catch(async (e: unknown) => {
@@ -207,7 +222,10 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     throw e;
   });
   const { sequencer, store, signer } = opened;
-  await reconcileIndex(index, reader, sequencer.checkpoint, logger);
+  indexReady = reconcileIndex(index, reader, sequencer.checkpoint, logger).then(
+    () => undefined,
+    (e: unknown) => logger.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
+  );
   return sequencerBackend(
     {
       sequencer,
@@ -219,6 +237,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
       async close() {
         await sequencer.close();
         await witnessing.close();
+        await indexReady;
         await index.close();
         logKey.close();
       },

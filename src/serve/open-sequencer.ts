@@ -25,8 +25,11 @@ export interface SequencerParts extends BatchSettings {
   readonly store: ObjectStore;
   readonly staging: ObjectStore;
   readonly lock: SequencerLock;
-  /** The lookup index, fed each batch (any gap first filled from the bundles `reader` reads). */
-  readonly index?: { readonly index: LookupIndex; readonly reader: LogReader };
+  /**
+   * The lookup index, fed each batch (any gap first filled from the bundles `reader` reads);
+   * `ready()`, if given, is awaited first: a rebuild running beside the log fills the gap.
+   */
+  readonly index?: { readonly index: LookupIndex; readonly reader: LogReader; readonly ready?: () => Promise<void> };
   readonly listeners?: readonly BatchListener[];
   readonly witnessing?: CheckpointWitnessing;
   readonly logger?: Logger;
@@ -37,6 +40,18 @@ export function openSequencer(p: SequencerParts): Promise<Sequencer> {
   const { index, listeners = [], ...rest } = p;
   return Sequencer.open({
     ...rest,
-    listeners: [...(index ? [indexFeeder(index.index, index.reader)] : []), ...listeners],
+    listeners: [...(index ? [feederOf(index)] : []), ...listeners],
   });
+}
+
+function feederOf(index: NonNullable<SequencerParts['index']>): BatchListener {
+  const feeder = indexFeeder(index.index, index.reader);
+  const { ready } = index;
+  if (!ready) return feeder;
+  return {
+    async onBatch(batch) {
+      await ready();
+      await feeder.onBatch(batch);
+    },
+  };
 }

@@ -1,0 +1,95 @@
+// A log whose lookup index is missing (lost, or dropped by an upgrade) starts serving at once
+// and rebuilds the index beside it (issue 35): the checkpoint, the tiles and lookups by id
+// answer from the first request; a lookup by digest the index does not cover yet is a 503
+// index_not_ready, never a 404; an anchor waits behind the same 503 rather than record a
+// second entry for a published digest; once rebuilt, both answer as before.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { entryId } from '../../src/core/entry.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
+import type { AnchorReceipt } from '../../src/sequencer/contract.js';
+import { type RunningServe, ensureBuilt, startServe } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const ORIGIN = 'index-missing.example/log';
+// Enough entries that rebuilding their index takes seconds, while the first requests take milliseconds.
+const N = 60_000;
+const digestOf = (i: number) => (0x9000000 + i).toString(16).padStart(64, '0');
+
+let serve: RunningServe;
+const receipts: AnchorReceipt[] = [];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  const dataDir = scratchDir('stele-index-missing-');
+  const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 5 });
+  for (let from = 0; from < N; from += 10_000) {
+    const batch = Array.from({ length: 10_000 }, (_, k) =>
+      log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k))),
+    );
+    receipts.push(...(await Promise.all(batch)));
+  }
+  await log.sequencer.close();
+  rmSync(join(dataDir, 'private', 'index'), { recursive: true, force: true });
+  serve = await startServe({ dataDir, origin: ORIGIN });
+}, 180_000);
+
+afterAll(async () => {
+  await serve?.stop();
+});
+
+const get = async (path: string) => {
+  const res = await fetch(`${serve.url}${path}`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { error?: { code: string } } };
+};
+
+describe('a log started without its index', () => {
+  it('serves the checkpoint and lookups by id at once; a digest not yet indexed is 503, never 404', async () => {
+    const last = receipts[N - 1]!;
+    const [byHash, checkpoint, byId] = await Promise.all([
+      get(`/api/ledger/entry?hash=${digestOf(N - 1)}`),
+      get('/api/ledger/checkpoint'),
+      get(`/api/ledger/entry?id=${entryId(last.seq, last.entryHash)}`),
+    ]);
+    expect(byHash.status).toBe(503);
+    expect(byHash.body.error?.code).toBe('index_not_ready');
+    expect(checkpoint.status).toBe(200);
+    expect(byId.status).toBe(200);
+  });
+
+  it('refuses an anchor with 503 while the index catches up (no second entry for a published digest)', async () => {
+    const res = await fetch(`${serve.url}/api/ledger/anchor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ digest: digestOf(N - 1) }),
+    });
+    const body = (await res.json()) as { error?: { code: string }; leafIndex?: number };
+    // Either refused (still rebuilding) or answered with the existing entry: never a new one.
+    if (res.status === 503) expect(body.error?.code).toBe('index_not_ready');
+    else expect([res.status, body.leafIndex]).toEqual([200, N - 1]);
+  });
+
+  it('once rebuilt, a digest is found and a re-sent digest answers its published entry', async () => {
+    let found = await get(`/api/ledger/entry?hash=${digestOf(N - 1)}`);
+    for (let i = 0; found.status === 503 && i < 600; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      found = await get(`/api/ledger/entry?hash=${digestOf(N - 1)}`);
+    }
+    expect(found.status).toBe(200);
+    const res = await fetch(`${serve.url}/api/ledger/anchor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ digest: digestOf(7) }),
+    });
+    const body = (await res.json()) as { leafIndex?: number };
+    expect([res.status, body.leafIndex]).toEqual([200, 7]);
+    const fresh = await fetch(`${serve.url}/api/ledger/anchor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ digest: digestOf(N + 1) }),
+    });
+    expect(fresh.status).toBe(201);
+  });
+});
