@@ -173,29 +173,7 @@ ${HELP}`,
 A full fsck records the checkpoint it verified (in the log's private state), and keeps its
 progress there as it goes: killed, run it again and it continues.`,
   );
-  fsck.action(async (opts: LogOptions) => {
-    const { target, dataDir, close } = await openTarget(opts);
-    const inUse = dataDir === undefined ? null : await holder(dataDir);
-    const { fsckLog } = await import('../../src/log/fsck.js');
-    const { FsckSinceError } = await import('../../src/log/fsck-resume.js');
-    const bar = progress('checking', opts.json, 'entries');
-    const r = await fsckLog(target, {
-      window: opts.window,
-      onProgress: (d, t) => bar.update(d, t),
-      ...(opts.since === undefined ? {} : { since: opts.since }),
-    })
-      .catch((e: unknown) => {
-        if (e instanceof FsckSinceError) throw new CliError(EXIT.USAGE, e.message);
-        throw e;
-      })
-      .finally(() => {
-        bar.stop();
-        return close();
-      });
-    if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
-    else printFsck(r, inUse);
-    if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;
-  });
+  fsck.action(runFsck);
 
   const recover = log
     .command('recover')
@@ -206,62 +184,7 @@ progress there as it goes: killed, run it again and it continues.`,
     '--objects-from <url|dir>',
     "where objects of the lock record's tree that the log lacks can be copied from (a mirror's tiles URL, a copy of the log directory); they are written only once the whole tree verifies with them",
   );
-  recover.action(async (opts: LogOptions) => {
-    const { target, dataDir, close } = await openTarget(opts);
-    // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
-    // commit fails against the recovered lock and it stops.
-    const dirLock =
-      dataDir === undefined
-        ? null
-        : await lockDir(dataDir).catch(async (e: unknown) => {
-            await close();
-            throw e;
-          });
-    const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
-    const bar = progress('verifying', opts.json, 'entries');
-    try {
-      const objectsFrom =
-        opts.objectsFrom === undefined
-          ? undefined
-          : await (await import('../../src/client/objects.js')).openObjectSource(opts.objectsFrom);
-      const r = await recoverLock(target, {
-        window: opts.window,
-        onProgress: (d, t) => bar.update(d, t),
-        ...(objectsFrom ? { objectsFrom } : {}),
-      }).finally(() => bar.stop());
-      const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
-      if (opts.json) {
-        emitJson({
-          result: r.status,
-          size: r.size,
-          root: r.root,
-          timestamp: r.timestamp,
-          previous: r.previous,
-          republished: r.republished,
-          fetched: r.fetched,
-          entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
-          findings: r.fsck.findings,
-        });
-      } else if (r.fetched.length > 0) {
-        const ahead = r.fsck.tree?.from === 'lock';
-        out(
-          `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the tree of size ${r.size} from ${objectsFrom?.describe()}, after verifying the whole tree${ahead ? '; `stele serve` publishes it at start' : ''}`,
-        );
-        if (!ahead && r.previous.relation !== 'equal') printRecovered(r, target.lockName, before);
-      } else {
-        if (r.republished.length > 0)
-          out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);
-        printRecovered(r, target.lockName, before);
-      }
-    } catch (e) {
-      if (!(e instanceof RecoverRefusedError)) throw e;
-      if (opts.json) emitJson({ result: 'refused', reason: e.reason, message: e.message, firstBad: e.fsck?.firstBad });
-      throw new CliError(e.reason === 'conflict' ? EXIT.IO : EXIT.VERIFY_FAILED, `recover refused: ${e.message}`);
-    } finally {
-      await dirLock?.release();
-      await close();
-    }
-  });
+  recover.action(runRecover);
 }
 
 /** The one line a recovery that wrote or found nothing to write ends with. */
@@ -278,4 +201,87 @@ function printRecovered(
     out(
       `stele: recovered ${lockName} (it ${before}): size ${r.size}, root ${r.root.slice(0, 16)}…, after verifying ${r.fsck.audit?.entriesChecked ?? 0} entries`,
     );
+}
+
+/** `stele log fsck`: checks the log and prints what it found (exit 1 if anything is wrong). */
+async function runFsck(opts: LogOptions): Promise<void> {
+  const { target, dataDir, close } = await openTarget(opts);
+  const inUse = dataDir === undefined ? null : await holder(dataDir);
+  const { fsckLog } = await import('../../src/log/fsck.js');
+  const { FsckSinceError } = await import('../../src/log/fsck-resume.js');
+  const bar = progress('checking', opts.json, 'entries');
+  const r = await fsckLog(target, {
+    window: opts.window,
+    onProgress: (d, t) => bar.update(d, t),
+    ...(opts.since === undefined ? {} : { since: opts.since }),
+  })
+    .catch((e: unknown) => {
+      if (e instanceof FsckSinceError) throw new CliError(EXIT.USAGE, e.message);
+      throw e;
+    })
+    .finally(() => {
+      bar.stop();
+      return close();
+    });
+  if (opts.json) emitJson({ result: r.ok ? 'PASS' : 'FAIL', inUseBy: inUse, ...r });
+  else printFsck(r, inUse);
+  if (!r.ok) process.exitCode = EXIT.VERIFY_FAILED;
+}
+
+/** `stele log recover`: rebuilds the lock record from the verified published tree, or says why it refuses. */
+async function runRecover(opts: LogOptions): Promise<void> {
+  const { target, dataDir, close } = await openTarget(opts);
+  // On AWS the compare-and-swap on the lock item is the guard: a running sequencer's next
+  // commit fails against the recovered lock and it stops.
+  const dirLock =
+    dataDir === undefined
+      ? null
+      : await lockDir(dataDir).catch(async (e: unknown) => {
+          await close();
+          throw e;
+        });
+  const { recoverLock, RecoverRefusedError } = await import('../../src/log/recover.js');
+  const bar = progress('verifying', opts.json, 'entries');
+  try {
+    const objectsFrom =
+      opts.objectsFrom === undefined
+        ? undefined
+        : await (await import('../../src/client/objects.js')).openObjectSource(opts.objectsFrom);
+    const r = await recoverLock(target, {
+      window: opts.window,
+      onProgress: (d, t) => bar.update(d, t),
+      ...(objectsFrom ? { objectsFrom } : {}),
+    }).finally(() => bar.stop());
+    const before = r.previous.relation === 'missing' ? 'was missing' : `was at size ${r.previous.size}`;
+    if (opts.json) {
+      emitJson({
+        result: r.status,
+        size: r.size,
+        root: r.root,
+        timestamp: r.timestamp,
+        previous: r.previous,
+        republished: r.republished,
+        fetched: r.fetched,
+        entriesChecked: r.fsck.audit?.entriesChecked ?? 0,
+        findings: r.fsck.findings,
+      });
+    } else if (r.fetched.length > 0) {
+      const ahead = r.fsck.tree?.from === 'lock';
+      out(
+        `stele: copied ${r.fetched.length} object${r.fetched.length === 1 ? '' : 's'} of the tree of size ${r.size} from ${objectsFrom?.describe()}, after verifying the whole tree${ahead ? '; `stele serve` publishes it at start' : ''}`,
+      );
+      if (!ahead && r.previous.relation !== 'equal') printRecovered(r, target.lockName, before);
+    } else {
+      if (r.republished.length > 0)
+        out(`stele: rewrote ${r.republished.join(' and ')} from the verified checkpoint of size ${r.size}`);
+      printRecovered(r, target.lockName, before);
+    }
+  } catch (e) {
+    if (!(e instanceof RecoverRefusedError)) throw e;
+    if (opts.json) emitJson({ result: 'refused', reason: e.reason, message: e.message, firstBad: e.fsck?.firstBad });
+    throw new CliError(e.reason === 'conflict' ? EXIT.IO : EXIT.VERIFY_FAILED, `recover refused: ${e.message}`);
+  } finally {
+    await dirLock?.release();
+    await close();
+  }
 }

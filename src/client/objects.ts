@@ -2,7 +2,7 @@
 // URLs under a prefix) or a local directory (a mirror, an offline copy, a log's own files).
 import { promises as fs } from 'node:fs';
 import { resolve } from 'node:path';
-import { FsObjectStore } from '../store/fs.js';
+import { FsObjectReader } from '../store/fs-reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { MAX_RECORD_BUNDLE_BYTES } from '../core/stored-records.js';
 import { contentOf } from '../store/stored-form.js';
@@ -56,11 +56,11 @@ export class HttpObjectReader implements ObjectReader {
 
 /** Reads objects from a directory laid out like the bucket (checkpoint, tile/…). */
 export class DirObjectReader implements ObjectReader {
-  private readonly store: FsObjectStore;
+  private readonly store: FsObjectReader;
   readonly stats = { requests: 0, bytes: 0 };
 
   constructor(readonly dir: string) {
-    this.store = new FsObjectStore(dir);
+    this.store = new FsObjectReader(dir);
   }
 
   describe(): string {

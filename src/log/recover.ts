@@ -105,43 +105,7 @@ export async function recoverLock(
   const lock = fsck.lock;
   const tree = fsck.tree;
   const missing = fsck.findings.filter((f) => f.severity === 'problem' && f.kind === 'missing');
-  if (tree && missing.length > 0) {
-    const count = fsck.counts.missing ?? missing.length;
-    const named = missing.slice(0, NAMED).map((f) => f.object);
-    const whose =
-      tree.from === 'lock'
-        ? `the tree its lock record commits to (size ${tree.size})`
-        : `the tree of its published checkpoint (size ${tree.size})`;
-    const why =
-      tree.from === 'lock'
-        ? `The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork.`
-        : 'The tiles are older than the checkpoint (restored from a backup?) or were deleted.';
-    if (!opts.objectsFrom)
-      refuse(
-        'missing-objects',
-        `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of ${whose}: ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. ${why} They can come from a mirror of this log (its tiles) or a copy of the log directory taken at size ${tree.size} or later: \`stele log recover --objects-from <tiles URL or directory>\` copies them once the whole tree verifies`,
-      );
-    const note = tree.from === 'lock' ? before?.state.note : fsck.checkpoint?.note;
-    if (note === undefined) return refuse('conflict', `${target.lockName} changed while the log was being checked`);
-    const fetched = await fetchMissing(target, opts.objectsFrom, fsck, note, refuse, opts);
-    // With the objects in place, the rest (the lock record) is recovered as ever, if it needs to be.
-    const rest = await recoverLock(target, { ...opts, objectsFrom: undefined }).catch((e: unknown) => {
-      if (e instanceof RecoverRefusedError && e.reason === 'lock-newer') return null;
-      throw e;
-    });
-    return rest
-      ? { ...rest, status: 'recovered', fetched }
-      : {
-          status: 'recovered',
-          previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
-          size: tree.size,
-          root: tree.root,
-          timestamp: before?.state.timestamp ?? '',
-          republished: [],
-          fetched,
-          fsck,
-        };
-  }
+  if (tree && missing.length > 0) return recoverMissing(target, opts, fsck, tree, missing, before, refuse);
   const cp = fsck.checkpoint;
   if (!cp) {
     if (tree?.from === 'lock' && fsck.ok)
@@ -191,9 +155,79 @@ export async function recoverLock(
       fsck,
     };
   }
-  // Missing or older: set it to the published checkpoint. Its publish time comes from
-  // checkpoint.json; when only the note holds the newest size, now stands in (the sequencer
-  // only needs checkpoint times to increase).
+  return setLock(target, opts, fsck, cp, before, republished, refuse);
+}
+
+type Refuse = (reason: RefusalReason, message: string) => never;
+type HeldLockRecord = Awaited<ReturnType<SequencerLock['read']>>;
+
+/**
+ * The log lacks objects of the tree it must keep (the lock's, or the checkpoint's): refused,
+ * naming them, unless `objectsFrom` has them; then they are copied once the whole tree
+ * verifies, and the lock record is recovered as ever.
+ */
+async function recoverMissing(
+  target: FsckTarget & { readonly lock: SequencerLock },
+  opts: RecoverOptions,
+  fsck: FsckResult,
+  tree: NonNullable<FsckResult['tree']>,
+  missing: readonly FsckResult['findings'][number][],
+  before: HeldLockRecord,
+  refuse: Refuse,
+): Promise<RecoverResult> {
+  const lock = fsck.lock;
+  const count = fsck.counts.missing ?? missing.length;
+  const named = missing.slice(0, NAMED).map((f) => f.object);
+  const whose =
+    tree.from === 'lock'
+      ? `the tree its lock record commits to (size ${tree.size})`
+      : `the tree of its published checkpoint (size ${tree.size})`;
+  const why =
+    tree.from === 'lock'
+      ? `The public objects are older than the lock record (restored from a backup?); going back to the published size ${fsck.checkpoint?.size ?? 0} would sign a second tree where clients may have seen size ${tree.size}, a fork.`
+      : 'The tiles are older than the checkpoint (restored from a backup?) or were deleted.';
+  if (!opts.objectsFrom)
+    refuse(
+      'missing-objects',
+      `${target.where} lacks ${count} object${count === 1 ? '' : 's'} of ${whose}: ${named.join(', ')}${count > named.length ? `, … (\`stele log fsck --json\` lists them)` : ''}. ${why} They can come from a mirror of this log (its tiles) or a copy of the log directory taken at size ${tree.size} or later: \`stele log recover --objects-from <tiles URL or directory>\` copies them once the whole tree verifies`,
+    );
+  const note = tree.from === 'lock' ? before?.state.note : fsck.checkpoint?.note;
+  if (note === undefined) return refuse('conflict', `${target.lockName} changed while the log was being checked`);
+  const fetched = await fetchMissing(target, opts.objectsFrom, fsck, note, refuse, opts);
+  // With the objects in place, the rest (the lock record) is recovered as ever, if it needs to be.
+  const rest = await recoverLock(target, { ...opts, objectsFrom: undefined }).catch((e: unknown) => {
+    if (e instanceof RecoverRefusedError && e.reason === 'lock-newer') return null;
+    throw e;
+  });
+  return rest
+    ? { ...rest, status: 'recovered', fetched }
+    : {
+        status: 'recovered',
+        previous: { relation: lock.relation, ...(lock.size !== undefined ? { size: lock.size } : {}) },
+        size: tree.size,
+        root: tree.root,
+        timestamp: before?.state.timestamp ?? '',
+        republished: [],
+        fetched,
+        fsck,
+      };
+}
+
+/**
+ * Sets a missing or older lock record to the published checkpoint. Its publish time comes
+ * from checkpoint.json; when only the note holds the newest size, now stands in (the
+ * sequencer only needs checkpoint times to increase).
+ */
+async function setLock(
+  target: FsckTarget & { readonly lock: SequencerLock },
+  opts: RecoverOptions,
+  fsck: FsckResult,
+  cp: NonNullable<FsckResult['checkpoint']>,
+  before: HeldLockRecord,
+  republished: string[],
+  refuse: Refuse,
+): Promise<RecoverResult> {
+  const lock = fsck.lock;
   const timestamp = cp.timestamp ?? new Date((opts.now ?? Date.now)()).toISOString();
   const next: LockState = { size: cp.size, root: cp.root, timestamp, note: logSignedNote(cp.note, target.key) };
   try {

@@ -2,24 +2,21 @@
 // swaps, delete; persist's fsyncs on a second thread) is one request to a writer thread,
 // which does it with synchronous calls (src/store/fs-writer.ts says how, and why a thread).
 import { promises as fs, unlinkSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { TILE_WIDTH, parseTilePath } from '../core/tiles.js';
 import { RequestThread, startModuleWorker } from './threads.js';
-import { OBJECT_READ_FLAGS, isAbandonedTemp, isAbsent } from './files.js';
+import { isAbandonedTemp } from './files.js';
+import { FsObjectReader } from './fs-reader.js';
 import { badgeName, contentVersion } from './fs-writer.js';
-import { contentOf } from './stored-form.js';
 import type { FromWriter, ToWriter, WriteRequest, WriterError } from './fs-writer-thread.js';
 import {
   ImmutableConflictError,
   type ObjectStore,
   type CreateOptions,
-  type StoreStats,
   type StoredObject,
   type SwapOptions,
   type VersionedObject,
   VersionConflictError,
-  assertValidKey,
 } from './store.js';
 
 export { contentVersion } from './fs-writer.js';
@@ -40,75 +37,14 @@ const CREATE_CHUNK = 256;
 const CREATE_CHUNK_BYTES = 4 * 1024 * 1024;
 const isErr = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException)?.code === code;
 
-export class FsObjectStore implements ObjectStore {
-  readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
+export class FsObjectStore extends FsObjectReader implements ObjectStore {
   private readonly fsync: boolean;
   private readonly sweeps: boolean;
-  /** Directories (keys relative to the root) found to be real directories, not symlinks. */
-  private readonly checkedDirs = new Set<string>();
 
-  constructor(
-    readonly root: string,
-    options: FsStoreOptions = {},
-  ) {
+  constructor(root: string, options: FsStoreOptions = {}) {
+    super(root);
     this.fsync = options.fsync ?? true;
     this.sweeps = options.sweepPartials === true;
-  }
-
-  private file(key: string): string {
-    assertValidKey(key);
-    return join(this.root, key);
-  }
-
-  /**
-   * Only regular files inside the root are objects: a symlink (last component or any
-   * directory on the way) or anything else answers as absent, so a link planted in the
-   * public directory can never make the server read and serve a file from elsewhere (the
-   * private key). The last component is opened with O_NOFOLLOW and checked with fstat on the
-   * descriptor read from; directories are checked once each (see realDirs). A record bundle
-   * stored compressed is returned decompressed (src/store/stored-form.ts).
-   */
-  async get(key: string): Promise<Uint8Array | null> {
-    const path = this.file(key);
-    this.stats.gets++;
-    if (!(await this.realDirs(key))) return null;
-    let fh: FileHandle;
-    try {
-      fh = await fs.open(path, OBJECT_READ_FLAGS);
-    } catch (e) {
-      if (isAbsent(e)) return null;
-      throw e;
-    }
-    let data: Uint8Array | null;
-    try {
-      data = await readRegular(fh);
-    } finally {
-      await fh.close();
-    }
-    return data && contentOf(key, data);
-  }
-
-  /**
-   * True if every directory of `key` below the root is a real directory, not a symlink. A
-   * directory found real is remembered: directories are made by the writer and never
-   * replaced, so a hot read costs no extra system call. What this cannot see is a real
-   * directory later swapped for a symlink by someone with write access to the root (Node
-   * has no openat to walk without following); that takes deliberate tampering, not an
-   * operator's mistake, and the same person could write the object's bytes directly.
-   */
-  private async realDirs(key: string): Promise<boolean> {
-    for (let at = key.indexOf('/'); at > 0; at = key.indexOf('/', at + 1)) {
-      const dir = key.slice(0, at);
-      if (this.checkedDirs.has(dir)) continue;
-      try {
-        if (!(await fs.lstat(join(this.root, dir))).isDirectory()) return false;
-      } catch (e) {
-        if (isAbsent(e)) return false;
-        throw e;
-      }
-      this.checkedDirs.add(dir);
-    }
-    return true;
   }
 
   async getVersioned(key: string): Promise<VersionedObject | null> {
@@ -215,19 +151,6 @@ export class FsObjectStore implements ObjectStore {
 }
 
 /** The bytes of an open file, or null if it is not a regular file (a FIFO, a device, a directory). */
-async function readRegular(fh: FileHandle): Promise<Uint8Array | null> {
-  const st = await fh.stat();
-  if (!st.isFile()) return null;
-  const data = new Uint8Array(st.size);
-  let n = 0;
-  while (n < data.length) {
-    const { bytesRead } = await fh.read(data, n, data.length - n, n);
-    if (bytesRead === 0) break;
-    n += bytesRead;
-  }
-  return n === data.length ? data : data.subarray(0, n);
-}
-
 /** Keys under `dir` (relative key `base`, '' or ending in '/') that start with `prefix`. */
 async function* walk(root: string, base: string, prefix: string): AsyncIterable<string> {
   let entries;
