@@ -6,7 +6,7 @@
 import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
 import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, tilePath, tileRoot } from '../core/tiles.js';
+import { HashTile, TILE_WIDTH, TileFormatError, tilePath, tileRoot } from '../core/tiles.js';
 import { RequestThread, startModuleWorker } from '../store/threads.js';
 import {
   type AuditFailure,
@@ -120,6 +120,10 @@ async function fetchObject(
         object: tilePath({ kind, index, width }),
         message: `${tilePath({ kind, index, width })} is missing`,
       });
+    // A stored object that cannot be read as one (a compressed record bundle that does not
+    // decompress within bounds) is a finding about that object, not a failure of the check.
+    if (e instanceof TileFormatError)
+      throw new AuditStop({ object: tilePath({ kind, index, width }), message: e.message });
     throw e;
   }
 }

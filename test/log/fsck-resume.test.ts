@@ -16,6 +16,7 @@ import { openLocalLog } from '../../src/serve/local-log.js';
 import { CLI, Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { copyLog, digestOf, makeLog } from '../helpers/logs.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { readContent, writeContent } from '../helpers/stored-objects.js';
 
 const ORIGIN = 'fsck-resume.test/log';
 const sandbox = new Sandbox('stele-fsck-resume-');
@@ -37,8 +38,16 @@ async function append(dataDir: string, from: number, count: number): Promise<voi
 /** Flips a byte inside the JSON of a record bundle (a record that no longer hashes to its entry). */
 function corrupt(dataDir: string, bundle: string): void {
   const file = join(dataDir, 'log', 'tile', 'records', bundle);
+  const content = readContent(file);
+  content[100]! ^= 0x01;
+  writeContent(file, content);
+}
+
+/** Flips a byte of a record bundle as stored: its gzip stream no longer decodes. */
+function corruptStored(dataDir: string, bundle: string): void {
+  const file = join(dataDir, 'log', 'tile', 'records', bundle);
   const bytes = readFileSync(file);
-  bytes[100]! ^= 0x01;
+  bytes[40]! ^= 0xff;
   writeFileSync(file, bytes);
 }
 
@@ -80,6 +89,14 @@ describe('fsck --since', () => {
     const r = await fsckLog(await localTarget(above), { since: 3000 });
     expect(r.ok).toBe(false);
     expect(r.firstBad).toBe('tile/records/015');
+  });
+
+  it('names a record bundle whose stored gzip stream is broken, as a finding (not a failed check)', async () => {
+    const dir = copyLog(base, join(scratchDir('stele-fsck-gzip-'), 'data'));
+    corruptStored(dir, '002');
+    const r = await fsckLog(await localTarget(dir));
+    expect(r.ok).toBe(false);
+    expect(r.firstBad).toBe('tile/records/002');
   });
 
   it('reports a log rolled back below the verified checkpoint', async () => {
