@@ -19,7 +19,7 @@ import { FsObjectStore } from '../../src/store/fs.js';
 import { tilePath } from '../../src/core/tiles.js';
 import { Bundle } from '../../src/core/bundle.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { digestOf, getJson, startTestServer } from './server.js';
+import { digestOf, getJson, startTestServer, untilIndexed } from './server.js';
 import { editIndexRow } from '../helpers/index-rows.js';
 import { readContent, writeContent } from '../helpers/stored-objects.js';
 
@@ -427,6 +427,7 @@ describe('the lookup index against the tree', () => {
     await editIndexRow(join(dataDir, 'private', 'index'), 'digest', ghost, N + 50);
     server = await startTestServer({ dataDir, origin: ORIGIN });
     try {
+      await untilIndexed(server.url);
       const summary = await getJson(`${server.url}/api/ledger/summary`);
       expect(summary.body.indexedEntries).toBe(N);
       expect(summary.body.entriesByType).toEqual({ ledger_anchor: N });

@@ -44,4 +44,19 @@ export function postAnchor(base: string, body: unknown, headers: Record<string, 
   });
 }
 
+/**
+ * Waits until the server's lookup index covers its tree: a server started over a lost or
+ * outdated index serves at once and rebuilds the index beside it (lookups and anchors are
+ * 503 index_not_ready meanwhile, which a client retries).
+ */
+export async function untilIndexed(base: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { body } = await getJson(`${base}/api/ledger/summary`);
+    if (body.indexedEntries >= body.treeSize) return;
+    if (Date.now() > deadline) throw new Error(`the index covers ${body.indexedEntries} of ${body.treeSize} entries`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 export const digestOf = (i: number): string => i.toString(16).padStart(64, '0');
