@@ -8,7 +8,6 @@ import { checkRequestEdge } from '../http/request-rules.js';
 import { respondWithError, throwIfUnanswered } from '../http/errors.js';
 import { type GuardOptions, anchorAdmission, anchorGuard } from './anchor-guard.js';
 import { type LedgerService, ledgerRouter } from './ledger.js';
-import { hotReads } from './ledger-reads.js';
 import type { Metrics } from './metrics.js';
 import { ServedCheckpoint, objectMiddleware } from './objects.js';
 import { explorerMiddleware } from './explorer.js';
@@ -47,8 +46,6 @@ export function createApp(o: AppOptions): Koa {
     [anchorGuard(guard), parseJson],
     anchorAdmission(guard, (allowed) => o.metrics.anchorDecision(allowed)),
   );
-  // The reads every verifier makes answer their exact paths before the router's layers.
-  app.use(hotReads(o.ledger));
   app.use(router.routes());
   // Not thrown: the router sets the status and Allow, and throwIfUnanswered writes the JSON.
   app.use(router.allowedMethods());

@@ -1,9 +1,8 @@
 // The two reads every verifier makes, GET /api/ledger/entry (an entry with its inclusion
 // proof) and GET /api/ledger/consistency: their answers as functions of the query (which the
 // server's node:http fast path calls, src/api/fast-reads.ts), the same as Koa handlers, which
-// @koa/router mounts with the other /api/ledger routes, and `hotReads`, which answers their
-// exact paths in the Koa app before the router is consulted (its layer matching, and the
-// garbage it leaves, would be paid by every request).
+// @koa/router mounts with the other /api/ledger routes (for every variant the fast path
+// leaves to Koa, and for an app used without it).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
@@ -77,7 +76,7 @@ export interface LedgerReads {
   readonly entryAnswer: (query: Query, accept: string) => Maybe<ReadAnswer>;
   /** GET /consistency's answer to a query; throws its refusal. Synchronous as entryAnswer. */
   readonly consistencyAnswer: (query: Query) => Maybe<ReadAnswer>;
-  /** The two as Koa handlers (the router's mount, and hotReads). */
+  /** The two as Koa handlers (the router's mount). */
   readonly entry: Middleware;
   readonly consistency: Middleware;
   /** The checkpoint views the routes answer with (each JSON serialised once per checkpoint). */
@@ -86,7 +85,7 @@ export interface LedgerReads {
 
 const readsOf = new WeakMap<LedgerService, LedgerReads>();
 
-/** The read handlers of `svc`: one set per service, so the router and hotReads share their checkpoint views. */
+/** The read handlers of `svc`: one set per service, so the router and the fast path share their checkpoint views. */
 export function ledgerReads(svc: LedgerService): LedgerReads {
   let reads = readsOf.get(svc);
   if (!reads) {
@@ -252,23 +251,5 @@ function koaRead(answer: (ctx: Context) => Maybe<ReadAnswer>): Middleware {
     const a = await answer(ctx);
     ctx.set('Content-Type', a.type);
     ctx.body = a.body;
-  };
-}
-
-/**
- * Answers GET on the read routes' exact paths with their handlers, before the router: the
- * same handlers the router mounts (variants such as a trailing slash or HEAD still reach them
- * through it), inside the same edge middleware, so the answers, headers, errors and metrics
- * are the router's.
- */
-export function hotReads(svc: LedgerService): Middleware {
-  const reads = ledgerReads(svc);
-  const routes = new Map<string, Middleware>([
-    ['/api/ledger/entry', reads.entry],
-    ['/api/ledger/consistency', reads.consistency],
-  ]);
-  return (ctx, next) => {
-    const route = ctx.method === 'GET' ? routes.get(ctx.path) : undefined;
-    return route ? route(ctx, next) : next();
   };
 }
