@@ -80,3 +80,19 @@ export function indexFeeder(index: LookupIndex, reader: LogReader): BatchListene
     },
   };
 }
+
+/**
+ * reconcileIndex beside a running log: resolves once the index agrees with the tree, or once
+ * the attempt failed (logged: the next batch's feeder fills whatever gap is left).
+ */
+export function reconcileBeside(
+  index: LookupIndex,
+  reader: LogReader,
+  checkpoint: PublishedCheckpoint,
+  logger?: Logger,
+): Promise<void> {
+  return reconcileIndex(index, reader, checkpoint, logger).then(
+    () => undefined,
+    (e: unknown) => logger?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
+  );
+}

@@ -17,7 +17,7 @@
 // stalled-checkpoint alarm.
 import { readFile } from 'node:fs/promises';
 import { bytesEqual } from '../core/hash.js';
-import { reconcileIndex } from '../index/catchup.js';
+import { reconcileBeside } from '../index/catchup.js';
 import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../read/reader.js';
 import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
@@ -258,12 +258,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     });
 
     const opened = sequencer.checkpoint;
-    const indexReady = index
-      ? reconcileIndex(index, reader, opened, log).then(
-          () => undefined,
-          (e: unknown) => log?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
-        )
-      : Promise.resolve();
+    const indexReady = index ? reconcileBeside(index, reader, opened, log) : Promise.resolve();
 
     // Partial-tile sweeper: deletes a partial as soon as its full tile is published.
     const sweeper =

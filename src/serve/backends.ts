@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from './aws-config.js';
-import { reconcileIndex } from '../index/catchup.js';
+import { reconcileBeside } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
@@ -222,10 +222,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     throw e;
   });
   const { sequencer, store, signer } = opened;
-  indexReady = reconcileIndex(index, reader, sequencer.checkpoint, logger).then(
-    () => undefined,
-    (e: unknown) => logger.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
-  );
+  indexReady = reconcileBeside(index, reader, sequencer.checkpoint, logger);
   return sequencerBackend(
     {
       sequencer,
