@@ -22,7 +22,7 @@
 // measures only the stored bytes, the rebuild and fsck. Anchors as bench/sequencer.ts makes them: each
 // with its own digest and a new artifact label (the index's largest case).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { type AnchorRequest, anchorRequest } from '../src/core/anchor.js';
 import { parseTilePath } from '../src/core/tiles.js';
@@ -72,6 +72,11 @@ function storedBytes(publicDir: string): { tiles: number; entries: number; recor
   return out;
 }
 
+/**
+ * Grows the log in `dataDir` to `total` anchors (a kept log already that long is left as it
+ * is; a shorter one, say a run that was stopped, is continued from its size, its index first
+ * caught up as `serve` catches it up at start).
+ */
 async function fill(dataDir: string, total: number): Promise<void> {
   const index = new LmdbIndex(join(dataDir, 'private', 'index'));
   const { publicDir } = localPaths(dataDir);
@@ -83,17 +88,23 @@ async function fill(dataDir: string, total: number): Promise<void> {
     maxPending: 1_000_000,
     listeners: [indexFeeder(index, reader)],
   });
+  const start = sequencer.checkpoint.size;
+  if (start > 0) {
+    await reconcileIndex(index, reader, sequencer.checkpoint);
+    if (start < total) note(`continuing a log of ${start} anchors`);
+  }
   const CHUNK = 8192;
   const WINDOW = 4 * 65_536;
   const inflight: Promise<unknown>[] = [];
   const t0 = now();
-  for (let from = 0; from < total; from += CHUNK) {
+  for (let from = start; from < total; from += CHUNK) {
     const n = Math.min(CHUNK, total - from);
     inflight.push(Promise.all(Array.from({ length: n }, (_, i) => sequencer.submit(request(from + i)))));
     while (inflight.length * CHUNK > WINDOW) await inflight.shift();
   }
   await Promise.all(inflight);
-  note(`filled ${total} anchors in ${((now() - t0) / 1000).toFixed(1)} s (fsync on, 250 ms batches)`);
+  if (total > start)
+    note(`filled ${total - start} anchors in ${((now() - t0) / 1000).toFixed(1)} s (fsync on, 250 ms batches)`);
   await sequencer.close();
   await index.close();
 }
@@ -207,7 +218,7 @@ export default async function run(args: string[]): Promise<void> {
   const scratch = new ScratchDirs();
   try {
     const dataDir = keptDir(args) ?? scratch.make('stele-bench-scale-');
-    if (!existsSync(join(dataDir, 'private', 'lock.json'))) await fill(dataDir, total);
+    await fill(dataDir, total);
     const stored = storedBytes(localPaths(dataDir).publicDir);
     // `--checks-only`: not the index as serve grew it, nor the start (whose catching up would be the old index's).
     const grown = args.includes('--checks-only') ? undefined : await serveGrown(dataDir);

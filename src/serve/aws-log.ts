@@ -17,7 +17,6 @@
 // stalled-checkpoint alarm.
 import { readFile } from 'node:fs/promises';
 import { bytesEqual } from '../core/hash.js';
-import { reconcileBeside } from '../index/catchup.js';
 import { type NoteSigner, type NoteVerifier, SIG_ED25519, makeVerifier, parseVkey } from '../core/note.js';
 import { LogReader, logCorruptObjects } from '../read/reader.js';
 import { type PublishedCheckpoint, decodePublishedCheckpoint } from '../sequencer/contract.js';
@@ -241,7 +240,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       verifier: makeVerifier(config.origin, SIG_ED25519, signer.publicKey),
       store,
     });
-    const sequencer = await openSequencer({
+    const { sequencer, indexReady } = await openSequencer({
       origin: config.origin,
       signer,
       store,
@@ -258,7 +257,6 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
     });
 
     const opened = sequencer.checkpoint;
-    const indexReady = index ? reconcileBeside(index, reader, opened, log) : Promise.resolve();
 
     // Partial-tile sweeper: deletes a partial as soon as its full tile is published.
     const sweeper =

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from './aws-config.js';
-import { reconcileBeside } from '../index/catchup.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
 import { LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
@@ -201,9 +200,6 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
   const reader = new LogReader(publicObjects, logCorruptObjects(logger));
-  // The index catches up with the log beside it (a lost index, an upgrade): what needs no
-  // index is served at once; lookups answer 503 index_not_ready and anchors wait meanwhile.
-  let indexReady: Promise<void> = Promise.resolve();
   const opened = await openLocalLog({
     dataDir: cfg.dataDir,
     origin: cfg.origin,
@@ -212,7 +208,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     minBatchSpacing: cfg.minBatchSpacingMs ?? 0,
     fsync: cfg.fsync ?? true,
     logger,
-    index: { index, reader, ready: () => indexReady },
+    index: { index, reader },
     witnessing: witnessing.hook,
     signer: logKey.signer,
   }).catch(async (e: unknown) => {
@@ -221,8 +217,8 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     await witnessing.close();
     throw e;
   });
-  const { sequencer, store, signer } = opened;
-  indexReady = reconcileBeside(index, reader, sequencer.checkpoint, logger);
+  // The index catches up beside the log (openSequencer): what needs no index is served at once.
+  const { sequencer, store, signer, indexReady } = opened;
   return sequencerBackend(
     {
       sequencer,
@@ -278,7 +274,7 @@ async function awsSequencer(
     await close();
     throw new Error('the AWS sequencer needs the DynamoDB index');
   }
-  await log.indexReady;
+  // Served at once, as the local log is: the index catches up beside it (openSequencer).
   const backend = sequencerBackend(
     {
       sequencer: log.sequencer,

@@ -4,8 +4,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anchorRequest } from '../../src/core/anchor.js';
 import { hashFromHex, leafHash } from '../../src/core/hash.js';
 import { verifyInclusion } from '../../src/core/merkle.js';
+import { awsLogConfigFromEnv } from '../../src/serve/aws-config.js';
+import { openAwsLog } from '../../src/serve/aws-log.js';
 import { digestOf, getJson, postAnchor } from '../api/server.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { type DynamoServer, startDynamoServer } from '../helpers/dynamo-server.js';
@@ -18,7 +21,7 @@ let ddb: DynamoServer;
 let kms: KmsStandIn;
 const children: ChildProcess[] = [];
 
-function awsEnv(role: 'sequencer' | 'api'): NodeJS.ProcessEnv {
+function awsEnv(role: 'sequencer' | 'api', over: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     ...process.env,
     STELE_BACKEND: 'aws',
@@ -41,16 +44,17 @@ function awsEnv(role: 'sequencer' | 'api'): NodeJS.ProcessEnv {
     STELE_KMS_ENDPOINT: kms.endpoint,
     STELE_BATCH_INTERVAL_MS: '20',
     STELE_HEARTBEAT_MS: '0',
+    ...over,
   };
 }
 
-async function serve(role: 'sequencer' | 'api'): Promise<{ url: string; keyId: string }> {
+async function serve(role: 'sequencer' | 'api', over: NodeJS.ProcessEnv = {}): Promise<{ url: string; keyId: string }> {
   const child = spawn(
     process.execPath,
     ['dist/cli/main.js', 'serve', '--port', '0', '--json', '--log-level', 'error'],
     {
       cwd: repoRoot,
-      env: awsEnv(role),
+      env: awsEnv(role, over),
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -136,4 +140,59 @@ describe('stele serve on the AWS backend', () => {
     // The replica shows an entry once it has verified a checkpoint covering it.
     await expect.poll(scopes, { timeout: 15_000, interval: 250 }).toEqual(['', 'other']);
   });
+});
+
+describe('the AWS sequencer whose DynamoDB index is lost (issue 35)', () => {
+  // Enough entries that rebuilding their index in dynalite takes seconds; the first requests take milliseconds.
+  const N = 3_000;
+  const over = {
+    STELE_ORIGIN: 'aws.lost-index.test/log',
+    STELE_S3_PREFIX: 'lost/log/',
+    STELE_S3_STAGING_PREFIX: 'lost/private/',
+  };
+  const lostDigest = (i: number) => (0x7000000 + i).toString(16).padStart(64, '0');
+
+  it('serves at once and rebuilds the index beside the log: 503 index_not_ready for lookups and anchors, never a second entry', async () => {
+    // The log is written with no index at all: to the sequencer that starts next, the index is lost.
+    const config = awsLogConfigFromEnv(awsEnv('sequencer', over));
+    const log = await openAwsLog({
+      ...config,
+      credentials: s3.credentials,
+      index: false,
+      batchInterval: 5,
+      minBatchSpacing: 0,
+    });
+    for (let from = 0; from < N; from += 1_000)
+      await Promise.all(
+        Array.from({ length: 1_000 }, (_, k) =>
+          log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', lostDigest(from + k))),
+        ),
+      );
+    await log.close();
+
+    const seq = await serve('sequencer', over);
+    const auth = { authorization: 'Bearer tok_0123456789abcdef0123' };
+    const [checkpoint, byHash, again] = await Promise.all([
+      getJson(`${seq.url}/api/ledger/checkpoint`),
+      getJson(`${seq.url}/api/ledger/entry?hash=${lostDigest(N - 1)}`),
+      postAnchor(seq.url, { digest: lostDigest(5) }, auth),
+    ]);
+    expect(checkpoint.status).toBe(200);
+    expect(checkpoint.body.treeSize).toBe(N);
+    expect(byHash.status).toBe(503);
+    expect(byHash.body.error.code).toBe('index_not_ready');
+    expect(again.status).toBe(503);
+    expect(again.body.error.code).toBe('index_not_ready');
+
+    await expect
+      .poll(async () => (await getJson(`${seq.url}/api/ledger/entry?hash=${lostDigest(N - 1)}`)).status, {
+        timeout: 120_000,
+        interval: 500,
+      })
+      .toBe(200);
+    const duplicate = await postAnchor(seq.url, { digest: lostDigest(5) }, auth);
+    expect(duplicate.status).toBe(200);
+    expect(duplicate.body.leafIndex).toBe(5);
+    expect((await getJson(`${seq.url}/api/ledger/checkpoint`)).body.treeSize).toBe(N);
+  }, 180_000);
 });
