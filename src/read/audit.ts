@@ -4,20 +4,12 @@
 // consistency with the pinned checkpoint. It streams bundle by bundle (bounded memory) and
 // stops at the first object that disagrees, naming it.
 import { EMPTY_ROOT, bytesEqual, toHex } from '../core/hash.js';
-import { treeHashSync } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
-import { HashTile, TILE_WIDTH, TileFormatError, tilePath, tileRoot } from '../core/tiles.js';
+import { TILE_WIDTH, tilePath, tileRoot } from '../core/tiles.js';
 import { RequestThread, startModuleWorker } from '../store/threads.js';
-import {
-  type AuditFailure,
-  type BundleInput,
-  type BundleVerdict,
-  checkBundle,
-  firstDifference,
-} from './bundle-check.js';
-import { TileSet } from './tile-set.js';
-import { MissingObjectError, readTileBytes } from './tilestore.js';
+import { type AuditFailure, type BundleInput, type BundleVerdict, checkBundle } from './bundle-check.js';
 import { orderedPipeline } from './pipeline.js';
+import { AuditStop, UpperTiles, type UpperTilesState, fetchObject } from './upper-tiles.js';
 import {
   type CheckedCheckpoint,
   type Outcome,
@@ -60,16 +52,13 @@ export interface AuditOptions {
  * read from tiles a verified checkpoint vouches for); the root recomputed at the end depends
  * on all of it.
  */
-export interface AuditState {
+export interface AuditState extends UpperTilesState {
   /** The next bundle to check. */
   readonly bundle: number;
   /** The entry hash before it. */
   readonly prior: Uint8Array;
   /** The timestamp of the entry before it ('' when unknown). */
   readonly lastTimestamp: string;
-  /** Per level ≥ 1: the hashes of the tile being filled, and that tile's index. */
-  readonly pending: readonly (readonly Uint8Array[])[];
-  readonly tileIndex: readonly number[];
   readonly entriesChecked: number;
   readonly bundlesChecked: number;
   readonly hashTilesChecked: number;
@@ -100,135 +89,163 @@ export interface AuditResult {
   readonly elapsedMs: number;
 }
 
-class AuditStop extends Error {
-  constructor(readonly failure: AuditFailure) {
-    super(failure.message);
-  }
-}
-
-async function fetchObject(
-  source: ObjectReader,
-  kind: number | 'entries' | 'records',
-  index: number,
-  width: number,
-): Promise<Uint8Array> {
-  try {
-    return await readTileBytes(source, kind, index, width);
-  } catch (e) {
-    if (e instanceof MissingObjectError)
-      throw new AuditStop({
-        object: tilePath({ kind, index, width }),
-        message: `${tilePath({ kind, index, width })} is missing`,
-      });
-    // A stored object that cannot be read as one (a compressed record bundle that does not
-    // decompress within bounds) is a finding about that object, not a failure of the check.
-    if (e instanceof TileFormatError)
-      throw new AuditStop({ object: tilePath({ kind, index, width }), message: e.message });
-    throw e;
-  }
+/** The result of auditing a source without a checkpoint. */
+function noCheckpoint(trust: Trust, t0: number): AuditResult {
+  const fail = { ok: false, detail: 'no checkpoint' };
+  return {
+    ok: false,
+    origin: trust.origin,
+    treeSize: 0,
+    rootHash: '',
+    signature: fail,
+    witnesses: { ok: false, status: 'FAIL', detail: 'no checkpoint', valid: 0, quorum: trust.quorum.text, names: [] },
+    pin: fail,
+    tree: fail,
+    entriesChecked: 0,
+    bundlesChecked: 0,
+    hashTilesChecked: 0,
+    failure: { object: 'checkpoint', message: 'the log has no checkpoint' },
+    elapsedMs: performance.now() - t0,
+  };
 }
 
 export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
   const t0 = performance.now();
   const { source, trust } = opts;
   const noteBytes = opts.note !== undefined ? Buffer.from(opts.note) : await source.get('checkpoint');
-  if (!noteBytes) {
-    const fail = { ok: false, detail: 'no checkpoint' };
-    return {
-      ok: false,
-      origin: trust.origin,
-      treeSize: 0,
-      rootHash: '',
-      signature: fail,
-      witnesses: { ok: false, status: 'FAIL', detail: 'no checkpoint', valid: 0, quorum: trust.quorum.text, names: [] },
-      pin: fail,
-      tree: fail,
-      entriesChecked: 0,
-      bundlesChecked: 0,
-      hashTilesChecked: 0,
-      failure: { object: 'checkpoint', message: 'the log has no checkpoint' },
-      elapsedMs: performance.now() - t0,
-    };
-  }
+  if (!noteBytes) return noCheckpoint(trust, t0);
   const cp = checkCheckpoint({ note: Buffer.from(noteBytes).toString('utf8') }, trust);
-  const size = cp.size;
-  const bundles = Math.ceil(size / TILE_WIDTH);
-
-  // Recomputed hashes per level not yet grouped into a full tile (< 256 each).
-  const start = opts.start;
-  const pending: Uint8Array[][] = start ? start.pending.map((l) => [...l]) : [[]];
-  const tileIndex: number[] = start ? [...start.tileIndex] : [0];
-  let lastRow0: Uint8Array | null = null;
-  let lastTimestamp = start?.lastTimestamp ?? '';
-  let entriesChecked = start?.entriesChecked ?? 0;
-  let bundlesChecked = start?.bundlesChecked ?? 0;
-  let hashTilesChecked = start?.hashTilesChecked ?? 0;
-  let pinRoot: Uint8Array | null = trust.pin.size === 0 ? EMPTY_ROOT : (start?.pinRoot ?? null);
-  const firstBundle = start?.bundle ?? 0;
-
-  const rootFrom = (treeSize: number, row0: Uint8Array | null): Uint8Array => {
-    if (treeSize === 0) return EMPTY_ROOT;
-    const tiles = new TileSet();
-    if (row0 && row0.length > 0) tiles.add(new HashTile(0, Math.floor(treeSize / TILE_WIDTH), row0));
-    for (let l = 1; l < pending.length; l++) {
-      if (pending[l]!.length > 0) tiles.add(new HashTile(l, tileIndex[l]!, Buffer.concat(pending[l]!)));
-    }
-    return treeHashSync(treeSize, tiles.lookup(treeSize));
+  const tree = new TreeAudit(opts, cp.size);
+  let failure: AuditFailure | undefined;
+  let treeOk: Outcome;
+  try {
+    treeOk = await tree.run(cp.root);
+  } catch (e) {
+    if (!(e instanceof AuditStop)) throw e;
+    failure = e.failure;
+    treeOk = { ok: false, detail: e.failure.message };
+  }
+  const pin = await pinOutcome(opts, cp, tree.pinRoot);
+  if (pin.failure) failure ??= pin.failure;
+  const ok = cp.signature.ok && cp.witnesses.ok && pin.outcome.ok && treeOk.ok;
+  if (!failure && !cp.signature.ok) failure = { object: 'checkpoint', message: cp.signature.detail };
+  return {
+    ok,
+    origin: cp.origin,
+    treeSize: cp.size,
+    rootHash: toHex(cp.root),
+    signature: cp.signature,
+    witnesses: cp.witnesses,
+    pin: pin.outcome,
+    tree: treeOk,
+    entriesChecked: tree.entriesChecked,
+    bundlesChecked: tree.bundlesChecked,
+    hashTilesChecked: tree.hashTilesChecked,
+    ...(failure ? { failure } : {}),
+    elapsedMs: performance.now() - t0,
   };
+}
 
-  /** Adds a recomputed hash at tile level `level`; checks each upper tile as it completes. */
-  const pushUp = async (level: number, h: Uint8Array): Promise<void> => {
-    pending[level] ??= [];
-    tileIndex[level] ??= 0;
-    pending[level]!.push(h);
-    if (pending[level]!.length < TILE_WIDTH) return;
-    const index = tileIndex[level]!;
-    const row = Buffer.concat(pending[level]!);
-    const stored = await fetchObject(source, level, index, TILE_WIDTH);
-    const path = tilePath({ kind: level, index, width: TILE_WIDTH });
-    if (stored.length !== row.length || !bytesEqual(stored, row)) {
-      const j = firstDifference(stored, row);
-      const span = TILE_WIDTH ** level;
-      const first = (index * TILE_WIDTH + j) * span;
+/**
+ * The tree's recomputation from the bundles: each bundle checked (on worker threads when
+ * asked) as its objects arrive, consumed in order (timestamps, level-0 tiles, the upper
+ * tiles, the root at the pinned size), then the right edge and the root.
+ */
+class TreeAudit {
+  private readonly trust: Trust;
+  private readonly source: ObjectReader;
+  private readonly upper: UpperTiles;
+  private readonly bundles: number;
+  private readonly firstBundle: number;
+  private readonly checker: BundleChecker | null;
+  /** The level-0 row of a partial last bundle. */
+  private lastRow0: Uint8Array | null = null;
+  private lastTimestamp: string;
+  /** Level-0 tiles checked (and, from a start state, every tile checked before it). */
+  private level0Checked: number;
+  /** Each bundle's check waits for the entry hash before it, as stored. */
+  private priorOf: Promise<Uint8Array>;
+  private stateAt = performance.now();
+  entriesChecked: number;
+  bundlesChecked: number;
+  /** The root recomputed at the pinned size, once the audit has passed it. */
+  pinRoot: Uint8Array | null;
+
+  constructor(
+    private readonly opts: AuditOptions,
+    private readonly size: number,
+  ) {
+    const { start } = opts;
+    this.trust = opts.trust;
+    this.source = opts.source;
+    this.upper = new UpperTiles(opts.source, start);
+    this.bundles = Math.ceil(size / TILE_WIDTH);
+    this.firstBundle = start?.bundle ?? 0;
+    // Threads pay off over many bundles (each starts in a fraction of a second).
+    this.checker = opts.threads && this.bundles - this.firstBundle >= 32 ? new BundleChecker(opts.threads) : null;
+    this.lastTimestamp = start?.lastTimestamp ?? '';
+    this.entriesChecked = start?.entriesChecked ?? 0;
+    this.bundlesChecked = start?.bundlesChecked ?? 0;
+    this.level0Checked = start?.hashTilesChecked ?? 0;
+    this.pinRoot = this.trust.pin.size === 0 ? EMPTY_ROOT : (start?.pinRoot ?? null);
+    this.priorOf = Promise.resolve(start?.prior ?? new Uint8Array(32));
+  }
+
+  get hashTilesChecked(): number {
+    return this.level0Checked + this.upper.checked;
+  }
+
+  /** Every bundle, the right edge and the root; an AuditStop at the first object that disagrees. */
+  async run(root: Uint8Array): Promise<Outcome> {
+    const window = Math.max(this.opts.window ?? 8, 4 * (this.opts.threads ?? 0));
+    await orderedPipeline(
+      this.firstBundle,
+      this.bundles,
+      window,
+      (n) => this.load(n),
+      (n, verdict) => this.consume(n, verdict),
+    ).finally(() => this.checker?.close());
+    await this.upper.checkRightEdge();
+    const recomputed = this.upper.rootAt(this.size, this.lastRow0);
+    if (!bytesEqual(recomputed, root)) {
       throw new AuditStop({
-        object: path,
-        seq: first,
-        message:
-          stored.length !== row.length
-            ? `${path} has ${stored.length} bytes, not ${row.length}`
-            : `${path} hash ${j} (leaves ${first}–${first + span - 1}) differs from the hash recomputed from the level-${level - 1} tiles`,
+        object: 'checkpoint',
+        message: `the recomputed root ${toHex(recomputed)} differs from the checkpoint's ${toHex(root)}`,
       });
     }
-    hashTilesChecked++;
-    pending[level] = [];
-    tileIndex[level] = index + 1;
-    await pushUp(level + 1, tileRoot(row));
-  };
+    const n = this.entriesChecked;
+    return {
+      ok: true,
+      detail: `recomputed ${n} entry hashes (chained), ${n} leaves, ${this.hashTilesChecked} hash tiles and the root ${toHex(recomputed).slice(0, 16)}…`,
+    };
+  }
 
-  // Threads pay off over many bundles (each starts in a fraction of a second).
-  const checker = opts.threads && bundles - firstBundle >= 32 ? new BundleChecker(opts.threads) : null;
-  /** Each bundle's check, started as its objects arrive; the chain's start is the entry hash before it, as stored. */
-  let priorOf: Promise<Uint8Array> = Promise.resolve(start?.prior ?? new Uint8Array(32));
-  const load = (n: number): Promise<BundleVerdict> => {
-    const w = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
+  private width(n: number): number {
+    return Math.min(TILE_WIDTH, this.size - n * TILE_WIDTH);
+  }
+
+  /** Bundle `n`'s check, started as its objects arrive. */
+  private load(n: number): Promise<BundleVerdict> {
+    const w = this.width(n);
     const objects = Promise.all([
-      fetchObject(source, 'entries', n, w),
-      fetchObject(source, 'records', n, w),
-      fetchObject(source, 0, n, w),
+      fetchObject(this.source, 'entries', n, w),
+      fetchObject(this.source, 'records', n, w),
+      fetchObject(this.source, 0, n, w),
     ]);
-    const input = Promise.all([objects, priorOf]).then(
+    const input = Promise.all([objects, this.priorOf]).then(
       ([[entries, records, tile0], prior]): BundleInput => ({ n, w, entries, records, tile0, prior }),
     );
     // A bundle that is wrong fails its own check first; the next one's start matters no more.
-    priorOf = objects.then(([entries]) => entries.subarray(Math.max(0, entries.length - 32)));
-    priorOf.catch(() => undefined);
+    this.priorOf = objects.then(([entries]) => entries.subarray(Math.max(0, entries.length - 32)));
+    this.priorOf.catch(() => undefined);
+    const { checker } = this;
     return input.then((i) => (checker ? checker.check(i) : checkBundle(i)));
-  };
+  }
 
-  let stateAt = performance.now();
-  const consume = async (n: number, verdict: BundleVerdict) => {
-    const w = Math.min(TILE_WIDTH, size - n * TILE_WIDTH);
-    if (verdict.firstTimestamp !== undefined && verdict.firstTimestamp < lastTimestamp) {
+  /** Bundle `n`'s verdict, in order: its timestamps after the last bundle's, its row pushed up the tree. */
+  private async consume(n: number, verdict: BundleVerdict): Promise<void> {
+    const w = this.width(n);
+    if (verdict.firstTimestamp !== undefined && verdict.firstTimestamp < this.lastTimestamp) {
       const rPath = tilePath({ kind: 'records', index: n, width: w });
       const seq = n * TILE_WIDTH;
       throw new AuditStop({
@@ -239,120 +256,83 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
     }
     if (verdict.failure || !verdict.row) throw new AuditStop(verdict.failure!);
     const row = verdict.row;
-    lastTimestamp = verdict.lastTimestamp!;
-    hashTilesChecked++;
-    const inThis = trust.pin.size > n * TILE_WIDTH && trust.pin.size <= n * TILE_WIDTH + w;
-    const k = trust.pin.size - n * TILE_WIDTH;
-    if (inThis && k < w) pinRoot = rootFrom(trust.pin.size, row.subarray(0, k * 32));
-    if (w === TILE_WIDTH) await pushUp(1, tileRoot(row));
-    else lastRow0 = row;
-    if (inThis && k === w) pinRoot = rootFrom(trust.pin.size, w === TILE_WIDTH ? null : row);
-    entriesChecked += w;
-    bundlesChecked++;
-    opts.onProgress?.(entriesChecked, size);
-    if (opts.onState && w === TILE_WIDTH && performance.now() - stateAt >= (opts.stateEveryMs ?? 250)) {
-      stateAt = performance.now();
-      await opts.onState({
-        bundle: n + 1,
-        prior: verdict.lastEntryHash!,
-        lastTimestamp,
-        pending: pending.map((l) => [...l]),
-        tileIndex: [...tileIndex],
-        entriesChecked,
-        bundlesChecked,
-        hashTilesChecked,
-        pinRoot,
-      });
-    }
-  };
-
-  let failure: AuditFailure | undefined;
-  let treeOk: Outcome;
-  try {
-    const window = Math.max(opts.window ?? 8, 4 * (opts.threads ?? 0));
-    await orderedPipeline(firstBundle, bundles, window, load, consume).finally(() => checker?.close());
-    // The right edge: every partial upper tile, then the root.
-    for (let l = 1; l < pending.length; l++) {
-      const w = pending[l]!.length;
-      if (w === 0) continue;
-      const index = tileIndex[l]!;
-      const path = tilePath({ kind: l, index, width: w });
-      const stored = await fetchObject(source, l, index, w);
-      const row = Buffer.concat(pending[l]!);
-      if (!bytesEqual(stored.subarray(0, row.length), row) || stored.length < row.length) {
-        const j = firstDifference(stored, row);
-        throw new AuditStop({
-          object: path,
-          seq: (index * TILE_WIDTH + j) * TILE_WIDTH ** l,
-          message: `${path} hash ${j} differs from the hash recomputed from the level-${l - 1} tiles`,
-        });
-      }
-      hashTilesChecked++;
-    }
-    const root = rootFrom(size, lastRow0);
-    if (!bytesEqual(root, cp.root)) {
-      throw new AuditStop({
-        object: 'checkpoint',
-        message: `the recomputed root ${toHex(root)} differs from the checkpoint's ${toHex(cp.root)}`,
-      });
-    }
-    treeOk = {
-      ok: true,
-      detail: `recomputed ${entriesChecked} entry hashes (chained), ${entriesChecked} leaves, ${hashTilesChecked} hash tiles and the root ${toHex(root).slice(0, 16)}…`,
-    };
-  } catch (e) {
-    if (!(e instanceof AuditStop)) throw e;
-    failure = e.failure;
-    treeOk = { ok: false, detail: e.failure.message };
+    this.lastTimestamp = verdict.lastTimestamp!;
+    this.level0Checked++;
+    const pinSize = this.trust.pin.size;
+    const inThis = pinSize > n * TILE_WIDTH && pinSize <= n * TILE_WIDTH + w;
+    const k = pinSize - n * TILE_WIDTH;
+    if (inThis && k < w) this.pinRoot = this.upper.rootAt(pinSize, row.subarray(0, k * 32));
+    if (w === TILE_WIDTH) await this.upper.push(1, tileRoot(row));
+    else this.lastRow0 = row;
+    if (inThis && k === w) this.pinRoot = this.upper.rootAt(pinSize, w === TILE_WIDTH ? null : row);
+    this.entriesChecked += w;
+    this.bundlesChecked++;
+    this.opts.onProgress?.(this.entriesChecked, this.size);
+    if (w === TILE_WIDTH) await this.tellState(n + 1, verdict.lastEntryHash!);
   }
 
-  let pin: PinOutcome;
-  if (trust.pin.size === 0) pin = { ok: true, detail: 'no pinned checkpoint to compare (empty pin)' };
-  else if (trust.pin.size > size) {
+  /** The state after a full bundle, to `onState` at most once per `stateEveryMs`. */
+  private async tellState(bundle: number, prior: Uint8Array): Promise<void> {
+    const { onState, stateEveryMs = 250 } = this.opts;
+    if (!onState || performance.now() - this.stateAt < stateEveryMs) return;
+    this.stateAt = performance.now();
+    await onState({
+      bundle,
+      prior,
+      lastTimestamp: this.lastTimestamp,
+      ...this.upper.state(),
+      entriesChecked: this.entriesChecked,
+      bundlesChecked: this.bundlesChecked,
+      hashTilesChecked: this.hashTilesChecked,
+      pinRoot: this.pinRoot,
+    });
+  }
+}
+
+/**
+ * The pinned checkpoint's check: from the root recomputed at its size, or, for a copy behind
+ * it, a proof to it; with the failure to report when it fails.
+ */
+async function pinOutcome(
+  opts: AuditOptions,
+  cp: CheckedCheckpoint,
+  pinRoot: Uint8Array | null,
+): Promise<{ outcome: PinOutcome; failure?: AuditFailure }> {
+  const { pin } = opts.trust;
+  const size = cp.size;
+  const passes = (detail: string) => ({ outcome: { ok: true, detail } });
+  const fails = (detail: string, seq: number) => ({
+    outcome: { ok: false, detail },
+    failure: { object: 'checkpoint', seq, message: detail },
+  });
+  if (pin.size === 0) return passes('no pinned checkpoint to compare (empty pin)');
+  if (pin.size > size) {
     // A copy that lags behind the pin: stale unless a proof to the pin shows otherwise.
     const transport = opts.isTransportError ?? (() => false);
     const older = await checkCopyConsistency(
-      trust.pin,
+      pin,
       { size, root: cp.root },
       null,
       opts.proveToPin ?? null,
       transport,
       transport,
     );
-    pin =
-      'status' in older
-        ? older.status === 'SKIP'
-          ? { ok: true, status: 'SKIP', detail: older.detail, ...(older.reason ? { reason: older.reason } : {}) }
-          : { ok: older.status === 'PASS', detail: older.detail }
-        : older;
-    if (!pin.ok) failure ??= { object: 'checkpoint', seq: size, message: pin.detail };
-  } else if (pinRoot === null)
-    pin = { ok: false, detail: `not checked: the audit stopped before size ${trust.pin.size}` };
-  else if (!bytesEqual(pinRoot, trust.pin.root)) {
-    pin = {
-      ok: false,
-      detail: `the recomputed root at the pinned size ${trust.pin.size} differs from the pinned root: the log forked`,
-    };
-    failure ??= { object: 'checkpoint', seq: trust.pin.size, message: pin.detail };
-  } else pin = { ok: true, detail: `the recomputed root at the pinned size ${trust.pin.size} equals the pinned root` };
-
-  const ok = cp.signature.ok && cp.witnesses.ok && pin.ok && treeOk.ok;
-  if (!failure && !cp.signature.ok) failure = { object: 'checkpoint', message: cp.signature.detail };
-  return {
-    ok,
-    origin: cp.origin,
-    treeSize: size,
-    rootHash: toHex(cp.root),
-    signature: cp.signature,
-    witnesses: cp.witnesses,
-    pin,
-    tree: treeOk,
-    entriesChecked,
-    bundlesChecked,
-    hashTilesChecked,
-    ...(failure ? { failure } : {}),
-    elapsedMs: performance.now() - t0,
-  };
+    if (!('status' in older)) return older.ok ? { outcome: older } : { ...fails(older.detail, size), outcome: older };
+    if (older.status === 'SKIP')
+      return {
+        outcome: { ok: true, status: 'SKIP', detail: older.detail, ...(older.reason ? { reason: older.reason } : {}) },
+      };
+    return older.status === 'PASS' ? passes(older.detail) : fails(older.detail, size);
+  }
+  // Not a failure the audit names: the tree's own failure stopped it before the pin.
+  if (pinRoot === null)
+    return { outcome: { ok: false, detail: `not checked: the audit stopped before size ${pin.size}` } };
+  if (!bytesEqual(pinRoot, pin.root))
+    return fails(
+      `the recomputed root at the pinned size ${pin.size} differs from the pinned root: the log forked`,
+      pin.size,
+    );
+  return passes(`the recomputed root at the pinned size ${pin.size} equals the pinned root`);
 }
 
 /** Worker threads checking bundles (src/read/bundle-check-worker.ts), sent to in turn. */
