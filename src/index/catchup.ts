@@ -15,7 +15,8 @@ import type { LookupIndex } from './types.js';
 
 /**
  * Indexes leaves [indexedSize, size) from the record bundles of the tree `checkpoint`
- * (which covers them); reports progress per bundle.
+ * (which covers them); reports progress per bundle. Returns the leaves indexed: fewer than
+ * `size` when `stop` aborted it (at a bundle's end; the next catch-up goes on from there).
  */
 export async function catchUpIndex(
   index: LookupIndex,
@@ -23,9 +24,10 @@ export async function catchUpIndex(
   size: number,
   checkpoint: PublishedCheckpoint,
   onProgress?: (indexed: number, size: number) => void,
+  stop?: AbortSignal,
 ): Promise<number> {
   let from = await index.indexedSize();
-  while (from < size) {
+  while (from < size && !stop?.aborted) {
     const to = Math.min(size, (Math.floor(from / TILE_WIDTH) + 1) * TILE_WIDTH);
     const records = await reader.records(from, to, checkpoint);
     await index.onBatch(
@@ -53,6 +55,7 @@ export async function reconcileIndex(
   reader: LogReader,
   checkpoint: PublishedCheckpoint,
   logger?: Logger,
+  stop?: AbortSignal,
 ): Promise<number> {
   const indexed = await index.indexedSize();
   if (indexed > checkpoint.size) {
@@ -66,7 +69,7 @@ export async function reconcileIndex(
     logger?.info({ indexed }, 'the lookup index is of an older version; rebuilding it from the record bundles');
     await index.clear();
   }
-  return catchUpIndex(index, reader, checkpoint.size, checkpoint);
+  return catchUpIndex(index, reader, checkpoint.size, checkpoint, undefined, stop);
 }
 
 /** A listener that fills any gap from the bundles before indexing a new batch. */
@@ -82,16 +85,18 @@ export function indexFeeder(index: LookupIndex, reader: LogReader): BatchListene
 }
 
 /**
- * reconcileIndex beside a running log: resolves once the index agrees with the tree, or once
- * the attempt failed (logged: the next batch's feeder fills whatever gap is left).
+ * reconcileIndex beside a running log: resolves once the index agrees with the tree, once
+ * `stop` aborted it (a shutdown: the next start goes on from what is indexed), or once the
+ * attempt failed (logged: the next batch's feeder fills whatever gap is left).
  */
 export function reconcileBeside(
   index: LookupIndex,
   reader: LogReader,
   checkpoint: PublishedCheckpoint,
   logger?: Logger,
+  stop?: AbortSignal,
 ): Promise<void> {
-  return reconcileIndex(index, reader, checkpoint, logger).then(
+  return reconcileIndex(index, reader, checkpoint, logger, stop).then(
     () => undefined,
     (e: unknown) => logger?.error({ err: (e as Error).message }, 'index catch-up failed; the next batch retries it'),
   );

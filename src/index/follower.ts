@@ -30,6 +30,7 @@ export class IndexFollower {
   private lastProgressLog = 0;
   private behindSince: number | undefined;
   private running: Promise<PublishedCheckpoint | undefined> | undefined;
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly index: LookupIndex,
@@ -56,6 +57,12 @@ export class IndexFollower {
     };
   }
 
+  /** Ends a catch-up at the end of the bundle it is indexing, and every later round at once (a shutdown). */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.running?.catch(() => undefined);
+  }
+
   /** One round (concurrent calls share it): fetch the checkpoint, index up to it, serve it. */
   poll(): Promise<PublishedCheckpoint | undefined> {
     this.running ??= this.round().finally(() => {
@@ -65,6 +72,7 @@ export class IndexFollower {
   }
 
   private async round(): Promise<PublishedCheckpoint | undefined> {
+    if (this.stopping.signal.aborted) return this.served;
     const cp = await this.fetchCheckpoint();
     if (!cp) return this.served;
     this.published = Math.max(this.published, cp.size);
@@ -96,20 +104,29 @@ export class IndexFollower {
     }
     const started = this.indexed;
     const t0 = Date.now();
-    this.indexed = await catchUpIndex(this.index, this.reader, cp.size, cp, (indexed, size) => {
-      this.indexed = indexed;
-      if (Date.now() - this.lastProgressLog >= 5_000) {
-        this.lastProgressLog = Date.now();
-        this.logger?.info(
-          {
-            indexed,
-            treeSize: size,
-            entriesPerSecond: Math.round(((indexed - started) * 1000) / Math.max(1, Date.now() - t0)),
-          },
-          'replica index catching up',
-        );
-      }
-    });
+    this.indexed = await catchUpIndex(
+      this.index,
+      this.reader,
+      cp.size,
+      cp,
+      (indexed, size) => {
+        this.indexed = indexed;
+        if (Date.now() - this.lastProgressLog >= 5_000) {
+          this.lastProgressLog = Date.now();
+          this.logger?.info(
+            {
+              indexed,
+              treeSize: size,
+              entriesPerSecond: Math.round(((indexed - started) * 1000) / Math.max(1, Date.now() - t0)),
+            },
+            'replica index catching up',
+          );
+        }
+      },
+      this.stopping.signal,
+    );
+    // Stopped part way: the checkpoint is not served (its entries are not all indexed).
+    if (this.indexed < cp.size) return this.served;
     this.served = cp;
     if (this.published <= cp.size) this.behindSince = undefined;
     return cp;

@@ -240,7 +240,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       verifier: makeVerifier(config.origin, SIG_ED25519, signer.publicKey),
       store,
     });
-    const { sequencer, indexReady } = await openSequencer({
+    const { sequencer, indexReady, stopIndexCatchUp } = await openSequencer({
       origin: config.origin,
       signer,
       store,
@@ -284,6 +284,8 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       sweepIdle: async () => sweeper?.idle(),
       async close() {
         if (heartbeat) clearInterval(heartbeat);
+        // A shutdown does not wait for a catch-up of hours: the next start goes on from what is indexed.
+        stopIndexCatchUp();
         await sequencer.close();
         await indexReady;
         await sweeper?.idle();

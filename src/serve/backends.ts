@@ -218,7 +218,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     throw e;
   });
   // The index catches up beside the log (openSequencer): what needs no index is served at once.
-  const { sequencer, store, signer, indexReady } = opened;
+  const { sequencer, store, signer, indexReady, stopIndexCatchUp } = opened;
   return sequencerBackend(
     {
       sequencer,
@@ -228,6 +228,8 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
       objects: store,
       keyCreated: logKey.created,
       async close() {
+        // A shutdown does not wait for a catch-up of hours: the next start goes on from what is indexed.
+        stopIndexCatchUp();
         await sequencer.close();
         await witnessing.close();
         await indexReady;
@@ -307,7 +309,10 @@ const FOLLOWER_MAX_BEHIND_MS = 30_000;
  * A read-only API replica: follows the published checkpoint in S3 once a second. With the
  * shared DynamoDB index it serves each verified checkpoint at once; without it, it keeps its
  * own LMDB index in `indexDir`, fed by following the record bundles (IndexFollower), and
- * serves a checkpoint only once every entry under it is indexed.
+ * serves a checkpoint only once every entry under it is indexed. One started over a missing
+ * or outdated index serves the verified published checkpoint at once while its index catches
+ * up beside it: lookups it does not cover answer 503 index_not_ready (never a wrong 404), and
+ * /readyz says how far behind it is.
  */
 async function awsReplica(
   config: AwsLogConfig,
@@ -328,12 +333,14 @@ async function awsReplica(
   const follower = ownIndex && new IndexFollower(ownIndex, r.reader, r.refreshCheckpoint, logger);
   const index = r.index ?? ownIndex!;
   const poll = follower ? () => follower.poll() : () => r.refreshCheckpoint();
-  const current = follower ? () => follower.checkpoint() : () => r.checkpoint();
+  // Until the follower has indexed a checkpoint, the verified published one (never older than what it serves next).
+  const current = follower ? () => follower.checkpoint() ?? r.checkpoint() : () => r.checkpoint();
   const release = async () => {
+    await follower?.stop();
     await ownIndex?.close();
     await r.close();
   };
-  const first = await poll().catch(async (e: unknown) => {
+  const first = await r.refreshCheckpoint().catch(async (e: unknown) => {
     await release();
     throw e;
   });
@@ -343,7 +350,7 @@ async function awsReplica(
   }
   const listeners: ((cp: PublishedCheckpoint, batch: IntegratedBatch | null) => void)[] = [];
   let failure: string | null = null;
-  const timer = setInterval(() => {
+  const follow = () => {
     const before = current();
     poll().then(
       (cp) => {
@@ -355,7 +362,10 @@ async function awsReplica(
         logger.error({ err: failure }, 'following the published log failed');
       },
     );
-  }, 1000);
+  };
+  // The follower's first round (a catch-up from empty, maybe long) starts now, beside the server.
+  if (follower) follow();
+  const timer = setInterval(follow, 1000);
   return {
     ledger: {
       origin: config.origin,
@@ -382,7 +392,8 @@ async function awsReplica(
     onStopped: () => undefined,
     async close() {
       clearInterval(timer);
-      await poll().catch(() => undefined);
+      // The follower's round is stopped by release(); a shared index's last fetch is let finish.
+      if (!follower) await poll().catch(() => undefined);
       await release();
     },
   };

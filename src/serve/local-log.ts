@@ -40,7 +40,7 @@ export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLo
   const store = new FsObjectStore(paths.publicDir, { fsync: o.fsync ?? true, sweepPartials: o.sweepPartials ?? true });
   const privateStore = new FsObjectStore(paths.privateDir, { fsync: o.fsync ?? true });
   await Promise.all([store.removeTempFiles(), privateStore.removeTempFiles()]);
-  const { sequencer, indexReady } = await openSequencer({
+  const { sequencer, indexReady, stopIndexCatchUp } = await openSequencer({
     origin: o.origin,
     signer,
     store,
@@ -55,5 +55,5 @@ export async function openLocalLog<S extends NoteSigner = SeedSigner>(o: LocalLo
     witnessing: o.witnessing,
     logger: o.logger,
   });
-  return { sequencer, indexReady, store, signer, keyCreated: created, paths };
+  return { sequencer, indexReady, stopIndexCatchUp, store, signer, keyCreated: created, paths };
 }

@@ -42,6 +42,8 @@ export interface OpenedSequencer {
    * index_not_ready (src/api/index-coverage.ts) and anchors wait behind the same 503.
    */
   readonly indexReady: Promise<void>;
+  /** Stops that catch-up at the end of the bundle it is indexing (a shutdown: call before closing the sequencer). */
+  stopIndexCatchUp(): void;
 }
 
 /** Opens the log in storage (creating it if empty) under a sequencer; see Sequencer.open. */
@@ -54,8 +56,9 @@ export async function openSequencer(p: SequencerParts): Promise<OpenedSequencer>
     ...rest,
     listeners: [...(index ? [gatedFeeder(index, () => indexReady)] : []), ...listeners],
   });
-  if (index) indexReady = reconcileBeside(index.index, index.reader, sequencer.checkpoint, p.logger);
-  return { sequencer, indexReady };
+  const stop = new AbortController();
+  if (index) indexReady = reconcileBeside(index.index, index.reader, sequencer.checkpoint, p.logger, stop.signal);
+  return { sequencer, indexReady, stopIndexCatchUp: () => stop.abort() };
 }
 
 function gatedFeeder(index: NonNullable<SequencerParts['index']>, ready: () => Promise<void>): BatchListener {

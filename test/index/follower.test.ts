@@ -81,4 +81,41 @@ describe('IndexFollower', () => {
     expect(await b.index.countsByType()).toEqual(await a.index.countsByType());
     await Promise.all([a.index.close(), b.index.close()]);
   });
+
+  it('stopped part way (a shutdown), it serves no checkpoint it has not indexed, and a restart goes on from there', async () => {
+    const dataDir = scratchDir('stele-follower-stop-');
+    const { publicDir, keyFile } = localPaths(dataDir);
+    await makeLog(dataDir, ORIGIN, [600]);
+    const verifier = makeVerifier(ORIGIN, SIG_ED25519, (await loadOrCreateKey(keyFile, ORIGIN)).signer.publicKey);
+    const indexDir = join(scratchDir('stele-follower-stop-index-'), 'index');
+    const follow = () => {
+      const reader = new LogReader(new FsObjectStore(publicDir));
+      const index = new LmdbIndex(indexDir);
+      const follower = new IndexFollower(index, reader, async () => {
+        const cp = decodePublishedCheckpoint(readFileSync(join(publicDir, CHECKPOINT_JSON_KEY)), verifier);
+        reader.trust(cp);
+        return cp;
+      });
+      return { follower, index, reader };
+    };
+
+    // The shutdown comes while the first bundle is read.
+    const first = follow();
+    const records = first.reader.records.bind(first.reader);
+    first.reader.records = async (...args: Parameters<LogReader['records']>) => {
+      void first.follower.stop();
+      return records(...args);
+    };
+    expect(await first.follower.poll()).toBeUndefined();
+    expect(first.follower.checkpoint()).toBeUndefined();
+    expect(await first.index.indexedSize()).toBe(256);
+    expect(await first.follower.poll()).toBeUndefined(); // stopped: no further round
+    await first.index.close();
+
+    const again = follow();
+    expect((await again.follower.poll())?.size).toBe(600);
+    expect(await again.index.findByDigest(digestOf(ORIGIN, 599), firstCandidate)).toBe(599);
+    expect(await again.index.countsByType()).toEqual({ ledger_anchor: 600 });
+    await again.index.close();
+  });
 });

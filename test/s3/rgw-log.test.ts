@@ -420,7 +420,16 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
       /exited 2: .*STELE_VKEY is the key of other\.example\/log/,
     );
 
+    // It serves the verified checkpoint at once, its own index catching up beside it: a lookup
+    // meanwhile is found or a 503 index_not_ready, never a 404.
     const first = await replica(join(dir, 'r1'), { STELE_VKEY: vkey }, prefix);
+    expect((await getJson(`${first.url}/api/ledger/checkpoint`)).body.treeSize).toBe(600);
+    const early = await getJson(`${first.url}/api/ledger/entry?hash=${digestOf(599)}`);
+    if (early.status === 503) expect(early.body.error.code).toBe('index_not_ready');
+    else expect(early.status).toBe(200);
+    await until('the replica to index the log', async () =>
+      /^stele_follower_lag_entries 0$/m.test(await (await fetch(`${first.url}/metrics`)).text()),
+    );
     expect(first.stderr()).toContain('replica index catching up from the record bundles');
     const compare = async (url: string, size: number) => {
       for (let i = 0; i < size; i += 37) {
@@ -457,6 +466,9 @@ describe('API replicas that follow the log on RGW (their own LMDB index, no Dyna
     const second = await replica(join(dir, 'r2'), { STELE_VKEY_FILE: vkeyFile }, prefix);
     expect((await getJson(`${second.url}/api/ledger/key`)).body.vkey).toBe(vkey);
     expect((await getJson(`${second.url}/api/ledger/checkpoint`)).body.treeSize).toBe(690);
+    await until('the replica to index the log', async () =>
+      /^stele_follower_lag_entries 0$/m.test(await (await fetch(`${second.url}/metrics`)).text()),
+    );
     await compare(second.url, 690);
     await log.close(); // before the forgery below, which would stop it
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { entryId } from '../../src/core/entry.js';
+import { LmdbIndex } from '../../src/index/lmdb.js';
 import { openLocalLog } from '../../src/serve/local-log.js';
 import type { AnchorReceipt } from '../../src/sequencer/contract.js';
 import { type RunningServe, ensureBuilt, startServe } from '../helpers/cli.js';
@@ -21,10 +22,11 @@ const digestOf = (i: number) => (0x9000000 + i).toString(16).padStart(64, '0');
 let serve: RunningServe;
 const receipts: AnchorReceipt[] = [];
 
-beforeAll(async () => {
-  await ensureBuilt();
+/** A log of N entries whose index is gone; the receipts of its anchors. */
+async function indexlessLog(): Promise<{ dataDir: string; receipts: AnchorReceipt[] }> {
   const dataDir = scratchDir('stele-index-missing-');
   const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 5 });
+  const receipts: AnchorReceipt[] = [];
   for (let from = 0; from < N; from += 10_000) {
     const batch = Array.from({ length: 10_000 }, (_, k) =>
       log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k))),
@@ -33,7 +35,14 @@ beforeAll(async () => {
   }
   await log.sequencer.close();
   rmSync(join(dataDir, 'private', 'index'), { recursive: true, force: true });
-  serve = await startServe({ dataDir, origin: ORIGIN });
+  return { dataDir, receipts };
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+  const log = await indexlessLog();
+  receipts.push(...log.receipts);
+  serve = await startServe({ dataDir: log.dataDir, origin: ORIGIN });
 }, 180_000);
 
 afterAll(async () => {
@@ -92,4 +101,28 @@ describe('a log started without its index', () => {
     });
     expect(fresh.status).toBe(201);
   });
+});
+
+describe('a shutdown while the index catches up', () => {
+  it('stops the catch-up where it is (exit 0, never waiting for the whole log); the next start goes on to cover it', async () => {
+    const { dataDir } = await indexlessLog();
+    const first = await startServe({ dataDir, origin: ORIGIN });
+    await first.stop();
+    expect(first.proc.exitCode).toBe(0);
+    const index = new LmdbIndex(join(dataDir, 'private', 'index'));
+    expect(await index.indexedSize()).toBeLessThan(N);
+    await index.close();
+
+    const again = await startServe({ dataDir, origin: ORIGIN });
+    try {
+      await expect
+        .poll(async () => (await fetch(`${again.url}/api/ledger/entry?hash=${digestOf(N - 1)}`)).status, {
+          timeout: 120_000,
+          interval: 200,
+        })
+        .toBe(200);
+    } finally {
+      await again.stop();
+    }
+  }, 240_000);
 });
