@@ -11,6 +11,7 @@ import {
   batchOfEntries,
 } from '../sequencer/contract.js';
 import { TILE_WIDTH } from '../core/tiles.js';
+import { orderedPipeline } from '../read/pipeline.js';
 import type { LookupIndex } from './types.js';
 
 /**
@@ -26,22 +27,39 @@ export async function catchUpIndex(
   onProgress?: (indexed: number, size: number) => void,
   stop?: AbortSignal,
 ): Promise<number> {
-  let from = await index.indexedSize();
-  while (from < size && !stop?.aborted) {
-    const to = Math.min(size, (Math.floor(from / TILE_WIDTH) + 1) * TILE_WIDTH);
-    const records = await reader.records(from, to, checkpoint);
-    await index.onBatch(
-      batchOfEntries(
-        from,
-        records.map((r) => parseCanonicalEntry(r)),
-        checkpoint,
-      ),
-    );
-    from = to;
-    onProgress?.(from, size);
-  }
+  const start = await index.indexedSize();
+  if (start >= size) return start;
+  // Bundle by bundle, the next ones read (and verified) while one is indexed: reading is
+  // waiting on storage (a file, an S3 GET), indexing is work here.
+  const first = Math.floor(start / TILE_WIDTH);
+  const end = Math.ceil(size / TILE_WIDTH);
+  let from = start;
+  const stopped = new Error('stopped');
+  await orderedPipeline(
+    first,
+    end,
+    CATCH_UP_READ_AHEAD,
+    (n) => reader.records(Math.max(start, n * TILE_WIDTH), Math.min(size, (n + 1) * TILE_WIDTH), checkpoint),
+    async (n, records) => {
+      if (stop?.aborted) throw stopped;
+      await index.onBatch(
+        batchOfEntries(
+          from,
+          records.map((r) => parseCanonicalEntry(r)),
+          checkpoint,
+        ),
+      );
+      from = Math.min(size, (n + 1) * TILE_WIDTH);
+      onProgress?.(from, size);
+    },
+  ).catch((e: unknown) => {
+    if (e !== stopped) throw e;
+  });
   return from;
 }
+
+/** Bundles read ahead of the one being indexed. */
+const CATCH_UP_READ_AHEAD = 8;
 
 /**
  * At start, before any batch: makes the index agree with the tree of `checkpoint`. An index

@@ -99,12 +99,12 @@ describe('IndexFollower', () => {
       return { follower, index, reader };
     };
 
-    // The shutdown comes while the first bundle is read.
+    // The shutdown comes as the first bundle is indexed.
     const first = follow();
-    const records = first.reader.records.bind(first.reader);
-    first.reader.records = async (...args: Parameters<LogReader['records']>) => {
+    const onBatch = first.index.onBatch.bind(first.index);
+    first.index.onBatch = async (batch) => {
       void first.follower.stop();
-      return records(...args);
+      await onBatch(batch);
     };
     expect(await first.follower.poll()).toBeUndefined();
     expect(first.follower.checkpoint()).toBeUndefined();
