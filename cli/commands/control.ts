@@ -154,6 +154,7 @@ function controlServe(control: Command): void {
           throw new CliError(EXIT.USAGE, e.message);
         throw e;
       });
+      const closed = closeOnSignal(server, log, 'shutting down');
       if (json)
         out(
           JSON.stringify({
@@ -170,7 +171,7 @@ function controlServe(control: Command): void {
         out(`  key id    ${server.keyId}`);
         out(`  openapi   ${server.url}/v1/openapi.json`);
       }
-      await closeOnSignal(server, log, 'shutting down');
+      await closed;
     });
 }
 

@@ -141,6 +141,7 @@ function devIdpServe(devIdp: Command): void {
         const state: DevIdpState = { issuer: idp.issuer, audience: o.audience, secret: idp.secret };
         await replaceFile(join(dataDir, STATE_FILE), `${JSON.stringify(state)}\n`);
         const cfg = await controlConfig(dataDir, idp.issuer, o.audience);
+        const closed = closeOnSignal(idp, await stderrLogger('info'), 'dev-idp shutting down');
         if (o.json)
           out(JSON.stringify({ issuer: idp.issuer, audience: o.audience, controlConfig: cfg, roles: ROLES, dataDir }));
         else if (!isQuiet()) {
@@ -159,8 +160,7 @@ function devIdpServe(devIdp: Command): void {
         }
         if (existsSync(join(dataDir, 'control', 'control.key')) && cfg.status === 'written')
           process.stderr.write('stele: restart `serve --enterprise` so it reads the new control.toml\n');
-        const log = await stderrLogger('info');
-        await closeOnSignal(idp, log, 'dev-idp shutting down');
+        await closed;
       },
     );
 }

@@ -69,13 +69,14 @@ export function registerMirrorCommands(program: Command): void {
           origin: l.verifier.name,
           prefix: `${m.url}/${originHash(l.verifier.name)}`,
         }));
+        const closed = closeOnSignal(m, logger, 'shutting down');
         if (o.json)
           process.stdout.write(`${JSON.stringify({ url: m.url, name: m.name, vkey: m.vkey, logs: served })}\n`);
         else
           process.stdout.write(
             `stele: mirror ${m.name} at ${m.url}\n  vkey  ${m.vkey}\n${served.map((s) => `  copy  ${s.origin} at ${s.prefix}\n`).join('')}`,
           );
-        await closeOnSignal(m, logger, 'shutting down');
+        await closed;
       },
     );
 }

@@ -109,6 +109,7 @@ async function runServe(opts: Record<string, unknown>) {
     if ((e as Error)?.name === 'DataDirInUseError') throw new CliError(EXIT.IO, (e as Error).message);
     throw e;
   });
+  const closed = closeOnSignal(server, log, 'shutting down: finishing the batch in flight');
   const info = {
     url: server.url,
     origin: server.origin,
@@ -142,5 +143,5 @@ async function runServe(opts: Record<string, unknown>) {
     await server.close().catch(() => undefined);
     throw new CliError(EXIT.LOG_STATE, `the log stopped: ${err.message}`);
   });
-  await Promise.race([closeOnSignal(server, log, 'shutting down: finishing the batch in flight'), stopped]);
+  await Promise.race([closed, stopped]);
 }

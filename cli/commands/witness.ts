@@ -77,12 +77,7 @@ export function registerWitnessCommands(program: Command): void {
           if (e instanceof KeyFileError) throw new CliError(EXIT.USAGE, e.message);
           throw hsmError(e) ?? e;
         });
-        if (o.json) process.stdout.write(`${JSON.stringify({ url: w.url, name: w.name, vkey: w.vkey })}\n`);
-        else
-          process.stdout.write(
-            `stele: witness ${w.name} at ${w.url}\n  vkey  ${w.vkey}\n  follows ${logs.map((l) => l.name).join(', ')}\n`,
-          );
-        await closeOnSignal(
+        const closed = closeOnSignal(
           {
             close: async () => {
               await w.close();
@@ -92,6 +87,12 @@ export function registerWitnessCommands(program: Command): void {
           logger,
           'shutting down',
         );
+        if (o.json) process.stdout.write(`${JSON.stringify({ url: w.url, name: w.name, vkey: w.vkey })}\n`);
+        else
+          process.stdout.write(
+            `stele: witness ${w.name} at ${w.url}\n  vkey  ${w.vkey}\n  follows ${logs.map((l) => l.name).join(', ')}\n`,
+          );
+        await closed;
       },
     );
 }

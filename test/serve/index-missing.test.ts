@@ -22,12 +22,12 @@ const digestOf = (i: number) => (0x9000000 + i).toString(16).padStart(64, '0');
 let serve: RunningServe;
 const receipts: AnchorReceipt[] = [];
 
-/** A log of N entries whose index is gone; the receipts of its anchors. */
-async function indexlessLog(): Promise<{ dataDir: string; receipts: AnchorReceipt[] }> {
+/** A log of `n` entries whose index is gone; the receipts of its anchors. */
+async function indexlessLog(n = N): Promise<{ dataDir: string; receipts: AnchorReceipt[] }> {
   const dataDir = scratchDir('stele-index-missing-');
   const log = await openLocalLog({ dataDir, origin: ORIGIN, fsync: false, batchInterval: 5 });
   const receipts: AnchorReceipt[] = [];
-  for (let from = 0; from < N; from += 10_000) {
+  for (let from = 0; from < n; from += 10_000) {
     const batch = Array.from({ length: 10_000 }, (_, k) =>
       log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', digestOf(from + k))),
     );
@@ -105,18 +105,20 @@ describe('a log started without its index', () => {
 
 describe('a shutdown while the index catches up', () => {
   it('stops the catch-up where it is (exit 0, never waiting for the whole log); the next start goes on to cover it', async () => {
-    const { dataDir } = await indexlessLog();
+    // Four times the log above: its catch-up outlasts a loaded machine's start by far.
+    const size = 4 * N;
+    const { dataDir } = await indexlessLog(size);
     const first = await startServe({ dataDir, origin: ORIGIN });
     await first.stop();
-    expect(first.proc.exitCode).toBe(0);
+    expect([first.proc.exitCode, first.proc.signalCode]).toEqual([0, null]);
     const index = new LmdbIndex(join(dataDir, 'private', 'index'));
-    expect(await index.indexedSize()).toBeLessThan(N);
+    expect(await index.indexedSize()).toBeLessThan(size);
     await index.close();
 
     const again = await startServe({ dataDir, origin: ORIGIN });
     try {
       await expect
-        .poll(async () => (await fetch(`${again.url}/api/ledger/entry?hash=${digestOf(N - 1)}`)).status, {
+        .poll(async () => (await fetch(`${again.url}/api/ledger/entry?hash=${digestOf(size - 1)}`)).status, {
           timeout: 120_000,
           interval: 200,
         })
