@@ -7,7 +7,13 @@ import { SHORT_KEY_BYTES, shortKey } from '../../src/index/keys.js';
 describe('shortKey', () => {
   it('is the first bytes of SHA-256(salt ‖ value), for ASCII and non-ASCII values, written where asked', () => {
     const salt = Uint8Array.from({ length: 16 }, (_, i) => i * 17);
-    for (const value of ['ab'.repeat(32), 'art_0123456789abcdef01234567', 'étiquette ✓ \u{1F600}', '']) {
+    for (const value of [
+      'ab'.repeat(32),
+      'art_0123456789abcdef01234567',
+      'étiquette ✓ \u{1F600}',
+      '',
+      'é'.repeat(900),
+    ]) {
       const expected = createHash('sha256').update(salt).update(value, 'utf8').digest().subarray(0, SHORT_KEY_BYTES);
       const into = Buffer.alloc(SHORT_KEY_BYTES + 3, 0xee);
       shortKey(salt, value, into, 2);
