@@ -13,8 +13,10 @@
 // it is served: their cost per request is that check's).
 // BENCH_SERVER_NODE_ARGS passes Node flags to every server child, bare Koa's too (e.g.
 // `--max-semi-space-size=64`: a young generation large enough for the read path's garbage).
+// BENCH_API_LOG=<dir> keeps the log there and reuses it on the next run (building a
+// 1,000,000-entry log takes most of a minute of both CPUs); without it the log is temporary.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -39,6 +41,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const READS_ONLY = process.env.BENCH_API_READS_ONLY === '1';
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const ROUTES = process.env.BENCH_API_ROUTES?.split(',').filter(Boolean);
+const KEPT_LOG = process.env.BENCH_API_LOG;
 /** A full level-0 tile's index, at random. */
 const fullTile = () => formatTileIndex(Math.floor(Math.random() * Math.floor(LOG_SIZE / 256)));
 
@@ -283,13 +286,26 @@ async function measureRoute(
   );
 }
 
-export default async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'stele-bench-api-'));
-  try {
-    let t = performance.now();
-    await buildAnchorLog(dataDir, ORIGIN, LOG_SIZE);
-    figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
+/** The log's data directory: BENCH_API_LOG's (built there once, marked complete), else a temporary one. */
+async function logDir(): Promise<string> {
+  const dataDir = KEPT_LOG ? join(KEPT_LOG, String(LOG_SIZE)) : mkdtempSync(join(tmpdir(), 'stele-bench-api-'));
+  const built = join(dataDir, 'built');
+  if (KEPT_LOG && existsSync(built)) {
+    note(`log of ${LOG_SIZE} entries reused from ${dataDir}`);
+    return dataDir;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const t = performance.now();
+  await buildAnchorLog(dataDir, ORIGIN, LOG_SIZE);
+  figure('api_log_build_rate', Math.round(LOG_SIZE / ((performance.now() - t) / 1000)), 'anchors/s');
+  writeFileSync(built, '');
+  return dataDir;
+}
 
+export default async function main(): Promise<void> {
+  const dataDir = await logDir();
+  try {
     const reader = new LogReader(new (await import('../src/store/fs.js')).FsObjectStore(join(dataDir, 'log')), {
       unverified: true,
     });
@@ -370,6 +386,8 @@ export default async function main(): Promise<void> {
     }
 
     if (READS_ONLY) return;
+    // Anchors would grow a kept log (and repeat their digests on the next run).
+    if (KEPT_LOG) return note('anchors not measured on a kept log (BENCH_API_LOG)');
     // Anchors: 256 connections, each waiting for its answer, so throughput is bounded by
     // 256 / latency; a short batch interval (group commit) is what lets it scale.
     const anchorInterval = 10;
@@ -379,7 +397,6 @@ export default async function main(): Promise<void> {
     const anchorSrv = await startChild([...serveArgs(dataDir), '--batch-interval', String(anchorInterval)]);
     try {
       let n = LOG_SIZE * 4;
-      t = performance.now();
       const anchorRun = await load(anchorSrv.url, 256, () => '/api/ledger/anchor', {
         requests: [
           {
@@ -402,7 +419,7 @@ export default async function main(): Promise<void> {
       await stop(anchorSrv.child);
     }
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!KEPT_LOG) rmSync(dataDir, { recursive: true, force: true });
     rmSync(`${dataDir}-base_copy`, { recursive: true, force: true });
   }
 }

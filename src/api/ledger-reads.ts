@@ -4,7 +4,7 @@
 // @koa/router mounts with the other /api/ledger routes (for every variant the fast path
 // leaves to Koa, and for an app used without it).
 import type { Context, Middleware } from 'koa';
-import { ARTIFACT_ID, type CanonicalEntry, ZERO_HASH, parseEntryId } from '../core/entry.js';
+import { ARTIFACT_ID, ZERO_HASH, parseEntryId } from '../core/entry.js';
 import { isHash64, toHex } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import { type EntryWithProof, type Maybe, andThen } from '../read/reader.js';
@@ -12,6 +12,7 @@ import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { AnswerCache, FOREVER } from './answer-cache.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { indexCovers } from './index-coverage.js';
+import { recordFieldIs } from './record-fields.js';
 import { JSON_TYPE, type Query, noStore, queryOf, single, treeSizeParam } from './route-helpers.js';
 import type { LedgerService } from './ledger.js';
 import { CheckpointViews, consistencyJson, entryProofJson } from './views.js';
@@ -37,13 +38,13 @@ function wantsTlogProof(accept: string, format: string | undefined): boolean {
 }
 
 /**
- * Whether an entry the index names is the one looked up. Only these two keys go through the
- * index (id and leaf name the leaf itself), so only they parse the record.
+ * Whether an entry the index names is the one looked up (only these two keys go through the
+ * index: id and leaf name the leaf itself): read from the record's bytes when they are
+ * plain canonical JSON, else from the record parsed.
  */
-function carries(found: { readonly entry: CanonicalEntry }, key: LookupKey, value: string): boolean {
-  if (key === 'hash') return found.entry.digest === value.toLowerCase();
-  if (key === 'artifact') return found.entry.artifactId === value;
-  return true;
+function carries(found: EntryWithProof, key: 'artifact' | 'hash', value: string): boolean {
+  const [field, expected] = key === 'hash' ? ['digest', value.toLowerCase()] : ['artifactId', value];
+  return recordFieldIs(found.canonical, field, expected) ?? found.entry[field] === expected;
 }
 
 /** The one lookup key of an /entry query; throws the refusal for unknown or missing keys. */
@@ -165,32 +166,39 @@ class ReadAnswers {
    * An entry found through the index by digest or artifact. The index names candidates; the
    * entry a candidate names must really carry the digest or artifact asked for (a short key
    * can be shared, and the index may be stale: restored, or ahead of a rolled-back log). The
-   * entry read to check it is the answer's.
+   * entry read to check it is the answer's. Synchronous when the index and the candidates'
+   * tiles are (the embedded index on a warm replica).
    */
-  private async lookedUp(
+  private lookedUp(
     key: 'artifact' | 'hash',
     value: string,
     cp: PublishedCheckpoint,
     asProof: boolean,
-  ): Promise<ReadAnswer> {
+  ): Maybe<ReadAnswer> {
     let confirmed: EntryWithProof | undefined;
-    const confirm = async (candidate: number) => {
+    const confirm = (candidate: number): Maybe<boolean> => {
       if (candidate >= cp.size) return false;
-      const found = await this.svc.reader.entryWithProofNow(candidate, cp);
-      if (!carries(found, key, value)) return false;
-      confirmed = found;
-      return true;
+      return andThen(this.svc.reader.entryWithProofNow(candidate, cp), (found) => {
+        if (!carries(found, key, value)) return false;
+        confirmed = found;
+        return true;
+      });
     };
     const seq =
       key === 'artifact'
-        ? await this.svc.index.findByArtifact(value, confirm)
-        : await this.svc.index.findByDigest(value.toLowerCase(), confirm);
-    if (seq === undefined || seq >= cp.size) {
-      // Not found is an answer only from an index that covers the tree (not one rebuilding).
-      await indexCovers(this.svc.index, cp);
-      throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
-    }
-    return this.entryAt(seq, cp, undefined, asProof, confirmed);
+        ? this.svc.index.findByArtifact(value, confirm)
+        : this.svc.index.findByDigest(value.toLowerCase(), confirm);
+    return andThen(seq, (s) =>
+      s === undefined || s >= cp.size
+        ? this.notFound(key, value, cp)
+        : this.entryAt(s, cp, undefined, asProof, confirmed),
+    );
+  }
+
+  /** No entry carries what was looked up: an answer only from an index that covers the tree (not one rebuilding). */
+  private async notFound(key: LookupKey, value: string, cp: PublishedCheckpoint): Promise<never> {
+    await indexCovers(this.svc.index, cp);
+    throw notFound('entry_not_found', `no published entry for ${key}=${value}`);
   }
 
   entryAnswer(query: Query, accept: string): Maybe<ReadAnswer> {

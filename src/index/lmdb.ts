@@ -14,6 +14,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
+import type { Maybe } from '../read/reader.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
 import { anchorTag } from './keys.js';
 import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';
@@ -369,15 +370,15 @@ export class LmdbIndex implements LookupIndex {
     yield* queued;
   }
 
-  async findByDigest(digest: string, confirm: Confirm): Promise<number | undefined> {
+  findByDigest(digest: string, confirm: Confirm): Maybe<number | undefined> {
     return firstConfirmed(this.digestCandidates(digest), confirm);
   }
 
-  async findAnchor(identity: string, digest: string, confirm: Confirm): Promise<number | undefined> {
+  findAnchor(identity: string, digest: string, confirm: Confirm): Maybe<number | undefined> {
     return firstConfirmed(this.digestCandidates(digest, identity), confirm);
   }
 
-  async findByArtifact(artifactId: string, confirm: Confirm): Promise<number | undefined> {
+  findByArtifact(artifactId: string, confirm: Confirm): Maybe<number | undefined> {
     return firstConfirmed(this.artifactCandidates(artifactId), confirm);
   }
 

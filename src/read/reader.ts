@@ -197,6 +197,8 @@ export class LogReader {
   private readonly authentic = new WeakSet<HashTile>();
   /** Cached bundles whose every item passed authentication (see publishedObject). */
   private readonly authenticBundles = new WeakSet<Bundle>();
+  /** Record bundles whose items were all checked at once, on their first use (see sweep). */
+  private readonly swept = new WeakSet<Bundle>();
   /** Right-edge checks under way, by tree size (concurrent requests share one). */
   private readonly edges = new Map<number, Promise<HashTile[]>>();
   /** Trusted roots by tree size: the last heads given. */
@@ -567,6 +569,7 @@ export class LogReader {
     const n = Math.floor(seq / TILE_WIDTH);
     const i = seq - n * TILE_WIDTH;
     return andThen(this.treeTile(tree, 0, n, bundleWidth(n, tree.size)), (tile) => {
+      this.sweep(tile, entries, records);
       const eh = this.checkedEntryHash(entries, tile, seq);
       if (records.checked(i)) return;
       // The prior is in this bundle and tile but for item 0, whose prior ends the previous bundle.
@@ -584,6 +587,31 @@ export class LogReader {
         records.markChecked(i);
       });
     });
+  }
+
+  /**
+   * Checks every item of a pair of bundles at once, the first time one of them is used: the
+   * entry hashes against the authenticated level-0 `tile`, each record against its entry
+   * hash and the one before it (item 0's prior is in the previous bundle: left to its own
+   * check). Items that pass are marked, so later reads of the bundle hash nothing, as a
+   * reader that checked the whole log at start would; any that fail are left unmarked for
+   * the per-item check, which reports them when one is asked for.
+   */
+  private sweep(tile: HashTile, entries: Bundle, records: Bundle): void {
+    if (this.swept.has(records)) return;
+    this.swept.add(records);
+    const first = tile.index * TILE_WIDTH;
+    const width = Math.min(tile.width, entries.length, records.length);
+    for (let i = 0; i < width; i++) {
+      const eh = entries.item(i);
+      if (!entries.checked(i)) {
+        if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) continue;
+        entries.markChecked(i);
+      }
+      if (i > 0 && !records.checked(i) && entries.checked(i - 1)) {
+        if (bytesEqual(hashEntry(first + i, records.item(i), entries.item(i - 1)), eh)) records.markChecked(i);
+      }
+    }
   }
 
   /** Entry hash `seq` of `tree`, checked against its leaf. */

@@ -9,7 +9,7 @@ import type { CanonicalEntry } from '../../src/core/entry.js';
 import { LmdbIndex } from '../../src/index/lmdb.js';
 import { IndexGapError } from '../../src/index/types.js';
 import { type IntegratedBatch, type PublishedCheckpoint, batchOfEntries } from '../../src/sequencer/contract.js';
-import { firstCandidate } from '../helpers/index-rows.js';
+import { editIndexRow, firstCandidate } from '../helpers/index-rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'stele-index-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -52,6 +52,40 @@ describe('LmdbIndex', () => {
     expect(await index.findByArtifact('art_b', firstCandidate)).toBe(3);
     expect(await index.countsByType()).toEqual({ anchor: 3, verify: 2 });
     expect(await index.findByDigest(digest(9), firstCandidate)).toBeUndefined();
+    await index.close();
+  });
+
+  it('answers synchronously with a synchronous confirm, and lookups interleaved with an asynchronous one each get their own rows', async () => {
+    const path = join(dir, 'interleaved');
+    const filled = new LmdbIndex(path);
+    await filled.onBatch(
+      batch(
+        0,
+        [1, 3, 7, 5, 8].map((n) => entry(n, 'anchor')),
+      ),
+    );
+    await filled.close();
+    // Digest 1's rows name leaves 0, 2 and 4 (two of them stale), digest 3's leaf 1, digest 5's leaf 3.
+    await editIndexRow(path, 'digest', digest(1), 2);
+    await editIndexRow(path, 'digest', digest(1), 4);
+    const index = new LmdbIndex(path);
+    expect(index.findByDigest(digest(3), () => true)).toBe(1);
+    expect(index.findByDigest(digest(1), (seq) => seq === 4)).toBe(4);
+    expect(index.findByDigest(digest(9), () => true)).toBeUndefined();
+    // Digest 1's lookup waits on each candidate; lookups of 3 and 5 run while it waits.
+    const seen: number[] = [];
+    const slow = index.findByDigest(digest(1), async (seq) => {
+      seen.push(seq);
+      await new Promise((r) => setTimeout(r, 5));
+      expect(index.findByDigest(digest(3), () => true)).toBe(1);
+      expect(await index.findByDigest(digest(5), async () => true)).toBe(3);
+      return seq === 4;
+    });
+    expect(slow).toBeInstanceOf(Promise);
+    expect(await slow).toBe(4);
+    expect(seen).toEqual([0, 2, 4]);
+    // The shared query is free again once every lookup ended.
+    expect(index.findByDigest(digest(5), () => true)).toBe(3);
     await index.close();
   });
 
