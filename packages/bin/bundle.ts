@@ -4,9 +4,9 @@
 // modules, each of which costs the start about 0.3 ms to resolve and link (issue 33).
 //
 // - Chunks: `cli-*.js` holds what every command loads (commander, the program, the command
-//   tables), `client-*.js` the ledger client (core, client, read, the ledger commands and the
-//   small libraries they use); the server's modules stay in chunks of their own, loaded by
-//   the lazy imports of the commands that use them.
+//   tables), `client-*.js` what `ledger verify` loads besides (core, client, read and the
+//   small libraries they use), `ledger-*.js` the rest of the ledger commands; the server's
+//   modules stay in chunks of their own, loaded by the lazy imports of the commands that use them.
 // - Worker threads: each module started by `startModuleWorker(import.meta.url, '<name>')`
 //   (src/store/threads.ts) is an entry of its own, `dist/cli/<name>.js`, beside the chunk
 //   that starts it, so the same relative URL finds it. The explorer is found from dist/cli
@@ -19,7 +19,7 @@
 import { readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'rolldown';
+import { type Plugin, build } from 'rolldown';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -28,13 +28,30 @@ const BUNDLED = ['commander', 'smol-toml', '@noble/hashes', '@noble/ed25519', 'l
 
 /** What every command loads. */
 const CLI_CHUNK = /\/cli\/(program|exit|verbosity|commands\/(lazy|groups))\.ts$|\/node_modules\/commander\//;
+/** `stele ledger verify`: the client chunk is what it loads (its modules' static imports, from the module graph). */
+const VERIFY_ROOTS = ['cli/commands/ledger.ts', 'cli/commands/ledger/verify.ts'];
 /**
- * The ledger client: what `stele ledger …` and `stele verify` load, but for `ledger audit`
- * (the whole-log audit starts worker threads: node:worker_threads only for it).
+ * The rest of the ledger client, for its other commands, but for `ledger audit` (the whole-log
+ * audit starts worker threads: node:worker_threads is loaded for it alone).
  */
-const CLIENT_CHUNK =
+const LEDGER_CHUNK =
   /\/src\/(core|client|read)\/|\/cli\/commands\/ledger(\.ts$|\/)|\/cli\/(errors|invocation)\.ts$|\/node_modules\/(smol-toml|@noble\/hashes|@noble\/ed25519|lru-cache|canonicalize)\//;
-const NOT_CLIENT = /\/src\/read\/audit\.ts$|\/cli\/commands\/ledger\/audit\.ts$/;
+const NOT_LEDGER = /\/src\/read\/audit\.ts$|\/cli\/commands\/ledger\/audit\.ts$/;
+
+/** Fills `into` with the modules `roots` import, directly or not, once the module graph is built (before chunking). */
+function staticClosure(roots: readonly string[], into: Set<string>): Plugin {
+  return {
+    name: 'static-closure',
+    buildEnd() {
+      const todo = [...roots];
+      for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
+        if (into.has(id)) continue;
+        into.add(id);
+        todo.push(...(this.getModuleInfo(id)?.importedIds ?? []));
+      }
+    },
+  };
+}
 
 /**
  * commander loads node:child_process at its start for executable subcommands, which stele
@@ -43,7 +60,7 @@ const NOT_CLIENT = /\/src\/read\/audit\.ts$|\/cli\/commands\/ledger\/audit\.ts$/
 const COMMANDER_SPAWN = "const childProcess = require('node:child_process');";
 const LAZY_SPAWN = "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };";
 
-const lazyChildProcess = {
+const lazyChildProcess: Plugin = {
   name: 'commander-lazy-child-process',
   transform(code: string, id: string) {
     if (!id.endsWith('/node_modules/commander/lib/command.js')) return null;
@@ -77,7 +94,8 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
   const workers = workerEntries();
   const workerFiles = new Set(Object.values(workers));
   // A worker's own module must stay its entry file, never move into a shared chunk.
-  const inChunk = (re: RegExp, not?: RegExp) => (id: string) => re.test(id) && !not?.test(id) && !workerFiles.has(id);
+  const chunk = (inIt: (id: string) => boolean) => (id: string) => inIt(id) && !workerFiles.has(id);
+  const verifyPath = new Set<string>();
   const next = `${outDir}.next`;
   rmSync(next, { recursive: true, force: true });
   await build({
@@ -87,7 +105,13 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
     tsconfig: join(ROOT, 'tsconfig.json'),
     transform: { target: 'node22' },
     external: (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0') && !isBundled(id),
-    plugins: [lazyChildProcess],
+    plugins: [
+      lazyChildProcess,
+      staticClosure(
+        VERIFY_ROOTS.map((r) => join(ROOT, r)),
+        verifyPath,
+      ),
+    ],
     logLevel: 'warn',
     onLog(level, log, handler) {
       // `stele verify` statically imports two ledger commands that the ledger group imports
@@ -103,9 +127,10 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
       codeSplitting: {
         groups: [
           // `stele --help` replayed loads main.js and this alone (program.ts imports it too).
-          { name: 'help-cache', test: (id) => id.endsWith('/cli/help-cache.ts'), priority: 3 },
-          { name: 'cli', test: inChunk(CLI_CHUNK), priority: 2 },
-          { name: 'client', test: inChunk(CLIENT_CHUNK, NOT_CLIENT), priority: 1 },
+          { name: 'help-cache', test: (id) => id.endsWith('/cli/help-cache.ts'), priority: 4 },
+          { name: 'cli', test: chunk((id) => CLI_CHUNK.test(id)), priority: 3 },
+          { name: 'client', test: chunk((id) => verifyPath.has(id)), priority: 2 },
+          { name: 'ledger', test: chunk((id) => LEDGER_CHUNK.test(id) && !NOT_LEDGER.test(id)), priority: 1 },
         ],
       },
     },
