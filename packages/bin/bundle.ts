@@ -126,8 +126,6 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
       chunkFileNames: '[name]-[hash].js',
       codeSplitting: {
         groups: [
-          // `stele --help` replayed loads main.js and this alone (program.ts imports it too).
-          { name: 'help-cache', test: (id) => id.endsWith('/cli/help-cache.ts'), priority: 4 },
           { name: 'cli', test: chunk((id) => CLI_CHUNK.test(id)), priority: 3 },
           { name: 'client', test: chunk((id) => verifyPath.has(id)), priority: 2 },
           { name: 'ledger', test: chunk((id) => LEDGER_CHUNK.test(id) && !NOT_LEDGER.test(id)), priority: 1 },
