@@ -124,6 +124,8 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
       format: 'es',
       entryFileNames: '[name].js',
       chunkFileNames: '[name]-[hash].js',
+      // For `node --enable-source-maps` (a developer's trace); a user never sees a stack trace.
+      sourcemap: true,
       codeSplitting: {
         groups: [
           { name: 'cli', test: chunk((id) => CLI_CHUNK.test(id)), priority: 3 },

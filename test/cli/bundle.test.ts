@@ -5,11 +5,11 @@
 // writer) and the built explorer. A module hook (in NODE_OPTIONS, so in worker threads too)
 // lists every file each process loads.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workerEntries } from '../../packages/bin/bundle.js';
+import { bundleCli, workerEntries } from '../../packages/bin/bundle.js';
 import { Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { digestOf, makeLog } from '../helpers/logs.js';
 import { writeModuleHook } from '../helpers/module-hook.js';
@@ -36,13 +36,17 @@ beforeAll(async () => {
 afterAll(() => sb?.cleanup());
 
 /** Environment that lists what a process and its workers load into a new file; that file. */
-function hooked(): { env: Record<string, string>; loaded: () => { bundle: string[]; repo: string[] } } {
+function hooked(): {
+  env: Record<string, string>;
+  loaded: () => { urls: string[]; bundle: string[]; repo: string[] };
+} {
   const file = join(sb.root, `loaded-${++runs}.txt`);
   writeFileSync(file, '');
   const loaded = () => {
     const urls = readFileSync(file, 'utf8').split('\n');
     const ours = urls.filter((u) => u.startsWith(REPO) && !u.includes('/node_modules/'));
     return {
+      urls,
       bundle: [...new Set(ours.filter((u) => u.startsWith(BUNDLE)).map((u) => u.slice(BUNDLE.length)))].sort(),
       repo: ours.map((u) => relative(repoRoot, new URL(u).pathname)),
     };
@@ -69,6 +73,36 @@ describe('the bundle is what `stele` runs', () => {
     expect(workers).toEqual(['bundle-check-worker', 'fs-writer-thread', 'rebuild-worker', 'sequencing-worker']);
     for (const name of workers) expect(existsSync(join(repoRoot, 'dist', 'cli', `${name}.js`)), name).toBe(true);
   });
+});
+
+describe('the kept --help (cli/help-cache.ts)', () => {
+  it('is rendered anew by a rebuilt bundle, and the older build’s copy removed', async () => {
+    // A bundle of its own: `--help` loads nothing outside it, and dist/cli stays as other tests use it.
+    const out = join(sb.root, 'own', 'cli');
+    const cache = join(sb.root, 'help-cache');
+    const help = () => {
+      const { env, loaded } = hooked();
+      const r = spawnSync(process.execPath, [join(out, 'main.js'), '--help'], {
+        env: sb.env({ ...env, XDG_CACHE_HOME: cache }),
+        encoding: 'utf8',
+      });
+      expect(r.status, r.stderr).toBe(0);
+      // Rendered: commander's chunk was loaded; replayed: main.js and help-cache's file alone.
+      const ownFiles = loaded().urls.filter((u) => u.startsWith(pathToFileURL(join(out, '/')).href));
+      const rendered = ownFiles.some((u) => /\/cli-[\w-]+\.js$/.test(u));
+      return { stdout: r.stdout, rendered, kept: readdirSync(join(cache, 'stele')) };
+    };
+    await bundleCli(out);
+    const first = help();
+    const replayed = help();
+    expect([first.rendered, replayed.rendered]).toEqual([true, false]);
+    await bundleCli(out);
+    const rebuilt = help();
+    expect(rebuilt.rendered).toBe(true);
+    expect(rebuilt.stdout).toBe(first.stdout);
+    expect(rebuilt.kept).toHaveLength(1);
+    expect(rebuilt.kept).not.toEqual(first.kept);
+  }, 60_000);
 });
 
 describe('worker threads and the explorer, started from the bundle', () => {
