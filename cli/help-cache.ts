@@ -1,14 +1,13 @@
 // `stele --help` replayed: the top-level help as commander last rendered it, kept per help
 // width in ~/.cache/stele (XDG_CACHE_HOME), so that the most asked-for help loads no library
 // at all (commander and the command table cost a run about 15 ms of CPU). The file's name
-// holds the width and the modification times of the modules the text comes from: a rebuilt
-// CLI renders it anew. Node's own modules only: cli/main.ts loads this before anything else.
+// holds the width and the modification time of this module's file: every build of the CLI
+// writes its files anew (packages/bin/bundle.ts), so a rebuilt CLI renders the help anew.
+// Node's own modules only: cli/main.ts loads this before anything else.
 import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 
-/** The modules the top-level help is rendered from (with commander, which a rebuild does not change). */
-const SOURCES = ['./program.js', './commands/groups.js', './commands/lazy.js', './exit.js'];
 const PREFIX = 'help-';
 
 /** True for `stele --help` and `stele -h`: the one help replayed. */
@@ -20,10 +19,10 @@ function cacheFile(): string | null {
   try {
     // Commander wraps to the terminal's width, else 80 columns.
     const width = process.stdout.isTTY ? process.stdout.columns : 80;
-    const stamps = SOURCES.map((s) => Math.trunc(statSync(new URL(s, import.meta.url)).mtimeMs).toString(36));
+    const build = Math.trunc(statSync(new URL(import.meta.url)).mtimeMs).toString(36);
     const xdg = process.env.XDG_CACHE_HOME;
     const dir = join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache'), 'stele');
-    return join(dir, `${PREFIX}${width}-${stamps.join('-')}.txt`);
+    return join(dir, `${PREFIX}${width}-${build}.txt`);
   } catch {
     return null;
   }

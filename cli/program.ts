@@ -6,7 +6,6 @@ import { Command, CommanderError } from 'commander';
 import { GROUPS, LOADS_EVERY_GROUP } from './commands/groups.js';
 import { invokedCommand, registerModules } from './commands/lazy.js';
 import { EXIT } from './exit.js';
-import { isTopHelp, keepHelp } from './help-cache.js';
 import { setVerbosity, traceHttp } from './verbosity.js';
 
 export const VERSION = '0.1.0';
@@ -53,7 +52,10 @@ export async function run(argv: readonly string[]): Promise<void> {
   // Under --json a failure is also one JSON document on stdout, so scripts parse every outcome.
   const end = args.indexOf('--');
   const wantsJson = (end < 0 ? args : args.slice(0, end)).includes('--json');
-  // The top-level help is kept as printed, for cli/main.ts to replay next time.
+  // The top-level help is kept as printed, for cli/main.ts to replay next time. main.ts has
+  // loaded help-cache.js already; imported here rather than at the top so that the bundle
+  // keeps it in a file of its own, which a replayed help loads without commander.
+  const { isTopHelp, keepHelp } = await import('./help-cache.js');
   const topHelp = isTopHelp(args);
   let helpText = '';
   try {

@@ -1,8 +1,9 @@
 // A fast CLI (issue 33): `stele --version` and `stele --help` load commander and nothing of
 // the libraries the commands use, and a command loads only its own group, never the AWS SDK,
 // Koa, pino, LMDB, PKCS#11, the OIDC provider, Cedar or prom-client unless it uses them.
-// Checked on the built CLI as a subprocess, with a module hook that lists every module it
-// loads. Also: the top-level help built from cli/commands/groups.ts is the help the groups'
+// Checked on the built CLI (the bundle of packages/bin/bundle.ts, where commander and a few
+// small libraries are bundled and every other package stays in node_modules) as a
+// subprocess, with a module hook that lists every module it loads. Also: the top-level help built from cli/commands/groups.ts is the help the groups'
 // own definitions give, so the two cannot drift apart.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram, invokedCommand, VERSION } from '../../cli/program.js';
 import { CLI, Sandbox, ensureBuilt } from '../helpers/cli.js';
+import { writeModuleHook } from '../helpers/module-hook.js';
 import { repoRoot } from '../helpers/vectors.js';
 
 const HEAVY = [
@@ -33,24 +35,12 @@ beforeAll(async () => {
   await ensureBuilt();
   sb = new Sandbox('stele-startup-');
   // Registered with --import: appends the URL of every module the CLI loads to $LOADED.
-  const loader = join(sb.root, 'loader.mjs');
-  writeFileSync(
-    loader,
-    `import { appendFileSync } from 'node:fs';
-export async function load(url, context, next) { appendFileSync(process.env.LOADED, url + '\\n'); return next(url, context); }
-export async function resolve(specifier, context, next) { const r = await next(specifier, context); appendFileSync(process.env.LOADED, r.url + '\\n'); return r; }
-`,
-  );
-  hook = join(sb.root, 'hook.mjs');
-  writeFileSync(
-    hook,
-    `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(loader).href)});\n`,
-  );
+  hook = writeModuleHook(sb.root);
 }, 180_000);
 afterAll(() => sb?.cleanup());
 
-/** The packages under node_modules that `stele <args>` loads, and its stdout. */
-function packagesLoaded(args: string[]): { packages: string[]; stdout: string } {
+/** The packages under node_modules that `stele <args>` loads, the bundle's files it loads, and its stdout. */
+function packagesLoaded(args: string[]): { packages: string[]; files: string[]; stdout: string } {
   const loaded = join(sb.root, `loaded-${args.join('_').replace(/\W/g, '')}.txt`);
   writeFileSync(loaded, '');
   const r = spawnSync(process.execPath, ['--import', hook, CLI, ...args], {
@@ -60,12 +50,18 @@ function packagesLoaded(args: string[]): { packages: string[]; stdout: string } 
   });
   expect(r.status, r.stderr).toBe(0);
   const packages = new Set<string>();
+  const files = new Set<string>();
   for (const url of readFileSync(loaded, 'utf8').split('\n')) {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
     if (m) packages.add(m[1]!);
+    else if (url.startsWith(BUNDLE)) files.add(url.slice(BUNDLE.length));
   }
-  return { packages: [...packages].sort(), stdout: r.stdout };
+  return { packages: [...packages].sort(), files: [...files].sort(), stdout: r.stdout };
 }
+
+const BUNDLE = pathToFileURL(join(repoRoot, 'dist', 'cli', '/')).href;
+/** The bundle's chunk of what every command loads: commander, the program, the command tables. */
+const commanderChunk = (files: string[]) => files.filter((f) => /^cli-[\w-]+\.js$/.test(f));
 
 const heavyIn = (packages: string[]) =>
   packages.filter((p) => HEAVY.some((h) => p === h || p.startsWith(`${h}/`) || p.startsWith(`${h}-`)));
@@ -79,17 +75,19 @@ describe('what the CLI loads at start', () => {
     expect(VERSION).toBe(pkg.version);
   });
 
-  it('--help loads commander alone, and lists every command', () => {
-    const r = packagesLoaded(['--help']);
-    expect(r.packages).toEqual(['commander']);
+  it('--help loads commander (bundled) and no package, and lists every command', () => {
+    const r = packagesLoaded(['--help']); // the first: rendered, not replayed
+    expect(r.packages).toEqual([]);
+    expect(commanderChunk(r.files)).toHaveLength(1);
     for (const c of ['serve', 'index', 'ledger', 'verify', 'log', 'witness', 'mirror', 'control', 'key', 'completion'])
       expect(r.stdout).toMatch(new RegExp(`^  ${c}\\b`, 'm'));
   });
 
-  it('a second --help replays the help the first one printed, loading no package at all', () => {
+  it('a second --help replays the help the first one printed, loading neither commander nor any package', () => {
     const first = packagesLoaded(['--help']);
     const second = packagesLoaded(['--help']);
     expect(second.packages).toEqual([]);
+    expect(commanderChunk(second.files)).toEqual([]);
     expect(second.stdout).toBe(first.stdout);
     expect(second.stdout).toMatch(/^Usage: stele \[options\] \[command\]/);
   });

@@ -1,5 +1,5 @@
 // Running the `stele` CLI as a subprocess in a sandbox (HOME and XDG directories in a
-// temporary directory), building dist/ first when it is older than the sources, and
+// temporary directory), bundling dist/cli first when it is older than the sources, and
 // starting a real `stele serve` for end-to-end tests.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, promises as fs, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -28,11 +28,15 @@ function builtMtime(): number {
   }
 }
 
-const isFresh = () => builtMtime() > Math.max(newestMtime(join(repoRoot, 'src')), newestMtime(join(repoRoot, 'cli')));
+const BUNDLER = join(repoRoot, 'packages', 'bin', 'bundle.ts');
+
+const isFresh = () =>
+  builtMtime() >
+  Math.max(newestMtime(join(repoRoot, 'src')), newestMtime(join(repoRoot, 'cli')), statSync(BUNDLER).mtimeMs);
 
 /**
- * Builds dist/ with tsc unless it is newer than every source file. Test files running in
- * parallel share one build through a lock directory.
+ * Bundles the CLI into dist/cli (packages/bin/bundle.ts: what `stele` runs) unless it is newer
+ * than every source file. Test files running in parallel share one build through a lock directory.
  */
 export async function ensureBuilt(): Promise<void> {
   const lock = join(tmpdir(), 'stele-cli-test-build.lock');
@@ -51,14 +55,9 @@ export async function ensureBuilt(): Promise<void> {
   }
   try {
     if (isFresh()) return;
-    // tsc emits even when other work in progress has type errors; only a missing CLI is fatal.
-    // A busy machine compiles slowly; killed mid-write, tsc would leave a truncated module in dist/.
-    await run(
-      process.execPath,
-      [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.json')],
-      { cwd: repoRoot, timeoutMs: 170_000 },
-    );
-    if (!builtMtime()) throw new Error('tsc did not produce dist/cli/main.js');
+    // The bundler ignores types: other work in progress with type errors still builds.
+    const r = await run(process.execPath, ['--import', 'tsx', BUNDLER], { cwd: repoRoot, timeoutMs: 170_000 });
+    if (r.code !== 0 || !builtMtime()) throw new Error(`bundling the CLI failed: ${r.stderr}`);
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }

@@ -25,12 +25,12 @@ function newest(dir: string): number {
 }
 
 /**
- * Makes sure dist/cli (tsc) and dist/explorer (vite build) exist; rebuilds the explorer
- * when its sources are newer than the build (it takes about a second).
+ * Makes sure dist/cli (packages/bin/bundle.ts) and dist/explorer (vite build) exist; rebuilds
+ * the explorer when its sources are newer than the build (it takes about a second).
  */
 export function ensureBuilt(): void {
   const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
-  if (!existsSync(CLI)) execFileSync(npx, ['tsc', '-p', 'tsconfig.json'], { cwd: REPO, stdio: 'inherit' });
+  if (!existsSync(CLI)) execFileSync(npx, ['tsx', 'packages/bin/bundle.ts'], { cwd: REPO, stdio: 'inherit' });
   const index = join(EXPLORER_DIST, 'index.html');
   const srcTime = Math.max(newest(join(REPO, 'src/explorer')), statSync(join(REPO, 'vite.config.ts')).mtimeMs);
   if (!existsSync(index) || statSync(index).mtimeMs < srcTime) {
