@@ -125,6 +125,8 @@ async function load(
     duration: DURATION,
     timeout: 30,
     requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
+    // As a CDN asks an origin: record bundles come gzip (the others are never compressed).
+    headers: { 'accept-encoding': 'gzip' },
     ...init,
   });
   return {
@@ -373,6 +375,7 @@ export default async function main(): Promise<void> {
         // Full level-0 tiles, then entry bundles, spread over the log (the read a mirror or auditor makes).
         ['tile', () => `/tile/0/${fullTile()}`, false],
         ['tile_bundle', () => `/tile/entries/${fullTile()}`, false],
+        ['tile_records', () => `/tile/records/${fullTile()}`, false],
       ] as const) {
         if (ROUTES && !ROUTES.includes(name)) continue;
         for (const srv of servers)

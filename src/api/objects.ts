@@ -3,9 +3,10 @@
 // is served before it verifies: a tile or bundle is authenticated against the published
 // checkpoint by the reader (the proof routes' check, and its cache, so a warm read costs a
 // set lookup), the checkpoint against the log key and the tree; a record bundle as content,
-// then gzipped for a client that accepts it. What fails is a 500
+// then gzipped (once, while it stays cached) for a client that accepts it. What fails is a 500
 // corrupt_storage (no-store: respondWithError), so no cache in front keeps altered bytes.
 import type { Context, Next } from 'koa';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { openCheckpoint } from '../core/checkpoint.js';
 import { bytesEqual } from '../core/hash.js';
@@ -106,6 +107,7 @@ export class ServedCheckpoint {
 }
 
 export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckpoint) {
+  const gzipped = new GzippedBundles();
   return async (ctx: Context, next: Next): Promise<void> => {
     const key = ctx.path.slice(1);
     const isObject = key === CHECKPOINT_KEY || key.startsWith('tile/');
@@ -140,20 +142,45 @@ export function objectMiddleware(ledger: LedgerService, checkpoint: ServedCheckp
     const meta = objectMeta(key);
     ctx.set('Content-Type', meta.contentType);
     if (ctx.response.get('Cache-Control') !== 'no-store') ctx.set('Cache-Control', meta.cacheControl);
-    if (isRecordBundleKey(key)) data = await negotiated(ctx, key, data);
+    if (isRecordBundleKey(key) && acceptsGzip(ctx)) {
+      ctx.set('Content-Encoding', 'gzip');
+      // Kept only when the published tree vouches for it (as the Cache-Control above says).
+      data = await gzipped.of(key, data, ctx.response.get('Cache-Control') !== 'no-store');
+    }
     ctx.body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   };
 }
 
 /**
- * A record bundle (authenticated as content) as the client accepts it: gzip with
- * `Content-Encoding: gzip` when its Accept-Encoding allows gzip, as S3 and CloudFront serve
- * the stored object; the content itself when it sends none or refuses gzip (a bucket or CDN
- * sends gzip to such a client too, as tlog-tiles allows; the local origin can do better).
+ * Whether a record bundle (authenticated as content) goes gzip, with `Content-Encoding: gzip`:
+ * when the client's Accept-Encoding allows it, as S3 and CloudFront serve the stored object;
+ * the content itself when it sends none or refuses gzip (a bucket or CDN sends gzip to such a
+ * client too, as tlog-tiles allows; the local origin can do better).
  */
-async function negotiated(ctx: Context, key: string, content: Uint8Array): Promise<Uint8Array> {
+function acceptsGzip(ctx: Context): boolean {
   ctx.vary('Accept-Encoding');
-  if (ctx.acceptsEncodings('gzip', 'identity') !== 'gzip') return content;
-  ctx.set('Content-Encoding', 'gzip');
-  return storedForm(key, content);
+  return ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
+}
+
+/**
+ * Record bundles as sent gzip, by key, up to 32 MiB: a bundle is immutable, so while it stays
+ * here it is compressed once, not on every request (a mirror or an auditor reads them all).
+ */
+export class GzippedBundles {
+  private readonly lru = new LRUCache<string, Uint8Array>({
+    maxSize: 32 << 20,
+    sizeCalculation: (v) => Math.max(1, v.byteLength),
+  });
+  /** Bundles compressed so far (the cache's misses). */
+  compressions = 0;
+
+  /** `content` (authenticated, of `key`) gzipped; kept for the next request if `keep`. */
+  async of(key: string, content: Uint8Array, keep: boolean): Promise<Uint8Array> {
+    const kept = this.lru.get(key);
+    if (kept) return kept;
+    this.compressions++;
+    const gz = await storedForm(key, content);
+    if (keep) this.lru.set(key, gz);
+    return gz;
+  }
 }

@@ -3,27 +3,28 @@
 // the stored files gives every reader, a gzip bomb refused everywhere, and a log written
 // before compression (plain record bundles) read alike. Real stores on a directory, a real
 // server on loopback, raw HTTP for what the wire carries.
-import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GzippedBundles } from '../../src/api/objects.js';
+import { ResponseError, VerificationError } from '../../src/client/errors.js';
+import { DirObjectReader, HttpObjectReader } from '../../src/client/objects.js';
 import { anchorRequest } from '../../src/core/anchor.js';
 import { encodeBundle } from '../../src/core/bundle.js';
-import { MAX_RECORD_BUNDLE_BYTES, isGzip } from '../../src/core/stored-records.js';
+import { isGzip, MAX_RECORD_BUNDLE_BYTES } from '../../src/core/stored-records.js';
 import { TileFormatError, tilePath } from '../../src/core/tiles.js';
-import { HttpObjectReader, DirObjectReader } from '../../src/client/objects.js';
-import { ResponseError, VerificationError } from '../../src/client/errors.js';
 import { LogReader } from '../../src/read/reader.js';
-import type { RunningServer } from '../../src/serve/log-server.js';
 import { openLocalLog } from '../../src/serve/local-log.js';
+import type { RunningServer } from '../../src/serve/log-server.js';
 import { FsObjectStore } from '../../src/store/fs.js';
 import { ImmutableConflictError } from '../../src/store/store.js';
+import { startTestServer } from '../api/server.js';
+import { ensureBuilt, Sandbox } from '../helpers/cli.js';
 import { type StaticServer, startStaticServer } from '../helpers/explorer-servers.js';
 import { decompressInPlace, readContent } from '../helpers/stored-objects.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { startTestServer } from '../api/server.js';
-import { Sandbox, ensureBuilt } from '../helpers/cli.js';
 
 const ORIGIN = 'compressed.test/log';
 const N = 600; // two full bundles and a partial of 88
@@ -287,4 +288,20 @@ describe('the stele command (a subprocess)', () => {
       sb.cleanup();
     }
   }, 180_000);
+});
+
+describe('GzippedBundles (the origin compresses a record bundle once while it is cached)', () => {
+  it('answers a kept bundle from memory, compresses one not to be kept (a tree not yet published) every time, and both decode to the content', async () => {
+    const content = readContent(join(publicDir, R0));
+    const gz = new GzippedBundles();
+    const first = await gz.of(R0, content, true);
+    const again = await gz.of(R0, content, true);
+    expect(gz.compressions).toBe(1);
+    expect(again).toBe(first);
+    expect(gunzipSync(first).equals(content)).toBe(true);
+
+    await gz.of(R2, content, false);
+    await gz.of(R2, content, false);
+    expect(gz.compressions).toBe(3);
+  });
 });
