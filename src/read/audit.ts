@@ -152,8 +152,6 @@ export async function auditLog(opts: AuditOptions): Promise<AuditResult> {
  * tiles, the root at the pinned size), then the right edge and the root.
  */
 class TreeAudit {
-  private readonly trust: Trust;
-  private readonly source: ObjectReader;
   private readonly upper: UpperTiles;
   private readonly bundles: number;
   private readonly firstBundle: number;
@@ -176,8 +174,6 @@ class TreeAudit {
     private readonly size: number,
   ) {
     const { start } = opts;
-    this.trust = opts.trust;
-    this.source = opts.source;
     this.upper = new UpperTiles(opts.source, start);
     this.bundles = Math.ceil(size / TILE_WIDTH);
     this.firstBundle = start?.bundle ?? 0;
@@ -187,7 +183,7 @@ class TreeAudit {
     this.entriesChecked = start?.entriesChecked ?? 0;
     this.bundlesChecked = start?.bundlesChecked ?? 0;
     this.level0Checked = start?.hashTilesChecked ?? 0;
-    this.pinRoot = this.trust.pin.size === 0 ? EMPTY_ROOT : (start?.pinRoot ?? null);
+    this.pinRoot = opts.trust.pin.size === 0 ? EMPTY_ROOT : (start?.pinRoot ?? null);
     this.priorOf = Promise.resolve(start?.prior ?? new Uint8Array(32));
   }
 
@@ -228,9 +224,9 @@ class TreeAudit {
   private load(n: number): Promise<BundleVerdict> {
     const w = this.width(n);
     const objects = Promise.all([
-      fetchObject(this.source, 'entries', n, w),
-      fetchObject(this.source, 'records', n, w),
-      fetchObject(this.source, 0, n, w),
+      fetchObject(this.opts.source, 'entries', n, w),
+      fetchObject(this.opts.source, 'records', n, w),
+      fetchObject(this.opts.source, 0, n, w),
     ]);
     const input = Promise.all([objects, this.priorOf]).then(
       ([[entries, records, tile0], prior]): BundleInput => ({ n, w, entries, records, tile0, prior }),
@@ -258,7 +254,7 @@ class TreeAudit {
     const row = verdict.row;
     this.lastTimestamp = verdict.lastTimestamp!;
     this.level0Checked++;
-    const pinSize = this.trust.pin.size;
+    const pinSize = this.opts.trust.pin.size;
     const inThis = pinSize > n * TILE_WIDTH && pinSize <= n * TILE_WIDTH + w;
     const k = pinSize - n * TILE_WIDTH;
     if (inThis && k < w) this.pinRoot = this.upper.rootAt(pinSize, row.subarray(0, k * 32));

@@ -334,7 +334,7 @@ async function awsReplica(
   const index = r.index ?? ownIndex!;
   const poll = follower ? () => follower.poll() : () => r.refreshCheckpoint();
   // Until the follower has indexed a checkpoint, the verified published one (never older than what it serves next).
-  const current = follower ? () => follower.checkpoint() ?? r.checkpoint() : () => r.checkpoint();
+  const current = () => follower?.checkpoint() ?? r.checkpoint();
   const release = async () => {
     await follower?.stop();
     await ownIndex?.close();

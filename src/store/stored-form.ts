@@ -11,10 +11,15 @@ import type { TileFormatError } from '../core/tiles.js';
  * zlib, loaded on first use: a command that reads no compressed bundle (`ledger verify` of an
  * entry found through the API) does not pay for loading it at start.
  */
-let loaded: typeof Zlib | undefined;
-const zlib = (): typeof Zlib => (loaded ??= process.getBuiltinModule('node:zlib'));
-const gzipAsync = (data: Uint8Array, o: Zlib.ZlibOptions) => promisify(zlib().gzip)(data, o);
-const gunzipAsync = (data: Uint8Array, o: Zlib.ZlibOptions) => promisify(zlib().gunzip)(data, o);
+let loaded: { readonly sync: typeof Zlib; readonly gzip: Compress; readonly gunzip: Compress } | undefined;
+type Compress = (data: Uint8Array, options: Zlib.ZlibOptions) => Promise<Buffer>;
+function zlib(): NonNullable<typeof loaded> {
+  if (!loaded) {
+    const z = process.getBuiltinModule('node:zlib');
+    loaded = { sync: z, gzip: promisify(z.gzip), gunzip: promisify(z.gunzip) };
+  }
+  return loaded;
+}
 
 /** zlib's default level (Z_DEFAULT_COMPRESSION): within 1% of level 9's size on records, at a quarter of its time. */
 const GZIP = { level: -1 };
@@ -26,19 +31,19 @@ export const isStoredCompressed = (key: string, data: Uint8Array): boolean => is
 
 /** The bytes to store for `content` under `key` (for a writer thread, where blocking is fine). */
 export function storedFormSync(key: string, content: Uint8Array): Uint8Array {
-  return isRecordBundleKey(key) && !isGzip(content) ? plain(zlib().gzipSync(content, GZIP)) : content;
+  return isRecordBundleKey(key) && !isGzip(content) ? plain(zlib().sync.gzipSync(content, GZIP)) : content;
 }
 
 /** As storedFormSync, compressing on libuv's pool. */
 export async function storedForm(key: string, content: Uint8Array): Promise<Uint8Array> {
-  return isRecordBundleKey(key) && !isGzip(content) ? plain(await gzipAsync(content, GZIP)) : content;
+  return isRecordBundleKey(key) && !isGzip(content) ? plain(await zlib().gzip(content, GZIP)) : content;
 }
 
 /** The content of `data` stored under `key` (decompressed on libuv's pool); TileFormatError if it cannot be. */
 export async function contentOf(key: string, data: Uint8Array): Promise<Uint8Array> {
   if (!isStoredCompressed(key, data)) return data;
   try {
-    return plain(await gunzipAsync(data, GUNZIP));
+    return plain(await zlib().gunzip(data, GUNZIP));
   } catch (e) {
     throw decodeError(key, e);
   }
@@ -48,7 +53,7 @@ export async function contentOf(key: string, data: Uint8Array): Promise<Uint8Arr
 export function contentOfSync(key: string, data: Uint8Array): Uint8Array {
   if (!isStoredCompressed(key, data)) return data;
   try {
-    return plain(zlib().gunzipSync(data, GUNZIP));
+    return plain(zlib().sync.gunzipSync(data, GUNZIP));
   } catch (e) {
     throw decodeError(key, e);
   }
