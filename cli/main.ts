@@ -28,8 +28,9 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.stdout.write('0.1.0\n');
 } else {
   // `stele --help` as commander rendered it for this build, when kept (cli/help-cache.ts).
-  const help = await import('./help-cache.js');
-  if (!(help.isTopHelp(args) && help.replayHelp())) {
+  // Only a one-word run can be that help: any other loads no more than it needs.
+  const help = args.length === 1 ? await import('./help-cache.js') : undefined;
+  if (!(help?.isTopHelp(args) && help.replayHelp())) {
     const { run } = await import('./program.js');
     await run(process.argv);
   }

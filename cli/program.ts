@@ -53,10 +53,11 @@ export async function run(argv: readonly string[]): Promise<void> {
   const end = args.indexOf('--');
   const wantsJson = (end < 0 ? args : args.slice(0, end)).includes('--json');
   // The top-level help is kept as printed, for cli/main.ts to replay next time. main.ts has
-  // loaded help-cache.js already; imported here rather than at the top so that the bundle
-  // keeps it in a file of its own, which a replayed help loads without commander.
-  const { isTopHelp, keepHelp } = await import('./help-cache.js');
-  const topHelp = isTopHelp(args);
+  // loaded help-cache.js already for a one-word run (no other can be that help); imported
+  // here rather than at the top so that the bundle keeps it in a file of its own, which a
+  // replayed help loads without commander.
+  const help = args.length === 1 ? await import('./help-cache.js') : undefined;
+  const topHelp = help?.isTopHelp(args) ?? false;
   let helpText = '';
   try {
     const program = await buildProgram(args);
@@ -72,7 +73,7 @@ export async function run(argv: readonly string[]): Promise<void> {
     if (e instanceof CommanderError) {
       // Help and version requests exit 0; usage errors were already printed by commander.
       process.exitCode = e.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-      if (topHelp && e.code === 'commander.helpDisplayed') keepHelp(helpText);
+      if (topHelp && e.code === 'commander.helpDisplayed') help?.keepHelp(helpText);
       if (e.exitCode !== 0 && wantsJson) {
         const { errorJson } = await import('./errors.js');
         process.stdout.write(errorJson({ code: EXIT.USAGE, message: e.message.replace(/^error: /, '') }));

@@ -19,7 +19,7 @@
 import { readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Plugin, build } from 'rolldown';
+import { type Plugin, RolldownMagicString, build } from 'rolldown';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -35,7 +35,7 @@ const VERIFY_ROOTS = ['cli/commands/ledger.ts', 'cli/commands/ledger/verify.ts']
  * audit starts worker threads: node:worker_threads is loaded for it alone).
  */
 const LEDGER_CHUNK =
-  /\/src\/(core|client|read)\/|\/cli\/commands\/ledger(\.ts$|\/)|\/cli\/(errors|invocation)\.ts$|\/node_modules\/(smol-toml|@noble\/hashes|@noble\/ed25519|lru-cache|canonicalize)\//;
+  /\/src\/(core|client|read)\/|\/cli\/commands\/ledger(\.ts$|\/)|\/cli\/(errors|invocation)\.ts$|\/node_modules\/(smol-toml|lru-cache|canonicalize)\//;
 const NOT_LEDGER = /\/src\/read\/audit\.ts$|\/cli\/commands\/ledger\/audit\.ts$/;
 
 /** Fills `into` with the modules `roots` import, directly or not, once the module graph is built (before chunking). */
@@ -68,6 +68,36 @@ const lazyChildProcess: Plugin = {
     // One line for one: the source map stays as it was (`map: null`).
     return { code: code.replace(COMMANDER_SPAWN, LAZY_SPAWN), map: null };
   },
+};
+
+/**
+ * Node's ES-module face of a built-in module reads every export of its CommonJS object, and
+ * so runs every lazy getter: `import { statSync } from 'node:fs'` loads fs/promises, the
+ * streams and readline, `import { promisify } from 'node:util'` worker_threads too (34
+ * modules each, ~8 ms of a run). The bundle takes the object itself instead, which loads
+ * nothing more: `import { a, b as c } from "node:x"` becomes
+ * `const { a, b: c } = process.getBuiltinModule("node:x")`, the same names, one line for one.
+ */
+const BUILTIN_IMPORT = /^import (?:([\w$]+)(?:, | ))?(?:\{([^}]*)\} )?from "(node:[\w/]+)";$/gm;
+
+export function builtinsAsObjects(code: string): RolldownMagicString | null {
+  const s = new RolldownMagicString(code);
+  let changed = false;
+  for (const m of code.matchAll(BUILTIN_IMPORT)) {
+    const [line, whole, named, id] = m;
+    const get = `process.getBuiltinModule(${JSON.stringify(id)})`;
+    const decls: string[] = [];
+    if (whole) decls.push(`${whole} = ${get}`);
+    if (named !== undefined) decls.push(`{${named.replace(/ as /g, ': ')}} = ${whole ?? get}`);
+    s.overwrite(m.index, m.index + line.length, `const ${decls.join(', ')};`);
+    changed = true;
+  }
+  return changed ? s : null;
+}
+
+const builtinObjects: Plugin = {
+  name: 'builtin-objects',
+  renderChunk: (code) => builtinsAsObjects(code),
 };
 
 const WORKER_CALL = /startModuleWorker\(\s*import\.meta\.url,\s*'([\w-]+)'/g;
@@ -108,6 +138,7 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
     external: (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0') && !isBundled(id),
     plugins: [
       lazyChildProcess,
+      builtinObjects,
       staticClosure(
         VERIFY_ROOTS.map((r) => join(ROOT, r)),
         verifyPath,

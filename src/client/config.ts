@@ -5,7 +5,7 @@
 // tlog-policy file beside the configuration (`[ledger.trust] policy`, what `ledger init`
 // writes), or, in files written before it, `witnesses` and `witness_threshold` (M of N).
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { TomlError, parse as parseToml, stringify as stringifyToml } from 'smol-toml';
@@ -269,11 +269,14 @@ function readError(path: string, e: unknown): ClientConfigError {
   return new ClientConfigError(`cannot read configuration ${path}: ${fsReason(e)}`);
 }
 
-/** Reads and validates the file (no environment overrides). */
+/**
+ * Reads and validates the file (no environment overrides). Small files read once per command,
+ * with blocking calls: a hop to libuv's pool would cost more CPU than the read.
+ */
 export async function readConfigFile(path: string): Promise<LedgerConfig> {
   let text: string;
   try {
-    text = await fs.readFile(path, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch (e) {
     throw readError(path, e);
   }
@@ -289,7 +292,7 @@ export async function readConfigFile(path: string): Promise<LedgerConfig> {
     const file = resolve(dirname(path), cfg.trust.policyFile);
     let policyText: string;
     try {
-      policyText = await fs.readFile(file, 'utf8');
+      policyText = readFileSync(file, 'utf8');
     } catch (e) {
       throw new ClientConfigError(`cannot read the trust policy ${file} named in ${path}: ${fsReason(e)}`);
     }

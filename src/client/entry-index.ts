@@ -5,7 +5,7 @@
 // from (size and root) and extended, not rebuilt, when the mirror grew by appending. What
 // the index names is only where to look: every entry found is then verified (rules 3, 4).
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { type CanonicalEntry, parseCanonicalEntry } from '../core/entry.js';
 import { toHex } from '../core/hash.js';
@@ -104,10 +104,11 @@ export function indexCachePath(configFile: string, dir: string): string {
   return join(dirname(configFile), 'mirror-index', `${name}.json`);
 }
 
-async function readCache(path: string, source: string): Promise<EntryIndexData | null> {
+/** The cached index, read with a blocking call (once per command; its parse is most of the cost). */
+function readCache(path: string, source: string): EntryIndexData | null {
   let doc: EntryIndexData;
   try {
-    doc = JSON.parse(await fs.readFile(path, 'utf8')) as EntryIndexData;
+    doc = JSON.parse(readFileSync(path, 'utf8')) as EntryIndexData;
   } catch {
     return null; // none yet, or unreadable: rebuilt from the bundles
   }
@@ -149,7 +150,7 @@ export async function entryIndex(
 ): Promise<{ index: EntryIndexData; origin: IndexOrigin }> {
   const { reader, published, name: sourceName } = source;
   const rootHash = toHex(tree.root);
-  let ix = cacheFile ? await readCache(cacheFile, sourceName) : null;
+  let ix = cacheFile ? readCache(cacheFile, sourceName) : null;
   let origin: IndexOrigin = 'built';
   if (ix && ix.treeSize === tree.size && ix.rootHash === rootHash) return { index: ix, origin: 'cached' };
   if (ix && ix.treeSize > 0 && ix.treeSize < tree.size) {

@@ -1,8 +1,8 @@
 // Where a verifier reads a log's public objects from: an HTTP origin or CDN (tlog-tiles
 // URLs under a prefix) or a local directory (a mirror, an offline copy, a log's own files).
-import { promises as fs } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { FsObjectReader } from '../store/fs-reader.js';
+import { FsObjectReader, type FsReaderOptions } from '../store/fs-reader.js';
 import type { ObjectReader } from '../store/store.js';
 import { MAX_RECORD_BUNDLE_BYTES } from '../core/stored-records.js';
 import { contentOf } from '../store/stored-form.js';
@@ -54,13 +54,20 @@ export class HttpObjectReader implements ObjectReader {
   }
 }
 
-/** Reads objects from a directory laid out like the bucket (checkpoint, tile/…). */
+/**
+ * Reads objects from a directory laid out like the bucket (checkpoint, tile/…). `blocking`
+ * for a command that reads a handful of objects (src/store/fs-reader.ts), not for a whole-log
+ * audit or mirror, whose reads overlap on libuv's pool.
+ */
 export class DirObjectReader implements ObjectReader {
   private readonly store: FsObjectReader;
   readonly stats = { requests: 0, bytes: 0 };
 
-  constructor(readonly dir: string) {
-    this.store = new FsObjectReader(dir);
+  constructor(
+    readonly dir: string,
+    options: FsReaderOptions = {},
+  ) {
+    this.store = new FsObjectReader(dir, options);
   }
 
   describe(): string {
@@ -102,12 +109,19 @@ export type LogObjectSource = (HttpObjectReader | DirObjectReader) & { describe(
 export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
 
 /** An object source for `--tiles <url|dir>`, `audit <dir|url>`. A directory must exist. */
-export async function openObjectSource(where: string, options: HttpOptions = {}): Promise<LogObjectSource> {
+export async function openObjectSource(
+  where: string,
+  options: HttpOptions & FsReaderOptions = {},
+): Promise<LogObjectSource> {
   if (isUrl(where)) return new HttpObjectReader(where, options);
   const dir = resolve(where);
-  const st = await fs.stat(dir).catch((e: NodeJS.ErrnoException) => {
-    throw new ClientError('io', `cannot open ${where}: ${e.code === 'ENOENT' ? 'no such directory' : e.code}`);
-  });
+  let st: Stats;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ClientError('io', `cannot open ${where}: ${code === 'ENOENT' ? 'no such directory' : code}`);
+  }
   if (!st.isDirectory()) throw new UsageError(`${where} is not a directory`);
-  return new DirObjectReader(dir);
+  return new DirObjectReader(dir, options.blocking ? { blocking: true } : {});
 }

@@ -2,7 +2,7 @@
 // (default ~/.local/share/stele/proofs). A bundle holds everything needed to re-verify an
 // entry offline: the entry, its audit path, and the signed checkpoint it was proved against.
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Entry, canonicalEntryBytes, parseEntryId } from '../core/entry.js';
 import { hashFromHex } from '../core/hash.js';
@@ -109,7 +109,7 @@ export class ProofStore {
     const path = this.pathOf(id);
     let text: string;
     try {
-      text = await fs.readFile(path, 'utf8');
+      text = readFileSync(path, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw new ClientError('io', `cannot read ${path}: ${fsReason(e)}`);
@@ -125,11 +125,14 @@ export class ProofStore {
     return b;
   }
 
-  /** Stored bundles whose entry has this digest, earliest leaf first. */
+  /**
+   * Stored bundles whose entry has this digest, earliest leaf first. Proof files are small and
+   * read with blocking calls (as load does): a hop to libuv's pool costs more than the read.
+   */
   async findByDigest(digest: string, origin?: string): Promise<ProofBundle[]> {
     let names: string[];
     try {
-      names = await fs.readdir(this.dir);
+      names = readdirSync(this.dir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw new ClientError('io', `cannot list ${this.dir}: ${(e as NodeJS.ErrnoException).code}`);

@@ -3,8 +3,8 @@
 // On Node the digests come from its native OpenSSL binding: the sequencer's hot path is
 // three small hashes per entry, where @noble/hashes' per-call setup costs ~3× the work.
 // In the browser (the explorer bundles this module) @noble/hashes does it. Both paths are
-// checked against the same Go-computed vectors (test/core/merkle.test.ts, test/explorer).
-import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
+// checked against the same Go-computed vectors (test/core/merkle.test.ts, test/explorer,
+// test/packages/verify.test.ts).
 
 export const HASH_SIZE = 32;
 
@@ -18,6 +18,13 @@ const hostCrypto = (
   globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
 ).process?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
 const nativeHash = typeof hostCrypto?.hash === 'function' ? hostCrypto.hash.bind(hostCrypto) : undefined;
+
+// @noble/hashes is imported only where there is no native hash: Node never loads it (its
+// SHA-512 constants alone cost a CLI start about 2 ms). A top-level await, so the module's
+// exports are ready when it has loaded, as with a static import; bundlers put the library in
+// a chunk of its own, fetched by a browser only.
+type NobleSha256 = typeof import('@noble/hashes/sha2.js')['sha256'];
+const nobleSha256: NobleSha256 | undefined = nativeHash ? undefined : (await import('@noble/hashes/sha2.js')).sha256;
 
 /**
  * The native digest as a string of byte values, copied into a new 32-byte array: a digest
@@ -33,17 +40,17 @@ function nativeSha256(data: Uint8Array): Uint8Array {
 }
 
 /** SHA-256 of `data`. */
-export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? nativeSha256 : (data) => nobleSha256(data);
+export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? nativeSha256 : (data) => nobleSha256!(data);
 
 /** SHA-256 of a string's UTF-8 bytes, in lowercase hex (on Node without encoding it first). */
 export const sha256HexOfText: (text: string) => string = nativeHash
   ? (text) => nativeHash('sha256', text, 'hex')
-  : (text) => toHex(nobleSha256(new TextEncoder().encode(text)));
+  : (text) => toHex(nobleSha256!(new TextEncoder().encode(text)));
 
 /** SHA-256 of the concatenation of `parts`. */
 export function sha256Parts(...parts: Uint8Array[]): Uint8Array {
   if (nativeHash) return nativeSha256(parts.length === 1 ? parts[0]! : concatBytes(...parts));
-  const h = nobleSha256.create();
+  const h = nobleSha256!.create();
   for (const p of parts) h.update(p);
   return h.digest();
 }

@@ -1,29 +1,38 @@
 // C2SP signed-note: Ed25519 signatures (type 0x01), tlog-cosignature cosignatures
 // (cosignature/v1 Ed25519, type 0x04; subtree/v1 ML-DSA-44, type 0x06), key hashes, and
 // verifier keys in vkey form (docs/design.md §1.3).
-import * as ed from '@noble/ed25519';
-import { sha512 } from '@noble/hashes/sha2.js';
 import { parseExtendedCheckpointBody } from './checkpoint-body.js';
 import { bytesEqual, concatBytes, fromBase64, sha256, toBase64, toHex, u64be } from './hash.js';
 import { NoteError } from './note-error.js';
 
 export { NoteError } from './note-error.js';
 
-ed.hashes.sha512 = sha512;
-
 // Ed25519 through Node's native binding (about 30× faster than pure JS: it is what bounds a
 // witness's and the control plane's request rate), with @noble/ed25519 where Node's crypto
 // is absent. Same keys, same deterministic signatures (RFC 8032), same test vectors.
 // Found at run time, never imported (this module loads in a browser); only what is used is typed.
-type HostKey = object;
+interface HostKey {
+  export(options: { format: 'der'; type: 'spki' }): Uint8Array;
+}
 interface HostCrypto {
-  createPublicKey(key: { key: Uint8Array; format: 'der'; type: 'spki' }): HostKey;
+  createPublicKey(key: { key: Uint8Array; format: 'der'; type: 'spki' } | HostKey): HostKey;
   createPrivateKey(key: { key: Uint8Array; format: 'der'; type: 'pkcs8' }): HostKey;
   verify(algorithm: null, data: Uint8Array, key: HostKey, signature: Uint8Array): boolean;
   sign(algorithm: null, data: Uint8Array, key: HostKey): Uint8Array;
 }
 const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
 const nodeCrypto = host?.getBuiltinModule?.('node:crypto') as HostCrypto | undefined;
+
+// @noble/ed25519 (and the SHA-512 it needs) is imported only where Node's crypto is absent,
+// as src/core/hash.ts does @noble/hashes: Node never loads it (about 3 ms of a CLI start).
+type NobleEd25519 = typeof import('@noble/ed25519');
+const ed: NobleEd25519 | undefined = nodeCrypto ? undefined : await loadNobleEd25519();
+
+async function loadNobleEd25519(): Promise<NobleEd25519> {
+  const [noble, { sha512 }] = await Promise.all([import('@noble/ed25519'), import('@noble/hashes/sha2.js')]);
+  noble.hashes.sha512 = sha512;
+  return noble;
+}
 
 // ML-DSA-44 (@noble/post-quantum) costs a CLI run about 7 ms to load and is used only by a
 // key or cosignature of type 0x06, so it is loaded at its first use: synchronously in Node
@@ -70,7 +79,7 @@ const PKCS8_ED25519 = Uint8Array.of(
 
 export function ed25519Verify(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
   if (signature.length !== 64 || publicKey.length !== 32) return false;
-  if (!nodeCrypto) return ed.verify(signature, message, publicKey);
+  if (!nodeCrypto) return ed!.verify(signature, message, publicKey);
   try {
     const key = nodeCrypto.createPublicKey({ key: concatBytes(SPKI_ED25519, publicKey), format: 'der', type: 'spki' });
     return nodeCrypto.verify(null, message, key, signature);
@@ -401,18 +410,24 @@ export class SeedSigner implements NoteSigner {
   ) {
     if (seed.length !== 32) throw new NoteError('an Ed25519 seed is 32 bytes');
     if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
-    this.publicKey = ed.getPublicKey(seed);
     this.nativeKey = nodeCrypto?.createPrivateKey({
       key: concatBytes(PKCS8_ED25519, seed),
       format: 'der',
       type: 'pkcs8',
     });
+    // The raw key is the end of its SPKI form (the DER prefix above, then the 32 bytes).
+    this.publicKey =
+      this.nativeKey && nodeCrypto
+        ? new Uint8Array(nodeCrypto.createPublicKey(this.nativeKey).export({ format: 'der', type: 'spki' })).slice(
+            SPKI_ED25519.length,
+          )
+        : ed!.getPublicKey(seed);
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
     return this.nativeKey && nodeCrypto
       ? new Uint8Array(nodeCrypto.sign(null, message, this.nativeKey))
-      : ed.sign(message, this.seed);
+      : ed!.sign(message, this.seed);
   }
 
   /** Keeps the seed out of logs and JSON dumps. */

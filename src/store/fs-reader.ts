@@ -1,19 +1,71 @@
 // Reading objects from a local directory laid out like the bucket, without the writer: what
 // a reader of a log directory (the CLI's --tiles <dir>, an offline copy) needs, and the read
 // half of FsObjectStore (src/store/fs.ts), which adds the writer thread.
-import { promises as fs } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, lstatSync, openSync, promises as fs, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { OBJECT_READ_FLAGS, isAbsent } from './files.js';
-import { contentOf } from './stored-form.js';
+import { contentOf, contentOfSync } from './stored-form.js';
 import { type ObjectReader, type StoreStats, assertValidKey } from './store.js';
+
+/** The file operations a read makes: on libuv's pool, or blocking (see FsReaderOptions). */
+interface ReadOps {
+  isDirectory(path: string): boolean | Promise<boolean>;
+  open(path: string): OpenFile | Promise<OpenFile>;
+  content(key: string, data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+}
+interface OpenFile {
+  stat(): { isFile(): boolean; size: number } | Promise<{ isFile(): boolean; size: number }>;
+  read(into: Uint8Array, offset: number, length: number, position: number): number | Promise<number>;
+  close(): void | Promise<void>;
+}
+
+const POOLED: ReadOps = {
+  isDirectory: async (path) => (await fs.lstat(path)).isDirectory(),
+  async open(path) {
+    const fh = await fs.open(path, OBJECT_READ_FLAGS);
+    return {
+      stat: () => fh.stat(),
+      read: async (into, offset, length, position) => (await fh.read(into, offset, length, position)).bytesRead,
+      close: () => fh.close(),
+    };
+  },
+  content: contentOf,
+};
+
+const BLOCKING: ReadOps = {
+  isDirectory: (path) => lstatSync(path).isDirectory(),
+  open(path) {
+    const fd = openSync(path, OBJECT_READ_FLAGS);
+    return {
+      stat: () => fstatSync(fd),
+      read: (into, offset, length, position) => readSync(fd, into, offset, length, position),
+      close: () => closeSync(fd),
+    };
+  },
+  content: contentOfSync,
+};
+
+export interface FsReaderOptions {
+  /**
+   * Read with blocking calls on the caller's thread (and decompress there): for a one-shot
+   * client reading a few small objects, where each hop to libuv's pool costs more CPU than
+   * the read itself. Never for a server, which must not block its event loop.
+   */
+  readonly blocking?: boolean;
+}
 
 export class FsObjectReader implements ObjectReader {
   readonly stats: StoreStats = { gets: 0, puts: 0, deletes: 0 };
   /** Directories (keys relative to the root) found to be real directories, not symlinks. */
   private readonly checkedDirs = new Set<string>();
+  private readonly ops: ReadOps;
 
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    options: FsReaderOptions = {},
+  ) {
+    this.ops = options.blocking ? BLOCKING : POOLED;
+  }
 
   protected file(key: string): string {
     assertValidKey(key);
@@ -32,20 +84,20 @@ export class FsObjectReader implements ObjectReader {
     const path = this.file(key);
     this.stats.gets++;
     if (!(await this.realDirs(key))) return null;
-    let fh: FileHandle;
+    let file: OpenFile;
     try {
-      fh = await fs.open(path, OBJECT_READ_FLAGS);
+      file = await this.ops.open(path);
     } catch (e) {
       if (isAbsent(e)) return null;
       throw e;
     }
     let data: Uint8Array | null;
     try {
-      data = await readRegular(fh);
+      data = await readRegular(file);
     } finally {
-      await fh.close();
+      await file.close();
     }
-    return data && contentOf(key, data);
+    return data && this.ops.content(key, data);
   }
 
   /**
@@ -61,7 +113,7 @@ export class FsObjectReader implements ObjectReader {
       const dir = key.slice(0, at);
       if (this.checkedDirs.has(dir)) continue;
       try {
-        if (!(await fs.lstat(join(this.root, dir))).isDirectory()) return false;
+        if (!(await this.ops.isDirectory(join(this.root, dir)))) return false;
       } catch (e) {
         if (isAbsent(e)) return false;
         throw e;
@@ -72,13 +124,13 @@ export class FsObjectReader implements ObjectReader {
   }
 }
 
-async function readRegular(fh: FileHandle): Promise<Uint8Array | null> {
-  const st = await fh.stat();
+async function readRegular(file: OpenFile): Promise<Uint8Array | null> {
+  const st = await file.stat();
   if (!st.isFile()) return null;
   const data = new Uint8Array(st.size);
   let n = 0;
   while (n < data.length) {
-    const { bytesRead } = await fh.read(data, n, data.length - n, n);
+    const bytesRead = await file.read(data, n, data.length - n, n);
     if (bytesRead === 0) break;
     n += bytesRead;
   }

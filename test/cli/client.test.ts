@@ -177,13 +177,15 @@ describe('trust configuration', () => {
 });
 
 describe('streaming SHA-256', () => {
-  it('matches sha256sum on a multi-chunk file and on an empty file', async () => {
+  it('matches sha256sum on a multi-chunk file, a file of one read and an empty file', async () => {
     const dir = tmp('stele-cli-hash-');
     const big = join(dir, 'big.bin');
     writeFileSync(big, randomBytes(3 * 1024 * 1024 + 17));
+    const small = join(dir, 'small.bin');
+    writeFileSync(small, randomBytes(1024 * 1024));
     const empty = join(dir, 'empty.bin');
     writeFileSync(empty, '');
-    for (const f of [big, empty]) {
+    for (const f of [big, small, empty]) {
       const expected = execFileSync('sha256sum', [f], { encoding: 'utf8' }).split(' ')[0];
       const seen: number[] = [];
       const r = await sha256File(f, (b) => seen.push(b));

@@ -1,16 +1,21 @@
 // A fast CLI (issue 33): `stele --version` and `stele --help` load commander and nothing of
 // the libraries the commands use, and a command loads only its own group, never the AWS SDK,
-// Koa, pino, LMDB, PKCS#11, the OIDC provider, Cedar or prom-client unless it uses them.
+// Koa, pino, LMDB, PKCS#11, the OIDC provider, Cedar or prom-client unless it uses them; nor
+// the pure-JS hashes and Ed25519 (@noble/*), bundled for where Node's crypto is absent.
 // Checked on the built CLI (the bundle of packages/bin/bundle.ts, where commander and a few
 // small libraries are bundled and every other package stays in node_modules) as a
 // subprocess, with a module hook that lists every module it loads. Also: the top-level help built from cli/commands/groups.ts is the help the groups'
 // own definitions give, so the two cannot drift apart.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram, invokedCommand, VERSION } from '../../cli/program.js';
+import { anchorRequest } from '../../src/core/anchor.js';
+import { SIG_ED25519, formatVkey, keyIdOf, makeVerifier } from '../../src/core/note.js';
+import { openLocalLog } from '../../src/serve/local-log.js';
 import { CLI, Sandbox, ensureBuilt } from '../helpers/cli.js';
 import { writeModuleHook } from '../helpers/module-hook.js';
 import { repoRoot } from '../helpers/vectors.js';
@@ -63,6 +68,21 @@ const BUNDLE = pathToFileURL(join(repoRoot, 'dist', 'cli', '/')).href;
 /** The bundle's chunk of what every command loads: commander, the program, the command tables. */
 const commanderChunk = (files: string[]) => files.filter((f) => /^cli-[\w-]+\.js$/.test(f));
 
+/** The @noble/hashes SHA-2 and @noble/ed25519 modules bundled into `files` (of dist/cli), from their source maps. */
+function nobleIn(files: string[]): string[] {
+  const found = new Set<string>();
+  for (const f of files) {
+    const mapFile = join(repoRoot, 'dist', 'cli', `${f}.map`);
+    if (!existsSync(mapFile)) continue; // a file of re-exports only: no code of its own
+    const map = JSON.parse(readFileSync(mapFile, 'utf8')) as { sources: string[] };
+    for (const src of map.sources) {
+      const m = /node_modules\/(@noble\/(?:hashes\/sha2|ed25519\/index)\.js)$/.exec(src);
+      if (m) found.add(m[1]!);
+    }
+  }
+  return [...found].sort();
+}
+
 const heavyIn = (packages: string[]) =>
   packages.filter((p) => HEAVY.some((h) => p === h || p.startsWith(`${h}/`) || p.startsWith(`${h}-`)));
 
@@ -108,6 +128,31 @@ describe('what the CLI loads at start', () => {
     const r = packagesLoaded(['ledger', 'verify', '--help']);
     expect(r.packages).not.toContain('@noble/post-quantum');
     expect(r.packages).not.toContain('cli-progress');
+  });
+
+  it('`ledger verify <file>` against a local copy of a log loads neither @noble/hashes nor @noble/ed25519: Node hashes and verifies', async () => {
+    const body = 'a release\n';
+    const file = join(sb.work, 'release.tgz');
+    writeFileSync(file, body);
+    const digest = createHash('sha256').update(body).digest('hex');
+    const origin = 'startup.test/log';
+    const dataDir = join(sb.root, 'log');
+    const log = await openLocalLog({ dataDir, origin, fsync: false, batchInterval: 1, maxBatch: 8 });
+    const anchors = ['0', '1', '2'].map((d) => createHash('sha256').update(d).digest('hex'));
+    anchors.splice(1, 0, digest);
+    await Promise.all(anchors.map((d) => log.sequencer.submit(anchorRequest('ledger_anchor', 'Anchored', d, {}))));
+    await log.sequencer.close();
+    const key = log.signer.publicKey;
+    const vkey = formatVkey(makeVerifier(origin, SIG_ED25519, key));
+    packagesLoaded(['ledger', 'init', '--vkey', vkey, '--trust-key', keyIdOf(key), '--tiles', join(dataDir, 'log')]);
+
+    const r = packagesLoaded(['ledger', 'verify', file]);
+    expect(r.stdout).toMatch(/^ {2}PASS {2}4\. Inclusion: leaf index 1, tree size 4/m);
+    expect(r.files.length).toBeGreaterThan(1);
+    expect(nobleIn(r.files)).toEqual([]);
+    // The test would see them: the bundle holds both, in files of their own that this run did not load.
+    const bundled = readdirSync(join(repoRoot, 'dist', 'cli')).filter((f) => f.endsWith('.js'));
+    expect(nobleIn(bundled)).toEqual(['@noble/ed25519/index.js', '@noble/hashes/sha2.js']);
   });
 
   it('the test would see them: `completion bash` loads every group, and with it jose (dev-idp)', () => {

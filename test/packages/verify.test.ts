@@ -122,10 +122,23 @@ describe('the @stele/verify package', () => {
 
   afterAll(() => srv?.close());
 
-  const verifyIn = async (text: string, digest: string) => {
+  const verifyIn = async (text: string, digest: string, nodeArgs: string[] = []) => {
     writeFileSync(join(project, 'entry.tlog-proof'), text);
-    const { stdout } = await exec(process.execPath, ['verify.mjs', 'entry.tlog-proof', vkey, digest], { cwd: project });
-    return JSON.parse(stdout) as { result: string; verdict: string; failed: number[] };
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      [...nodeArgs, 'verify.mjs', 'entry.tlog-proof', vkey, digest],
+      { cwd: project },
+    );
+    return { ...(JSON.parse(stdout) as { result: string; verdict: string; failed: number[] }), stderr };
+  };
+
+  /** The served proof with its first inclusion hash flipped. */
+  const flippedProof = () => {
+    const lines = proof.split('\n');
+    const flipped = Buffer.from(lines[3]!, 'base64');
+    flipped[0]! ^= 1;
+    lines[3] = flipped.toString('base64');
+    return lines.join('\n');
   };
 
   it("installs with only its own dependencies: none of the log's", () => {
@@ -145,15 +158,32 @@ describe('the @stele/verify package', () => {
       result: 'PASS',
       verdict: 'PASS (rule 2 not checked: offline; not witnessed)',
       failed: [],
+      stderr: '',
     });
   }, 60_000);
 
+  it("verifies where node:crypto is absent (a browser's case) with @noble/*, and still fails a tampered proof", async () => {
+    // Preloaded: the host answers that it has no node:crypto, as a browser has none.
+    writeFileSync(
+      join(project, 'no-node-crypto.mjs'),
+      `const real = process.getBuiltinModule.bind(process);
+let asked = false;
+process.getBuiltinModule = (id) => (id === 'node:crypto' ? ((asked = true), undefined) : real(id));
+process.on('exit', () => asked && process.stderr.write('node:crypto hidden\\n'));
+`,
+    );
+    const hidden = ['--import', './no-node-crypto.mjs'];
+    expect(await verifyIn(proof, digestOf(1), hidden)).toEqual({
+      result: 'PASS',
+      verdict: 'PASS (rule 2 not checked: offline; not witnessed)',
+      failed: [],
+      stderr: 'node:crypto hidden\n',
+    });
+    expect(await verifyIn(flippedProof(), digestOf(1), hidden)).toMatchObject({ result: 'FAIL', failed: [4] });
+  }, 60_000);
+
   it('fails a proof whose inclusion hash is flipped, and a digest of another file', async () => {
-    const lines = proof.split('\n');
-    const flipped = Buffer.from(lines[3]!, 'base64');
-    flipped[0]! ^= 1;
-    lines[3] = flipped.toString('base64');
-    expect(await verifyIn(lines.join('\n'), digestOf(1))).toMatchObject({ result: 'FAIL', failed: [4] });
+    expect(await verifyIn(flippedProof(), digestOf(1))).toMatchObject({ result: 'FAIL', failed: [4] });
     expect(await verifyIn(proof, digestOf(2))).toMatchObject({ result: 'FAIL', failed: [3] });
   }, 60_000);
 

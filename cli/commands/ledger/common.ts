@@ -105,7 +105,9 @@ export async function openSession(
   const trust = await trustOf(loaded.effective, api ?? undefined);
   // Tiles beside the API (to bind entries to their hashes): [ledger] tiles, else the endpoint.
   // A configured mirror may lag behind the log: what it lacks is read from the endpoint.
-  const reader = (at: string) => (isUrl(at) ? new HttpObjectReader(at) : new DirObjectReader(resolve(at)));
+  // A command of a session reads a few objects: a local copy is read with blocking calls.
+  const reader = (at: string) =>
+    isUrl(at) ? new HttpObjectReader(at) : new DirObjectReader(resolve(at), { blocking: true });
   const configured = loaded.effective.tiles;
   const tiles =
     configured && api && configured !== api.endpoint
@@ -132,7 +134,7 @@ export async function openSession(
 export async function tilesSource(value: string | true, loaded: LoadedConfig): Promise<LogObjectSource> {
   const where = value === true ? (loaded.effective.tiles ?? loaded.effective.endpoint) : value;
   if (!where) throw new UsageError('--tiles needs a URL or directory (none configured)');
-  return openObjectSource(where === loaded.effective.endpoint ? normalizeEndpoint(where) : where);
+  return openObjectSource(where === loaded.effective.endpoint ? normalizeEndpoint(where) : where, { blocking: true });
 }
 
 /** Where a command reads the log: the tiles (--tiles, proofs computed here) or the JSON API. */
