@@ -2,9 +2,20 @@
 // advance), streaming file hashing, checkpoint/witness checks, and mirror and audit of a
 // three-level log (66,000 entries) built directly with openLocalLog: incremental and
 // resumed mirroring, pinned-checkpoint checks, and pinpointing tampered upper-level tiles.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -173,6 +184,30 @@ describe('trust configuration', () => {
     // another process moved it meanwhile: leave it
     expect(await advancePin(path, from, { treeSize: 12, rootHash: hex('root12') })).toBe(false);
     expect((await readConfigFile(path)).trust.treeSize).toBe(9);
+  });
+});
+
+describe('reading a local copy of a log', () => {
+  it('with blocking calls as on the pool: regular files inside the root only, record bundles decompressed', async () => {
+    const root = tmp('stele-cli-dir-');
+    const outside = tmp('stele-cli-outside-');
+    mkdirSync(join(root, 'tile', '0'), { recursive: true });
+    mkdirSync(join(root, 'tile', 'records'));
+    writeFileSync(join(root, 'tile', '0', '000'), 'tile');
+    writeFileSync(join(root, 'tile', 'records', '000'), gzipSync('records'));
+    writeFileSync(join(outside, 'secret'), 'SECRET');
+    symlinkSync(join(outside, 'secret'), join(root, 'tile', '0', '001'));
+    symlinkSync(outside, join(root, 'tile', '1'));
+    spawnSync('mkfifo', [join(root, 'tile', '0', '002')]);
+    mkdirSync(join(root, 'tile', '0', '003'));
+    const text = (b: Uint8Array | null) => (b ? Buffer.from(b).toString() : b);
+    for (const blocking of [false, true]) {
+      const r = new DirObjectReader(root, { blocking });
+      expect(text(await r.get('tile/0/000'))).toBe('tile');
+      expect(text(await r.get('tile/records/000'))).toBe('records');
+      for (const key of ['tile/0/001', 'tile/1/secret', 'tile/0/002', 'tile/0/003', 'tile/0/004'])
+        expect(await r.get(key), `${key}, blocking ${blocking}`).toBeNull();
+    }
   });
 });
 
