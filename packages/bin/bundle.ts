@@ -77,6 +77,8 @@ const lazyChildProcess: Plugin = {
  * modules each, ~8 ms of a run). The bundle takes the object itself instead, which loads
  * nothing more: `import { a, b as c } from "node:x"` becomes
  * `const { a, b: c } = process.getBuiltinModule("node:x")`, the same names, one line for one.
+ * A name that is itself a lazy getter of an object (fs.promises: ~1 ms, unused by a command
+ * that reads with blocking calls) is bound to a proxy that reads the getter at first use.
  */
 const BUILTIN_IMPORT = /^import (?:([\w$]+)(?:, | ))?(?:\{([^}]*)\} )?from "(node:[\w/]+)";$/gm;
 
@@ -88,11 +90,24 @@ export function builtinsAsObjects(code: string): RolldownMagicString | null {
     const get = `process.getBuiltinModule(${JSON.stringify(id)})`;
     const decls: string[] = [];
     if (whole) decls.push(`${whole} = ${get}`);
-    if (named !== undefined) decls.push(`{${named.replace(/ as /g, ': ')}} = ${whole ?? get}`);
+    const eager: string[] = [];
+    for (const spec of named?.split(',').map((n) => n.trim()) ?? []) {
+      if (spec === '') continue;
+      const [name, local = name] = spec.split(' as ') as [string, string?];
+      if (isLazyObject(id!, name)) decls.push(`${local} = new Proxy({}, { get: (_, k) => ${get}.${name}[k] })`);
+      else eager.push(local === name ? name : `${name}: ${local}`);
+    }
+    if (eager.length > 0) decls.push(`{ ${eager.join(', ')} } = ${whole ?? get}`);
     s.overwrite(m.index, m.index + line.length, `const ${decls.join(', ')};`);
     changed = true;
   }
   return changed ? s : null;
+}
+
+/** Whether `name` of built-in `id` is a getter that loads an object on first read (fs.promises). */
+function isLazyObject(id: string, name: string): boolean {
+  const got = Object.getOwnPropertyDescriptor(process.getBuiltinModule(id), name)?.get;
+  return got !== undefined && typeof got() === 'object';
 }
 
 const builtinObjects: Plugin = {

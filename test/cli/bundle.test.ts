@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'no
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleCli, workerEntries } from '../../packages/bin/bundle.js';
+import { builtinsAsObjects, bundleCli, workerEntries } from '../../packages/bin/bundle.js';
 import { Sandbox, ensureBuilt, postAnchor, startServe } from '../helpers/cli.js';
 import { digestOf, makeLog } from '../helpers/logs.js';
 import { writeModuleHook } from '../helpers/module-hook.js';
@@ -72,6 +72,35 @@ describe('the bundle is what `stele` runs', () => {
     const workers = Object.keys(workerEntries()).sort();
     expect(workers).toEqual(['bundle-check-worker', 'fs-writer-thread', 'rebuild-worker', 'sequencing-worker']);
     for (const name of workers) expect(existsSync(join(repoRoot, 'dist', 'cli', `${name}.js`)), name).toBe(true);
+  });
+});
+
+describe("Node's built-ins in the bundle", () => {
+  it('are taken as their CommonJS objects, with the names the imports gave; fs.promises read at first use', async () => {
+    const code = [
+      'import { join, resolve as resolve$1 } from "node:path";',
+      'import diagnostics from "node:diagnostics_channel";',
+      'import { promises, statSync } from "node:fs";',
+      'import { foo } from "./chunk.js";',
+      '',
+    ].join('\n');
+    const out = builtinsAsObjects(code)!.toString();
+    expect(out.split('\n')).toEqual([
+      'const { join, resolve: resolve$1 } = process.getBuiltinModule("node:path");',
+      'const diagnostics = process.getBuiltinModule("node:diagnostics_channel");',
+      'const promises = new Proxy({}, { get: (_, k) => process.getBuiltinModule("node:fs").promises[k] }), { statSync } = process.getBuiltinModule("node:fs");',
+      'import { foo } from "./chunk.js";',
+      '',
+    ]);
+    // What the lines declare is what Node's modules hold.
+    const run = new Function(
+      `${out.split('\n').slice(0, 3).join('\n')}; return { join, resolve$1, diagnostics, promises, statSync };`,
+    );
+    const got = run() as Record<string, { name?: string; readFile?: unknown }>;
+    expect(got.resolve$1).toBe((await import('node:path')).resolve);
+    expect(got.statSync).toBe((await import('node:fs')).statSync);
+    expect(got.promises!.readFile).toBe((await import('node:fs/promises')).readFile);
+    expect(builtinsAsObjects('import { foo } from "./chunk.js";\n')).toBeNull();
   });
 });
 
