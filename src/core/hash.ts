@@ -3,8 +3,8 @@
 // On Node the digests come from its native OpenSSL binding: the sequencer's hot path is
 // three small hashes per entry, where @noble/hashes' per-call setup costs ~3× the work.
 // In the browser (the explorer bundles this module) @noble/hashes does it. Both paths are
-// checked against the same Go-computed vectors (test/core/merkle.test.ts, test/explorer,
-// test/packages/verify.test.ts).
+// checked against the same Go-computed vectors (test/core/merkle.test.ts; without
+// node:crypto, test/core/noble-fallback.test.ts, test/explorer, test/packages/verify.test.ts).
 
 export const HASH_SIZE = 32;
 
