@@ -176,6 +176,9 @@ export async function bundleCli(outDir = join(ROOT, 'dist', 'cli')): Promise<voi
       // Only licence notices stay: a function compiled at its first call is parsed again from
       // the source, comments and all (about 2 ms of `ledger verify`); the maps keep the rest.
       comments: { legal: true, annotation: false, jsdoc: false },
+      // ASCII (\u escapes): Node then holds each file's source as one byte per character, not
+      // two, and decodes it on its fast path (~0.6 MB less to allocate for `ledger verify`).
+      charset: 'ascii',
       codeSplitting: {
         groups: [
           { name: 'cli', test: chunk((id) => CLI_CHUNK.test(id)), priority: 3 },
