@@ -146,7 +146,7 @@ class ReadAnswers {
             seq,
             found.canonical,
             found.entryHash,
-            found.auditPath,
+            found.auditPathBytes,
             this.checkpoints.view(cp),
             generation,
             found.leafHash,

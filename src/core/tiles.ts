@@ -107,6 +107,14 @@ export class HashTile {
     return row.subarray(j * HASH_SIZE, (j + 1) * HASH_SIZE);
   }
 
+  /** Copies hash j of row r into `out` at `at`: as hashAt, without a view per hash (an entry proof copies ~20). */
+  copyHash(r: number, j: number, out: Uint8Array, at: number): void {
+    const row = this.row(r);
+    const from = j * HASH_SIZE;
+    if (j < 0 || from + HASH_SIZE > row.length) this.hashAt(r, j); // throws its RangeError
+    for (let k = 0; k < HASH_SIZE; k++) out[at + k] = row[from + k]!;
+  }
+
   /** Bytes this tile keeps alive, counting its interior rows (computed on first use) as about its data again. */
   get retainedBytes(): number {
     return this.data.buffer.byteLength + this.data.length;
