@@ -7,14 +7,13 @@
 // which stays the compatibility layer; test/http/fast-reads.test.ts checks that both answer
 // a corpus of requests with the same bytes.
 import type { IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
-import { parse as parseQuery } from 'node:querystring';
 import type Koa from 'koa';
 import { answerableError, errorBody } from '../http/errors.js';
 import { checkRequestEdge } from '../http/request-rules.js';
 import type { AppOptions } from './app.js';
 import type { Maybe } from '../read/reader.js';
 import { type ReadAnswer, ledgerReads } from './ledger-reads.js';
-import { JSON_TYPE, type Query } from './route-helpers.js';
+import { JSON_TYPE, type Query, parseQueryString } from './route-helpers.js';
 
 type Answerer = (query: Query, accept: string) => Maybe<ReadAnswer>;
 
@@ -62,7 +61,7 @@ export function appListener(app: Koa, o: AppOptions): RequestListener {
     let a: Maybe<ReadAnswer>;
     try {
       checkRequestEdge(req);
-      a = route(parseQuery(q < 0 ? '' : req.url!.slice(q + 1)), req.headers.accept ?? '');
+      a = route(parseQueryString(q < 0 ? '' : req.url!.slice(q + 1)), req.headers.accept ?? '');
     } catch (e) {
       return refuse(res, path, start, e);
     }

@@ -13,10 +13,10 @@ const QUOTE = 0x22;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-/** Writes `bytes` as a quoted hex string at `at` (the room is reserved); returns the end. */
-function writeQuotedHex(buf: Buffer, at: number, bytes: Uint8Array): number {
+/** Writes bytes [from, to) as a quoted hex string at `at` (the room is reserved); returns the end. */
+function writeQuotedHex(buf: Buffer, at: number, bytes: Uint8Array, from: number, to: number): number {
   buf[at++] = QUOTE;
-  for (let i = 0; i < bytes.length; i++) {
+  for (let i = from; i < to; i++) {
     const d = 2 * bytes[i]!;
     buf[at++] = HEX_DIGITS[d]!;
     buf[at++] = HEX_DIGITS[d + 1]!;
@@ -72,7 +72,24 @@ export class JsonObjectWriter {
     buf[at++] = 0x5b; // [
     for (let i = 0; i < hashes.length; i++) {
       if (i > 0) buf[at++] = COMMA;
-      at = writeQuotedHex(buf, at, hashes[i]!);
+      at = writeQuotedHex(buf, at, hashes[i]!, 0, hashes[i]!.length);
+    }
+    buf[at++] = 0x5d; // ]
+    this.at = at;
+    return this;
+  }
+
+  /** As hexList, of hashes of `size` bytes given back to back in `packed`. */
+  packedHexList(key: string, packed: Uint8Array, size: number): this {
+    this.key(key);
+    const count = packed.length / size;
+    this.reserve(2 + count * (2 * size + 3));
+    const buf = this.buf;
+    let at = this.at;
+    buf[at++] = 0x5b; // [
+    for (let from = 0; from < packed.length; from += size) {
+      if (from > 0) buf[at++] = COMMA;
+      at = writeQuotedHex(buf, at, packed, from, from + size);
     }
     buf[at++] = 0x5d; // ]
     this.at = at;
@@ -128,7 +145,7 @@ export class JsonObjectWriter {
 
   private quotedHex(bytes: Uint8Array): void {
     this.reserve(2 * bytes.length + 2);
-    this.at = writeQuotedHex(this.buf, this.at, bytes);
+    this.at = writeQuotedHex(this.buf, this.at, bytes, 0, bytes.length);
   }
 
   private ascii(s: string): void {

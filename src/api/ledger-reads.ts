@@ -5,7 +5,7 @@
 // leaves to Koa, and for an app used without it).
 import type { Context, Middleware } from 'koa';
 import { ARTIFACT_ID, ZERO_HASH, parseEntryId } from '../core/entry.js';
-import { isHash64, toHex } from '../core/hash.js';
+import { isHash64 } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import { type EntryWithProof, type Maybe, andThen } from '../read/reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
@@ -45,6 +45,18 @@ function wantsTlogProof(accept: string, format: string | undefined): boolean {
 function carries(found: EntryWithProof, key: 'artifact' | 'hash', value: string): boolean {
   const [field, expected] = key === 'hash' ? ['digest', value.toLowerCase()] : ['artifactId', value];
   return recordFieldIs(found.canonical, field, expected) ?? found.entry[field] === expected;
+}
+
+const HEX_DIGITS = '0123456789abcdef';
+
+/** Whether `bytes` in lowercase hex start with `prefix` (an entry id's), without encoding them all. */
+function hexStartsWith(bytes: Uint8Array, prefix: string): boolean {
+  if (prefix.length > 2 * bytes.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    const b = bytes[i >> 1]!;
+    if (prefix[i] !== HEX_DIGITS[i % 2 === 0 ? b >> 4 : b & 15]) return false;
+  }
+  return true;
 }
 
 /** The one lookup key of an /entry query; throws the refusal for unknown or missing keys. */
@@ -134,7 +146,7 @@ class ReadAnswers {
     const generation = this.checkpoints.json(cp);
     const cached = this.entryAnswers.get(seq, generation);
     return andThen(cached?.found ?? confirmed ?? this.svc.reader.entryWithProofNow(seq, cp), (found) => {
-      if (idPrefix !== undefined && !toHex(found.entryHash).startsWith(idPrefix)) {
+      if (idPrefix !== undefined && !hexStartsWith(found.entryHash, idPrefix)) {
         throw notFound('entry_not_found', `entry ${seq} exists but its hash does not start with ${idPrefix}`);
       }
       if (asProof) return this.tlogProofAnswer(seq, found, cp);
@@ -146,7 +158,7 @@ class ReadAnswers {
             seq,
             found.canonical,
             found.entryHash,
-            found.auditPath,
+            found.auditPathBytes,
             this.checkpoints.view(cp),
             generation,
             found.leafHash,

@@ -1,23 +1,12 @@
 // Prometheus metrics (prom-client): HTTP traffic, tree size, batches, integration time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReaderStats } from '../read/reader.js';
+import { RequestMetrics } from './request-metrics.js';
 import type { IntegratedBatch, PublishedCheckpoint } from '../sequencer/contract.js';
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'stele_http_requests_total',
-    help: 'HTTP requests',
-    labelNames: ['route', 'method', 'status'],
-    registers: [this.registry],
-  });
-  private readonly latency = new Histogram({
-    name: 'stele_http_request_duration_seconds',
-    help: 'HTTP request latency',
-    labelNames: ['route', 'method'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
+  private readonly requests = new RequestMetrics(this.registry);
   readonly treeSize = new Gauge({
     name: 'stele_tree_size',
     help: 'Leaves in the latest published checkpoint',
@@ -162,22 +151,15 @@ export class Metrics {
 
   /** Records one answered request: its path (labelled by route), method, final status and time. */
   requestRecorder(): (path: string, method: string, status: number, seconds: number) => void {
-    // prom-client hashes a label object on every update; the few series a server has are
-    // looked up once and kept (route labels are low-cardinality by construction).
-    const series = new Map<string, { latency: Histogram.Internal<string>; requests: Counter.Internal }>();
+    // The label of each path met (up to a bound: paths are the client's), not matched again.
+    const labels = new Map<string, string>();
     return (path, method, status, seconds) => {
-      const route = routeLabel(path);
-      const key = `${route} ${method} ${status}`;
-      let s = series.get(key);
-      if (!s) {
-        s = {
-          latency: this.latency.labels({ route, method }),
-          requests: this.requests.labels({ route, method, status: String(status) }),
-        };
-        series.set(key, s);
+      let route = labels.get(path);
+      if (route === undefined) {
+        route = routeLabel(path);
+        if (labels.size < 1024) labels.set(path, route);
       }
-      s.latency.observe(seconds);
-      s.requests.inc();
+      this.requests.record(route, method, status, seconds);
     };
   }
 }

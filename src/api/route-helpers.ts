@@ -11,11 +11,32 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export type Query = ParsedUrlQuery;
 
+/** One parameter whose name and value need no decoding: what a verifier's lookup sends. */
+const ONE_PLAIN_PARAMETER = /^[a-z]+=[0-9A-Za-z_]*$/;
+
+/**
+ * The prototype of a shortcut's query: it inherits nothing, as node:querystring's object,
+ * but V8 keeps objects made from it fast (a null-prototype object is a slow dictionary).
+ */
+const NOTHING_INHERITED: object = Object.freeze(Object.create(null));
+
+/**
+ * A query string's parameters, as node:querystring parses them; the common query of one
+ * plain parameter without its general parser (which cost the entry route ~2 % of its CPU).
+ */
+export function parseQueryString(qs: string): Query {
+  if (!ONE_PLAIN_PARAMETER.test(qs)) return parseQuery(qs);
+  const query: Query = Object.create(NOTHING_INHERITED);
+  const eq = qs.indexOf('=');
+  query[qs.slice(0, eq)] = qs.slice(eq + 1);
+  return query;
+}
+
 /**
  * The request's query parameters: node:querystring parses several times faster than ctx.query.
  * Its encoding was checked at the edge (src/http/request-rules.ts checkQueryEncoding).
  */
-export const queryOf = (ctx: Context): Query => parseQuery(ctx.querystring);
+export const queryOf = (ctx: Context): Query => parseQueryString(ctx.querystring);
 
 export const noStore = (ctx: Context): void => {
   ctx.set('Cache-Control', 'no-store');

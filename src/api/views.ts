@@ -1,6 +1,6 @@
 // JSON views of docs/interface.md §2.2–2.6 built from published data.
 import { type CanonicalEntry, entryIdOfHex, parseCanonicalEntry, presentEntry } from '../core/entry.js';
-import { leafHash, toBase64, toHex } from '../core/hash.js';
+import { HASH_SIZE, leafHash, toBase64, toHex } from '../core/hash.js';
 import { SIG_COSIGNATURE_V1, keyHash, keyIdOf, parseNote } from '../core/note.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
 import { JsonFragment, JsonObjectWriter } from './json.js';
@@ -79,14 +79,15 @@ export class CheckpointViews {
 }
 
 /**
- * The entry-proof view (docs/interface.md §2.3–2.4, EntryProofView) as JSON bytes. `checkpointJson` is
- * `checkpoint` serialised (once per checkpoint, by the caller).
+ * The entry-proof view (docs/interface.md §2.3–2.4, EntryProofView) as JSON bytes. `auditPath`
+ * is its hashes back to back; `checkpointJson` is `checkpoint` serialised (once per
+ * checkpoint, by the caller).
  */
 export function entryProofJson(
   seq: number,
   canonical: Uint8Array,
   entryHash: Uint8Array,
-  auditPath: readonly Uint8Array[],
+  auditPath: Uint8Array,
   checkpoint: CheckpointView,
   checkpointJson: JsonFragment,
   leaf: Uint8Array = leafHash(entryHash),
@@ -95,7 +96,7 @@ export function entryProofJson(
     .number('leafIndex', seq)
     .number('treeSize', checkpoint.treeSize)
     .hex('leafHash', leaf)
-    .hexList('auditPath', auditPath)
+    .packedHexList('auditPath', auditPath, HASH_SIZE)
     .value('rootHash', checkpoint.rootHash)
     .fragment('checkpoint', checkpointJson);
   writeEntryView(w, 'entry', seq, canonical, entryHash);

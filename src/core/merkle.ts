@@ -262,6 +262,34 @@ export function planInclusion(index: number, size: number, memo?: RightEdgeMemo)
   return planRanges(ranges, memo);
 }
 
+/** What auditPathNodes writes for the one sibling the right edge cuts short: a range, not a subtree. */
+export const EDGE_NODE = -1;
+
+/**
+ * The nodes of leaf `index`'s audit path in the tree of `size` leaves, leaf side first, as
+ * planInclusion's ranges without planning them: at each level below the root, the sibling
+ * of the leaf's ancestor when it exists. Written into `out` as pairs (level, node index)
+ * for a perfect subtree, or (EDGE_NODE, lo) for the range [lo, size) that the tree's right
+ * edge cuts short (at most one: above it the ancestor is itself on the edge). Returns the
+ * number of nodes. The read path's entry proofs take this route, with no object per node.
+ */
+export function auditPathNodes(index: number, size: number, out: number[]): number {
+  assertSize('index', index);
+  if (index >= size) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
+  let count = 0;
+  for (let level = 0, width = 1; width < size; level++, width *= 2) {
+    const self = Math.floor(index / width);
+    const sibling = odd(self) ? self - 1 : self + 1;
+    const lo = sibling * width;
+    if (lo >= size) continue;
+    const edge = lo + width > size;
+    out[2 * count] = edge ? EDGE_NODE : level;
+    out[2 * count + 1] = edge ? lo : sibling;
+    count++;
+  }
+  return count;
+}
+
 /** The consistency proof from tree size `first` to `second`, as a plan. */
 export function planConsistency(first: number, second: number, memo?: RightEdgeMemo): HashPlan<Uint8Array[]> {
   return planRanges(consistencyPlanRanges(first, second), memo);

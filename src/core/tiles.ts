@@ -70,7 +70,7 @@ export function tileWidthAt(level: number, index: number, size: number): number 
  * computed once on first use (so a proof reading eight levels from one tile hashes it once).
  */
 export class HashTile {
-  private rows: Uint8Array[] | undefined;
+  private interior: Uint8Array | undefined;
 
   /** The stored hashes, as a plain Uint8Array view (proofs cut hashes from it; a Buffer's cuts cost about twice as much). */
   readonly data: Uint8Array;
@@ -98,13 +98,15 @@ export class HashTile {
 
   /** Hash j of row r (r = 0 is the stored row; row r has floor(width / 2^r) hashes). */
   hashAt(r: number, j: number): Uint8Array {
-    const row = this.row(r);
-    if (j < 0 || (j + 1) * HASH_SIZE > row.length) {
-      throw new RangeError(
-        `tile/${this.level}/${formatTileIndex(this.index)} (width ${this.width}) has no hash ${j} in row ${r}`,
-      );
-    }
-    return row.subarray(j * HASH_SIZE, (j + 1) * HASH_SIZE);
+    const from = this.offsetOf(r, j);
+    return this.bytesOf(r).subarray(from, from + HASH_SIZE);
+  }
+
+  /** Copies hash j of row r into `out` at `at`: as hashAt, without a view per hash (an entry proof copies ~20). */
+  copyHash(r: number, j: number, out: Uint8Array, at: number): void {
+    const from = this.offsetOf(r, j);
+    const bytes = this.bytesOf(r);
+    for (let k = 0; k < HASH_SIZE; k++) out[at + k] = bytes[from + k]!;
   }
 
   /** Bytes this tile keeps alive, counting its interior rows (computed on first use) as about its data again. */
@@ -118,25 +120,46 @@ export class HashTile {
     return this.hashAt(TILE_HEIGHT, 0);
   }
 
-  private row(r: number): Uint8Array {
+  /** Where hash j of row r starts in bytesOf(r); throws for a hash the tile does not have. */
+  private offsetOf(r: number, j: number): number {
+    const width = this.width;
+    if (!(r >= 0 && r <= TILE_HEIGHT) || !(j >= 0 && j < width >> r)) {
+      throw new RangeError(
+        `tile/${this.level}/${formatTileIndex(this.index)} (width ${this.width}) has no hash ${j} in row ${r}`,
+      );
+    }
+    let at = j * HASH_SIZE;
+    for (let k = 1; k < r; k++) at += (width >> k) * HASH_SIZE;
+    return at;
+  }
+
+  /**
+   * The bytes holding row r: the stored row, or the interior rows 1..8 back to back,
+   * computed on first use. One array, not one per row: a proof reads a hash from each row
+   * of a tile met at random, and each array is another cache miss.
+   */
+  private bytesOf(r: number): Uint8Array {
     if (r === 0) return this.data;
-    if (!this.rows) {
-      this.rows = [this.data];
+    if (!this.interior) {
+      let size = 0;
+      for (let k = 1; k <= TILE_HEIGHT; k++) size += (this.width >> k) * HASH_SIZE;
+      const interior = new Uint8Array(size);
+      let below = this.data;
+      let at = 0;
       for (let k = 1; k <= TILE_HEIGHT; k++) {
-        const below = this.rows[k - 1]!;
         const n = Math.floor(below.length / HASH_SIZE / 2);
-        const row = new Uint8Array(n * HASH_SIZE);
+        const row = interior.subarray(at, at + n * HASH_SIZE);
         for (let j = 0; j < n; j++) {
           const l = below.subarray(2 * j * HASH_SIZE, (2 * j + 1) * HASH_SIZE);
           const rr = below.subarray((2 * j + 1) * HASH_SIZE, (2 * j + 2) * HASH_SIZE);
           row.set(nodeHash(l, rr), j * HASH_SIZE);
         }
-        this.rows.push(row);
+        below = row;
+        at += n * HASH_SIZE;
       }
+      this.interior = interior;
     }
-    const row = this.rows[r];
-    if (!row) throw new RangeError(`tile row ${r} out of range`);
-    return row;
+    return this.interior;
   }
 }
 

@@ -20,21 +20,25 @@
 // A mismatch is a CorruptObjectError naming the object, which is dropped from the cache.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { type CanonicalEntry, ZERO_HASH, entryHash as hashEntry, parseCanonicalEntry } from '../core/entry.js';
-import { HASH_SIZE, bytesEqual, leafHash, toHex } from '../core/hash.js';
+import { ZERO_HASH, entryHash as hashEntry } from '../core/entry.js';
+import { HASH_SIZE, bytesEqual, concatBytes, leafHash, toHex } from '../core/hash.js';
 import {
+  EDGE_NODE,
   type HashPlan,
+  auditPathNodes,
   planAll,
   planConsistency,
   planConsistencyWithRoots,
   planInclusion,
   planLeafHash,
   planTreeHash,
+  subtreeWidth,
   treeHashSync,
 } from '../core/merkle.js';
 import type { ObjectReader } from '../store/store.js';
 import {
   HashTile,
+  TILE_HEIGHT,
   TILE_WIDTH,
   TileFormatError,
   TileHashReader,
@@ -45,6 +49,8 @@ import {
   tileWidthAt,
 } from '../core/tiles.js';
 import type { Bundle } from '../core/bundle.js';
+import { type Maybe, all, andThen } from './maybe.js';
+import { type EntryAt, type EntryWithProof, ReadEntry } from './read-entry.js';
 import { TileSet } from './tile-set.js';
 import { LogIntegrityError, readCompactBundle, readHashTile } from './tilestore.js';
 
@@ -113,22 +119,6 @@ export interface ReaderStats {
   corruptObjects: number;
 }
 
-export interface EntryAt {
-  readonly seq: number;
-  /** The record parsed (on first use: the API writes `canonical` instead). */
-  readonly entry: CanonicalEntry;
-  /** The record: the entry's canonical JSON. */
-  readonly canonical: Uint8Array;
-  readonly entryHash: Uint8Array;
-  /** The leaf hash as the level-0 tile records it (checked against entryHash). */
-  readonly leafHash: Uint8Array;
-}
-
-export interface EntryWithProof extends EntryAt {
-  /** The entry's audit path in the tree it was read from. */
-  readonly auditPath: Uint8Array[];
-}
-
 export interface ConsistencyAt {
   readonly firstRoot: Uint8Array;
   readonly secondRoot: Uint8Array;
@@ -136,9 +126,6 @@ export interface ConsistencyAt {
 }
 
 type Cached = HashTile | Bundle;
-
-/** A value, or its promise when it had to be loaded (the hot paths stay synchronous on a warm cache). */
-export type Maybe<T> = T | Promise<T>;
 
 /** A tree being read: its size and, when verifying, its trusted root. */
 interface Tree {
@@ -153,6 +140,9 @@ const bundleWidth = (n: number, size: number): number => Math.min(TILE_WIDTH, si
 
 /** Heads remembered, so a request naming a recent tree by its size alone is still verified. */
 const REMEMBERED_HEADS = 64;
+
+export { type Maybe, andThen } from './maybe.js';
+export type { EntryAt, EntryWithProof } from './read-entry.js';
 
 /** Cache key kinds: hash tile levels (below 64), then the two bundle kinds. */
 const KEY_KINDS = 66;
@@ -171,18 +161,6 @@ function cacheKey(kind: TileKind, index: number, width: number): number {
 
 /** Per cached object: the LRU's node, key and bookkeeping, beyond the bytes it retains. */
 const ENTRY_OVERHEAD_BYTES = 512;
-
-/** The values of `parts`, synchronously unless one of them is still a promise. */
-function all<T extends readonly unknown[]>(...parts: { readonly [K in keyof T]: Maybe<T[K]> }): Maybe<T> {
-  return parts.some((p) => p instanceof Promise)
-    ? (Promise.all(parts) as Promise<unknown> as Promise<T>)
-    : (parts as unknown as T);
-}
-
-/** `f` of the value, synchronously if it is already there. */
-export function andThen<T, U>(value: Maybe<T>, f: (v: T) => Maybe<U>): Maybe<U> {
-  return value instanceof Promise ? value.then(f) : f(value);
-}
 
 const NO_PROOF: HashPlan<Uint8Array[]> = { refs: [], finish: () => [] };
 
@@ -213,6 +191,8 @@ export class LogReader {
   private readonly reported = new LRUCache<string, true>({ max: 10_000 });
   private readonly verify: boolean;
   private readonly sweeps: boolean;
+  /** auditPathNodes' output, reused (a proof is computed synchronously, one at a time). */
+  private readonly pathNodes: number[] = [];
   private readonly onCorrupt: ((key: string, message: string) => void) | undefined;
 
   constructor(
@@ -557,19 +537,71 @@ export class LogReader {
     if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size)
       throw new RangeError(`no entry ${seq} in a tree of ${size}`);
     const n = Math.floor(seq / TILE_WIDTH);
+    const i = seq - n * TILE_WIDTH;
     const width = bundleWidth(n, size);
-    const hashes = this.run(tree, (r) =>
-      planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF),
-    );
-    const parts = all(this.bundleNow('entries', n, width), this.bundleNow('records', n, width), hashes);
-    return andThen(parts, ([entries, records, [leaf, auditPath]]) => {
-      const i = seq - n * TILE_WIDTH;
-      const read = () => new ReadEntry(seq, records.item(i), entries.item(i), leaf, auditPath);
+    const entries = this.bundleNow('entries', n, width);
+    const records = this.bundleNow('records', n, width);
+    const warm = withProof ? this.provenNow(tree, seq) : undefined;
+    // A warm server's request: everything cached and checked, answered without a plan or a promise.
+    if (
+      warm !== undefined &&
+      !(entries instanceof Promise) &&
+      !(records instanceof Promise) &&
+      entries.checked(i) &&
+      records.checked(i)
+    )
+      return new ReadEntry(seq, records.item(i), entries.item(i), warm);
+    const hashes =
+      warm ??
+      andThen(
+        this.run(tree, (r) => planAll(planLeafHash(seq), withProof ? planInclusion(seq, size, r.rangeMemo) : NO_PROOF)),
+        ([leaf, auditPath]) => concatBytes(leaf, ...auditPath),
+      );
+    return andThen(all(entries, records, hashes), ([entries, records, proof]) => {
+      const read = () => new ReadEntry(seq, records.item(i), entries.item(i), proof);
       // Bundles are immutable: each item is checked the first time it is served, then trusted.
       return entries.checked(i) && records.checked(i)
         ? read()
         : andThen(this.checkEntry(tree, seq, entries, records), read);
     });
+  }
+
+  /**
+   * Leaf `seq`'s hash then its audit path in `tree`, back to back, copied straight from the
+   * tiles when they are all cached and authenticated and the path's right-edge hash is
+   * memoised (a warm server: no plan, no view per hash); undefined otherwise, for the planned read.
+   */
+  private provenNow(tree: Tree, seq: number): Uint8Array | undefined {
+    const size = tree.size;
+    const nodes = this.pathNodes;
+    const count = auditPathNodes(seq, size, nodes);
+    const out = new Uint8Array((count + 1) * HASH_SIZE);
+    let tile: HashTile | undefined;
+    // The leaf (node -1), then the path: the tile one level of nodes reads serves the next 7.
+    for (let k = -1; k < count; k++) {
+      const level = k < 0 ? 0 : nodes[2 * k]!;
+      const node = k < 0 ? seq : nodes[2 * k + 1]!;
+      if (level === EDGE_NODE) {
+        const h = this.hashReader(tree).rangeMemo.get(node, size);
+        if (!h) return undefined;
+        out.set(h, (k + 1) * HASH_SIZE);
+        continue;
+      }
+      const tileLevel = Math.floor(level / TILE_HEIGHT);
+      const row = level - tileLevel * TILE_HEIGHT;
+      const bottom = node * subtreeWidth(row);
+      const index = Math.floor(bottom / TILE_WIDTH);
+      if (tile?.level !== tileLevel || tile.index !== index) {
+        const t = this.treeTile(tree, tileLevel, index, tileWidthAt(tileLevel, index, size));
+        if (t instanceof Promise) {
+          t.catch(() => undefined); // the planned read that follows asks again, and answers its failure
+          return undefined;
+        }
+        tile = t;
+      }
+      tile.copyHash(row, (bottom - index * TILE_WIDTH) / subtreeWidth(row), out, (k + 1) * HASH_SIZE);
+    }
+    return out;
   }
 
   /** Checks entry `seq` in its bundles (of `tree`'s width): its entry hash against its leaf, its record against both. */
@@ -655,21 +687,4 @@ function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
   let at = 0;
   for (let i = 0; i < count && at + 2 <= data.length; i++) at += 2 + ((data[at]! << 8) | data[at + 1]!);
   return data.subarray(0, Math.min(at, data.length));
-}
-
-/** An entry as read from the bundles; its record is parsed on the first read of `entry`. */
-class ReadEntry implements EntryWithProof {
-  private parsed: CanonicalEntry | undefined;
-
-  constructor(
-    readonly seq: number,
-    readonly canonical: Uint8Array,
-    readonly entryHash: Uint8Array,
-    readonly leafHash: Uint8Array,
-    readonly auditPath: Uint8Array[],
-  ) {}
-
-  get entry(): CanonicalEntry {
-    return (this.parsed ??= parseCanonicalEntry(this.canonical));
-  }
 }

@@ -151,6 +151,12 @@ describe('compatibility API', () => {
     const byHash = await getJson(`${srv.url}/api/ledger/entry?hash=${digestOf(17)}`);
     const byHashUpper = await getJson(`${srv.url}/api/ledger/entry?hash=${digestOf(17).toUpperCase()}`);
     const byLeaf = await getJson(`${srv.url}/api/ledger/entry?leaf=17`);
+    // Each hex digit of the id's hash prefix counts, the last one too.
+    const last = a.entry.id.slice(-1);
+    const wrongLast = await getJson(
+      `${srv.url}/api/ledger/entry?id=${a.entry.id.slice(0, -1)}${last === '0' ? '1' : '0'}`,
+    );
+    expect([wrongLast.status, wrongLast.body.error.code]).toEqual([404, 'entry_not_found']);
     for (const r of [byId, byHash, byHashUpper, byLeaf]) {
       expect(r.status).toBe(200);
       checkEntryProof(r.body);

@@ -5,7 +5,7 @@ import { JsonFragment, JsonObjectWriter } from '../../src/api/json.js';
 import { anchorJson, consistencyJson, entryProofJson } from '../../src/api/views.js';
 import type { AnchorView, CheckpointView, ConsistencyView, EntryProofView } from '../../src/api/wire.js';
 import { type CanonicalEntry, canonicalEntryBytes, parseCanonicalEntry, presentEntry } from '../../src/core/entry.js';
-import { leafHash, sha256, toHex } from '../../src/core/hash.js';
+import { concatBytes, leafHash, sha256, toHex } from '../../src/core/hash.js';
 
 const hashOf = (i: number) => sha256(Uint8Array.of(i & 0xff, i >> 8));
 
@@ -77,7 +77,14 @@ describe('JSON bodies as bytes', () => {
         const canonical = canonicalEntryBytes(entry);
         const expected2 = { ...expected, entry: presentEntry(parseCanonicalEntry(canonical), seq, entryHash) };
         expect(expected2).toEqual(expected);
-        const body = entryProofJson(seq, canonical, entryHash, path, checkpoint, new JsonFragment(checkpoint));
+        const body = entryProofJson(
+          seq,
+          canonical,
+          entryHash,
+          concatBytes(...path),
+          checkpoint,
+          new JsonFragment(checkpoint),
+        );
         expect(body.toString('utf8')).toBe(JSON.stringify(expected2));
         expect(body.equals(Buffer.from(JSON.stringify(expected2)))).toBe(true);
       }

@@ -2,6 +2,7 @@
 // naive RFC 6962 definitions, including plans that share folds and the right-edge memo.
 import { describe, expect, it } from 'vitest';
 import {
+  EDGE_NODE,
   MemoryHashReader,
   RightEdgeMemo,
   planAll,
@@ -10,6 +11,8 @@ import {
   planInclusion,
   planLeafHash,
   planTreeHash,
+  auditPathNodes,
+  treeHashSync,
 } from '../../src/core/merkle.js';
 import { toHex } from '../../src/core/hash.js';
 import * as naive from '../helpers/naive.js';
@@ -45,6 +48,21 @@ describe('hash plans', () => {
       }
     }
     expect(fewer).toBeGreaterThan(N);
+  });
+
+  it('auditPathNodes names the nodes of PATH(m, D[n]), the right edge as its range, for every pair up to 130', () => {
+    const nodes: number[] = [];
+    for (let n = 1; n <= 130; n++) {
+      for (let m = 0; m < n; m++) {
+        const count = auditPathNodes(m, n, nodes);
+        const path = Array.from({ length: count }, (_, k) => {
+          const [level, node] = [nodes[2 * k]!, nodes[2 * k + 1]!];
+          if (level !== EDGE_NODE) return toHex(mem.lookup([{ level, index: node }])[0]!);
+          return toHex(treeHashSync(n - node, new MemoryHashReader(leaves.slice(node, n)).lookup));
+        });
+        expect(path).toEqual(hexes(naive.path(m, inputs.slice(0, n))));
+      }
+    }
   });
 
   it('planAll finishes each plan with its own hashes', () => {

@@ -124,6 +124,8 @@ describe('the hot reads on node:http ahead of Koa', () => {
     get(`${e}?id=led_07_${ids[1]!.slice(-12)}`),
     get(`${e}?id=led_${SIZE}_${ids[1]!.slice(-12)}`),
     get(`${e}?id=led_8_${ids[1]!.slice(-12)}`),
+    // The right leaf, its id's hash prefix wrong in the last digit only.
+    get(`${e}?id=${ids[1]!.slice(0, -1)}${ids[1]!.endsWith('0') ? '1' : '0'}`),
     get(`${e}?hash=${digestOf(SIZE + 1)}`),
     get(`${e}?hash=xyz`),
     get(`${e}?leaf=${SIZE}`),
