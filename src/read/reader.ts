@@ -67,11 +67,8 @@ export interface LogReaderOptions {
   readonly unverified?: boolean;
   /** Told once per object that fails authentication (a server logs it). */
   readonly onCorrupt?: (key: string, message: string) => void;
-  /**
-   * Check each bundle item when it is read, not every item of the pair on its first read (see
-   * sweep): for a client that reads one entry or a few, where hashing the other 255 items
-   * costs more than it saves (`stele ledger verify`).
-   */
+  /** Check each bundle item as it is read, not the pair's 256 at once (sweep): a client reading a
+   * few entries (`stele ledger verify`), for which hashing the other 255 costs more than it saves. */
   readonly itemByItem?: boolean;
 }
 
