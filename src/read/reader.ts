@@ -48,7 +48,7 @@ import {
   tilePath,
   tileWidthAt,
 } from '../core/tiles.js';
-import type { Bundle } from '../core/bundle.js';
+import { type Bundle, bundlePrefix } from '../core/bundle.js';
 import { type Maybe, all, andThen } from './maybe.js';
 import { type EntryAt, type EntryWithProof, ReadEntry } from './read-entry.js';
 import { TileSet } from './tile-set.js';
@@ -677,11 +677,4 @@ export class LogReader {
     }
     return eh;
   }
-}
-
-/** The bytes of the first `count` items of an encoded bundle (each item is a 2-byte length and its bytes). */
-function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
-  let at = 0;
-  for (let i = 0; i < count && at + 2 <= data.length; i++) at += 2 + ((data[at]! << 8) | data[at + 1]!);
-  return data.subarray(0, Math.min(at, data.length));
 }
