@@ -9,7 +9,11 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 pid=
 cleanup() {
-  [ -z "$pid" ] || kill -TERM -- "-$pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    # The server writes its data directory until it has shut down: removed only after that.
+    for _ in $(seq 1 100); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
