@@ -60,10 +60,6 @@ export function frame(old: readonly Uint8Array[], pieces: readonly Packed[], int
   return bytes;
 }
 
-/**
- * A decoded bundle kept compact: its bytes and the end offset of each item, so a cache
- * holds one buffer and one small table per bundle instead of an object per item.
- */
 /** The bytes of the first `count` items of an encoded bundle (each item is a 2-byte length and its bytes). */
 export function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
   let at = 0;
@@ -71,6 +67,10 @@ export function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
   return data.subarray(0, Math.min(at, data.length));
 }
 
+/**
+ * A decoded bundle kept compact: its bytes and the end offset of each item, so a cache
+ * holds one buffer and one small table per bundle instead of an object per item.
+ */
 export class Bundle {
   /** Per item, whether a reader has checked it (see checked/markChecked); 0 until then. */
   private readonly checks: Uint8Array;
