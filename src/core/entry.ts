@@ -1,7 +1,7 @@
 // Ledger entries: the canonical entry object, its RFC 8785 form, the entry_hash chain,
 // entry ids and artifact ids (docs/design.md §1.1, §1.4, §1.5).
 import canonicalizeCjs from 'canonicalize';
-import { HASH_SIZE, leafHash, sha256, toHex } from './hash.js';
+import { HASH_SIZE, leafHash, sha256, sha256HexOfText, toHex } from './hash.js';
 
 /** The canonical entry: everything entry_hash commits to (no seq, id or proof). */
 export interface CanonicalEntry {
@@ -130,7 +130,7 @@ export function parseEntryId(id: string): { seq: number; hashPrefix: string } | 
 
 /** art_ + first 24 hex of SHA-256(scope ‖ 0x0A ‖ artifact label); scope is "" when absent. */
 export function artifactId(artifact: string, scope = ''): string {
-  return `art_${toHex(sha256(encoder.encode(`${scope}\n${artifact}`))).slice(0, 24)}`;
+  return `art_${sha256HexOfText(`${scope}\n${artifact}`).slice(0, 24)}`;
 }
 
 export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
