@@ -123,5 +123,5 @@ export async function openObjectSource(
     throw new ClientError('io', `cannot open ${where}: ${code === 'ENOENT' ? 'no such directory' : code}`);
   }
   if (!st.isDirectory()) throw new UsageError(`${where} is not a directory`);
-  return new DirObjectReader(dir, options.blocking ? { blocking: true } : {});
+  return new DirObjectReader(dir, options);
 }

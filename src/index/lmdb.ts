@@ -14,7 +14,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
-import type { Maybe } from '../read/reader.js';
+import type { Maybe } from '../read/maybe.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
 import { anchorTag } from './keys.js';
 import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';

@@ -7,7 +7,7 @@
 // hash, so two values can share a key, and any index can be stale (restored from elsewhere).
 // Every lookup therefore takes a `Confirm` that reads the candidate's record, and answers
 // only a leaf that really carries what was looked up, trying the next candidate otherwise.
-import type { Maybe } from '../read/reader.js';
+import type { Maybe } from '../read/maybe.js';
 import type { BatchListener } from '../sequencer/contract.js';
 
 /**
