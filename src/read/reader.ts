@@ -613,7 +613,7 @@ export class LogReader {
       const prior =
         i > 0 ? this.checkedEntryHash(entries, tile, seq - 1) : seq === 0 ? ZERO_HASH : this.entryHashAt(tree, seq - 1);
       return andThen(prior, (before) => {
-        if (!bytesEqual(hashEntry(seq, records.item(i), before), eh)) {
+        if (!recordChains(records, i, seq, before, eh)) {
           const key = tilePath({ kind: 'records', index: n, width: records.length });
           throw this.corrupt(
             [cacheKey('records', n, bundleWidth(n, tree.size))],
@@ -640,13 +640,12 @@ export class LogReader {
     const first = tile.index * TILE_WIDTH;
     const width = Math.min(tile.width, entries.length, records.length);
     for (let i = 0; i < width; i++) {
-      const eh = entries.item(i);
       if (!entries.checked(i)) {
-        if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) continue;
+        if (!entryIsLeaf(entries, tile, i)) continue;
         entries.markChecked(i);
       }
       if (i > 0 && !records.checked(i) && entries.checked(i - 1)) {
-        if (bytesEqual(hashEntry(first + i, records.item(i), entries.item(i - 1)), eh)) records.markChecked(i);
+        if (recordChains(records, i, first + i, entries.item(i - 1), entries.item(i))) records.markChecked(i);
       }
     }
   }
@@ -663,9 +662,8 @@ export class LogReader {
   /** Item `seq` of its entry bundle, checked (once) against leaf `seq` of its level-0 tile. */
   private checkedEntryHash(entries: Bundle, tile: HashTile, seq: number): Uint8Array {
     const i = seq % TILE_WIDTH;
-    const eh = entries.item(i);
     if (!entries.checked(i)) {
-      if (!bytesEqual(leafHash(eh), tile.hashAt(0, i))) {
+      if (!entryIsLeaf(entries, tile, i)) {
         const key = tilePath({ kind: 'entries', index: tile.index, width: entries.length });
         throw this.corrupt(
           [cacheKey('entries', tile.index, tile.width)],
@@ -675,6 +673,14 @@ export class LogReader {
       }
       entries.markChecked(i);
     }
-    return eh;
+    return entries.item(i);
   }
 }
+
+/** An entry bundle item's check (the one home of it): its leaf hash is leaf i of the level-0 tile. */
+const entryIsLeaf = (entries: Bundle, tile: HashTile, i: number): boolean =>
+  bytesEqual(leafHash(entries.item(i)), tile.hashAt(0, i));
+
+/** A record's check (the one home of it): record i, leaf `seq`, hashes after `prior` to entry hash `eh`. */
+const recordChains = (records: Bundle, i: number, seq: number, prior: Uint8Array, eh: Uint8Array): boolean =>
+  bytesEqual(hashEntry(seq, records.item(i), prior), eh);
