@@ -42,6 +42,16 @@ function nativeSha256(data: Uint8Array): Uint8Array {
 /** SHA-256 of `data`. */
 export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? nativeSha256 : (data) => nobleSha256!(data);
 
+/**
+ * The first `count` bytes of SHA-256(data), written into `out` at `at`: a lookup key needs a
+ * few bytes of a digest, and on Node they are read from the native digest with no array made.
+ */
+export function sha256PrefixInto(data: Uint8Array, count: number, out: Uint8Array, at: number): void {
+  if (!nativeHash) return out.set(nobleSha256!(data).subarray(0, count), at);
+  const digest = nativeHash('sha256', data, 'latin1');
+  for (let i = 0; i < count; i++) out[at + i] = digest.charCodeAt(i);
+}
+
 /** SHA-256 of a string's UTF-8 bytes, in lowercase hex (on Node without encoding it first). */
 export const sha256HexOfText: (text: string) => string = nativeHash
   ? (text) => nativeHash('sha256', text, 'hex')

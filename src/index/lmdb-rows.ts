@@ -89,6 +89,26 @@ export class RowSet {
     }
   }
 
+  /**
+   * The first row at or after `prefix` if it starts with `prefix`: one seek, and no
+   * generator, for a lookup whose first candidate is usually its answer.
+   */
+  firstStartingWith(prefix: Buffer): Buffer | undefined {
+    if (this.seekInUse) {
+      for (const row of this.startingWith(prefix)) return row;
+      return undefined;
+    }
+    this.seek.start = prefix;
+    const rows = this.seeking[Symbol.iterator]();
+    try {
+      const next = rows.next();
+      if (next.done || next.value.compare(prefix, 0, prefix.length, 0, prefix.length) !== 0) return undefined;
+      return next.value;
+    } finally {
+      rows.return?.();
+    }
+  }
+
   /** How many rows the set holds. */
   count(): number {
     return this.db.getValuesCount(ONE);

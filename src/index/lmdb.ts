@@ -14,7 +14,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
-import type { Maybe } from '../read/maybe.js';
+import { type Maybe, andThen } from '../read/maybe.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
 import { anchorTag } from './keys.js';
 import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';
@@ -323,17 +323,19 @@ export class LmdbIndex implements LookupIndex {
   /**
    * Leaves that may hold a digest (or, given `identity`, that anchor), earliest first: the
    * committed rows (an anchor's among its digest's, with its identity's tag), then the
-   * pending batches' exact values.
+   * pending batches' exact values; never `refused` (a leaf already found not to hold it).
    */
-  private *digestCandidates(digest: string, identity?: string): Generator<number> {
+  private *digestCandidates(digest: string, identity?: string, refused?: number): Generator<number> {
     if (this.old) return;
     const lower = digest.toLowerCase();
     const tag = identity === undefined ? undefined : anchorTag(identity);
-    for (const r of this.db.digests.startingWith(this.short(lower)))
-      if (tag === undefined || digestRowTag(r) === tag) yield digestRowSeq(r);
+    for (const r of this.db.digests.startingWith(this.short(lower))) {
+      const seq = digestRowSeq(r);
+      if ((tag === undefined || digestRowTag(r) === tag) && seq !== refused) yield seq;
+    }
     for (const p of [...this.pending]) {
       const seq = identity === undefined ? p.digests.get(lower) : p.anchors.get(identity);
-      if (seq !== undefined) yield seq;
+      if (seq !== undefined && seq !== refused) yield seq;
     }
   }
 
@@ -371,7 +373,16 @@ export class LmdbIndex implements LookupIndex {
   }
 
   findByDigest(digest: string, confirm: Confirm): Maybe<number | undefined> {
-    return firstConfirmed(this.digestCandidates(digest), confirm);
+    // Usually the first row under the digest's short key names the answer: that row is the
+    // candidates' first, so taking it when confirmed answers as the walk below would.
+    const first = this.old ? undefined : this.db.digests.firstStartingWith(this.short(digest.toLowerCase()));
+    if (first === undefined) return firstConfirmed(this.digestCandidates(digest), confirm);
+    const seq = digestRowSeq(first);
+    const confirmed = confirm(seq);
+    if (confirmed === true) return seq;
+    return andThen(confirmed, (yes) =>
+      yes ? seq : firstConfirmed(this.digestCandidates(digest, undefined, seq), confirm),
+    );
   }
 
   findAnchor(identity: string, digest: string, confirm: Confirm): Maybe<number | undefined> {
