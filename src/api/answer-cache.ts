@@ -20,7 +20,11 @@ export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
   private recent = new Set<K>();
   private older = new Set<K>();
 
-  constructor(private readonly max: number) {
+  constructor(
+    private readonly max: number,
+    /** A value in memory of its own, to keep: by default its body copied (see ownedBody). */
+    private readonly keep: (value: V) => V = (value) => ({ ...value, body: ownedBody(value.body) }),
+  ) {
     this.lru = new LRUCache({ max });
   }
 
@@ -32,7 +36,7 @@ export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
   /** Keeps `value` for `key` in `generation` if `key` was asked for before; returns it. */
   answer(key: K, generation: object, value: V): V {
     if (!this.seenBefore(key) && !this.lru.has(key)) return value;
-    this.lru.set(key, { generation, value: { ...value, body: ownedBody(value.body) } });
+    this.lru.set(key, { generation, value: this.keep(value) });
     return value;
   }
 
@@ -55,7 +59,7 @@ export const FOREVER: object = Object.freeze({});
  * `body` in a buffer of its own: a body from Buffer.allocUnsafe may share an 8 KiB pool slab,
  * which a cached slice would keep alive whole.
  */
-function ownedBody(body: Buffer): Buffer {
+export function ownedBody(body: Buffer): Buffer {
   const own = Buffer.allocUnsafeSlow(body.length);
   body.copy(own);
   return own;

@@ -9,7 +9,7 @@ import { isHash64 } from '../core/hash.js';
 import { TLOG_PROOF_MEDIA_TYPE, steleTlogProof } from '../core/tlog-proof.js';
 import { type EntryWithProof, type Maybe, andThen } from '../read/reader.js';
 import type { PublishedCheckpoint } from '../sequencer/contract.js';
-import { AnswerCache, FOREVER } from './answer-cache.js';
+import { AnswerCache, FOREVER, ownedBody } from './answer-cache.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { indexCovers } from './index-coverage.js';
 import { recordFieldIs } from './record-fields.js';
@@ -122,7 +122,10 @@ function makeReads(svc: LedgerService): LedgerReads {
 /** The read routes' answers over one service, with the answers kept for reuse. */
 class ReadAnswers {
   readonly checkpoints: CheckpointViews;
-  private readonly entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(CACHED_ANSWERS);
+  private readonly entryAnswers = new AnswerCache<number, { found: EntryWithProof; body: Buffer }>(
+    CACHED_ANSWERS,
+    ({ found, body }) => ({ found: found.detached(), body: ownedBody(body) }),
+  );
   // A log only grows: the proof between two of its sizes is the same whatever the checkpoint.
   private readonly consistencyAnswers = new AnswerCache<string, { body: Buffer }>(CACHED_ANSWERS);
 

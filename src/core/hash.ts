@@ -47,7 +47,10 @@ export const sha256: (data: Uint8Array) => Uint8Array = nativeHash ? nativeSha25
  * few bytes of a digest, and on Node they are read from the native digest with no array made.
  */
 export function sha256PrefixInto(data: Uint8Array, count: number, out: Uint8Array, at: number): void {
-  if (!nativeHash) return out.set(nobleSha256!(data).subarray(0, count), at);
+  if (!nativeHash) {
+    out.set(nobleSha256!(data).subarray(0, count), at);
+    return;
+  }
   const digest = nativeHash('sha256', data, 'latin1');
   for (let i = 0; i < count; i++) out[at + i] = digest.charCodeAt(i);
 }

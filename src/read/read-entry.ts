@@ -20,6 +20,11 @@ export interface EntryWithProof extends EntryAt {
   readonly auditPath: Uint8Array[];
   /** The same hashes back to back (what an answer writes, without a view per hash). */
   readonly auditPathBytes: Uint8Array;
+  /**
+   * The same entry in one buffer of its own, to keep for long: its bytes are otherwise views
+   * of cached bundles and of a slab of Node's buffer pool, which it would keep alive whole.
+   */
+  detached(): EntryWithProof;
 }
 
 /** An entry as read from the bundles; its record is parsed on the first read of `entry`. */
@@ -37,6 +42,15 @@ export class ReadEntry implements EntryWithProof {
 
   get entry(): CanonicalEntry {
     return (this.parsed ??= parseCanonicalEntry(this.canonical));
+  }
+
+  detached(): ReadEntry {
+    const at = this.canonical.length;
+    const own = new Uint8Array(at + HASH_SIZE + this.proof.length);
+    own.set(this.canonical, 0);
+    own.set(this.entryHash, at);
+    own.set(this.proof, at + HASH_SIZE);
+    return new ReadEntry(this.seq, own.subarray(0, at), own.subarray(at, at + HASH_SIZE), own.subarray(at + HASH_SIZE));
   }
 
   get leafHash(): Uint8Array {

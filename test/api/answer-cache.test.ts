@@ -36,6 +36,20 @@ describe('AnswerCache', () => {
     expect(kept.buffer.byteLength).toBe(3);
   });
 
+  it('keeps what its keep function makes of an answer, and sends the answer itself the first time', () => {
+    const made: string[] = [];
+    const cache = new AnswerCache<number, { body: Buffer; note: string }>(4, (v) => {
+      made.push(v.note);
+      return { body: Buffer.from(v.body), note: `kept ${v.note}` };
+    });
+    const first = { body: Buffer.from('a'), note: 'a' };
+    expect(cache.answer(3, FOREVER, first)).toBe(first);
+    expect(made).toEqual([]);
+    cache.answer(3, FOREVER, { body: Buffer.from('a'), note: 'again' });
+    expect(made).toEqual(['again']);
+    expect(cache.get(3, FOREVER)?.note).toBe('kept again');
+  });
+
   it('forgets sightings beyond its bound and answers beyond its size', () => {
     const cache = new AnswerCache<number, { body: Buffer }>(2);
     cache.answer(0, FOREVER, body('zero'));

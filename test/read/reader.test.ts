@@ -162,6 +162,19 @@ describe('LogReader', () => {
       const naive = (await proveInclusion(seq, N, mem)).map(toHex);
       expect(warm.auditPath.map(toHex)).toEqual(naive);
       expect(toHex(warm.auditPathBytes)).toBe(naive.join(''));
+      // Kept for long, it holds one buffer of its own: neither the bundles nor the pool's slab.
+      const kept = warm.detached();
+      expect(toHex(kept.auditPathBytes)).toBe(naive.join(''));
+      expect([kept.seq, toHex(kept.leafHash), toHex(kept.entryHash)]).toEqual([
+        seq,
+        toHex(leaves[seq]!),
+        toHex(warm.entryHash),
+      ]);
+      expect(Buffer.from(kept.canonical).equals(Buffer.from(warm.canonical))).toBe(true);
+      const own = kept.canonical.buffer;
+      expect([kept.entryHash.buffer, kept.auditPathBytes.buffer]).toEqual([own, own]);
+      expect(own.byteLength).toBe(kept.canonical.length + 32 + 32 + kept.auditPathBytes.length);
+      expect(own).not.toBe(warm.canonical.buffer);
     }
   });
 
