@@ -10,22 +10,27 @@ import { LRUCache } from 'lru-cache';
  * of a stream that never repeats (a crawler, random proofs) would cost each of them a copy
  * that outlives the young generation, which the collector pays for more than the work saved.
  */
-export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
+export class AnswerCache<K extends number | string, V extends { readonly body: Buffer }> {
   private readonly lru: LRUCache<K, { readonly generation: object; readonly value: V }>;
   /**
-   * Keys answered recently, in two generations of up to `4 × max` each: the older is dropped
-   * when the newer fills, which is all the recency a second sighting needs, at the cost of
-   * two set lookups (an LRU's bookkeeping would cost every answer of a non-repeating stream).
+   * Sightings: per slot, the key last answered there, its slot a hash of the key (about
+   * `4 × max` slots). A fixed table, not sets that grow and are dropped: a stream that never
+   * repeats (a crawler, random proofs) allocates nothing here, where the rebuilt sets were
+   * garbage of the old generation and their string keys rehashed. A key crowded out of its
+   * slot by another just waits for one more sighting; one sharing a slot and equal is itself.
    */
-  private recent = new Set<K>();
-  private older = new Set<K>();
+  private readonly sightings: (K | undefined)[];
+  private readonly slotMask: number;
 
   constructor(
-    private readonly max: number,
+    max: number,
     /** A value in memory of its own, to keep: by default its body copied (see ownedBody). */
     private readonly keep: (value: V) => V = (value) => ({ ...value, body: ownedBody(value.body) }),
   ) {
     this.lru = new LRUCache({ max });
+    const slots = 2 ** Math.ceil(Math.log2(4 * max));
+    this.sightings = new Array<K | undefined>(slots).fill(undefined);
+    this.slotMask = slots - 1;
   }
 
   get(key: K, generation: object): V | undefined {
@@ -42,14 +47,23 @@ export class AnswerCache<K extends {}, V extends { readonly body: Buffer }> {
 
   /** Whether `key` was answered recently; remembers it. */
   private seenBefore(key: K): boolean {
-    if (this.recent.has(key) || this.older.has(key)) return true;
-    if (this.recent.size >= 4 * this.max) {
-      this.older = this.recent;
-      this.recent = new Set();
-    }
-    this.recent.add(key);
+    const slot = slotOf(key) & this.slotMask;
+    if (this.sightings[slot] === key) return true;
+    this.sightings[slot] = key;
     return false;
   }
+}
+
+/** A 32-bit hash of a key: a number's two 32-bit halves, or a string's UTF-16 units (FNV-1a), mixed. */
+function slotOf(key: number | string): number {
+  let h: number;
+  if (typeof key === 'number') {
+    h = Math.imul(key | 0, 0x9e3779b1) ^ Math.imul((key / 0x1_0000_0000) | 0, 0x85ebca6b);
+  } else {
+    h = 0x811c9dc5;
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  }
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** The generation of an answer that never changes (a consistency proof between two sizes of one log). */

@@ -53,11 +53,24 @@ describe('AnswerCache', () => {
   it('forgets sightings beyond its bound and answers beyond its size', () => {
     const cache = new AnswerCache<number, { body: Buffer }>(2);
     cache.answer(0, FOREVER, body('zero'));
-    // Two generations of 4 × 2 sightings: key 0 is forgotten after 16 more.
-    for (let k = 1; k <= 16; k++) cache.answer(k, FOREVER, body(String(k)));
+    // 8 slots of sightings (4 × 2): a thousand other keys crowd key 0 out of its slot.
+    for (let k = 1; k <= 1000; k++) cache.answer(k, FOREVER, body(String(k)));
     cache.answer(0, FOREVER, body('zero'));
     expect(cache.get(0, FOREVER)).toBeUndefined();
+    // …and a third sighting keeps it.
+    cache.answer(0, FOREVER, body('zero'));
+    expect(cache.get(0, FOREVER)?.body.toString()).toBe('zero');
     for (const k of [20, 21, 22]) for (let i = 0; i < 2; i++) cache.answer(k, FOREVER, body(String(k)));
     expect([20, 21, 22].map((k) => cache.get(k, FOREVER)?.body.toString())).toEqual([undefined, '21', '22']);
+  });
+
+  it('tells keys apart that share their low bits, a string key or a leaf beyond 2^32', () => {
+    const cache = new AnswerCache<number | string, { body: Buffer }>(64);
+    const keys = [7, 7 + 2 ** 32, 7 + 2 ** 40, 2 ** 52 + 1, '12/345', '123/45', '', 'é/𝄞'];
+    for (const k of keys) cache.answer(k, FOREVER, body(String(k)));
+    // One sighting each: none is kept, so none was taken for another.
+    for (const k of keys) expect(cache.get(k, FOREVER)).toBeUndefined();
+    for (const k of keys) cache.answer(k, FOREVER, body(String(k)));
+    expect(keys.map((k) => cache.get(k, FOREVER)?.body.toString())).toEqual(keys.map(String));
   });
 });
