@@ -44,6 +44,9 @@ describe('the core without node:crypto', () => {
     expect(hash.sha256HexOfText('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
     const abc = new TextEncoder().encode('abc');
     expect(hex(hash.sha256Parts(abc.subarray(0, 1), abc.subarray(1)))).toBe(hex(hash.sha256(abc)));
+    const prefix = new Uint8Array(9);
+    hash.sha256PrefixInto(abc, 6, prefix, 2);
+    expect(hex(prefix)).toBe('0000ba7816bf8f0100');
     const inputs = V.rfc6962.leafInputs.map(fromHex);
     for (const { size, root } of V.rfc6962.roots) expect(hex(mth(inputs.slice(0, size)))).toBe(root);
   });
