@@ -8,7 +8,7 @@ import { concatBytes, hashFromHex } from '../core/hash.js';
 import { TILE_WIDTH } from '../core/tiles.js';
 import { LogReader } from '../read/reader.js';
 import { FsObjectStore } from '../store/fs.js';
-import type { Tagged } from '../store/threads.js';
+import { type Tagged, announceLoaded } from '../store/threads.js';
 import { batchRows } from './batch-rows.js';
 
 export interface RowsRequest {
@@ -75,3 +75,6 @@ parentPort!.on('message', ({ id, body }: Tagged<RowsRequest>) => {
     },
   );
 });
+
+// Its modules are evaluated: it may be terminated from now on (src/store/threads.ts).
+announceLoaded();

@@ -1,6 +1,6 @@
 // A worker thread of the audit: checks the bundles it is sent (src/read/bundle-check.ts).
 import { parentPort } from 'node:worker_threads';
-import type { Tagged } from '../store/threads.js';
+import { type Tagged, announceLoaded } from '../store/threads.js';
 import { type BundleInput, type BundleVerdict, checkBundle } from './bundle-check.js';
 
 parentPort!.on('message', ({ id, body }: Tagged<BundleInput>) => {
@@ -10,3 +10,6 @@ parentPort!.on('message', ({ id, body }: Tagged<BundleInput>) => {
     verdict.row ? [verdict.row.buffer as ArrayBuffer] : [],
   );
 });
+
+// Its modules are evaluated: it may be terminated from now on (src/store/threads.ts).
+announceLoaded();

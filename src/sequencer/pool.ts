@@ -25,7 +25,7 @@ import type { BatchEntries, Packed } from './right-edge.js';
 import { RecordBuffer, Repeats } from './records.js';
 import type { SequencedRun } from './sequencing.js';
 import type { ToWorker } from './sequencing-worker.js';
-import { startModuleWorker } from '../store/threads.js';
+import { startModuleWorker, terminateWhenLoaded } from '../store/threads.js';
 
 /** Settles a waiting request's promise: with its result, or with a rejected promise. */
 export type Settle<R> = (value: R | PromiseLike<R>) => void;
@@ -342,7 +342,7 @@ export class SequencingPool<R> {
   async close(): Promise<void> {
     this.failure ??= new Error('the sequencing pool is closed');
     this.wake();
-    await this.worker.terminate();
+    await terminateWhenLoaded(this.worker);
   }
 
   /** Runs still in the worker are dropped when they come back (a new epoch). */

@@ -2,6 +2,7 @@
 // in the order they arrive, keeping the chain between runs, so the sequencer's own thread
 // only builds tiles, signs, writes and answers.
 import { parentPort } from 'node:worker_threads';
+import { announceLoaded } from '../store/threads.js';
 import { type ChainState, type RecordRun, runBuffers, sequenceRun } from './sequencing.js';
 
 export type ToWorker =
@@ -19,3 +20,6 @@ parentPort!.on('message', (m: ToWorker) => {
   chain = run.state;
   parentPort!.postMessage({ epoch: m.epoch, run }, runBuffers(run));
 });
+
+// Its modules are evaluated: it may be terminated from now on (src/store/threads.ts).
+announceLoaded();

@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { FsWriter, type PathObject } from './fs-writer.js';
 import { ImmutableConflictError, VersionConflictError } from './store.js';
-import type { Tagged } from './threads.js';
+import { type Tagged, announceLoaded } from './threads.js';
 
 export type WriteRequest =
   | {
@@ -100,3 +100,6 @@ parentPort!.on('message', ({ id, body: { root, fsync, request } }: Tagged<ToWrit
   }
   parentPort!.postMessage({ id, body: { ...answer, puts: writer.puts - before } } satisfies Tagged<FromWriter>);
 });
+
+// Its modules are evaluated: it may be terminated from now on (src/store/threads.ts).
+announceLoaded();
