@@ -29,6 +29,9 @@ interface Seek {
   start: Buffer | undefined;
 }
 
+const startsWith = (row: Buffer, prefix: Buffer): boolean =>
+  row.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
+
 export class RowSet {
   private readonly db: Database<Buffer, Buffer>;
   /**
@@ -81,7 +84,7 @@ export class RowSet {
     } else rows = this.db.getValues(ONE, { start: from });
     try {
       for (const row of rows) {
-        if (row.compare(prefix, 0, prefix.length, 0, prefix.length) !== 0) return;
+        if (!startsWith(row, prefix)) return;
         yield row;
       }
     } finally {
@@ -102,8 +105,7 @@ export class RowSet {
     const rows = this.seeking[Symbol.iterator]();
     try {
       const next = rows.next();
-      if (next.done || next.value.compare(prefix, 0, prefix.length, 0, prefix.length) !== 0) return undefined;
-      return next.value;
+      return next.done || !startsWith(next.value, prefix) ? undefined : next.value;
     } finally {
       rows.return?.();
     }

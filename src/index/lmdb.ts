@@ -333,6 +333,11 @@ export class LmdbIndex implements LookupIndex {
       const seq = digestRowSeq(r);
       if ((tag === undefined || digestRowTag(r) === tag) && seq !== refused) yield seq;
     }
+    yield* this.pendingDigestCandidates(lower, identity, refused);
+  }
+
+  /** The pending batches' leaves of a (lowercase) digest or, given `identity`, of that anchor. */
+  private *pendingDigestCandidates(lower: string, identity?: string, refused?: number): Generator<number> {
     for (const p of [...this.pending]) {
       const seq = identity === undefined ? p.digests.get(lower) : p.anchors.get(identity);
       if (seq !== undefined && seq !== refused) yield seq;
@@ -373,15 +378,18 @@ export class LmdbIndex implements LookupIndex {
   }
 
   findByDigest(digest: string, confirm: Confirm): Maybe<number | undefined> {
+    if (this.old) return undefined;
     // Usually the first row under the digest's short key names the answer: that row is the
-    // candidates' first, so taking it when confirmed answers as the walk below would.
-    const first = this.old ? undefined : this.db.digests.firstStartingWith(this.short(digest.toLowerCase()));
-    if (first === undefined) return firstConfirmed(this.digestCandidates(digest), confirm);
+    // candidates' first, so taking it when confirmed answers as the walk below would. With no
+    // such row no committed row has the key, and only the pending batches are left to ask.
+    const lower = digest.toLowerCase();
+    const first = this.db.digests.firstStartingWith(this.short(lower));
+    if (first === undefined) return firstConfirmed(this.pendingDigestCandidates(lower), confirm);
     const seq = digestRowSeq(first);
     const confirmed = confirm(seq);
     if (confirmed === true) return seq;
     return andThen(confirmed, (yes) =>
-      yes ? seq : firstConfirmed(this.digestCandidates(digest, undefined, seq), confirm),
+      yes ? seq : firstConfirmed(this.digestCandidates(lower, undefined, seq), confirm),
     );
   }
 
