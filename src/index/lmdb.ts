@@ -16,6 +16,7 @@ import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
 import { type Maybe, andThen } from '../read/maybe.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
+import { DigestHints } from './digest-hints.js';
 import { anchorTag } from './keys.js';
 import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';
 import {
@@ -57,6 +58,19 @@ const REBUILDING_KEY = 'meta:rebuilding';
  */
 const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
+
+/** The digest hints' defaults (src/index/digest-hints.ts): the table's budget, and the digest lookups that earn it. */
+const HINT_BYTES = 64 * 1024 * 1024;
+const HINT_AFTER_LOOKUPS = 1000;
+/** Digest rows read into the hints per turn of the event loop while they are built. */
+const HINT_ROWS_PER_STEP = 16_384;
+const ALL_ROWS = Buffer.alloc(0);
+
+/** The digest hints of an index: their budget in bytes (0: none), and after how many digest lookups they are built. */
+export interface DigestHintOptions {
+  readonly bytes?: number;
+  readonly afterLookups?: number;
+}
 /**
  * Rows of uncommitted batches beyond which onBatch waits for them to commit. A sequencer
  * filling faster than the index commits (its commits slow as it grows) would otherwise hold
@@ -158,11 +172,20 @@ export class LmdbIndex implements LookupIndex {
   private writes: Promise<void> = Promise.resolve();
   /** Rows of the batches not yet committed. */
   private pendingRows = 0;
+  /** The digest rows' short keys in memory once built whole (see hintFor). */
+  private hints: DigestHints | undefined;
+  /** The hints while they are read from the rows; commits meanwhile add theirs too. */
+  private hintsBuilding: DigestHints | undefined;
+  /** Bumped whenever the hints are dropped: a build under way of an older generation stops. */
+  private hintGeneration = 0;
+  /** Digest lookups made before the hints were built; Infinity once the rows outgrew their budget. */
+  private digestLookups = 0;
 
   constructor(
     private readonly path: string,
     private readonly logger?: Logger,
     private readonly maxPendingRows = MAX_PENDING_ROWS,
+    private readonly hintOptions: DigestHintOptions = {},
   ) {
     ignoreLmdbCommitRejections();
     try {
@@ -263,6 +286,7 @@ export class LmdbIndex implements LookupIndex {
         root.putSync(`t:${type}`, ((root.get(`t:${type}`) as number | undefined) ?? 0) + n);
       root.putSync(SIZE_KEY, group[group.length - 1]!.end);
     });
+    for (const p of group) for (const r of p.rows.digest) this.hint(r);
     // Commits run in batch order: the group is the oldest pending.
     for (const p of group) this.pendingRows -= rowCount(p);
     this.pending.splice(0, group.length);
@@ -283,6 +307,8 @@ export class LmdbIndex implements LookupIndex {
     readonly counts: ReadonlyMap<string, number>;
   }): Promise<void> {
     await this.flush();
+    // The rebuild's rows come by the million: the hints are read again after it, if they still fit.
+    this.dropHints();
     const { root, digests, artifacts, labels } = this.db;
     const sets = [
       [digests, rowsOf(chunk.digest, digests.width)],
@@ -382,15 +408,22 @@ export class LmdbIndex implements LookupIndex {
     // Usually the first row under the digest's short key names the answer: that row is the
     // candidates' first, so taking it when confirmed answers as the walk below would. With no
     // such row no committed row has the key, and only the pending batches are left to ask.
+    // The hints, once built, name that row's leaf without the seek.
     const lower = digest.toLowerCase();
-    const first = this.db.digests.firstStartingWith(this.short(lower));
+    const short = this.short(lower);
+    const first = this.hintFor(short) ?? this.firstRowSeq(short);
     if (first === undefined) return firstConfirmed(this.pendingDigestCandidates(lower), confirm);
-    const seq = digestRowSeq(first);
-    const confirmed = confirm(seq);
-    if (confirmed === true) return seq;
+    const confirmed = confirm(first);
+    if (confirmed === true) return first;
     return andThen(confirmed, (yes) =>
-      yes ? seq : firstConfirmed(this.digestCandidates(lower, undefined, seq), confirm),
+      yes ? first : firstConfirmed(this.digestCandidates(lower, undefined, first), confirm),
     );
+  }
+
+  /** The leaf of the first committed digest row under `short`, if any. */
+  private firstRowSeq(short: Buffer): number | undefined {
+    const row = this.db.digests.firstStartingWith(short);
+    return row === undefined ? undefined : digestRowSeq(row);
   }
 
   findAnchor(identity: string, digest: string, confirm: Confirm): Maybe<number | undefined> {
@@ -458,6 +491,7 @@ export class LmdbIndex implements LookupIndex {
    */
   async clear(): Promise<void> {
     await this.flush();
+    this.dropHints();
     this.pending.length = 0;
     this.pendingRows = 0;
     this.handed = 0;
@@ -477,6 +511,73 @@ export class LmdbIndex implements LookupIndex {
   /** Flushes, then closes the database. */
   async close(): Promise<void> {
     await this.flush();
+    this.dropHints();
     await this.db.root.close();
+  }
+
+  /**
+   * The earliest leaf a digest's short key names, from the hints once they are whole: the
+   * leaf of the key's first row, which the hints give without a seek. The hints are built
+   * after `afterLookups` digest lookups (a server answering few never pays their memory).
+   */
+  private hintFor(short: Buffer): number | undefined {
+    if (this.hints) return this.hints.leafOf(short);
+    if (this.hintsBuilding || this.digestLookups === Number.POSITIVE_INFINITY) return undefined;
+    if (++this.digestLookups >= (this.hintOptions.afterLookups ?? HINT_AFTER_LOOKUPS)) this.buildHints();
+    return undefined;
+  }
+
+  /** Reads every digest row into new hints, a step per turn of the event loop, unless they would not fit. */
+  private buildHints(): void {
+    const hints = new DigestHints(this.hintOptions.bytes ?? HINT_BYTES);
+    if (!hints.fits(this.db.digests.count())) {
+      this.giveUpHints();
+      return;
+    }
+    const generation = this.hintGeneration;
+    const started = performance.now();
+    this.hintsBuilding = hints;
+    let from: Buffer = ALL_ROWS;
+    const step = () => {
+      if (generation !== this.hintGeneration) return;
+      let read = 0;
+      for (const row of this.db.digests.startingWith(ALL_ROWS, from)) {
+        if (!hints.add(row, 0, digestRowSeq(row))) {
+          this.giveUpHints();
+          return;
+        }
+        from = row;
+        if (++read === HINT_ROWS_PER_STEP) break;
+      }
+      if (read === HINT_ROWS_PER_STEP) return void setTimeout(step, 0).unref();
+      this.hints = hints;
+      this.hintsBuilding = undefined;
+      this.logger?.info(
+        { rows: hints.rows, bytes: hints.bytes, ms: Math.round(performance.now() - started) },
+        'digest lookups start from the hints in memory',
+      );
+    };
+    setTimeout(step, 0).unref();
+  }
+
+  /** Adds a committed digest row to the hints (built or being built). */
+  private hint(row: Buffer): void {
+    const hints = this.hints ?? this.hintsBuilding;
+    if (hints && !hints.add(row, 0, digestRowSeq(row))) this.giveUpHints();
+  }
+
+  /** Drops the hints and stops a build; they are built again after as many lookups as at first. */
+  private dropHints(): void {
+    this.hints = undefined;
+    this.hintsBuilding = undefined;
+    this.hintGeneration++;
+    this.digestLookups = 0;
+  }
+
+  /** The digest rows outgrew the hints' budget: lookups seek LMDB from now on (until a rebuild or clear). */
+  private giveUpHints(): void {
+    this.dropHints();
+    this.digestLookups = Number.POSITIVE_INFINITY;
+    this.logger?.info("the digest rows outgrew the hints' budget: digest lookups seek the index");
   }
 }

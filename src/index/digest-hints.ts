@@ -1,0 +1,95 @@
+// The digest rows' short keys in memory, for an index small enough to afford them: a lookup
+// by digest then starts at the leaf its short key names, with no LMDB seek (a B-tree descent
+// to a random page, about 5 % of an entry?hash answer's CPU in the server, issue 36). Only a
+// hint: the leaf is a candidate the caller's Confirm checks, as every index row is, and a
+// short key not here is looked up in LMDB as before. Above its budget (a log of some
+// millions of entries) the index keeps no table.
+
+/** Bytes per slot: the short key (48 bits, plus one so that 0 marks a free slot) and the leaf, as doubles. */
+const SLOT_BYTES = 16;
+/** Rows per slot at most: linear probing stays short (about 1.5 probes for a hit) below half full. */
+const MAX_LOAD = 0.5;
+const FIRST_SLOTS = 1 << 16;
+
+/** The short key at `at` in `bytes` as a number below 2^48, plus one; its low 32 bits pick the slot. */
+function keyOf(bytes: Uint8Array, at: number): number {
+  const high = (bytes[at]! << 8) | bytes[at + 1]!;
+  return high * 2 ** 32 + lowOf(bytes, at) + 1;
+}
+
+function lowOf(bytes: Uint8Array, at: number): number {
+  return ((bytes[at + 2]! << 24) | (bytes[at + 3]! << 16) | (bytes[at + 4]! << 8) | bytes[at + 5]!) >>> 0;
+}
+
+export class DigestHints {
+  private keys = new Float64Array(FIRST_SLOTS);
+  private leaves = new Float64Array(FIRST_SLOTS);
+  /** Short keys held. */
+  rows = 0;
+
+  /** `maxBytes`: what the table may take; a table that would need more is given up (see add). */
+  constructor(private readonly maxBytes: number) {}
+
+  /** Bytes the table holds. */
+  get bytes(): number {
+    return this.keys.length * SLOT_BYTES;
+  }
+
+  /** Whether `rows` short keys fit the budget. */
+  fits(rows: number): boolean {
+    return rows / MAX_LOAD <= this.maxBytes / SLOT_BYTES;
+  }
+
+  /**
+   * Notes that `leaf` holds a value whose short key is at `at` in `bytes`; a short key keeps
+   * its earliest leaf, as its first index row does (rows may come in any order). False when
+   * the table would outgrow its budget: the caller then drops it.
+   */
+  add(bytes: Uint8Array, at: number, leaf: number): boolean {
+    if (this.rows + 1 > this.keys.length * MAX_LOAD) {
+      if (!this.fits(this.keys.length * 2 * MAX_LOAD)) return false;
+      this.grow();
+    }
+    this.place(keyOf(bytes, at), lowOf(bytes, at), leaf);
+    return true;
+  }
+
+  /** The earliest leaf noted for the short key at `at` in `bytes`, if any. */
+  leafOf(bytes: Uint8Array, at = 0): number | undefined {
+    const key = keyOf(bytes, at);
+    const mask = this.keys.length - 1;
+    for (let slot = lowOf(bytes, at) & mask; ; slot = (slot + 1) & mask) {
+      const k = this.keys[slot]!;
+      if (k === key) return this.leaves[slot]!;
+      if (k === 0) return undefined;
+    }
+  }
+
+  private place(key: number, low: number, leaf: number): void {
+    const mask = this.keys.length - 1;
+    for (let slot = low & mask; ; slot = (slot + 1) & mask) {
+      const k = this.keys[slot]!;
+      if (k === 0) {
+        this.keys[slot] = key;
+        this.leaves[slot] = leaf;
+        this.rows++;
+        return;
+      }
+      if (k === key) {
+        if (leaf < this.leaves[slot]!) this.leaves[slot] = leaf;
+        return;
+      }
+    }
+  }
+
+  private grow(): void {
+    const { keys, leaves } = this;
+    this.keys = new Float64Array(keys.length * 2);
+    this.leaves = new Float64Array(keys.length * 2);
+    this.rows = 0;
+    for (let slot = 0; slot < keys.length; slot++) {
+      const key = keys[slot]!;
+      if (key !== 0) this.place(key, (key - 1) % 2 ** 32, leaves[slot]!);
+    }
+  }
+}
