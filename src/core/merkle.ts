@@ -37,7 +37,9 @@ export function subtreeWidth(level: number): number {
 
 /** The largest power of two strictly below n (n ≥ 2): RFC 6962's split point k. */
 export function splitPoint(n: number): number {
-  let k = 1;
+  // 32-bit operations where they are exact: every proof splits about 2 × log2(size) times.
+  if (n <= 2 ** 31) return n <= 2 ? 1 : 2 ** (31 - Math.clz32(n - 1));
+  let k = 2 ** 31;
   while (k * 2 < n) k *= 2;
   return k;
 }
@@ -116,6 +118,11 @@ export interface HashPlan<T> {
 
 /** The first perfect subtree of [lo, hi): the largest one starting at lo that fits. */
 function firstSubtree(lo: number, hi: number): SubtreeRef {
+  if (hi < 2 ** 31) {
+    // The lowest set bit of lo (any power of two divides 0), and the highest of hi − lo.
+    const level = Math.min(lo === 0 ? 31 : 31 - Math.clz32(lo & -lo), 31 - Math.clz32(hi - lo));
+    return { level, index: lo >>> level };
+  }
   let size = 1;
   let level = 0;
   while (size * 2 <= hi - lo && lo % (size * 2) === 0) {
@@ -139,12 +146,16 @@ function planRanges(ranges: Readonly<Ranges>, memo?: RightEdgeMemo): HashPlan<Ui
   const ends = new Array<number>(count);
   const tails = new Array<number>(count);
   // Only a range that is not one perfect subtree needs folding (and may be memoised or
-  // shared); a proof has at most one, its plan with the tree hashes a few.
-  let folded = 0;
-  for (let i = 0; i < count; i++) if (!isSubtree(ranges[2 * i]!, ranges[2 * i + 1]!)) folded++;
+  // shared); a proof has at most one, its plan with the tree hashes a few. Each range is
+  // tested once: the tail search below runs at every step of every split.
+  const subtree = new Array<boolean>(count);
+  const folded: number[] = [];
+  for (let i = 0; i < count; i++) {
+    subtree[i] = isSubtree(ranges[2 * i]!, ranges[2 * i + 1]!);
+    if (!subtree[i]) folded.push(i);
+  }
   const tailFor = (at: number, hi: number): number => {
-    for (let j = 0; folded > 1 && j < count; j++)
-      if (ranges[2 * j] === at && ranges[2 * j + 1] === hi && !isSubtree(at, hi)) return j;
+    if (folded.length > 1) for (const j of folded) if (ranges[2 * j] === at && ranges[2 * j + 1] === hi) return j;
     return -1;
   };
   for (let i = 0; i < count; i++) {
@@ -152,7 +163,7 @@ function planRanges(ranges: Readonly<Ranges>, memo?: RightEdgeMemo): HashPlan<Ui
     const hi = ranges[2 * i + 1]!;
     starts[i] = refs.length;
     tails[i] = -1;
-    if (isSubtree(lo, hi)) {
+    if (subtree[i]) {
       const width = hi - lo;
       refs.push({ level: exactLog2(width), index: lo / width });
     } else {
@@ -175,9 +186,7 @@ function planRanges(ranges: Readonly<Ranges>, memo?: RightEdgeMemo): HashPlan<Ui
           // A tail starts right of its range's start, so this recursion ends.
           const tail = tails[i]! >= 0 ? hashOf(tails[i]!) : undefined;
           h = done[i] = foldRange(hashes, starts[i]!, ends[i]!, tail);
-          const lo = ranges[2 * i]!;
-          const hi = ranges[2 * i + 1]!;
-          if (!isSubtree(lo, hi)) memo?.set(lo, hi, h);
+          if (!subtree[i]) memo?.set(ranges[2 * i]!, ranges[2 * i + 1]!, h);
         }
         return h;
       };

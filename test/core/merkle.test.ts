@@ -133,6 +133,38 @@ describe('splitPoint and perfectSubtrees', () => {
     expect(splitPoint(Number.MAX_SAFE_INTEGER)).toBe(2 ** 52);
   });
 
+  it('agrees with the plain loops on both sides of 2^31, where the bit operations stop being exact', () => {
+    const splitLoop = (n: number) => {
+      let k = 1;
+      while (k * 2 < n) k *= 2;
+      return k;
+    };
+    const subtreesLoop = (lo: number, hi: number) => {
+      const out: { level: number; index: number }[] = [];
+      for (let at = lo; at < hi; ) {
+        let size = 1;
+        while (size * 2 <= hi - at && at % (size * 2) === 0) size *= 2;
+        out.push({ level: Math.log2(size), index: at / size });
+        at += size;
+      }
+      return out;
+    };
+    for (const n of [2, 3, 2 ** 30, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 1, 2 ** 33 - 1])
+      expect(splitPoint(n)).toBe(splitLoop(n));
+    const ranges = [
+      [0, 2 ** 31 - 1],
+      [2 ** 30 + 4, 2 ** 31 - 1],
+      [2 ** 31 - 8, 2 ** 31 + 3],
+      [2 ** 31, 2 ** 32 + 7],
+      [3 * 2 ** 29, 2 ** 31 - 2],
+    ];
+    for (let i = 0; i < 2000; i++) {
+      const hi = 1 + Math.floor(Math.random() * 2 ** (i % 2 === 0 ? 31 : 33));
+      ranges.push([Math.floor(Math.random() * hi), hi]);
+    }
+    for (const [lo, hi] of ranges) expect(perfectSubtrees(lo!, hi!), `${lo}..${hi}`).toEqual(subtreesLoop(lo!, hi!));
+  });
+
   it('perfectSubtrees(0, n) is the binary decomposition of n, largest first', () => {
     expect(perfectSubtrees(0, 0)).toEqual([]);
     expect(perfectSubtrees(0, 1)).toEqual([{ level: 0, index: 0 }]);
