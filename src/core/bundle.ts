@@ -72,15 +72,19 @@ export function bundlePrefix(data: Uint8Array, count: number): Uint8Array {
  * holds one buffer and one small table per bundle instead of an object per item.
  */
 export class Bundle {
-  /** Per item, whether a reader has checked it (see checked/markChecked); 0 until then. */
-  private readonly checks: Uint8Array;
+  /**
+   * Per item, a bit set once a reader has checked it (see checked/markChecked). Bits, not a
+   * byte per item: 32 bytes stay in the JS heap, where 256 would take a buffer of their own,
+   * one more for every collection to sweep (a cache of a million entries' bundles holds 8,000).
+   */
+  private readonly checks: Uint32Array;
 
   private constructor(
     readonly data: Uint8Array,
     /** ends[i] is the offset just past item i; item i starts 2 bytes after ends[i - 1] (or 0). */
     private readonly ends: Uint32Array,
   ) {
-    this.checks = new Uint8Array(ends.length);
+    this.checks = new Uint32Array(Math.ceil(ends.length / 32));
   }
 
   /** Parses the framing; throws TileFormatError if it is broken or holds more than `maxItems`. */
@@ -112,11 +116,11 @@ export class Bundle {
 
   /** True once item i has passed its reader's check; the bytes are immutable, so it is done once. */
   checked(i: number): boolean {
-    return this.checks[i] === 1;
+    return ((this.checks[i >>> 5]! >>> (i & 31)) & 1) === 1;
   }
 
   markChecked(i: number): void {
-    this.checks[i] = 1;
+    this.checks[i >>> 5] = this.checks[i >>> 5]! | (1 << (i & 31));
   }
 
   /** The first `count` items as separate views. */

@@ -76,7 +76,17 @@ describe('Bundle', () => {
     for (const bad of [-1, 3, 1.5]) expect(() => b.item(bad)).toThrow(RangeError);
     expect(() => Bundle.decode(encodeBundle([Uint8Array.of(1), Uint8Array.of(2)]), 'x', 1)).toThrow(TileFormatError);
     // one buffer and one small table, not an object per item
-    expect(b.retainedBytes).toBe(b.data.buffer.byteLength + 3 * 4 + 3); // offsets and a check flag per item
+    expect(b.retainedBytes).toBe(b.data.buffer.byteLength + 3 * 4 + 4); // offsets, and a word of check bits
+  });
+
+  it('remembers exactly the items marked checked, across the words of its bit set', () => {
+    const bundle = Bundle.decode(encodeBundle(Array.from({ length: 256 }, (_, i) => Uint8Array.of(i))));
+    const marked = [0, 1, 30, 31, 32, 63, 64, 200, 255];
+    for (const i of marked) bundle.markChecked(i);
+    bundle.markChecked(31);
+    const checked = Array.from({ length: 256 }, (_, i) => i).filter((i) => bundle.checked(i));
+    expect(checked).toEqual(marked);
+    expect(bundle.checked(256)).toBe(false);
   });
 });
 
