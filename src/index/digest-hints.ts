@@ -22,13 +22,25 @@ function lowOf(bytes: Uint8Array, at: number): number {
 }
 
 export class DigestHints {
-  private keys = new Float64Array(FIRST_SLOTS);
-  private leaves = new Float64Array(FIRST_SLOTS);
+  private keys: Float64Array;
+  private leaves: Float64Array;
   /** Short keys held. */
   rows = 0;
 
-  /** `maxBytes`: what the table may take; a table that would need more is given up (see add). */
-  constructor(private readonly maxBytes: number) {}
+  /**
+   * `maxBytes`: what the table may take; a table that would need more is given up (see add).
+   * Sized for `expectedRows` from the start: growing rehashes every row, a pause of tens of
+   * milliseconds at a million.
+   */
+  constructor(
+    private readonly maxBytes: number,
+    expectedRows = 0,
+  ) {
+    let slots = FIRST_SLOTS;
+    while (slots * MAX_LOAD < expectedRows && 2 * slots * SLOT_BYTES <= maxBytes) slots *= 2;
+    this.keys = new Float64Array(slots);
+    this.leaves = new Float64Array(slots);
+  }
 
   /** Bytes the table holds. */
   get bytes(): number {

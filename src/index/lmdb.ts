@@ -63,7 +63,7 @@ const COMMIT_EVERY_MS = 250;
 const HINT_BYTES = 64 * 1024 * 1024;
 const HINT_AFTER_LOOKUPS = 1000;
 /** Digest rows read into the hints per turn of the event loop while they are built. */
-const HINT_ROWS_PER_STEP = 16_384;
+const HINT_ROWS_PER_STEP = 8192;
 const ALL_ROWS = Buffer.alloc(0);
 
 /** The digest hints of an index: their budget in bytes (0: none), and after how many digest lookups they are built. */
@@ -529,8 +529,9 @@ export class LmdbIndex implements LookupIndex {
 
   /** Reads every digest row into new hints, a step per turn of the event loop, unless they would not fit. */
   private buildHints(): void {
-    const hints = new DigestHints(this.hintOptions.bytes ?? HINT_BYTES);
-    if (!hints.fits(this.db.digests.count())) {
+    const rows = this.db.digests.count();
+    const hints = new DigestHints(this.hintOptions.bytes ?? HINT_BYTES, rows);
+    if (!hints.fits(rows)) {
       this.giveUpHints();
       return;
     }

@@ -31,6 +31,15 @@ describe('DigestHints', () => {
     expect(found).toBe(0);
   });
 
+  it('is sized for the rows it expects from the start, within its budget', () => {
+    const hints = new DigestHints(64 * 1024 * 1024, 100_000);
+    expect(hints.bytes).toBe(262_144 * 16);
+    const keys = randomBytes(6 * 100_000);
+    for (let i = 0; i < 100_000; i++) hints.add(keys, 6 * i, i);
+    expect(hints.bytes).toBe(262_144 * 16);
+    expect(new DigestHints(1 << 20, 1_000_000).bytes).toBe(1 << 20);
+  });
+
   it('keeps a key’s earliest leaf, in whatever order its rows come', () => {
     const hints = new DigestHints(1 << 20);
     const k = key(1, 2, 3, 4, 5, 6);
