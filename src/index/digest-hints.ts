@@ -9,14 +9,14 @@
 const SLOT_BYTES = 16;
 /** Rows per slot at most: linear probing stays short (about 1.5 probes for a hit) below half full. */
 const MAX_LOAD = 0.5;
-const FIRST_SLOTS = 1 << 16;
+const FIRST_SLOTS = 64;
 
-/** The short key at `at` in `bytes` as a number below 2^48, plus one; its low 32 bits pick the slot. */
-function keyOf(bytes: Uint8Array, at: number): number {
-  const high = (bytes[at]! << 8) | bytes[at + 1]!;
-  return high * 2 ** 32 + lowOf(bytes, at) + 1;
+/** The short key at `at` in `bytes`, its low 32 bits given, as a number below 2^48 plus one. */
+function keyOf(bytes: Uint8Array, at: number, low: number): number {
+  return ((bytes[at]! << 8) | bytes[at + 1]!) * 2 ** 32 + low + 1;
 }
 
+/** The low 32 bits of the short key at `at` in `bytes`: they pick its slot. */
 function lowOf(bytes: Uint8Array, at: number): number {
   return ((bytes[at + 2]! << 24) | (bytes[at + 3]! << 16) | (bytes[at + 4]! << 8) | bytes[at + 5]!) >>> 0;
 }
@@ -47,9 +47,14 @@ export class DigestHints {
     return this.keys.length * SLOT_BYTES;
   }
 
-  /** Whether `rows` short keys fit the budget. */
+  /** Whether `rows` short keys fit a budget of `maxBytes`. */
+  static fit(maxBytes: number, rows: number): boolean {
+    return rows / MAX_LOAD <= maxBytes / SLOT_BYTES;
+  }
+
+  /** Whether `rows` short keys fit this table's budget. */
   fits(rows: number): boolean {
-    return rows / MAX_LOAD <= this.maxBytes / SLOT_BYTES;
+    return DigestHints.fit(this.maxBytes, rows);
   }
 
   /**
@@ -62,15 +67,17 @@ export class DigestHints {
       if (!this.fits(this.keys.length * 2 * MAX_LOAD)) return false;
       this.grow();
     }
-    this.place(keyOf(bytes, at), lowOf(bytes, at), leaf);
+    const low = lowOf(bytes, at);
+    this.place(keyOf(bytes, at, low), low, leaf);
     return true;
   }
 
   /** The earliest leaf noted for the short key at `at` in `bytes`, if any. */
   leafOf(bytes: Uint8Array, at = 0): number | undefined {
-    const key = keyOf(bytes, at);
+    const low = lowOf(bytes, at);
+    const key = keyOf(bytes, at, low);
     const mask = this.keys.length - 1;
-    for (let slot = lowOf(bytes, at) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = low & mask; ; slot = (slot + 1) & mask) {
       const k = this.keys[slot]!;
       if (k === key) return this.leaves[slot]!;
       if (k === 0) return undefined;

@@ -178,8 +178,10 @@ export class LmdbIndex implements LookupIndex {
   private hintsBuilding: DigestHints | undefined;
   /** Bumped whenever the hints are dropped: a build under way of an older generation stops. */
   private hintGeneration = 0;
-  /** Digest lookups made before the hints were built; Infinity once the rows outgrew their budget. */
+  /** Digest lookups made before the hints were built. */
   private digestLookups = 0;
+  /** Set once the rows outgrew the hints' budget (until a rebuild or clear). */
+  private hintsGivenUp = false;
 
   constructor(
     private readonly path: string,
@@ -522,7 +524,7 @@ export class LmdbIndex implements LookupIndex {
    */
   private hintFor(short: Buffer): number | undefined {
     if (this.hints) return this.hints.leafOf(short);
-    if (this.hintsBuilding || this.digestLookups === Number.POSITIVE_INFINITY) return undefined;
+    if (this.hintsBuilding || this.hintsGivenUp) return undefined;
     if (++this.digestLookups >= (this.hintOptions.afterLookups ?? HINT_AFTER_LOOKUPS)) this.buildHints();
     return undefined;
   }
@@ -530,11 +532,12 @@ export class LmdbIndex implements LookupIndex {
   /** Reads every digest row into new hints, a step per turn of the event loop, unless they would not fit. */
   private buildHints(): void {
     const rows = this.db.digests.count();
-    const hints = new DigestHints(this.hintOptions.bytes ?? HINT_BYTES, rows);
-    if (!hints.fits(rows)) {
+    const bytes = this.hintOptions.bytes ?? HINT_BYTES;
+    if (!DigestHints.fit(bytes, rows)) {
       this.giveUpHints();
       return;
     }
+    const hints = new DigestHints(bytes, rows);
     const generation = this.hintGeneration;
     const started = performance.now();
     this.hintsBuilding = hints;
@@ -573,12 +576,13 @@ export class LmdbIndex implements LookupIndex {
     this.hintsBuilding = undefined;
     this.hintGeneration++;
     this.digestLookups = 0;
+    this.hintsGivenUp = false;
   }
 
   /** The digest rows outgrew the hints' budget: lookups seek LMDB from now on (until a rebuild or clear). */
   private giveUpHints(): void {
     this.dropHints();
-    this.digestLookups = Number.POSITIVE_INFINITY;
+    this.hintsGivenUp = true;
     this.logger?.info("the digest rows outgrew the hints' budget: digest lookups seek the index");
   }
 }
