@@ -1,6 +1,7 @@
 // The options of a log server, declared once for `stele serve` and `stele control serve`.
 import type { Command } from 'commander';
-import { SERVE_DEFAULTS } from '../../src/serve/config.js';
+import { DIGEST_HINTS_DEFAULT_MIB } from '../../src/index/digest-hints.js';
+import { MAX_DIGEST_HINTS_MIB, SERVE_DEFAULTS } from '../../src/serve/config.js';
 
 /**
  * The options of a log server, declared once: `stele serve` takes them all, `stele control
@@ -84,6 +85,10 @@ const SERVE_OPTIONS = {
   mirrorTimeout: [
     '--mirror-timeout <ms>',
     'deadline of one round of mirror pushes (env STELE_MIRROR_TIMEOUT_MS; default 10000)',
+  ],
+  digestHintsMib: [
+    '--digest-hints-mib <MiB>',
+    `memory the LMDB lookup index may keep its digest hints in: entry?hash= finds its leaf without a seek while the log's digests fit (16 bytes per slot, at most half full: 64 MiB for about 2 M entries; more is taken only as the log grows), 0 for none (env STELE_DIGEST_HINTS_MIB; default ${DIGEST_HINTS_DEFAULT_MIB}, at most ${MAX_DIGEST_HINTS_MIB})`,
   ],
   enterprise: [
     '--enterprise',

@@ -5,6 +5,9 @@
 // short key not here is looked up in LMDB as before. Above its budget (a log of some
 // millions of entries) the index keeps no table.
 
+/** The table's budget unless the operator sets one (`--digest-hints-mib`): a log of about 2 M entries. */
+export const DIGEST_HINTS_DEFAULT_MIB = 64;
+
 /** Bytes per slot: the short key (48 bits, plus one so that 0 marks a free slot) and the leaf, as doubles. */
 const SLOT_BYTES = 16;
 /** Rows per slot at most: linear probing stays short (about 1.5 probes for a hit) below half full. */
@@ -19,6 +22,13 @@ function keyOf(bytes: Uint8Array, at: number, low: number): number {
 /** The low 32 bits of the short key at `at` in `bytes`: they pick its slot. */
 function lowOf(bytes: Uint8Array, at: number): number {
   return ((bytes[at + 2]! << 24) | (bytes[at + 3]! << 16) | (bytes[at + 4]! << 8) | bytes[at + 5]!) >>> 0;
+}
+
+/** Slots a table holding `rows` short keys has: a power of two (slots are picked by masking), at most half full. */
+function slotsFor(rows: number): number {
+  let slots = FIRST_SLOTS;
+  while (slots * MAX_LOAD < rows) slots *= 2;
+  return slots;
 }
 
 export class DigestHints {
@@ -36,8 +46,8 @@ export class DigestHints {
     private readonly maxBytes: number,
     expectedRows = 0,
   ) {
-    let slots = FIRST_SLOTS;
-    while (slots * MAX_LOAD < expectedRows && 2 * slots * SLOT_BYTES <= maxBytes) slots *= 2;
+    let slots = slotsFor(expectedRows);
+    while (slots > FIRST_SLOTS && slots * SLOT_BYTES > maxBytes) slots /= 2;
     this.keys = new Float64Array(slots);
     this.leaves = new Float64Array(slots);
   }
@@ -49,7 +59,7 @@ export class DigestHints {
 
   /** Whether `rows` short keys fit a budget of `maxBytes`. */
   static fit(maxBytes: number, rows: number): boolean {
-    return rows / MAX_LOAD <= maxBytes / SLOT_BYTES;
+    return slotsFor(rows) * SLOT_BYTES <= maxBytes;
   }
 
   /** Whether `rows` short keys fit this table's budget. */

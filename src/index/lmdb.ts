@@ -16,7 +16,7 @@ import { type RootDatabase, open } from 'lmdb';
 import type { Logger } from 'pino';
 import { type Maybe, andThen } from '../read/maybe.js';
 import type { IntegratedBatch } from '../sequencer/contract.js';
-import { DigestHints } from './digest-hints.js';
+import { DIGEST_HINTS_DEFAULT_MIB, DigestHints } from './digest-hints.js';
 import { anchorTag } from './keys.js';
 import { ARTIFACT_HEX, type BatchRows, batchRows, shortOf } from './batch-rows.js';
 import {
@@ -59,8 +59,7 @@ const REBUILDING_KEY = 'meta:rebuilding';
 const SCHEMA_MARK = INDEX_SCHEMA * 100 + 3;
 const COMMIT_EVERY_MS = 250;
 
-/** The digest hints' defaults (src/index/digest-hints.ts): the table's budget, and the digest lookups that earn it. */
-const HINT_BYTES = 64 * 1024 * 1024;
+/** The digest lookups that earn the digest hints (src/index/digest-hints.ts) their memory. */
 const HINT_AFTER_LOOKUPS = 1000;
 /** Digest rows read into the hints per turn of the event loop while they are built. */
 const HINT_ROWS_PER_STEP = 8192;
@@ -68,6 +67,7 @@ const ALL_ROWS = Buffer.alloc(0);
 
 /** The digest hints of an index: their budget in bytes (0: none), and after how many digest lookups they are built. */
 export interface DigestHintOptions {
+  /** Default DIGEST_HINTS_DEFAULT_MIB. */
   readonly bytes?: number;
   readonly afterLookups?: number;
 }
@@ -524,7 +524,7 @@ export class LmdbIndex implements LookupIndex {
    */
   private hintFor(short: Buffer): number | undefined {
     if (this.hints) return this.hints.leafOf(short);
-    if (this.hintsBuilding || this.hintsGivenUp) return undefined;
+    if (this.hintsBuilding || this.hintsGivenUp || this.hintBytes === 0) return undefined;
     if (++this.digestLookups >= (this.hintOptions.afterLookups ?? HINT_AFTER_LOOKUPS)) this.buildHints();
     return undefined;
   }
@@ -532,12 +532,11 @@ export class LmdbIndex implements LookupIndex {
   /** Reads every digest row into new hints, a step per turn of the event loop, unless they would not fit. */
   private buildHints(): void {
     const rows = this.db.digests.count();
-    const bytes = this.hintOptions.bytes ?? HINT_BYTES;
-    if (!DigestHints.fit(bytes, rows)) {
+    if (!DigestHints.fit(this.hintBytes, rows)) {
       this.giveUpHints();
       return;
     }
-    const hints = new DigestHints(bytes, rows);
+    const hints = new DigestHints(this.hintBytes, rows);
     const generation = this.hintGeneration;
     const started = performance.now();
     this.hintsBuilding = hints;
@@ -562,6 +561,10 @@ export class LmdbIndex implements LookupIndex {
       );
     };
     setTimeout(step, 0).unref();
+  }
+
+  private get hintBytes(): number {
+    return this.hintOptions.bytes ?? DIGEST_HINTS_DEFAULT_MIB * 2 ** 20;
   }
 
   /** Adds a committed digest row to the hints (built or being built). */

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { NoteSigner } from '../core/note.js';
 import type { BatchListener, CheckpointWitnessing } from '../sequencer/contract.js';
 import type { S3StoreOptions } from '../store/s3.js';
+import type { DigestHintOptions } from '../index/lmdb.js';
 import type { ObjectReader } from '../store/store.js';
 import type { NoteVerifier } from '../core/note.js';
 import { fsReason } from '../store/files.js';
@@ -82,6 +83,8 @@ export interface AwsLogConfig {
   readonly lock?: LockKind;
   /** Without DynamoDB: the directory of the sequencer's embedded LMDB lookup index. */
   readonly indexDir?: string;
+  /** That index's digest hints (src/index/digest-hints.ts). */
+  readonly indexHints?: DigestHintOptions;
   readonly signer: AwsSignerConfig;
   /** Maintain the lookup index as batches publish (default true). */
   readonly index?: boolean;

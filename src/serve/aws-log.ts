@@ -233,7 +233,7 @@ export async function openAwsLog(config: AwsLogConfig): Promise<AwsLog> {
       index =
         ddb && table
           ? new DynamoIndex({ client: ddb, table, log: config.origin })
-          : new LmdbIndex(config.indexDir!, log);
+          : new LmdbIndex(config.indexDir!, log, undefined, config.indexHints);
     }
     const reader = new LogReader(store, logCorruptObjects(log));
     const witnessing = await config.witnessing?.({

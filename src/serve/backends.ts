@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { LedgerService } from '../api/ledger.js';
 import type { AwsLogConfig } from './aws-config.js';
 import { type FollowerStatus, IndexFollower } from '../index/follower.js';
-import { LmdbIndex } from '../index/lmdb.js';
+import { type DigestHintOptions, LmdbIndex } from '../index/lmdb.js';
 import { publishedAnchorFinder } from '../index/published-anchor.js';
 import { DuplicateAnchors } from '../sequencer/in-flight-duplicates.js';
 import { localPaths, openLocalLog } from './local-log.js';
@@ -74,6 +74,7 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
       ...(await awsConfig(cfg, env, cfg.role ?? 'sequencer')),
       ...(cfg.minBatchSpacingMs !== undefined ? { minBatchSpacing: cfg.minBatchSpacingMs } : {}),
       indexDir: join(cfg.dataDir, 'index'),
+      indexHints: digestHints(cfg),
       logger,
     };
     const witnesses = readWitnessSettings(cfg);
@@ -82,6 +83,11 @@ export async function openBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.
       : awsSequencer(aws, witnesses, cfg, logger);
   }
   return localBackend(cfg, logger, env);
+}
+
+/** The LMDB lookup index's digest hints as this start sets them (`--digest-hints-mib`). */
+function digestHints(cfg: ServeConfig): DigestHintOptions {
+  return cfg.digestHintsMib === undefined ? {} : { bytes: cfg.digestHintsMib * 2 ** 20 };
 }
 
 /** The S3/AWS log's configuration: the environment, with this start's lock and --signer. */
@@ -196,7 +202,7 @@ async function localBackend(cfg: ServeConfig, logger: Logger, env: NodeJS.Proces
     logKey.close();
     throw e;
   }
-  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger);
+  const index = new LmdbIndex(join(cfg.dataDir, 'private', 'index'), logger, undefined, digestHints(cfg));
   // The index's reader exists before the log opens: a start that re-applies a staged batch
   // tells the listeners about it from inside openLocalLog.
   const reader = new LogReader(publicObjects, logCorruptObjects(logger));
@@ -329,7 +335,7 @@ async function awsReplica(
     await r.close();
     throw e;
   }
-  const ownIndex = r.index ? undefined : new LmdbIndex(indexDir, logger);
+  const ownIndex = r.index ? undefined : new LmdbIndex(indexDir, logger, undefined, config.indexHints);
   const follower = ownIndex && new IndexFollower(ownIndex, r.reader, r.refreshCheckpoint, logger);
   const index = r.index ?? ownIndex!;
   const poll = follower ? () => follower.poll() : () => r.refreshCheckpoint();

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { DIGEST_HINTS_DEFAULT_MIB } from '../index/digest-hints.js';
 import { ConfigError } from '../settings/errors.js';
 
 export interface ServeConfig {
@@ -54,6 +55,11 @@ export interface ServeConfig {
   readonly lock?: 'dynamodb' | 'bucket';
   /** This start's witness settings replace the ones stored with the log (src/serve/log-settings.ts). */
   readonly reconfigure?: boolean;
+  /**
+   * Memory (MiB) the LMDB lookup index may give its digest hints (src/index/digest-hints.ts):
+   * 16 bytes per slot at most half full, so 64 MiB holds a log of about 2 M entries. 0: none.
+   */
+  readonly digestHintsMib?: number;
 }
 
 export const SERVE_DEFAULTS: ServeConfig = {
@@ -66,6 +72,9 @@ export const SERVE_DEFAULTS: ServeConfig = {
   anchorTimeoutMs: 10_000,
   mode: 'demo',
 };
+
+/** The digest hints' largest budget: 2^28 slots, a log of some 130 M entries. */
+export const MAX_DIGEST_HINTS_MIB = 4096;
 
 /**
  * Each setting: its flag (camelCase, as commander names it), env variable, file key (null: not
@@ -172,6 +181,12 @@ const SETTINGS = {
   signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string', help: 'file or a pkcs11: URI (--signer)' },
   lock: { env: 'STELE_LOCK', file: 'lock', kind: 'string', help: 'aws backend: dynamodb (default) or bucket (--lock)' },
   // Not from a file: a file keeps it set, and every later start would replace the stored settings.
+  digestHintsMib: {
+    env: 'STELE_DIGEST_HINTS_MIB',
+    file: 'digest_hints_mib',
+    kind: 'int',
+    help: `memory for the lookup index's digest hints, MiB (--digest-hints-mib; default ${DIGEST_HINTS_DEFAULT_MIB}, 0: none)`,
+  },
   reconfigure: {
     env: 'STELE_RECONFIGURE',
     file: null,
@@ -304,6 +319,8 @@ export function resolveServeConfig(
     throw new ConfigError('a mirror quorum needs mirrors (--mirror <vkey>=<url>)');
   if (cfg.signer !== undefined && cfg.signer !== 'file' && !/^pkcs11:/i.test(cfg.signer))
     throw new ConfigError('signer must be "file" or a pkcs11: URI');
+  if ((cfg.digestHintsMib ?? 0) > MAX_DIGEST_HINTS_MIB)
+    throw new ConfigError(`digest hints must be 0..${MAX_DIGEST_HINTS_MIB} MiB`);
   if ((cfg.demoWitnesses ?? 0) > 16) throw new ConfigError('at most 16 demo witnesses');
   // A witness inside the log's own process, its state on a disk the next instance may not get,
   // shows a client nothing; on a local directory it is a demonstration, on S3 it would pass for assurance.

@@ -68,6 +68,13 @@ describe('DigestHints', () => {
     expect(hints.add(keys, 6 * 32_768, 32_768)).toBe(false);
     expect(hints.leafOf(keys, 0)).toBe(0);
   });
+
+  it('counts a budget that is no power of two by the table it can afford: slots are a power of two', () => {
+    const budget = 1000 * 2 ** 20; // 2^25 slots fit (512 MiB), 2^26 would not
+    expect(DigestHints.fit(budget, 2 ** 24)).toBe(true);
+    expect(DigestHints.fit(budget, 2 ** 24 + 1)).toBe(false);
+    expect(new DigestHints(1000 * 2 ** 10, 1_000_000).bytes).toBe(2 ** 19);
+  });
 });
 
 const digest = (i: number) => i.toString(16).padStart(64, '0');
