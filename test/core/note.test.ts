@@ -15,6 +15,7 @@ import {
   SIG_ED25519,
   SeedSigner,
   cosignBody,
+  ed25519Verify,
   formatVkey,
   keyHash,
   keyIdOf,
@@ -379,5 +380,39 @@ describe('cosignatures (tlog-cosignature, type 0x04)', () => {
     const plain = await witness.sign(utf8.encode(V.body));
     const fake = Uint8Array.of(...wV.keyHash, ...raw.subarray(4, 12), ...plain);
     expect(() => openNote(V.signedNote + sigLine(W, fake), logV, [wV])).toThrow(NoteError);
+  });
+});
+
+describe('ed25519Verify', () => {
+  const message = utf8.encode('a message\n');
+  const other = new SeedSigner(ORIGIN, new Uint8Array(32).fill(7));
+
+  it('verifies against the bytes it is given each time, however often a key came before', async () => {
+    const [mine, theirs] = [await signer.sign(message), await other.sign(message)];
+    // One array, its bytes changed between calls: a key kept by the array would verify the old key.
+    const key = Uint8Array.from(signer.publicKey);
+    for (let i = 0; i < 3; i++) expect(ed25519Verify(mine, message, key)).toBe(true);
+    key.set(other.publicKey);
+    expect(ed25519Verify(mine, message, key)).toBe(false);
+    expect(ed25519Verify(theirs, message, key)).toBe(true);
+    key.set(signer.publicKey);
+    expect(ed25519Verify(mine, message, key)).toBe(true);
+    expect(ed25519Verify(theirs, message, key)).toBe(false);
+  });
+
+  it('refuses a key that is no curve point every time, and keeps verifying past 1,024 keys', async () => {
+    // y = 2 has no x on the curve: not a point.
+    const notAPoint = new Uint8Array(32);
+    notAPoint[0] = 2;
+    for (let i = 0; i < 2; i++) expect(ed25519Verify(new Uint8Array(64), message, notAPoint)).toBe(false);
+    const sig = await signer.sign(message);
+    for (let i = 0; i < 1100; i++) {
+      const key = new SeedSigner(
+        ORIGIN,
+        Uint8Array.from({ length: 32 }, (_, j) => (i * 31 + j) & 255),
+      ).publicKey;
+      if (ed25519Verify(sig, message, key)) expect.fail(`key ${i} verified another key's signature`);
+    }
+    expect(ed25519Verify(sig, message, signer.publicKey)).toBe(true);
   });
 });
