@@ -180,13 +180,13 @@ const SETTINGS = {
   },
   signer: { env: 'STELE_SIGNER', file: 'signer', kind: 'string', help: 'file or a pkcs11: URI (--signer)' },
   lock: { env: 'STELE_LOCK', file: 'lock', kind: 'string', help: 'aws backend: dynamodb (default) or bucket (--lock)' },
-  // Not from a file: a file keeps it set, and every later start would replace the stored settings.
   digestHintsMib: {
     env: 'STELE_DIGEST_HINTS_MIB',
     file: 'digest_hints_mib',
     kind: 'int',
     help: `memory for the lookup index's digest hints, MiB (--digest-hints-mib; default ${DIGEST_HINTS_DEFAULT_MIB}, 0: none)`,
   },
+  // Not from a file: a file keeps it set, and every later start would replace the stored settings.
   reconfigure: {
     env: 'STELE_RECONFIGURE',
     file: null,
