@@ -82,13 +82,18 @@ const entry = (d: number): CanonicalEntry => ({ v: 1, type: 'anchor', result: 'r
 const batch = (fromSize: number, digests: number[]) =>
   batchOfEntries(fromSize, digests.map(entry), {} as PublishedCheckpoint);
 
+/** Indexes leaves from `fromSize` on, holding `digests`, and commits them. */
+async function commit(index: LmdbIndex, fromSize: number, digests: number[]): Promise<void> {
+  for (let at = 0; at < digests.length; at += 100)
+    await index.onBatch(batch(fromSize + at, digests.slice(at, at + 100)));
+  await index.flush();
+}
+
 /** An index over `digests` (leaf i holding digests[i]), with its LMDB seeks counted, and a confirm that reads the "log". */
 async function indexed(name: string, digests: number[], hints: DigestHintOptions, close = false) {
   const path = join(dir, name);
   let index = new LmdbIndex(path, undefined, undefined, hints);
-  for (let from = 0; from < digests.length; from += 100)
-    await index.onBatch(batch(from, digests.slice(from, from + 100)));
-  await index.flush();
+  await commit(index, 0, digests);
   if (close) {
     await index.close();
     index = new LmdbIndex(path, undefined, undefined, hints);
@@ -148,8 +153,7 @@ describe('LmdbIndex with digest hints', () => {
     const { index, seeks, holds, warm } = await indexed('later', log, { afterLookups: 1 });
     expect(await warm()).toBe(true);
     log.push(13, 14);
-    await index.onBatch(batch(3, [13, 14]));
-    await index.flush();
+    await commit(index, 3, [13, 14]);
     seeks.count = 0;
     expect(index.findByDigest(digest(14), holds(14))).toBe(4);
     expect(seeks.count).toBe(0);
@@ -193,8 +197,7 @@ describe('LmdbIndex with digest hints', () => {
     await index.clear();
     expect(internals.hints).toBeUndefined();
     log.reverse();
-    await index.onBatch(batch(0, log));
-    await index.flush();
+    await commit(index, 0, log);
     expect(index.findByDigest(digest(3), holds(3))).toBe(0);
     expect(index.findByDigest(digest(1), holds(1))).toBe(2);
     await index.close();
